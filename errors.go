@@ -1,0 +1,107 @@
+package kilolock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Stores and the Engine return these, or typed errors that
+// match them with errors.Is; driver errors never cross the Store boundary.
+var (
+	// ErrNotFound: the state, or the version asked for, does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked: the state is locked by someone else (see *LockedError).
+	ErrLocked = errors.New("state is locked")
+	// ErrLockMismatch: a lock id was given that is not the holder's (see
+	// *LockMismatchError).
+	ErrLockMismatch = errors.New("lock id does not match the holder")
+	// ErrConflict: the write would lose or contradict another write: a
+	// different lineage, a stale serial (see *ConflictError).
+	ErrConflict = errors.New("conflict")
+	// ErrStale: the state moved past the commit's parent version; the
+	// Engine recomputes the commit and retries.
+	ErrStale = errors.New("state changed since the commit was computed")
+	// ErrInvalid: the input is malformed (see *InvalidError).
+	ErrInvalid = errors.New("invalid input")
+	// ErrEncrypted: the state is client-side encrypted, so graph features
+	// cannot read it.
+	ErrEncrypted = errors.New("state is client-side encrypted")
+	// ErrReadOnly: a query tried to write.
+	ErrReadOnly = errors.New("read-only query")
+	// ErrUnavailable: the database cannot be reached.
+	ErrUnavailable = errors.New("database unavailable")
+)
+
+// LockedError is returned when a lock or write meets another holder.
+type LockedError struct {
+	State  string
+	Holder LockInfo
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("state %q is locked by %s (lock id %s, operation %s)", e.State, e.Holder.Who, e.Holder.ID, e.Holder.Operation)
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// LockMismatchError is returned when a write or unlock names a lock id that
+// is not held. Holder is the current holder, zero when the state is unlocked.
+type LockMismatchError struct {
+	State  string
+	Given  string
+	Holder LockInfo
+}
+
+func (e *LockMismatchError) Error() string {
+	if e.Holder.ID == "" {
+		return fmt.Sprintf("state %q is not locked by %q: no lock is held (it may have been force-unlocked)", e.State, e.Given)
+	}
+	return fmt.Sprintf("state %q is not locked by %q: it is held by %s (lock id %s)", e.State, e.Given, e.Holder.Who, e.Holder.ID)
+}
+
+// Is makes errors.Is(err, ErrLockMismatch) true.
+func (e *LockMismatchError) Is(target error) bool { return target == ErrLockMismatch }
+
+// Conflict reasons of a ConflictError.
+const (
+	ReasonLineage     = "lineage_mismatch"
+	ReasonStaleSerial = "stale_serial"
+)
+
+// ConflictError is a refused write, with what the writer needs to decide
+// what to do next.
+type ConflictError struct {
+	State        string
+	Reason       string // ReasonLineage, ReasonStaleSerial, …
+	Message      string
+	Hint         string
+	Addresses    []string
+	LatestSerial uint64
+	BaseSerial   uint64
+	Lineage      string // the stored lineage
+	GotLineage   string // the incoming lineage
+}
+
+func (e *ConflictError) Error() string {
+	if len(e.Addresses) > 0 {
+		return fmt.Sprintf("%s (addresses: %s)", e.Message, strings.Join(e.Addresses, ", "))
+	}
+	return e.Message
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// InvalidError is malformed input, with a hint on how to correct it.
+type InvalidError struct {
+	Code    string // machine-readable, e.g. "malformed_json"
+	Message string
+	Hint    string
+}
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }

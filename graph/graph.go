@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Format is the byte layout a state file was written in. Both CLIs write
+// state deterministically, so knowing the layout is enough to reproduce the
+// exact bytes from normalized parts.
+type Format uint8
+
+const (
+	// FormatIndent is Terraform's layout: json.MarshalIndent with two spaces
+	// and a trailing newline.
+	FormatIndent Format = iota
+	// FormatCompact is compact JSON with no insignificant whitespace.
+	FormatCompact
+)
+
+// String returns "indent" or "compact".
+func (f Format) String() string {
+	if f == FormatCompact {
+		return "compact"
+	}
+	return "indent"
+}
+
+// ParseFormat is the inverse of Format.String. Unknown names give FormatIndent.
+func ParseFormat(s string) Format {
+	if s == "compact" {
+		return FormatCompact
+	}
+	return FormatIndent
+}
+
+// Hash is the content address of an instance or output: SHA-256 over its
+// canonical (compact) JSON and, for instances, its resource header.
+type Hash [sha256.Size]byte
+
+// String returns the hash in lowercase hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// IsZero reports whether h is the zero hash.
+func (h Hash) IsZero() bool { return h == Hash{} }
+
+// KeyKind says which kind of index key an instance has.
+type KeyKind uint8
+
+const (
+	// NoKey is a resource without count or for_each.
+	NoKey KeyKind = iota
+	// IntKey is a count index.
+	IntKey
+	// StringKey is a for_each key.
+	StringKey
+)
+
+// IndexKey is an instance's count index or for_each key.
+type IndexKey struct {
+	Kind KeyKind
+	Int  int64
+	Str  string
+}
+
+// Resource is the resource-level header that every instance of one resource
+// shares in the state file.
+type Resource struct {
+	Module   string // "" for the root module, else e.g. `module.a["x"].module.b`
+	Mode     string // "managed" or "data"
+	Type     string
+	Name     string
+	Each     string // "", "list" or "map"
+	Provider string // e.g. `provider["registry.opentofu.org/hashicorp/time"]`
+}
+
+// Instance is one resource instance object: current, or deposed when Deposed
+// is set.
+type Instance struct {
+	Resource Resource
+	Key      IndexKey
+	Deposed  string // deposed key, "" for the current object
+	Status   string // "" or "tainted"
+
+	// Object is the instance object exactly as in the state file's
+	// "instances" array, compacted: index_key, status, schema_version,
+	// attributes, sensitive_attributes, private, dependencies and every other
+	// field the writing CLI put there, in the writer's key order.
+	Object []byte
+
+	// Dependencies are the addresses this instance depends on, from the
+	// object's "dependencies" list.
+	Dependencies []string
+
+	// Hash is the content address of Resource and Object together.
+	Hash Hash
+
+	// fragment is the object as it appeared in the posted document, and
+	// canonical reports whether rendering Object in fragmentFormat gives
+	// back exactly fragment. Both are unset for instances loaded from a store.
+	fragment       []byte
+	fragmentFormat Format
+	canonical      bool
+}
+
+// Output is one root module output value.
+type Output struct {
+	Name string
+	// Object is the output's compact JSON: {"value":…,"type":…,"sensitive":…}
+	// in the writer's key order.
+	Object []byte
+	Hash   Hash
+}
+
+// State is a parsed tfstate version 4 document. Instances and Outputs are in
+// the order Terraform writes them (see Sort).
+type State struct {
+	Version          int // always 4
+	TerraformVersion string
+	Serial           uint64
+	Lineage          string
+	Outputs          []Output
+	Instances        []Instance
+	// CheckResults is the compact "check_results" value; nil means null.
+	CheckResults []byte
+	// Format is the layout of the parsed document (FormatIndent for a state
+	// built in memory).
+	Format Format
+}

@@ -1,0 +1,159 @@
+package kilolock
+
+import (
+	"time"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// Graph is a parsed tfstate v4 document: instances by canonical address,
+// their dependency edges and outputs.
+type Graph = graph.State
+
+// Instance is one resource instance object of a Graph.
+type Instance = graph.Instance
+
+// Output is one root module output of a Graph.
+type Output = graph.Output
+
+// LockMode is how a state admits writers.
+type LockMode string
+
+const (
+	// LockExclusive is classic Terraform locking: one holder at a time.
+	LockExclusive LockMode = "exclusive"
+	// LockOptimistic admits many holders; writes are merged at commit.
+	LockOptimistic LockMode = "optimistic"
+)
+
+// Source says what produced a version.
+type Source string
+
+// Sources of versions.
+const (
+	SourceApply    Source = "apply"    // a POST under a lock
+	SourcePush     Source = "push"     // a POST without a lock (state push, -lock=false)
+	SourceMerge    Source = "merge"    // a commit merged onto newer versions
+	SourceRollback Source = "rollback" // a rollback to an earlier version
+	SourceStateOp  Source = "state-op" // a server-side state rm/mv
+	SourceImport   Source = "import"   // kl import
+)
+
+// LockInfo is the lock document Terraform and OpenTofu send with LOCK and
+// UNLOCK, with their field names.
+type LockInfo struct {
+	ID        string    `json:"ID"`
+	Operation string    `json:"Operation"`
+	Info      string    `json:"Info"`
+	Who       string    `json:"Who"`
+	Version   string    `json:"Version"`
+	Created   time.Time `json:"Created"`
+	Path      string    `json:"Path"`
+}
+
+// Lock is a held lock on a state.
+type Lock struct {
+	Info LockInfo `json:"info"`
+	// BaseVersion and BaseSerial are the state's current version and serial
+	// when the lock was taken: what its holder read.
+	BaseVersion int64     `json:"base_version"`
+	BaseSerial  uint64    `json:"base_serial"`
+	Acquired    time.Time `json:"acquired"`
+}
+
+// Version is the record of one immutable version of a state.
+type Version struct {
+	// ID is unique across the store and never reused, so it is safe as a
+	// cache key even when a state is deleted and created again.
+	ID               int64     `json:"id"`
+	State            string    `json:"state"`
+	Number           int64     `json:"number"` // 1 for the first version of a state
+	Serial           uint64    `json:"serial"`
+	Lineage          string    `json:"lineage"`
+	TerraformVersion string    `json:"terraform_version"`
+	Source           Source    `json:"source"`
+	Actor            string    `json:"actor"`
+	LockID           string    `json:"lock_id,omitempty"`
+	BaseSerial       uint64    `json:"base_serial"`
+	Created          time.Time `json:"created"`
+	Added            int       `json:"added"`
+	Changed          int       `json:"changed"`
+	Removed          int       `json:"removed"`
+	Instances        int       `json:"instances"`
+	// Format is "indent" or "compact" for a parsed state, "opaque" for a
+	// client-side encrypted one.
+	Format string `json:"format"`
+}
+
+// FormatOpaque is the Version.Format of a client-side encrypted state.
+const FormatOpaque = "opaque"
+
+// StateInfo describes a state and who holds it.
+type StateInfo struct {
+	Name               string    `json:"name"`
+	Created            time.Time `json:"created"`
+	Lineage            string    `json:"lineage"`
+	Current            int64     `json:"current_version"` // 0 before the first write
+	CurrentID          int64     `json:"current_version_id"`
+	Serial             uint64    `json:"serial"`
+	LockMode           LockMode  `json:"lock_mode"`
+	AllowLineageChange bool      `json:"allow_lineage_change"`
+	Locks              []Lock    `json:"locks"`
+}
+
+// Snapshot is everything stored for one version: enough to render it.
+type Snapshot struct {
+	Version      Version
+	Instances    []Instance // Dependencies, Resource, Key, Deposed, Status, Object and Hash set
+	Outputs      []Output
+	CheckResults []byte
+	// Raw, when not nil, is the gzip-compressed document as posted, kept
+	// because rendering the normalized parts does not reproduce it, or
+	// because the state is opaque (client-side encrypted).
+	Raw []byte
+}
+
+// Commit is a new version expressed as its changes against Parent.
+type Commit struct {
+	// Parent is the version number the changes were computed against (0 for
+	// a state with no version). A store answers ErrStale when the state's
+	// current version is no longer Parent.
+	Parent int64
+	// LockID is the lock the writer claims to hold, "" for none.
+	LockID string
+	// Version carries the new version's metadata; ID, State, Number and
+	// Created are set by the store.
+	Version Version
+	// Upserts are instances added or changed; Removed are the IDs (see
+	// graph.Instance.ID) of instances removed.
+	Upserts []Instance
+	Removed []string
+	// OutputUpserts and OutputsRemoved are the same for outputs.
+	OutputUpserts  []Output
+	OutputsRemoved []string
+	CheckResults   []byte
+	// Raw is stored with the version when not nil (see Snapshot.Raw).
+	Raw []byte
+	// Force skips the lineage and stale-serial guards, as `state push -force`
+	// asks and an operator allowed.
+	Force bool
+}
+
+// HistoryOptions selects versions for Store.History.
+type HistoryOptions struct {
+	Limit  int   // at most this many, newest first; 0 means 50
+	Before int64 // only versions with Number < Before; 0 means no bound
+}
+
+// QueryResult is the result of a read-only SQL query.
+type QueryResult struct {
+	Columns []string `json:"columns"`
+	Rows    [][]any  `json:"rows"`
+}
+
+// WriteStats counts what a commit wrote to the database: rows inserted or
+// updated, and the bytes of the values in them.
+type WriteStats struct {
+	Rows  int `json:"rows"`
+	Bytes int `json:"bytes"`
+}
