@@ -98,9 +98,25 @@ type Instance struct {
 	// fragment is the object as it appeared in the posted document, and
 	// canonical reports whether rendering Object in fragmentFormat gives
 	// back exactly fragment. Both are unset for instances loaded from a store.
+	// fragHash hashes fragment and the resource header, to find the instance
+	// again in the next document (see ParseReusing). objFirst is &Object[0]
+	// as parsed: an Instance copied and given another Object no longer
+	// trusts its fragment.
 	fragment       []byte
 	fragmentFormat Format
 	canonical      bool
+	fragHash       uint64
+	objFirst       *byte
+}
+
+// hasFragment reports whether in still has the fragment it was parsed with.
+func (in *Instance) hasFragment() bool {
+	return in.fragment != nil && len(in.Object) > 0 && &in.Object[0] == in.objFirst
+}
+
+// copyable reports whether Render in format f may copy the fragment.
+func (in *Instance) copyable(f Format) bool {
+	return in.canonical && in.fragmentFormat == f && in.hasFragment()
 }
 
 // Output is one root module output value.

@@ -5,32 +5,34 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
+	"strconv"
 )
 
 // NewInstance builds an instance from its resource header and its compact
 // instance object, as a store keeps them: it reads the index key, deposed
-// key, status and dependencies out of object and computes the hash.
+// key, status and dependencies out of object and computes the hash. It reads
+// them exactly as Parse does, so an instance rebuilt from (Resource, Object)
+// equals the parsed one in all but its memory of the posted bytes.
 func NewInstance(r Resource, object []byte) (Instance, error) {
-	var head struct {
-		IndexKey     json.RawMessage `json:"index_key"`
-		Status       string          `json:"status"`
-		Deposed      string          `json:"deposed"`
-		Dependencies []string        `json:"dependencies"`
+	s := scanner{data: object}
+	s.ws()
+	if s.pos >= len(object) || object[s.pos] != '{' {
+		if s.pos < len(object) && s.value(0, 0) && s.end() {
+			return Instance{}, fmt.Errorf("instance of %s: the instance object is not a JSON object", r.Address())
+		}
+		if s.err == nil {
+			s.failEOF()
+		}
+		return Instance{}, fmt.Errorf("instance of %s: %w", r.Address(), s.err)
 	}
-	if err := json.Unmarshal(object, &head); err != nil {
-		return Instance{}, fmt.Errorf("instance of %s: %w", r.Address(), err)
+	h, ok := s.instance(0)
+	if !ok || !s.end() {
+		return Instance{}, fmt.Errorf("instance of %s: %w", r.Address(), s.err)
 	}
-	key, err := parseIndexKey(head.IndexKey)
-	if err != nil {
-		return Instance{}, fmt.Errorf("instance of %s: %w", r.Address(), err)
-	}
-	inst := Instance{
-		Resource:     r,
-		Key:          key,
-		Deposed:      head.Deposed,
-		Status:       head.Status,
-		Object:       object,
-		Dependencies: head.Dependencies,
+	inst := Instance{Resource: r, Object: object}
+	if at, reason := decodeHead(object, h, &inst); reason != "" {
+		return Instance{}, fmt.Errorf("instance of %s: %w", r.Address(), &FieldError{Path: "instance", Offset: int64(at), Reason: reason})
 	}
 	inst.Hash = instanceHash(&inst.Resource, object)
 	return inst, nil
@@ -41,35 +43,17 @@ func NewOutput(name string, object []byte) Output {
 	return Output{Name: name, Object: object, Hash: sha256.Sum256(object)}
 }
 
-// parseIndexKey decodes an "index_key" value: absent or null, an integer, or
-// a string.
-func parseIndexKey(raw json.RawMessage) (IndexKey, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return IndexKey{}, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return IndexKey{}, fmt.Errorf("index_key: %w", err)
-		}
-		return IndexKey{Kind: StringKey, Str: s}, nil
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return IndexKey{}, fmt.Errorf("index_key %s is neither an integer nor a string", raw)
-	}
-	return IndexKey{Kind: IntKey, Int: n}, nil
-}
-
 // instanceHash is the content address of an instance: its resource header
-// and its compact object, each length-prefixed so no two inputs collide.
+// and its compact object, each length-prefixed ("<len>:<bytes>") so no two
+// inputs collide.
 func instanceHash(r *Resource, object []byte) Hash {
 	h := sha256.New()
+	var buf [24]byte
 	for _, s := range [...]string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider} {
-		fmt.Fprintf(h, "%d:%s", len(s), s)
+		h.Write(append(strconv.AppendInt(buf[:0], int64(len(s)), 10), ':'))
+		io.WriteString(h, s)
 	}
-	fmt.Fprintf(h, "%d:", len(object))
+	h.Write(append(strconv.AppendInt(buf[:0], int64(len(object)), 10), ':'))
 	h.Write(object)
 	var out Hash
 	h.Sum(out[:0])

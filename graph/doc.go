@@ -1,0 +1,44 @@
+/*
+Package graph turns tfstate version 4 documents into a normalized graph of
+resource instances and back, byte for byte.
+
+A State is the document's metadata (lineage, serial, terraform_version,
+check_results), its root outputs, and its resource instances, each an
+Instance identified by its canonical address plus deposed key (Instance.ID)
+and content-addressed by Hash. Dependencies between instances are the
+addresses each one lists.
+
+# Basics
+
+Parse reads what Terraform (indented JSON) and OpenTofu (compact JSON) write;
+Render writes a State back the way either CLI would; Diff says which
+instances and outputs two states add, remove or change:
+
+	prev, err := graph.Parse(body)
+	next, err := graph.ParseReusing(nextBody, prev) // the same result, cheaper
+	changes := graph.Diff(prev, next)              // Added, Removed, Changed, …
+	out := next.Render(next.Format)                // == nextBody for CLI output
+
+Every field of every instance object survives as Instance.Object, the
+object's compact JSON in the writer's key order, so an instance is stored as
+(Resource, Object) and rebuilt with NewInstance. A state rebuilt that way,
+sorted with Sort and rendered, gives the same bytes the CLI wrote.
+
+# Cost
+
+Parsing is one validating pass over the document by a hand-written scanner,
+several times faster than encoding/json. ParseReusing takes every instance
+whose bytes did not change from the previous state, so a POST that changes 2
+of 10,000 instances compacts and hashes 2 instances. Render copies the posted
+bytes of instances that were already in the writer's exact layout, so
+rendering a freshly parsed document costs about a copy.
+
+# Caveats
+
+Resources without instances are dropped: an instance graph has nothing to
+hold them, and Terraform prunes them on its next write anyway. Unknown
+top-level and resource-level fields are dropped too, as both CLIs drop them;
+unknown instance fields are kept. A client-side encrypted OpenTofu state
+cannot be read at all: Parse returns ErrEncrypted.
+*/
+package graph

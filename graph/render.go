@@ -1,0 +1,379 @@
+package graph
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Render returns the state as the CLI that uses format f writes it.
+//
+// FormatIndent is Terraform's statefile writer byte for byte: the version 4
+// document through json.MarshalIndent with a two-space indent, plus a
+// newline. FormatCompact is OpenTofu's writer: the same document through
+// json.Marshal, plus a newline. A resource's "module", "each" and "provider"
+// are written only when set: Terraform always has a provider (its writer has
+// no omitempty there), and OpenTofu leaves it out when each instance names
+// its own, which Terraform's layout cannot otherwise express.
+//
+// Consecutive instances of one resource are written as one "resources"
+// entry, so call Sort first for a state built out of order. Instance and
+// output objects are written as they are (reindented for FormatIndent), in
+// their writer's key order and escaping. An instance parsed from a document
+// of format f whose bytes were already exactly what rendering gives is
+// copied from that document instead, so rendering a freshly parsed document
+// in its own format costs about a copy and gives back the same bytes.
+//
+// Objects must be valid JSON, as Parse and NewInstance guarantee.
+func (s *State) Render(f Format) []byte {
+	if f == FormatCompact {
+		return s.renderCompact()
+	}
+	return s.renderIndent()
+}
+
+func (s *State) sizeHint(f Format) int {
+	n := 256 + len(s.CheckResults)*2
+	for i := range s.Outputs {
+		n += 16 + len(s.Outputs[i].Name) + 2*len(s.Outputs[i].Object)
+	}
+	for i := range s.Instances {
+		in := &s.Instances[i]
+		switch {
+		case f == FormatCompact:
+			n += len(in.Object) + 1
+		case in.copyable(f):
+			n += len(in.fragment) + 10
+		default:
+			n += 2*len(in.Object) + 10
+		}
+		if i == 0 || in.Resource != s.Instances[i-1].Resource {
+			r := &in.Resource
+			n += 160 + len(r.Module) + len(r.Type) + len(r.Name) + len(r.Provider)
+		}
+	}
+	return n
+}
+
+func (s *State) renderIndent() []byte {
+	b := make([]byte, 0, s.sizeHint(FormatIndent))
+	b = append(b, "{\n  \"version\": 4,\n  \"terraform_version\": "...)
+	b = appendString(b, s.TerraformVersion)
+	b = append(b, ",\n  \"serial\": "...)
+	b = strconv.AppendUint(b, s.Serial, 10)
+	b = append(b, ",\n  \"lineage\": "...)
+	b = appendString(b, s.Lineage)
+	b = append(b, ",\n  \"outputs\": {"...)
+	for i := range s.Outputs {
+		o := &s.Outputs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    "...)
+		b = appendString(b, o.Name)
+		b = append(b, ": "...)
+		b = appendIndent(b, o.Object, outputLevel)
+	}
+	if len(s.Outputs) > 0 {
+		b = append(b, "\n  "...)
+	}
+	b = append(b, "},\n  \"resources\": ["...)
+	for i := range s.Instances {
+		in := &s.Instances[i]
+		if i == 0 || in.Resource != s.Instances[i-1].Resource {
+			if i > 0 {
+				b = append(b, "\n      ]\n    },"...)
+			}
+			r := &in.Resource
+			b = append(b, "\n    {\n"...)
+			if r.Module != "" {
+				b = append(b, "      \"module\": "...)
+				b = appendString(b, r.Module)
+				b = append(b, ",\n"...)
+			}
+			b = append(b, "      \"mode\": "...)
+			b = appendString(b, r.Mode)
+			b = append(b, ",\n      \"type\": "...)
+			b = appendString(b, r.Type)
+			b = append(b, ",\n      \"name\": "...)
+			b = appendString(b, r.Name)
+			if r.Each != "" {
+				b = append(b, ",\n      \"each\": "...)
+				b = appendString(b, r.Each)
+			}
+			if r.Provider != "" {
+				b = append(b, ",\n      \"provider\": "...)
+				b = appendString(b, r.Provider)
+			}
+			b = append(b, ",\n      \"instances\": [\n        "...)
+		} else {
+			b = append(b, ",\n        "...)
+		}
+		if in.copyable(FormatIndent) {
+			b = append(b, in.fragment...)
+		} else {
+			b = appendIndent(b, in.Object, instanceLevel)
+		}
+	}
+	if len(s.Instances) > 0 {
+		b = append(b, "\n      ]\n    }\n  "...)
+	}
+	b = append(b, "],\n  \"check_results\": "...)
+	if s.CheckResults == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendIndent(b, s.CheckResults, checksLevel)
+	}
+	return append(b, "\n}\n"...)
+}
+
+func (s *State) renderCompact() []byte {
+	b := make([]byte, 0, s.sizeHint(FormatCompact))
+	b = append(b, `{"version":4,"terraform_version":`...)
+	b = appendString(b, s.TerraformVersion)
+	b = append(b, `,"serial":`...)
+	b = strconv.AppendUint(b, s.Serial, 10)
+	b = append(b, `,"lineage":`...)
+	b = appendString(b, s.Lineage)
+	b = append(b, `,"outputs":{`...)
+	for i := range s.Outputs {
+		o := &s.Outputs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, o.Name)
+		b = append(b, ':')
+		b = append(b, o.Object...)
+	}
+	b = append(b, `},"resources":[`...)
+	for i := range s.Instances {
+		in := &s.Instances[i]
+		if i == 0 || in.Resource != s.Instances[i-1].Resource {
+			if i > 0 {
+				b = append(b, "]},"...)
+			}
+			r := &in.Resource
+			b = append(b, '{')
+			if r.Module != "" {
+				b = append(b, `"module":`...)
+				b = appendString(b, r.Module)
+				b = append(b, ',')
+			}
+			b = append(b, `"mode":`...)
+			b = appendString(b, r.Mode)
+			b = append(b, `,"type":`...)
+			b = appendString(b, r.Type)
+			b = append(b, `,"name":`...)
+			b = appendString(b, r.Name)
+			if r.Each != "" {
+				b = append(b, `,"each":`...)
+				b = appendString(b, r.Each)
+			}
+			if r.Provider != "" {
+				b = append(b, `,"provider":`...)
+				b = appendString(b, r.Provider)
+			}
+			b = append(b, `,"instances":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, in.Object...)
+	}
+	if len(s.Instances) > 0 {
+		b = append(b, "]}"...)
+	}
+	b = append(b, `],"check_results":`...)
+	if s.CheckResults == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, s.CheckResults...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as a JSON string literal exactly as encoding/json
+// writes it, which is how both CLIs write every string: HTML-safe (<, > and &
+// as \u003c, \u003e, \u0026), U+2028 and U+2029 escaped, invalid UTF-8 as
+// \ufffd, and control characters as \b, \f, \n, \r, \t or \u00XX.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const spaces = "                                                                " // 64
+
+func appendNewline(b []byte, level int) []byte {
+	b = append(b, '\n')
+	for n := 2 * level; n > 0; {
+		k := min(n, len(spaces))
+		b = append(b, spaces[:k]...)
+		n -= k
+	}
+	return b
+}
+
+// appendIndent appends the valid JSON value src reindented exactly as
+// json.Indent(dst, src, prefix, "  ") would, with prefix being level
+// two-space indents: the first line unprefixed, nested lines one indent
+// deeper per level, empty objects and arrays as {} and []. Whitespace in src
+// is dropped.
+func appendIndent(b, src []byte, level int) []byte {
+	depth := level
+	needIndent := false
+	for i := 0; i < len(src); {
+		c := src[i]
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			i++
+			continue
+		}
+		if needIndent && c != '}' && c != ']' {
+			needIndent = false
+			depth++
+			b = appendNewline(b, depth)
+		}
+		switch c {
+		case '"':
+			j := stringEnd(src, i)
+			b = append(b, src[i:j]...)
+			i = j
+			continue
+		case '{', '[':
+			needIndent = true
+			b = append(b, c)
+		case ',':
+			b = append(b, c)
+			b = appendNewline(b, depth)
+		case ':':
+			b = append(b, ':', ' ')
+		case '}', ']':
+			if needIndent {
+				needIndent = false
+			} else {
+				depth--
+				b = appendNewline(b, depth)
+			}
+			b = append(b, c)
+		default:
+			j := i + 1
+			for j < len(src) && !isDelim(src[j]) {
+				j++
+			}
+			b = append(b, src[i:j]...)
+			i = j
+			continue
+		}
+		i++
+	}
+	return b
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', ',', ':', '{', '}', '[', ']', '"':
+		return true
+	}
+	return false
+}
+
+// Sort puts the state in the order Terraform writes it: instances by
+// resource (module, mode, type, name), then by index key (no key, then
+// integer keys by value, then string keys), then current before deposed
+// objects by deposed key; outputs by name. It is stable, and cheap on a
+// state that is already sorted.
+func (s *State) Sort() {
+	if !slices.IsSortedFunc(s.Instances, compareInstances) {
+		slices.SortStableFunc(s.Instances, compareInstances)
+	}
+	byName := func(a, b Output) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(s.Outputs, byName) {
+		slices.SortStableFunc(s.Outputs, byName)
+	}
+}
+
+func compareInstances(a, b Instance) int {
+	ra, rb := &a.Resource, &b.Resource
+	if c := strings.Compare(ra.Module, rb.Module); c != 0 {
+		return c
+	}
+	if c := strings.Compare(ra.Mode, rb.Mode); c != 0 {
+		return c
+	}
+	if c := strings.Compare(ra.Type, rb.Type); c != 0 {
+		return c
+	}
+	if c := strings.Compare(ra.Name, rb.Name); c != 0 {
+		return c
+	}
+	if c := compareKeys(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Deposed, b.Deposed)
+}
+
+// compareKeys orders index keys as Terraform does: no key, then integers,
+// then strings.
+func compareKeys(a, b IndexKey) int {
+	if a.Kind != b.Kind {
+		return int(a.Kind) - int(b.Kind)
+	}
+	switch a.Kind {
+	case IntKey:
+		switch {
+		case a.Int < b.Int:
+			return -1
+		case a.Int > b.Int:
+			return 1
+		}
+	case StringKey:
+		return strings.Compare(a.Str, b.Str)
+	}
+	return 0
+}
