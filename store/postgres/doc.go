@@ -1,0 +1,53 @@
+// Package postgres is the production kilolock.Store: PostgreSQL through
+// pgx/v5. Any number of kld replicas may share one database; every
+// invariant is checked inside the database transaction, under the state's
+// row lock, never in one process's memory.
+//
+//	st, err := postgres.Open(ctx, "postgres://kilolock@db.internal/kilolock")
+//	if err != nil {
+//		return err // errors.Is(err, kilolock.ErrUnavailable) when unreachable
+//	}
+//	defer st.Close()
+//	lock, err := st.Lock(ctx, "network", info, kilolock.LockExclusive)
+//
+// # Schema
+//
+// Open applies the numbered migrations embedded from migrations/ in one
+// transaction under pg_advisory_xact_lock, recording each in
+// kl_schema_version, so replicas starting together are safe. The relations
+// and the columns users see are the SQLite store's:
+//
+//   - states: one row per state, with its current version, serial, lineage
+//     and lock mode.
+//   - state_versions: one row per version (its metadata, check_results);
+//     version_raw: the posted document of the versions that keep it.
+//   - payloads: compact JSON of instance and output objects, content
+//     addressed by graph.Hash per state, written once (TEXT; the views cast
+//     to jsonb).
+//   - instance_intervals, output_intervals: which objects each version
+//     holds. An object is in version v iff valid_from <= v AND (valid_to IS
+//     NULL OR valid_to > v); a partial unique index keeps one current
+//     interval per object.
+//   - locks: the held locks, with the version and serial each holder read.
+//   - views for Query: resources, resource_dependencies, outputs,
+//     resource_history, version_history.
+//
+// A version costs rows in proportion to its changes, not to the state: see
+// Commit for the WriteStats rule.
+//
+// # Errors
+//
+// Driver errors are translated once (translate) and never cross the Store
+// boundary: a server that cannot be reached, is shutting down or has no
+// connection slots gives an error matching kilolock.ErrUnavailable;
+// serialization failures and deadlocks are retried first. Query maps a
+// refused write (SQLSTATE 25006) to kilolock.ErrReadOnly and any other
+// rejected statement to kilolock.ErrInvalid.
+//
+// # Caveats
+//
+// Query runs users' SQL in a read-only transaction on the store's role; a
+// read-only transaction still lets a statement call functions such as
+// pg_terminate_backend. Give Query a role that may only read the views with
+// WithQueryURL when users are not trusted.
+package postgres

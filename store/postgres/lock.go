@@ -1,0 +1,94 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Lock takes a lock, creating the state in mode (exclusive when mode is "")
+// when it does not exist; an existing state keeps its mode. A held
+// exclusive lock, or a lock id already held on the state, gives a
+// *kilolock.LockedError naming the holder. An empty lock id is ErrInvalid.
+func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, mode kilolock.LockMode) (*kilolock.Lock, error) {
+	if mode == "" {
+		mode = kilolock.LockExclusive
+	}
+	if err := checkMode(mode); err != nil {
+		return nil, err
+	}
+	if info.ID == "" {
+		return nil, &kilolock.InvalidError{Code: "missing_lock_id", Message: "the lock info has no ID", Hint: "send the lock document Terraform or OpenTofu sends, with its ID"}
+	}
+	body, err := json.Marshal(info)
+	if err != nil {
+		return nil, &kilolock.InvalidError{Code: "invalid_lock_info", Message: err.Error()}
+	}
+	var lock *kilolock.Lock
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		st, err := lockState(ctx, tx, name, true, mode)
+		if err != nil {
+			return err
+		}
+		if err := kilolock.CheckLock(&st.StateInfo, info); err != nil {
+			return err
+		}
+		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial}
+		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()) RETURNING acquired_at`,
+			st.id, info.ID, string(body), info.Who, info.Operation, st.Current, int64(st.Serial)).Scan(&l.Acquired)
+		if err != nil {
+			return err
+		}
+		l.Acquired = l.Acquired.UTC()
+		lock = &l
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lock, nil
+}
+
+// Unlock releases the lock with the given id and returns it. With force,
+// an empty id releases every holder (none is not an error). A lock id that
+// is not held, or an empty id without force, gives a
+// *kilolock.LockMismatchError naming the first holder (zero when none); a
+// state that does not exist gives ErrNotFound.
+func (s *Store) Unlock(ctx context.Context, name, id string, force bool) ([]kilolock.Lock, error) {
+	var released []kilolock.Lock
+	err := s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		st, err := lockState(ctx, tx, name, false, "")
+		if err != nil {
+			return err
+		}
+		if force && id == "" {
+			if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1`, st.id); err != nil {
+				return err
+			}
+			released = st.Locks
+			return nil
+		}
+		for _, l := range st.Locks {
+			if l.Info.ID == id {
+				if _, err := tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1 AND lock_id = $2`, st.id, id); err != nil {
+					return err
+				}
+				released = []kilolock.Lock{l}
+				return nil
+			}
+		}
+		e := &kilolock.LockMismatchError{State: name, Given: id}
+		if len(st.Locks) > 0 {
+			e.Holder = st.Locks[0].Info
+		}
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	return released, nil
+}

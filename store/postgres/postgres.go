@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	neturl "net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kilolock/kilolock"
+)
+
+var _ kilolock.Store = (*Store)(nil)
+
+// Defaults of the Options.
+const (
+	// DefaultQueryTimeout bounds one Query statement.
+	DefaultQueryTimeout = 30 * time.Second
+	// MaxQueryRows is the most rows Query returns; the rest are dropped.
+	MaxQueryRows = 10000
+)
+
+// Store is a kilolock.Store on PostgreSQL. It is safe for concurrent use,
+// and any number of Stores (in any number of processes) may share one
+// database: every invariant is checked under the state's row lock.
+type Store struct {
+	pool         *pgxpool.Pool
+	queryPool    *pgxpool.Pool // Query's own connections, reset after each use
+	queryTimeout time.Duration
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	queryTimeout time.Duration
+	queryURL     string
+}
+
+// WithQueryTimeout sets the statement_timeout of Query (DefaultQueryTimeout
+// when not given).
+func WithQueryTimeout(d time.Duration) Option {
+	return func(o *options) { o.queryTimeout = d }
+}
+
+// WithQueryURL runs Query on another connection URL than the store's: a
+// role that may only read, or a read replica. The read-only transaction
+// already refuses writes; a read-only role also refuses what a read-only
+// transaction allows (e.g. session advisory locks, pg_terminate_backend).
+func WithQueryURL(url string) Option {
+	return func(o *options) { o.queryURL = url }
+}
+
+// Open connects to the database at url (postgres://user:pass@host/db?…, or
+// any connection string pgx accepts) and brings its schema up to date.
+// Several processes may Open one database at once: migrations run one at a
+// time under an advisory lock. A database that cannot be reached gives an
+// error matching kilolock.ErrUnavailable.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := options{queryTimeout: DefaultQueryTimeout, queryURL: url}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	qcfg, err := pgxpool.ParseConfig(o.queryURL)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	// Users' statements are one-offs: no statement cache, whose prepared
+	// statements a user's DEALLOCATE could pull from under it, and a
+	// DISCARD ALL after each (see Query).
+	qcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	qcfg.ConnConfig.StatementCacheCapacity = 0
+	qcfg.ConnConfig.DescriptionCacheCapacity = 0
+	qcfg.MaxConns = 4
+
+	s := &Store{queryTimeout: o.queryTimeout}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, translate(err)
+	}
+	if s.queryPool, err = pgxpool.NewWithConfig(ctx, qcfg); err != nil {
+		s.pool.Close()
+		return nil, translate(err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return s, nil
+}
+
+// parseError reports a bad connection string without the driver's error
+// type, and without the string itself: it may hold a password, which the
+// driver's message masks only on a best-effort basis.
+func parseError(err error) error {
+	msg := "postgres: cannot parse the database URL"
+	var ue *neturl.Error
+	if errors.As(err, &ue) {
+		msg += ": " + ue.Err.Error()
+	}
+	return &kilolock.InvalidError{
+		Code:    "invalid_database_url",
+		Message: msg,
+		Hint:    "use postgres://user:password@host:5432/database?sslmode=…",
+	}
+}
+
+// Close releases the store's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	s.queryPool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return translate(s.pool.Ping(ctx))
+}
+
+// psql builds statements with PostgreSQL's $n placeholders.
+var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one numbered file of migrations/.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", base)
+		}
+		b, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// migrateLockKey is the advisory lock that serializes migrations: "kilolock"
+// in ASCII.
+const migrateLockKey int64 = 0x6b696c6f6c6f636b
+
+// migrate applies the migrations the database lacks, all in one
+// transaction under a transaction-scoped advisory lock, so that replicas
+// starting together apply each migration exactly once. A database migrated
+// by a newer release is left as it is: migrations only ever add.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS kl_schema_version (
+			version    INT PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM kl_schema_version").Scan(&current); err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if m.version <= current {
+				continue
+			}
+			// No arguments: pgx sends it with the simple protocol, which
+			// allows several statements in one string.
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO kl_schema_version (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,365 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/testpg"
+)
+
+func TestLockExclusiveOneWinner(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stores int
+	}{
+		{"one store", 1},
+		{"two stores", 2}, // two pools on one database: two kld replicas
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := testpg.URL(t)
+			stores := make([]*Store, tc.stores)
+			for i := range stores {
+				stores[i] = openURL(t, url)
+			}
+			ctx := context.Background()
+			// Round 0 races on a state nobody created yet; round 1 on one
+			// that exists and was just unlocked.
+			for round := range 2 {
+				var (
+					wg      sync.WaitGroup
+					mu      sync.Mutex
+					winners []string
+					errs    []error
+				)
+				start := make(chan struct{})
+				for g := range 16 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						id := fmt.Sprintf("lock-%d-%d", round, g)
+						_, err := stores[g%len(stores)].Lock(ctx, "race", lockInfo(id), kilolock.LockExclusive)
+						mu.Lock()
+						defer mu.Unlock()
+						if err == nil {
+							winners = append(winners, id)
+						} else {
+							errs = append(errs, err)
+						}
+					}()
+				}
+				close(start)
+				wg.Wait()
+				if len(winners) != 1 {
+					t.Fatalf("round %d: %d winners (%v), want exactly one; errors: %v", round, len(winners), winners, errs)
+				}
+				for _, err := range errs {
+					var le *kilolock.LockedError
+					if !errors.As(err, &le) || le.Holder.ID != winners[0] {
+						t.Errorf("round %d: loser got %v, want a *LockedError naming %s", round, err, winners[0])
+					}
+				}
+				st, err := stores[0].State(ctx, "race")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(st.Locks) != 1 || st.Locks[0].Info.ID != winners[0] {
+					t.Fatalf("round %d: locks %+v, want only %s", round, st.Locks, winners[0])
+				}
+				released, err := stores[len(stores)-1].Unlock(ctx, "race", winners[0], false)
+				if err != nil || len(released) != 1 || released[0].Info != lockInfo(winners[0]) {
+					t.Fatalf("unlock: %v %+v", err, released)
+				}
+			}
+		})
+	}
+}
+
+func TestLockOptimistic(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	if err := s.SetLockMode(ctx, "opt", kilolock.LockOptimistic); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Lock(ctx, "opt", lockInfo(fmt.Sprint("o", g)), kilolock.LockExclusive)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("optimistic lock: %v", err)
+		}
+	}
+	st, err := s.State(ctx, "opt")
+	if err != nil || len(st.Locks) != 16 || st.LockMode != kilolock.LockOptimistic {
+		t.Fatalf("state %+v, %v: want 16 optimistic holders", st, err)
+	}
+	if _, err := s.Lock(ctx, "opt", lockInfo("o3"), ""); !errors.Is(err, kilolock.ErrLocked) {
+		t.Errorf("taking a held lock id again: %v, want ErrLocked", err)
+	}
+	released, err := s.Unlock(ctx, "opt", "", true)
+	if err != nil || len(released) != 16 {
+		t.Fatalf("force unlock all: %d released, %v", len(released), err)
+	}
+}
+
+func TestLockErrors(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	if _, err := s.Lock(ctx, "a", kilolock.LockInfo{}, ""); !errors.Is(err, kilolock.ErrInvalid) {
+		t.Errorf("lock without id: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Lock(ctx, "a", lockInfo("x"), "bogus"); !errors.Is(err, kilolock.ErrInvalid) {
+		t.Errorf("bogus mode: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Unlock(ctx, "missing", "x", false); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("unlock of a missing state: %v, want ErrNotFound", err)
+	}
+	if _, err := s.State(ctx, "missing"); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("State of a missing state: %v, want ErrNotFound", err)
+	}
+	if err := s.SetAllowLineageChange(ctx, "missing", true); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("SetAllowLineageChange of a missing state: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, "missing"); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("Delete of a missing state: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Lock(ctx, "a", lockInfo("x"), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Unlock(ctx, "a", "y", false)
+	var me *kilolock.LockMismatchError
+	if !errors.As(err, &me) || me.Holder.ID != "x" || me.Given != "y" {
+		t.Errorf("unlock with another id: %v, want a *LockMismatchError naming x", err)
+	}
+	if _, err := s.Unlock(ctx, "a", "", false); !errors.Is(err, kilolock.ErrLockMismatch) {
+		t.Errorf("unlock with no id, no force: %v, want ErrLockMismatch", err)
+	}
+	if _, err := s.Unlock(ctx, "a", "x", true); err != nil {
+		t.Errorf("force unlock by id: %v", err)
+	}
+	if _, err := s.Unlock(ctx, "a", "x", false); !errors.Is(err, kilolock.ErrLockMismatch) {
+		t.Errorf("unlock of a released lock: %v, want ErrLockMismatch", err)
+	}
+}
+
+func TestCommitRules(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	a := instance(t, "a", nil, "1")
+
+	// A refused commit on a missing state leaves no state behind.
+	if _, _, err := s.Commit(ctx, "st", commit(1, a)); !errors.Is(err, kilolock.ErrStale) {
+		t.Fatalf("commit onto 1 of a new state: %v, want ErrStale", err)
+	}
+	if _, err := s.State(ctx, "st"); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Fatalf("a refused commit created the state: %v", err)
+	}
+	v1, _ := mustCommit(t, s, "st", commit(0, a))
+	if v1.Number != 1 || v1.Added != 1 || v1.Instances != 1 || v1.State != "st" || v1.ID == 0 || v1.Created.IsZero() {
+		t.Fatalf("first version %+v", v1)
+	}
+
+	lock, err := s.Lock(ctx, "st", lockInfo("L"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.BaseVersion != 1 || lock.BaseSerial != 1 {
+		t.Errorf("lock base %d/%d, want 1/1", lock.BaseVersion, lock.BaseSerial)
+	}
+	c := commit(1, instance(t, "a", nil, "2"))
+	for _, tc := range []struct {
+		name   string
+		modify func(c *kilolock.Commit)
+		want   error
+	}{
+		{"stale parent", func(c *kilolock.Commit) { c.Parent = 0 }, kilolock.ErrStale},
+		{"no lock id while locked", func(c *kilolock.Commit) {}, kilolock.ErrLocked},
+		{"another lock id", func(c *kilolock.Commit) { c.LockID = "other" }, kilolock.ErrLockMismatch},
+		{"serial not above the lock's base", func(c *kilolock.Commit) { c.LockID = "L"; c.Version.Serial = 1 }, kilolock.ErrConflict},
+		{"other lineage", func(c *kilolock.Commit) { c.LockID = "L"; c.Version.Lineage = "lin-2" }, kilolock.ErrConflict},
+		{"hash of another object", func(c *kilolock.Commit) {
+			c.LockID = "L"
+			c.Upserts[0].Hash = instance(t, "a", nil, "3").Hash
+		}, kilolock.ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := *c
+			cc.Upserts = append([]kilolock.Instance(nil), c.Upserts...)
+			tc.modify(&cc)
+			if _, ws, err := s.Commit(ctx, "st", &cc); !errors.Is(err, tc.want) || ws != (kilolock.WriteStats{}) {
+				t.Errorf("got %v (%+v), want %v and no writes", err, ws, tc.want)
+			}
+		})
+	}
+	h, err := s.History(ctx, "st", kilolock.HistoryOptions{})
+	if err != nil || len(h) != 1 {
+		t.Fatalf("refused commits wrote versions: %v %v", h, err)
+	}
+
+	// The lineage guard gives way when an operator allows it, and Force
+	// skips the serial guard but not the lock.
+	if err := s.SetAllowLineageChange(ctx, "st", true); err != nil {
+		t.Fatal(err)
+	}
+	c2 := commit(1, instance(t, "a", nil, "2"))
+	c2.LockID, c2.Version.Lineage = "L", "lin-2"
+	v2, _ := mustCommit(t, s, "st", c2)
+	if v2.LockID != "L" || v2.Changed != 1 || v2.Added != 0 || v2.Instances != 1 {
+		t.Errorf("second version %+v", v2)
+	}
+	c3 := commit(2)
+	c3.Force, c3.Version.Serial = true, 1
+	if _, _, err := s.Commit(ctx, "st", c3); !errors.Is(err, kilolock.ErrLocked) {
+		t.Errorf("forced commit while locked: %v, want ErrLocked", err)
+	}
+	c3.LockID = "L"
+	if _, _, err := s.Commit(ctx, "st", c3); err != nil {
+		t.Errorf("forced commit under the lock: %v", err)
+	}
+	st, err := s.State(ctx, "st")
+	if err != nil || st.Current != 3 || st.Serial != 1 || st.Lineage != "lin-1" || st.CurrentID == 0 {
+		t.Errorf("state %+v, %v", st, err)
+	}
+}
+
+// TestConcurrentCommits races 16 writers, half through another Store, onto
+// the same parent: exactly one lands each round, the others are stale.
+func TestConcurrentCommits(t *testing.T) {
+	url := testpg.URL(t)
+	stores := []*Store{openURL(t, url), openURL(t, url)}
+	ctx := context.Background()
+	for parent := range int64(20) {
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			wins int
+		)
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := commit(parent, instance(t, fmt.Sprint("w", g), nil, fmt.Sprint(parent)))
+				_, _, err := stores[g%2].Commit(ctx, "race", c)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					wins++
+				case !errors.Is(err, kilolock.ErrStale):
+					t.Errorf("loser got %v, want ErrStale", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("parent %d: %d commits landed, want 1", parent, wins)
+		}
+	}
+	// The instance counts were read under the row lock, after the
+	// previous winner committed.
+	history, err := stores[0].History(ctx, "race", kilolock.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range history {
+		snap, err := stores[1].Snapshot(ctx, "race", v.Number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Instances != len(snap.Instances) {
+			t.Errorf("version %d counts %d instances, holds %d", v.Number, v.Instances, len(snap.Instances))
+		}
+	}
+}
+
+func TestDelete(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	v1, _ := mustCommit(t, s, "gone", commit(0, instance(t, "a", nil, "1")))
+	if _, err := s.Lock(ctx, "gone", lockInfo("L"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History(ctx, "gone", kilolock.HistoryOptions{}); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("history after delete: %v", err)
+	}
+	res, err := s.Query(ctx, `SELECT (SELECT count(*) FROM payloads) + (SELECT count(*) FROM instance_intervals) + (SELECT count(*) FROM locks)`)
+	if err != nil || res.Rows[0][0] != int64(0) {
+		t.Errorf("rows left after delete: %v %v", res, err)
+	}
+	v2, _ := mustCommit(t, s, "gone", commit(0, instance(t, "a", nil, "1")))
+	if v2.ID == v1.ID || v2.Number != 1 {
+		t.Errorf("recreated state's first version %+v reuses id %d", v2, v1.ID)
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	url := testpg.URL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(context.Background(), url)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent open: %v", err)
+		}
+	}
+	s := openURL(t, url)
+	res, err := s.Query(context.Background(), `SELECT count(*), max(version) FROM kl_schema_version`)
+	if err != nil || res.Rows[0][0] != int64(1) || res.Rows[0][1] != int64(1) {
+		t.Errorf("kl_schema_version: %v %v", res, err)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	ctx := context.Background()
+	_, err := Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2&sslmode=disable")
+	if !errors.Is(err, kilolock.ErrUnavailable) {
+		t.Fatalf("open of an unreachable server: %v, want ErrUnavailable", err)
+	}
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	if errors.As(err, &pe) || errors.As(err, &ce) {
+		t.Errorf("a driver error crossed the boundary: %#v", err)
+	}
+	if _, err := Open(ctx, "postgres://%zz"); !errors.Is(err, kilolock.ErrInvalid) {
+		t.Errorf("open of a malformed url: %v, want ErrInvalid", err)
+	}
+
+	s := openStore(t)
+	s.pool.Close() // as if the server went away
+	if _, err := s.State(ctx, "x"); !errors.Is(err, kilolock.ErrUnavailable) {
+		t.Errorf("State on a closed pool: %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, kilolock.ErrUnavailable) {
+		t.Errorf("Ping on a closed pool: %v, want ErrUnavailable", err)
+	}
+}

@@ -1,0 +1,260 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Query runs one SQL statement in a read-only transaction (BEGIN READ
+// ONLY) with a statement_timeout, so the database itself refuses any write:
+// that gives ErrReadOnly with PostgreSQL's message. A statement PostgreSQL
+// rejects (a syntax error, an unknown table, a timeout) is ErrInvalid.
+//
+// Parameters are $1, $2… Values come back as the SQLite store gives them,
+// so a result reads the same on both: int64, float64, string, bool or nil;
+// json and jsonb as their JSON text; bytea as "\x" and lowercase hex;
+// timestamps as UTC RFC 3339 text with microseconds; numeric as a
+// json.Number; arrays as []any. At most MaxQueryRows rows are returned: the
+// rest are dropped (the connection is closed rather than read to the end).
+//
+// Queries run on connections of their own, which are reset with DISCARD
+// ALL after each query, so that nothing a statement leaves on its session
+// (a session advisory lock, a setting, a prepared statement) outlives it.
+func (s *Store) Query(ctx context.Context, query string, args ...any) (*kilolock.QueryResult, error) {
+	conn, err := s.queryPool.Acquire(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	keep := false
+	defer func() {
+		if !keep || !reset(conn) {
+			// The pool drops a closed connection on release.
+			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = conn.Conn().Close(closeCtx)
+			cancel()
+		}
+		conn.Release()
+	}()
+
+	res, truncated, err := s.query(ctx, conn.Conn(), query, args)
+	if err != nil {
+		keep = !conn.Conn().IsClosed()
+		return nil, queryError(ctx, conn.Conn(), err, s.queryTimeout)
+	}
+	// A truncated result's remaining rows would have to be read to reuse
+	// the connection: closing it is cheaper.
+	keep = !truncated
+	return res, nil
+}
+
+func (s *Store) query(ctx context.Context, conn *pgx.Conn, query string, args []any) (res *kilolock.QueryResult, truncated bool, err error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if !truncated {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	// A SELECT (not a SET) so that the transaction has taken its snapshot
+	// before the user's statement runs: set_config('transaction_read_only',
+	// 'off') is refused after the first query.
+	timeout := strconv.FormatInt(max(s.queryTimeout.Milliseconds(), 1), 10)
+	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, timeout); err != nil {
+		return nil, false, err
+	}
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if !truncated {
+			rows.Close()
+		}
+	}()
+	fields := rows.FieldDescriptions()
+	res = &kilolock.QueryResult{Columns: make([]string, len(fields)), Rows: [][]any{}}
+	for i, f := range fields {
+		res.Columns[i] = f.Name
+	}
+	for rows.Next() {
+		if len(res.Rows) == MaxQueryRows {
+			return res, true, nil
+		}
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, false, err
+		}
+		raw := rows.RawValues()
+		for i, v := range vals {
+			vals[i] = queryValue(v, fields[i], raw[i])
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return res, false, nil
+}
+
+// reset ends what the user's statement may have left on the session and
+// reports whether the connection is fit for reuse.
+func reset(conn *pgxpool.Conn) bool {
+	if conn.Conn().IsClosed() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The user's COMMIT or BEGIN could leave a transaction open.
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			return false
+		}
+	}
+	_, err := conn.Exec(ctx, "DISCARD ALL")
+	return err == nil
+}
+
+// queryError translates an error of a user's statement.
+func queryError(ctx context.Context, conn *pgx.Conn, err error, timeout time.Duration) error {
+	var pe *pgconn.PgError
+	switch {
+	case ctx.Err() != nil:
+		return translate(err)
+	case errors.As(err, &pe) && pe.Code == "25006":
+		return fmt.Errorf("%w: %s", kilolock.ErrReadOnly, pe.Message)
+	case errors.As(err, &pe) && pe.Code == "57014":
+		return &kilolock.InvalidError{
+			Code:    "query_timeout",
+			Message: fmt.Sprintf("query: %s (the limit is %s)", pe.Message, timeout),
+			Hint:    "narrow the query with WHERE and LIMIT",
+		}
+	case errors.As(err, &pe) && unavailableCode(pe.Code):
+		return translate(err)
+	case errors.As(err, &pe):
+		msg := "query: " + pe.Message
+		if pe.Detail != "" {
+			msg += " (" + pe.Detail + ")"
+		}
+		return &kilolock.InvalidError{
+			Code:    "invalid_query",
+			Message: msg,
+			Hint:    "query the views resources, resource_dependencies, outputs, resource_history and version_history with SELECT",
+		}
+	case conn.IsClosed():
+		return translate(err)
+	}
+	// pgx refused the arguments before sending anything.
+	return &kilolock.InvalidError{Code: "invalid_query", Message: "query: " + err.Error()}
+}
+
+// timeFormat is how Query returns timestamps: the SQLite store's format.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+// queryValue makes a decoded value one that encodes well as JSON, and reads
+// the same as the SQLite store's.
+func queryValue(v any, f pgconn.FieldDescription, raw []byte) any {
+	if v == nil {
+		return nil
+	}
+	switch f.DataTypeOID {
+	case pgtype.JSONOID:
+		return string(raw)
+	case pgtype.JSONBOID:
+		if f.Format == pgtype.BinaryFormatCode && len(raw) > 0 {
+			raw = raw[1:] // the jsonb version byte
+		}
+		return string(raw)
+	case pgtype.DateOID:
+		if t, ok := v.(time.Time); ok {
+			return t.Format(time.DateOnly)
+		}
+	case pgtype.TimestampOID:
+		if t, ok := v.(time.Time); ok {
+			return t.Format("2006-01-02T15:04:05.000000")
+		}
+	}
+	return jsonValue(v)
+}
+
+func jsonValue(v any) any {
+	switch v := v.(type) {
+	case nil, bool, string, int64:
+		return v
+	case int8:
+		return int64(v)
+	case int16:
+		return int64(v)
+	case int32:
+		return int64(v)
+	case int:
+		return int64(v)
+	case uint32:
+		return int64(v)
+	case float32:
+		return jsonFloat(float64(v))
+	case float64:
+		return jsonFloat(v)
+	case []byte:
+		return `\x` + hex.EncodeToString(v)
+	case time.Time:
+		return v.UTC().Format(timeFormat)
+	case [16]byte: // uuid
+		h := hex.EncodeToString(v[:])
+		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	case pgtype.Numeric:
+		f, err := v.Float64Value()
+		if err == nil && f.Valid && (math.IsNaN(f.Float64) || math.IsInf(f.Float64, 0)) {
+			return jsonFloat(f.Float64)
+		}
+		if b, err := v.MarshalJSON(); err == nil {
+			return json.Number(b)
+		}
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case fmt.Stringer:
+		return v.String()
+	}
+	if _, err := json.Marshal(v); err == nil {
+		return v
+	}
+	return fmt.Sprint(v)
+}
+
+// jsonFloat keeps a float JSON can encode; NaN and the infinities become
+// text, as PostgreSQL prints them.
+func jsonFloat(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return f
+}

@@ -1,0 +1,89 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Lock takes a lock, creating the state in mode (exclusive when mode is "")
+// when it does not exist; an existing state keeps its mode. A held
+// exclusive lock, or a lock id already held on the state, gives a
+// *kilolock.LockedError naming the holder. An empty lock id is ErrInvalid.
+func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, mode kilolock.LockMode) (*kilolock.Lock, error) {
+	if mode == "" {
+		mode = kilolock.LockExclusive
+	}
+	if err := checkMode(mode); err != nil {
+		return nil, err
+	}
+	if info.ID == "" {
+		return nil, &kilolock.InvalidError{Code: "missing_lock_id", Message: "the lock info has no ID", Hint: "send the lock document Terraform or OpenTofu sends, with its ID"}
+	}
+	doc, err := json.Marshal(info)
+	if err != nil {
+		return nil, &kilolock.InvalidError{Code: "invalid_lock_info", Message: err.Error()}
+	}
+	var lock *kilolock.Lock
+	err = s.update(ctx, "lock", func(tx *sql.Tx) error {
+		st, err := loadOrCreateState(ctx, tx, name, mode)
+		if err != nil {
+			return err
+		}
+		if err := kilolock.CheckLock(&st.info, info); err != nil {
+			return err
+		}
+		l := kilolock.Lock{Info: info, BaseVersion: st.info.Current, BaseSerial: st.info.Serial, Acquired: now()}
+		_, err = tx.ExecContext(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			st.id, info.ID, string(doc), info.Who, info.Operation, l.BaseVersion, int64(l.BaseSerial), formatTime(l.Acquired))
+		lock = &l
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lock, nil
+}
+
+// Unlock releases the lock with the given id and returns it. With force,
+// an empty id releases every holder (none is not an error). A lock id that
+// is not held, or an empty id without force, gives a
+// *kilolock.LockMismatchError naming the first holder (zero when none);
+// a state that does not exist gives ErrNotFound.
+func (s *Store) Unlock(ctx context.Context, name, id string, force bool) ([]kilolock.Lock, error) {
+	var released []kilolock.Lock
+	err := s.update(ctx, "unlock", func(tx *sql.Tx) error {
+		st, err := loadState(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if force && id == "" {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE state_id = ?`, st.id); err != nil {
+				return err
+			}
+			released = st.info.Locks
+			return nil
+		}
+		for _, l := range st.info.Locks {
+			if l.Info.ID == id {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE state_id = ? AND lock_id = ?`, st.id, id); err != nil {
+					return err
+				}
+				released = []kilolock.Lock{l}
+				return nil
+			}
+		}
+		e := &kilolock.LockMismatchError{State: name, Given: id}
+		if len(st.info.Locks) > 0 {
+			e.Holder = st.info.Locks[0].Info
+		}
+		return e
+	})
+	if err != nil {
+		return nil, err
+	}
+	return released, nil
+}

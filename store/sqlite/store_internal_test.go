@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+func openAt(t testing.TB, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// A writer that another process keeps waiting past the busy timeout gets
+// ErrUnavailable, not the driver's error.
+func TestBusyIsUnavailable(t *testing.T) {
+	defer func(d time.Duration) { busyTimeout = d }(busyTimeout)
+	busyTimeout = 100 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s := openAt(t, path)
+
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+
+	_, _, err = s.Commit(t.Context(), "busy", &kilolock.Commit{Version: kilolock.Version{Serial: 1}})
+	checkUnavailable(t, err)
+	_, err = s.Lock(t.Context(), "busy", kilolock.LockInfo{ID: "a"}, kilolock.LockExclusive)
+	checkUnavailable(t, err)
+	// Readers are not held up by a writer.
+	if _, err := s.States(t.Context()); err != nil {
+		t.Errorf("States while another process writes: %v", err)
+	}
+}
+
+func checkUnavailable(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, kilolock.ErrUnavailable) {
+		t.Errorf("error %v is not ErrUnavailable", err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		t.Errorf("error %v carries the driver's error", err)
+	}
+}
+
+// Two stores on one file (as two kld processes would be) serialize their
+// commits: every commit lands once, numbers contiguous.
+func TestTwoStoresOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kl.db")
+	stores := []*Store{openAt(t, path), openAt(t, path)}
+	r := graph.Resource{Mode: "managed", Type: "terraform_data", Name: "w"}
+	const writers, each = 6, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		s := stores[w%2]
+		wg.Go(func() {
+			for i := range each {
+				in, err := graph.NewInstance(r, fmt.Appendf(nil, `{"index_key":%d,"attributes":{}}`, w*each+i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for {
+					c := &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: "l"}, Upserts: []graph.Instance{in}}
+					if st, err := s.State(t.Context(), "shared"); err == nil {
+						c.Parent, c.Version.Serial = st.Current, st.Serial+1
+					}
+					_, _, err := s.Commit(t.Context(), "shared", c)
+					if errors.Is(err, kilolock.ErrStale) {
+						continue
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	h, err := stores[1].History(t.Context(), "shared", kilolock.HistoryOptions{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range h {
+		if want := int64(writers*each - i); v.Number != want || v.Instances != int(want) {
+			t.Errorf("history[%d] = version %d with %d instances, want %d", i, v.Number, v.Instances, want)
+		}
+	}
+	if len(h) != writers*each {
+		t.Errorf("%d versions, want %d", len(h), writers*each)
+	}
+}
+
+// Open migrates once, and refuses a database from a newer KiloLock.
+func TestMigrations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kl.db")
+	openAt(t, path).Close()
+	s := openAt(t, path)
+	var n, version int
+	if err := s.write.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || version != SchemaVersion() {
+		t.Errorf("kl_schema_version has %d rows up to %d, want 1 up to %d", n, version, SchemaVersion())
+	}
+	if _, err := s.write.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, 'future', '')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(t.Context(), path); err == nil {
+		t.Error("Open of a database from a newer KiloLock succeeded")
+	}
+}
+
+// What a read-only connection still allows is refused too.
+func TestQueryAuthorizer(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, filepath.Join(dir, "kl.db"))
+	for _, q := range []string{
+		"ATTACH '" + filepath.Join(dir, "evil.db") + "' AS evil",
+		"PRAGMA query_only = 0",
+		"PRAGMA journal_mode = DELETE",
+	} {
+		if _, err := s.Query(t.Context(), q); !errors.Is(err, kilolock.ErrReadOnly) {
+			t.Errorf("%s: %v, want ErrReadOnly", q, err)
+		}
+	}
+	for _, q := range []string{
+		"VACUUM INTO '" + filepath.Join(dir, "evil.db") + "'",
+		"COMMIT; VACUUM INTO '" + filepath.Join(dir, "evil.db") + "'",
+		"SELECT 1; VACUUM INTO '" + filepath.Join(dir, "evil.db") + "'",
+	} {
+		if _, err := s.Query(t.Context(), q); err == nil {
+			t.Errorf("%s succeeded", q)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "evil.db")); err == nil {
+		t.Error("a query created a file")
+	}
+	for _, q := range []string{"PRAGMA table_info(states)", "SELECT * FROM pragma_table_info('resources')", "PRAGMA journal_mode"} {
+		if _, err := s.Query(t.Context(), q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+}
+
+func TestOpenRefusesMemory(t *testing.T) {
+	for _, path := range []string{"", ":memory:", "file::memory:?cache=shared"} {
+		if _, err := Open(t.Context(), path); !errors.Is(err, kilolock.ErrInvalid) {
+			t.Errorf("Open(%q) = %v, want ErrInvalid", path, err)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+// Package storetest is the conformance suite every kilolock.Store must pass.
+// A store's own test calls Run with a function that opens an empty store:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t testing.TB) kilolock.Store {
+//			s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "kl.db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// Run opens a store per group of tests (locks, commit rules, snapshots,
+// history, deletion, queries, concurrency, write costs) and uses distinct
+// state names within a group, so a store that is not quite empty — a shared
+// database with a fresh schema per call, say — works too.
+//
+// What it pins down beyond the kilolock.Store documentation, so that every
+// store behaves alike:
+//   - Commit sets Version.Added, Changed, Removed and Instances itself,
+//     counting instance objects against the parent: an upsert equal to the
+//     current object is no change, and removing an absent ID is ignored.
+//   - Timestamps read back Equal to what Lock and Commit returned (stores
+//     truncate to microseconds before returning).
+//   - Query answers JSON values as JSON text (string), booleans as bool, the
+//     integers of any width; parameters are written $1, $2…; a refused write
+//     is ErrReadOnly, a statement the database rejects is ErrInvalid; at most
+//     MaxQueryRows rows come back.
+//   - A commit changing 2 instances of 1,000 writes at most 10 rows and
+//     64 KiB (WriteStats).
+package storetest

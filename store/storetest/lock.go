@@ -1,0 +1,249 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilolock/kilolock"
+)
+
+func testLock(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+
+	// lockIDs returns the ids of the holders of name, in order.
+	lockIDs := func(t *testing.T, name string) []string {
+		t.Helper()
+		ids := []string{}
+		for _, l := range state(t, s, name).Locks {
+			ids = append(ids, l.Info.ID)
+		}
+		return ids
+	}
+
+	tests := []struct {
+		name string
+		run  func(t *testing.T, name string)
+	}{
+		{"exclusive admits one holder", func(t *testing.T, name string) {
+			a := lock(t, s, name, "a", kilolock.LockExclusive)
+			if diff := cmp.Diff(lockInfo("a", "a"), a.Info); diff != "" {
+				t.Errorf("Lock returned info (-want +got):\n%s", diff)
+			}
+			_, err := s.Lock(ctx, name, lockInfo("b", "b"), kilolock.LockExclusive)
+			errorIs(t, err, kilolock.ErrLocked)
+			e := errorAs[*kilolock.LockedError](t, err)
+			if diff := cmp.Diff(lockInfo("a", "a"), e.Holder); diff != "" {
+				t.Errorf("LockedError.Holder (-want +got):\n%s", diff)
+			}
+			if e.State != name {
+				t.Errorf("LockedError.State = %q, want %q", e.State, name)
+			}
+			st := state(t, s, name)
+			if diff := cmp.Diff([]kilolock.Lock{*a}, st.Locks); diff != "" {
+				t.Errorf("State().Locks (-want +got):\n%s", diff)
+			}
+		}},
+		{"lock of a new state creates it in mode", func(t *testing.T, name string) {
+			l := lock(t, s, name, "a", kilolock.LockOptimistic)
+			if l.BaseVersion != 0 || l.BaseSerial != 0 {
+				t.Errorf("lock base = %d/%d, want 0/0", l.BaseVersion, l.BaseSerial)
+			}
+			st := state(t, s, name)
+			if st.Name != name || st.LockMode != kilolock.LockOptimistic || st.Current != 0 || st.CurrentID != 0 || st.Serial != 0 {
+				t.Errorf("new state = %+v", st)
+			}
+			if st.Created.IsZero() {
+				t.Error("new state has no Created time")
+			}
+		}},
+		{"lock of an existing state keeps its mode", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			lock(t, s, name, "a", kilolock.LockExclusive)
+			lock(t, s, name, "b", kilolock.LockExclusive)
+			if got := state(t, s, name).LockMode; got != kilolock.LockOptimistic {
+				t.Errorf("mode = %q, want optimistic", got)
+			}
+		}},
+		{"same lock id is refused", func(t *testing.T, name string) {
+			for _, mode := range []kilolock.LockMode{kilolock.LockExclusive, kilolock.LockOptimistic} {
+				if err := s.SetLockMode(ctx, name, mode); err != nil {
+					t.Fatal(err)
+				}
+				lock(t, s, name, "a-"+string(mode), mode)
+				_, err := s.Lock(ctx, name, lockInfo("a-"+string(mode), "other"), mode)
+				e := errorAs[*kilolock.LockedError](t, err)
+				if e.Holder.ID != "a-"+string(mode) || e.Holder.Who != "a-"+string(mode)+"@host" {
+					t.Errorf("%s: holder = %+v", mode, e.Holder)
+				}
+				if _, err := s.Unlock(ctx, name, "", true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"optimistic admits many holders", func(t *testing.T, name string) {
+			commit(t, s, name, next(t, s, name))
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				l := lock(t, s, name, id, kilolock.LockOptimistic)
+				if l.BaseVersion != 1 || l.BaseSerial != 1 {
+					t.Errorf("lock %s base = %d/%d, want 1/1", id, l.BaseVersion, l.BaseSerial)
+				}
+			}
+			if diff := cmp.Diff([]string{"a", "b", "c"}, lockIDs(t, name)); diff != "" {
+				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		}},
+		{"unlock releases the lock", func(t *testing.T, name string) {
+			a := lock(t, s, name, "a", kilolock.LockExclusive)
+			got, err := s.Unlock(ctx, name, "a", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]kilolock.Lock{*a}, got); diff != "" {
+				t.Errorf("Unlock returned (-want +got):\n%s", diff)
+			}
+			if ids := lockIDs(t, name); len(ids) != 0 {
+				t.Errorf("holders after unlock = %v", ids)
+			}
+			lock(t, s, name, "b", kilolock.LockExclusive)
+		}},
+		{"unlock with another id is a mismatch", func(t *testing.T, name string) {
+			lock(t, s, name, "a", kilolock.LockExclusive)
+			for _, id := range []string{"b", ""} {
+				_, err := s.Unlock(ctx, name, id, false)
+				errorIs(t, err, kilolock.ErrLockMismatch)
+				e := errorAs[*kilolock.LockMismatchError](t, err)
+				if diff := cmp.Diff(lockInfo("a", "a"), e.Holder); diff != "" {
+					t.Errorf("unlock %q: holder (-want +got):\n%s", id, diff)
+				}
+				if e.Given != id || e.State != name {
+					t.Errorf("unlock %q: error = %+v", id, e)
+				}
+			}
+			if diff := cmp.Diff([]string{"a"}, lockIDs(t, name)); diff != "" {
+				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		}},
+		{"unlock of a state nobody holds is a mismatch", func(t *testing.T, name string) {
+			commit(t, s, name, next(t, s, name))
+			_, err := s.Unlock(ctx, name, "a", false)
+			e := errorAs[*kilolock.LockMismatchError](t, err)
+			if e.Holder != (kilolock.LockInfo{}) {
+				t.Errorf("holder = %+v, want none", e.Holder)
+			}
+		}},
+		{"force unlock with no id releases every holder", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			a := lock(t, s, name, "a", kilolock.LockOptimistic)
+			b := lock(t, s, name, "b", kilolock.LockOptimistic)
+			got, err := s.Unlock(ctx, name, "", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]kilolock.Lock{*a, *b}, got); diff != "" {
+				t.Errorf("Unlock returned (-want +got):\n%s", diff)
+			}
+			if ids := lockIDs(t, name); len(ids) != 0 {
+				t.Errorf("holders after force unlock = %v", ids)
+			}
+			got, err = s.Unlock(ctx, name, "", true)
+			if err != nil || len(got) != 0 {
+				t.Errorf("force unlock of an unheld state = %v, %v; want nothing, nil", got, err)
+			}
+		}},
+		{"force unlock with an id releases that holder", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			a := lock(t, s, name, "a", kilolock.LockOptimistic)
+			lock(t, s, name, "b", kilolock.LockOptimistic)
+			got, err := s.Unlock(ctx, name, "a", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]kilolock.Lock{*a}, got); diff != "" {
+				t.Errorf("Unlock returned (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"b"}, lockIDs(t, name)); diff != "" {
+				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		}},
+		{"missing state", func(t *testing.T, name string) {
+			_, err := s.State(ctx, name)
+			errorIs(t, err, kilolock.ErrNotFound)
+			_, err = s.Unlock(ctx, name, "a", false)
+			errorIs(t, err, kilolock.ErrNotFound)
+			_, err = s.Unlock(ctx, name, "", true)
+			errorIs(t, err, kilolock.ErrNotFound)
+			errorIs(t, s.SetAllowLineageChange(ctx, name, true), kilolock.ErrNotFound)
+			_, err = s.Snapshot(ctx, name, 1)
+			errorIs(t, err, kilolock.ErrNotFound)
+			_, err = s.History(ctx, name, kilolock.HistoryOptions{})
+			errorIs(t, err, kilolock.ErrNotFound)
+			errorIs(t, s.Delete(ctx, name), kilolock.ErrNotFound)
+			_, err = s.State(ctx, name)
+			errorIs(t, err, kilolock.ErrNotFound)
+		}},
+		{"set lock mode creates the state", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			if st := state(t, s, name); st.LockMode != kilolock.LockOptimistic || st.Current != 0 {
+				t.Errorf("state = %+v", st)
+			}
+			if err := s.SetLockMode(ctx, name, kilolock.LockExclusive); err != nil {
+				t.Fatal(err)
+			}
+			if st := state(t, s, name); st.LockMode != kilolock.LockExclusive {
+				t.Errorf("mode = %q, want exclusive", st.LockMode)
+			}
+			errorIs(t, s.SetLockMode(ctx, name, "bogus"), kilolock.ErrInvalid)
+		}},
+		{"allow lineage change is kept", func(t *testing.T, name string) {
+			lock(t, s, name, "a", "")
+			if st := state(t, s, name); st.AllowLineageChange || st.LockMode != kilolock.LockExclusive {
+				t.Errorf("new state = %+v", st)
+			}
+			if err := s.SetAllowLineageChange(ctx, name, true); err != nil {
+				t.Fatal(err)
+			}
+			if !state(t, s, name).AllowLineageChange {
+				t.Error("AllowLineageChange not set")
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, stateName("lock", i)) })
+	}
+
+	t.Run("states lists every state by name", func(t *testing.T) {
+		s := open(t)
+		lock(t, s, "b-state", "x", kilolock.LockExclusive)
+		commit(t, s, "a-state", next(t, s, "a-state"))
+		if err := s.SetLockMode(ctx, "c-state", kilolock.LockOptimistic); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.States(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []kilolock.StateInfo{*state(t, s, "a-state"), *state(t, s, "b-state"), *state(t, s, "c-state")}
+		if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
+			t.Errorf("States() (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// stateName names the state of test i of a group.
+func stateName(group string, i int) string {
+	return group + "-" + string(rune('a'+i/26)) + string(rune('a'+i%26))
+}

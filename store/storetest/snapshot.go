@@ -1,0 +1,301 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+// model is what one version holds, as the test committed it.
+type model struct {
+	version   kilolock.Version
+	instances map[string]graph.Instance // by graph.Instance.ID
+	outputs   map[string]graph.Output
+	checks    []byte
+	raw       []byte
+}
+
+// testSnapshot commits ~30 versions of random upserts and removals and
+// checks that Snapshot of every one of them gives back what was committed.
+func testSnapshot(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	const name, versions = "model", 30
+	seed := uint64(20260501)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("seed %d", seed)
+
+	resources := []graph.Resource{
+		resource("aws_instance", "web"),
+		{Mode: "managed", Type: "null_resource", Name: "each", Each: "map", Provider: `provider["registry.opentofu.org/hashicorp/null"]`},
+		{Module: `module.app["blue"]`, Mode: "managed", Type: "terraform_data", Name: "x", Provider: `provider["terraform.io/builtin/terraform"]`},
+		{Mode: "data", Type: "aws_ami", Name: "ubuntu", Provider: `provider["registry.opentofu.org/hashicorp/aws"]`},
+		{Module: `module.app["green"].module.db`, Mode: "managed", Type: "time_sleep", Name: "wait", Each: "list", Provider: `provider["registry.opentofu.org/hashicorp/time"]`},
+	}
+	keyOf := func(r int, k int) graph.IndexKey {
+		switch r {
+		case 0, 4:
+			return intKey(int64(k))
+		case 1:
+			return strKey(fmt.Sprintf("key-%d \"q\"", k))
+		}
+		return graph.IndexKey{}
+	}
+	// randomInstance builds an object for instance slot (r, k), possibly
+	// deposed or tainted, with random attributes and dependencies.
+	randomInstance := func(t *testing.T, r, k int, deposed string) graph.Instance {
+		key := keyOf(r, k)
+		status := ""
+		if rng.IntN(8) == 0 {
+			status = "tainted"
+		}
+		var deps []string
+		for range rng.IntN(3) {
+			deps = append(deps, fmt.Sprintf("aws_instance.web[%d]", rng.IntN(5)))
+		}
+		attrs := fmt.Sprintf(`{"id":"%d-%d","n":%d,"tags":{"v":"%x"}}`, r, k, rng.IntN(1000), rng.Uint64())
+		return newInstance(t, resources[r], object(key, status, deposed, attrs, deps))
+	}
+
+	var (
+		history []model
+		current = model{instances: map[string]graph.Instance{}, outputs: map[string]graph.Output{}}
+	)
+	for n := int64(1); n <= versions; n++ {
+		c := &kilolock.Commit{
+			Parent: n - 1,
+			Version: kilolock.Version{
+				Serial: uint64(n * 2), Lineage: lineage, TerraformVersion: "1.9.0",
+				Source: []kilolock.Source{kilolock.SourcePush, kilolock.SourceApply, kilolock.SourceMerge}[n%3],
+				Actor:  fmt.Sprintf("actor-%d", n%4), BaseSerial: uint64(n*2 - 2),
+				Format: []string{"compact", "indent"}[n%2],
+			},
+		}
+		var added, changed, removed int
+		upserted := map[string]bool{}
+		// New and changed instances.
+		for range 1 + rng.IntN(6) {
+			r, k := rng.IntN(len(resources)), rng.IntN(4)
+			deposed := ""
+			if rng.IntN(10) == 0 {
+				deposed = fmt.Sprintf("%08x", rng.Uint32())
+			}
+			in := randomInstance(t, r, k, deposed)
+			id := in.ID()
+			if upserted[id] {
+				continue
+			}
+			upserted[id] = true
+			if old, ok := current.instances[id]; !ok {
+				added++
+			} else if old.Hash != in.Hash {
+				changed++
+			}
+			c.Upserts = append(c.Upserts, in)
+		}
+		// An unchanged object upserted again is no change.
+		ids := slices.Sorted(maps.Keys(current.instances))
+		if len(ids) > 0 && rng.IntN(2) == 0 {
+			id := ids[rng.IntN(len(ids))]
+			if !upserted[id] {
+				upserted[id] = true
+				c.Upserts = append(c.Upserts, current.instances[id])
+			}
+		}
+		next := model{instances: maps.Clone(current.instances), outputs: maps.Clone(current.outputs)}
+		for _, in := range c.Upserts {
+			next.instances[in.ID()] = in
+		}
+		// Removals, and one of an instance that is not there.
+		for _, id := range ids {
+			if !upserted[id] && rng.IntN(6) == 0 {
+				c.Removed = append(c.Removed, id)
+				delete(next.instances, id)
+				removed++
+			}
+		}
+		if rng.IntN(3) == 0 {
+			c.Removed = append(c.Removed, "aws_instance.never[7]")
+		}
+		// Outputs.
+		for _, o := range []string{"address", "password", "count"} {
+			switch rng.IntN(4) {
+			case 0:
+				out := output(o, fmt.Sprintf("%s-%d", o, rng.IntN(3)), o == "password")
+				c.OutputUpserts = append(c.OutputUpserts, out)
+				next.outputs[o] = out
+			case 1:
+				c.OutputsRemoved = append(c.OutputsRemoved, o)
+				delete(next.outputs, o)
+			}
+		}
+		if rng.IntN(3) > 0 {
+			c.CheckResults = fmt.Appendf(nil, `[{"object_kind":"resource","config_addr":"aws_instance.web","status":"pass","objects":[{"object_addr":"aws_instance.web[0]","status":"pass","n":%d}]}]`, n)
+		}
+		if rng.IntN(3) == 0 {
+			c.Raw = []byte{0x1f, 0x8b, 0x08, 0x00, byte(n), 0xff, 0xfe}
+		}
+		next.checks, next.raw = c.CheckResults, c.Raw
+
+		v, _, err := s.Commit(ctx, name, c)
+		if err != nil {
+			t.Fatalf("version %d: %v", n, err)
+		}
+		want := c.Version
+		want.ID, want.State, want.Number, want.Created = v.ID, name, n, v.Created
+		want.Added, want.Changed, want.Removed, want.Instances = added, changed, removed, len(next.instances)
+		if diff := cmp.Diff(want, *v); diff != "" {
+			t.Errorf("version %d: Commit returned (-want +got):\n%s", n, diff)
+		}
+		next.version = *v
+		history = append(history, next)
+		current = next
+	}
+
+	for _, m := range history {
+		n := m.version.Number
+		snap, err := s.Snapshot(ctx, name, n)
+		if err != nil {
+			t.Fatalf("Snapshot(%d): %v", n, err)
+		}
+		if diff := cmp.Diff(m.version, snap.Version); diff != "" {
+			t.Errorf("Snapshot(%d).Version (-want +got):\n%s", n, diff)
+		}
+		got := map[string]graph.Instance{}
+		for _, in := range snap.Instances {
+			if _, dup := got[in.ID()]; dup {
+				t.Errorf("Snapshot(%d) holds %s twice", n, in.ID())
+			}
+			got[in.ID()] = in
+		}
+		if diff := cmp.Diff(m.instances, got, cmpOpts...); diff != "" {
+			t.Errorf("Snapshot(%d).Instances (-want +got):\n%s", n, diff)
+		}
+		gotOutputs := map[string]graph.Output{}
+		for _, o := range snap.Outputs {
+			gotOutputs[o.Name] = o
+		}
+		if diff := cmp.Diff(m.outputs, gotOutputs, cmpOpts...); diff != "" {
+			t.Errorf("Snapshot(%d).Outputs (-want +got):\n%s", n, diff)
+		}
+		if string(m.checks) != string(snap.CheckResults) || (m.checks == nil) != (snap.CheckResults == nil) {
+			t.Errorf("Snapshot(%d).CheckResults = %q, want %q", n, snap.CheckResults, m.checks)
+		}
+		if string(m.raw) != string(snap.Raw) || (m.raw == nil) != (snap.Raw == nil) {
+			t.Errorf("Snapshot(%d).Raw = %x, want %x", n, snap.Raw, m.raw)
+		}
+	}
+	for _, n := range []int64{0, -1, versions + 1} {
+		_, err := s.Snapshot(ctx, name, n)
+		errorIs(t, err, kilolock.ErrNotFound)
+	}
+}
+
+// testHistory checks History's order, Limit and Before.
+func testHistory(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	const name = "history"
+	var all []kilolock.Version // newest first
+	for range 55 {
+		c := next(t, s, name)
+		c.Upserts = append(c.Upserts, instance(t, resource("aws_instance", "h"), intKey(int64(len(all))), `{"id":"x"}`))
+		all = append([]kilolock.Version{*commit(t, s, name, c)}, all...)
+	}
+	lock(t, s, "history-empty", "a", kilolock.LockExclusive)
+
+	tests := []struct {
+		state string
+		opts  kilolock.HistoryOptions
+		want  []kilolock.Version
+	}{
+		{name, kilolock.HistoryOptions{}, all[:50]},
+		{name, kilolock.HistoryOptions{Limit: 100}, all},
+		{name, kilolock.HistoryOptions{Limit: 2}, all[:2]},
+		{name, kilolock.HistoryOptions{Before: 4}, all[52:]},
+		{name, kilolock.HistoryOptions{Before: 4, Limit: 2}, all[52:54]},
+		{name, kilolock.HistoryOptions{Before: 1}, nil},
+		{name, kilolock.HistoryOptions{Before: 100, Limit: 1}, all[:1]},
+		{"history-empty", kilolock.HistoryOptions{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s limit %d before %d", tt.state, tt.opts.Limit, tt.opts.Before), func(t *testing.T) {
+			got, err := s.History(ctx, tt.state, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil {
+				t.Error("History returned nil, want an empty list")
+			}
+			if diff := cmp.Diff(tt.want, got, cmpOpts...); diff != "" {
+				t.Errorf("History (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// testDelete checks that Delete removes a state and nothing else, and that
+// version ids are not reused.
+func testDelete(t *testing.T, open Opener) {
+	s := open(t)
+	ctx := context.Background()
+	ids := map[int64]bool{}
+	build := func(name string) {
+		for i := range 3 {
+			c := next(t, s, name)
+			c.Upserts = append(c.Upserts, instance(t, resource("aws_instance", "d"), intKey(int64(i)), `{"id":"x"}`))
+			c.OutputUpserts = append(c.OutputUpserts, output("o", fmt.Sprint(i), false))
+			c.Raw = []byte("raw")
+			ids[commit(t, s, name, c).ID] = true
+		}
+	}
+	build("doomed")
+	build("kept")
+	lock(t, s, "doomed", "a", kilolock.LockExclusive)
+	kept := freeze(t, s, "kept")
+
+	if err := s.Delete(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.State(ctx, "doomed")
+	errorIs(t, err, kilolock.ErrNotFound)
+	_, err = s.History(ctx, "doomed", kilolock.HistoryOptions{})
+	errorIs(t, err, kilolock.ErrNotFound)
+	_, err = s.Snapshot(ctx, "doomed", 1)
+	errorIs(t, err, kilolock.ErrNotFound)
+	errorIs(t, s.Delete(ctx, "doomed"), kilolock.ErrNotFound)
+	for _, view := range []string{"resources", "resource_dependencies", "outputs", "resource_history", "version_history"} {
+		res, err := s.Query(ctx, "SELECT count(*) FROM "+view+" WHERE state = $1", "doomed")
+		if err != nil {
+			t.Fatalf("query %s: %v", view, err)
+		}
+		if n := asInt(t, res.Rows[0][0]); n != 0 {
+			t.Errorf("%s has %d rows of the deleted state", view, n)
+		}
+	}
+	kept.unchanged(t, s, "kept")
+
+	// A state created again under the name starts over, with new ids.
+	build("doomed")
+	h, err := s.History(ctx, "doomed", kilolock.HistoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 3 || h[2].Number != 1 {
+		t.Errorf("history of the new state = %+v", h)
+	}
+	if len(ids) != 9 {
+		t.Errorf("version ids were reused: %d distinct of 9", len(ids))
+	}
+	if st := state(t, s, "doomed"); len(st.Locks) != 0 {
+		t.Errorf("the new state has the old locks: %+v", st.Locks)
+	}
+}
