@@ -1,0 +1,49 @@
+/*
+Package kilolock is Terraform and OpenTofu state without the global lock: a
+state backend engine that keeps state as a normalized, versioned graph in a
+database instead of one blob behind one lock.
+
+It is a library first. The kld server and the kl CLI are thin wrappers around
+what this package and its subpackages export, so a platform can embed the
+engine in its own Go service or CI runner.
+
+# Basics
+
+A Store keeps states, their immutable versions and their locks. Open one from
+a URL with store.Open: a file path for the embedded SQLite store (pure Go, no
+cgo, no server) or a postgres:// URL for PostgreSQL. An Engine on a Store
+parses what Terraform writes, turns it into changes against the current
+version and commits them:
+
+	st, err := sqlite.Open(ctx, "kilolock.db")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e := kilolock.NewEngine(st, kilolock.Options{})
+
+	lock, err := e.Lock(ctx, "network", kilolock.LockInfo{ID: id, Who: "ci@runner"})
+	res, err := e.Write(ctx, "network", tfstateBytes, kilolock.WriteOptions{LockID: lock.Info.ID})
+	doc, err := e.Read(ctx, "network") // doc.Bytes are exactly what was written
+	_, err = e.Unlock(ctx, "network", id, false)
+
+To serve the Terraform HTTP backend protocol, mount httpbackend.New(e, …) on
+any mux, behind any middleware.
+
+# Versions
+
+Every write appends a Version that records its source, actor, lock id, serial
+and counts of added, changed and removed instances; nothing is overwritten.
+A version costs what changed, not the size of the state: instance objects are
+content-addressed and which of them a version holds is recorded as intervals.
+Reading back a version that came straight from a client gives the client's
+exact bytes.
+
+# Caveats
+
+Client-side encrypted OpenTofu states are stored as opaque blobs: locking and
+history work, graph features answer ErrEncrypted.
+
+Rolling back state does not roll back infrastructure.
+*/
+package kilolock

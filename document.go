@@ -1,0 +1,168 @@
+package kilolock
+
+import (
+	"bytes"
+	"compress/gzip"
+	"container/list"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// Document is one version of a state as bytes, ready to serve.
+type Document struct {
+	Version Version
+	Bytes   []byte
+
+	gzMu sync.Mutex
+	gz   atomic.Pointer[[]byte]
+}
+
+// Gzip returns the document gzip-compressed, computing it once.
+func (d *Document) Gzip() []byte {
+	if p := d.gz.Load(); p != nil {
+		return *p
+	}
+	d.gzMu.Lock()
+	defer d.gzMu.Unlock()
+	if p := d.gz.Load(); p != nil {
+		return *p
+	}
+	b := gzipBytes(d.Bytes)
+	d.gz.Store(&b)
+	return b
+}
+
+// GzipReady returns the compressed bytes if they were computed already, so a
+// server can serve them without making a client wait for compression.
+func (d *Document) GzipReady() ([]byte, bool) {
+	if p := d.gz.Load(); p != nil {
+		return *p, true
+	}
+	return nil, false
+}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+func gunzipBytes(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
+// documentOf renders a stored version: the raw bytes when they were kept,
+// else the normalized parts in the layout the writer used. The graph is nil
+// for an opaque (client-side encrypted) version.
+func documentOf(snap *Snapshot) (*Document, *graph.State, error) {
+	v := snap.Version
+	if v.Format == FormatOpaque {
+		b, err := gunzipBytes(snap.Raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("version %d of %q: stored blob: %w", v.Number, v.State, err)
+		}
+		return &Document{Version: v, Bytes: b}, nil, nil
+	}
+	g := &graph.State{
+		Version:          4,
+		TerraformVersion: v.TerraformVersion,
+		Serial:           v.Serial,
+		Lineage:          v.Lineage,
+		Outputs:          snap.Outputs,
+		Instances:        snap.Instances,
+		CheckResults:     snap.CheckResults,
+		Format:           graph.ParseFormat(v.Format),
+	}
+	g.Sort()
+	if snap.Raw != nil {
+		b, err := gunzipBytes(snap.Raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("version %d of %q: stored bytes: %w", v.Number, v.State, err)
+		}
+		return &Document{Version: v, Bytes: b}, g, nil
+	}
+	return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
+}
+
+// docCache keeps the current document and graph of recently used states,
+// keyed by state name and trusted only for the exact version id the store
+// reports as current. It evicts least recently used states past its budget.
+type docCache struct {
+	mu     sync.Mutex
+	budget int64
+	size   int64
+	lru    *list.List // of *cacheEntry, front = most recent
+	byName map[string]*list.Element
+}
+
+type cacheEntry struct {
+	name  string
+	doc   *Document
+	graph *graph.State
+	size  int64
+}
+
+func newDocCache(budget int64) *docCache {
+	return &docCache{budget: budget, lru: list.New(), byName: map[string]*list.Element{}}
+}
+
+func (c *docCache) get(name string, versionID int64) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byName[name]
+	if !ok {
+		return nil
+	}
+	ent := el.Value.(*cacheEntry)
+	if ent.doc.Version.ID != versionID {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return ent
+}
+
+func (c *docCache) put(name string, d *Document, g *graph.State) {
+	// The graph's instances refer into the document's bytes for a parsed
+	// document; count the bytes twice for a rendered one to stay on the
+	// safe side of the budget.
+	ent := &cacheEntry{name: name, doc: d, graph: g, size: 2 * int64(len(d.Bytes))}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byName[name]; ok {
+		old := el.Value.(*cacheEntry)
+		if old.doc.Version.ID > d.Version.ID {
+			return // a newer version is cached already
+		}
+		c.size -= old.size
+		c.lru.Remove(el)
+	}
+	c.byName[name] = c.lru.PushFront(ent)
+	c.size += ent.size
+	for c.size > c.budget && c.lru.Len() > 1 {
+		el := c.lru.Back()
+		old := el.Value.(*cacheEntry)
+		c.lru.Remove(el)
+		delete(c.byName, old.name)
+		c.size -= old.size
+	}
+}
+
+func (c *docCache) drop(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byName[name]; ok {
+		c.size -= el.Value.(*cacheEntry).size
+		c.lru.Remove(el)
+		delete(c.byName, name)
+	}
+}

@@ -1,0 +1,470 @@
+package kilolock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// Options configure an Engine. The zero value is usable.
+type Options struct {
+	// Logger receives one line per notable event (forced unlocks, refused
+	// commits). Nil discards.
+	Logger *log.Logger
+	// DefaultLockMode is the lock mode of states created by a first LOCK or
+	// write. Empty means LockExclusive.
+	DefaultLockMode LockMode
+	// CacheBytes bounds the memory kept for current versions (their bytes
+	// and parsed graphs). Zero means 512 MiB.
+	CacheBytes int64
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Engine ties a Store to the state model: it parses what clients write,
+// turns it into changes against the current version, commits them and serves
+// versions back byte for byte. It is safe for concurrent use, and several
+// Engines (in several processes) may share one database: every decision that
+// must be atomic is taken by the Store inside a transaction, and the Engine's
+// cache is only ever trusted after the Store confirms it is current.
+type Engine struct {
+	store Store
+	log   *log.Logger
+	mode  LockMode
+	now   func() time.Time
+	cache *docCache
+}
+
+// NewEngine returns an Engine on s.
+func NewEngine(s Store, o Options) *Engine {
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now}
+	if e.log == nil {
+		e.log = log.New(discard{})
+	}
+	if e.mode == "" {
+		e.mode = LockExclusive
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 512 << 20
+	}
+	e.cache = newDocCache(o.CacheBytes)
+	return e
+}
+
+// Store returns the engine's store.
+func (e *Engine) Store() Store { return e.store }
+
+// DefaultLockMode returns the lock mode given to new states.
+func (e *Engine) DefaultLockMode() LockMode { return e.mode }
+
+// Read returns the current version of a state as the bytes a client wrote
+// (or, for a version the server made, as Terraform would write it).
+// ErrNotFound when the state does not exist or has no version yet.
+func (e *Engine) Read(ctx context.Context, name string) (*Document, error) {
+	d, _, err := e.current(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ReadVersion returns a version of a state by number, rendered like Read.
+func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*Document, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	snap, err := e.store.Snapshot(ctx, name, number)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := documentOf(snap)
+	return d, err
+}
+
+// current returns the current document and, unless the state is opaque, its
+// graph, from the cache when the store confirms it is still current.
+func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.State, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, nil, err
+	}
+	st, err := e.store.State(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.load(ctx, st)
+}
+
+func (e *Engine) load(ctx context.Context, st *StateInfo) (*Document, *graph.State, error) {
+	if st.Current == 0 {
+		return nil, nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
+	}
+	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
+		return c.doc, c.graph, nil
+	}
+	snap, err := e.store.Snapshot(ctx, st.Name, st.Current)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, g, err := documentOf(snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	e.cache.put(st.Name, d, g)
+	return d, g, nil
+}
+
+// Graph returns the parsed current version of a state. ErrEncrypted when
+// the state is client-side encrypted; ErrNotFound when it has no version.
+func (e *Engine) Graph(ctx context.Context, name string) (*Graph, *Version, error) {
+	d, g, err := e.current(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if g == nil {
+		return nil, nil, encryptedError(name)
+	}
+	v := d.Version
+	return g, &v, nil
+}
+
+func encryptedError(name string) error {
+	return fmt.Errorf("state %q: %w: its resources cannot be read by the server; history, locking and whole-version rollback still work", name, ErrEncrypted)
+}
+
+// Lock takes a lock on a state, creating the state in the engine's default
+// lock mode when it does not exist. See Store.Lock for the errors.
+func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	if info.ID == "" {
+		return nil, &InvalidError{Code: "lock_id_missing", Message: "the lock info has no ID", Hint: `send LockInfo JSON with an "ID", as terraform and tofu do`}
+	}
+	if info.Created.IsZero() {
+		info.Created = e.now().UTC()
+	}
+	return e.store.Lock(ctx, name, info, e.mode)
+}
+
+// Unlock releases the lock id on a state. With force, an empty id releases
+// every holder; a forced unlock is logged with who held what.
+func (e *Engine) Unlock(ctx context.Context, name, id string, force bool) ([]Lock, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	released, err := e.store.Unlock(ctx, name, id, force)
+	if err != nil {
+		return nil, err
+	}
+	if force {
+		for _, l := range released {
+			e.log.Warn("forced unlock", "state", name, "lock_id", l.Info.ID, "holder", l.Info.Who, "operation", l.Info.Operation, "held_for", e.now().Sub(l.Acquired).Round(time.Second))
+		}
+	}
+	return released, nil
+}
+
+// WriteOptions describe a write.
+type WriteOptions struct {
+	// LockID is the lock the writer holds ("" for none).
+	LockID string
+	// Actor names the writer; empty means the lock holder's Who.
+	Actor string
+	// Source of the new version; empty means SourceApply under a lock and
+	// SourcePush without one.
+	Source Source
+	// Force skips the lineage and stale-serial guards.
+	Force bool
+}
+
+// WriteResult is the outcome of a write.
+type WriteResult struct {
+	Version Version
+	Stats   WriteStats
+	// Unchanged is true when the body was byte-identical to the current
+	// version, so no version was added.
+	Unchanged bool
+}
+
+// maxStaleRetries bounds how often a write is recomputed after another
+// writer moved the state underneath it.
+const maxStaleRetries = 8
+
+// Write parses body (a tfstate document, or an opaque client-side encrypted
+// one), turns it into changes against the current version and commits them
+// as a new version. The cost beyond one scan of body is proportional to what
+// changed when the current version is cached.
+func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOptions) (*WriteResult, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := e.write(ctx, name, body, o)
+		if errors.Is(err, ErrStale) && attempt < maxStaleRetries {
+			continue
+		}
+		return res, err
+	}
+}
+
+func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions) (*WriteResult, error) {
+	st, err := e.store.State(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		st = &StateInfo{Name: name, LockMode: e.mode}
+	case err != nil:
+		return nil, err
+	}
+	var (
+		prevDoc   *Document
+		prevGraph *graph.State
+	)
+	if st.Current > 0 {
+		if prevDoc, prevGraph, err = e.load(ctx, st); err != nil {
+			return nil, err
+		}
+		if string(prevDoc.Bytes) == string(body) {
+			// A byte-identical re-POST adds nothing, but is still held to
+			// the lock rules.
+			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
+				return nil, err
+			}
+			return &WriteResult{Version: prevDoc.Version, Unchanged: true}, nil
+		}
+	}
+
+	g, err := graph.ParseReusing(body, prevGraph)
+	encrypted := errors.Is(err, graph.ErrEncrypted)
+	if err != nil && !encrypted {
+		return nil, parseError(err)
+	}
+
+	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
+	c.Version.Source = o.Source
+	if c.Version.Source == "" {
+		c.Version.Source = SourcePush
+		if o.LockID != "" {
+			c.Version.Source = SourceApply
+		}
+	}
+	c.Version.Actor = o.Actor
+	if c.Version.Actor == "" {
+		for _, l := range st.Locks {
+			if l.Info.ID == o.LockID {
+				c.Version.Actor = l.Info.Who
+			}
+		}
+	}
+	if encrypted {
+		// An opaque blob: locking, history and whole-version rollback work,
+		// graph features do not. Its serial and lineage are unreadable, so
+		// the guards that need them are skipped; the lock rules are not.
+		c.Force = true
+		c.Version.Format = FormatOpaque
+		c.Version.Serial = st.Serial
+		c.Version.Lineage = st.Lineage
+		c.Raw = gzipBytes(body)
+		if prevGraph != nil {
+			for i := range prevGraph.Instances {
+				c.Removed = append(c.Removed, prevGraph.Instances[i].ID())
+			}
+			for _, out := range prevGraph.Outputs {
+				c.OutputsRemoved = append(c.OutputsRemoved, out.Name)
+			}
+			c.Version.Removed = len(c.Removed)
+		}
+	} else {
+		diffInto(c, prevGraph, g)
+		c.Version.Format = g.Format.String()
+		if string(g.Render(g.Format)) != string(body) {
+			// Rendering the normalized parts does not give the posted
+			// bytes back (an unusual writer): keep them, compressed.
+			c.Raw = gzipBytes(body)
+		}
+	}
+
+	v, stats, err := e.store.Commit(ctx, name, c)
+	if err != nil {
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			e.log.Warn("write refused", "state", name, "reason", ce.Reason, "lock_id", o.LockID, "message", ce.Message)
+		}
+		return nil, err
+	}
+	doc := &Document{Version: *v, Bytes: body}
+	e.cache.put(name, doc, g)
+	return &WriteResult{Version: *v, Stats: stats}, nil
+}
+
+// diffInto fills c with the changes that turn prev (nil for none) into next,
+// and the version metadata of next.
+func diffInto(c *Commit, prev, next *graph.State) {
+	v := &c.Version
+	v.Serial = next.Serial
+	v.Lineage = next.Lineage
+	v.TerraformVersion = next.TerraformVersion
+	v.Instances = len(next.Instances)
+	c.CheckResults = next.CheckResults
+
+	var prevByID map[string]*graph.Instance
+	if prev != nil {
+		prevByID = make(map[string]*graph.Instance, len(prev.Instances))
+		for i := range prev.Instances {
+			prevByID[prev.Instances[i].ID()] = &prev.Instances[i]
+		}
+	}
+	for i := range next.Instances {
+		in := &next.Instances[i]
+		id := in.ID()
+		old, ok := prevByID[id]
+		switch {
+		case !ok:
+			v.Added++
+			c.Upserts = append(c.Upserts, *in)
+		case old.Hash != in.Hash:
+			v.Changed++
+			c.Upserts = append(c.Upserts, *in)
+		}
+		delete(prevByID, id)
+	}
+	for id := range prevByID {
+		c.Removed = append(c.Removed, id)
+	}
+	sort.Strings(c.Removed)
+	v.Removed = len(c.Removed)
+
+	prevOut := map[string]graph.Hash{}
+	if prev != nil {
+		for _, o := range prev.Outputs {
+			prevOut[o.Name] = o.Hash
+		}
+	}
+	for _, o := range next.Outputs {
+		if h, ok := prevOut[o.Name]; !ok || h != o.Hash {
+			c.OutputUpserts = append(c.OutputUpserts, o)
+		}
+		delete(prevOut, o.Name)
+	}
+	for n := range prevOut {
+		c.OutputsRemoved = append(c.OutputsRemoved, n)
+	}
+	sort.Strings(c.OutputsRemoved)
+}
+
+// parseError turns a graph parse error into an *InvalidError with a hint.
+func parseError(err error) error {
+	var syn *graph.SyntaxError
+	var ver *graph.VersionError
+	switch {
+	case errors.As(err, &syn):
+		return &InvalidError{Code: "malformed_json", Message: "the state is not valid JSON: " + syn.Error(), Hint: "send the state file exactly as terraform/tofu wrote it; nothing was stored"}
+	case errors.As(err, &ver):
+		return &InvalidError{Code: "unsupported_state_version", Message: fmt.Sprintf("state format version %d is not supported; only version 4 is", ver.Version), Hint: "upgrade the state with Terraform >= 0.12 or OpenTofu (they write version 4); nothing was stored"}
+	}
+	return &InvalidError{Code: "invalid_state", Message: "the state cannot be read: " + err.Error(), Hint: "send the state file exactly as terraform/tofu wrote it; nothing was stored"}
+}
+
+// History lists a state's versions, newest first.
+func (e *Engine) History(ctx context.Context, name string, opts HistoryOptions) ([]Version, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	return e.store.History(ctx, name, opts)
+}
+
+// Delete removes a state with all its history.
+func (e *Engine) Delete(ctx context.Context, name string) error {
+	if err := ValidStateName(name); err != nil {
+		return err
+	}
+	err := e.store.Delete(ctx, name)
+	e.cache.drop(name)
+	return err
+}
+
+// States lists every state.
+func (e *Engine) States(ctx context.Context) ([]StateInfo, error) { return e.store.States(ctx) }
+
+// SetAllowLineageChange lets the next writes to a state carry another
+// lineage: an operator's decision for one state, before a deliberate
+// `state push -force` from another configuration.
+func (e *Engine) SetAllowLineageChange(ctx context.Context, name string, allow bool) error {
+	if err := ValidStateName(name); err != nil {
+		return err
+	}
+	return e.store.SetAllowLineageChange(ctx, name, allow)
+}
+
+// Query runs a read-only SQL statement against the store.
+func (e *Engine) Query(ctx context.Context, sql string, args ...any) (*QueryResult, error) {
+	return e.store.Query(ctx, sql, args...)
+}
+
+// TypeCount is how many instances of one resource type a state holds.
+type TypeCount struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// Status is a state's summary: what `kl status` shows.
+type Status struct {
+	StateInfo
+	Version   *Version    `json:"version,omitempty"`
+	Instances int         `json:"instances"`
+	Types     []TypeCount `json:"types"`
+	Encrypted bool        `json:"encrypted"`
+}
+
+// Status summarizes a state: current version, lock mode and holders, and
+// instance counts by type. ErrNotFound when the state does not exist.
+func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	st, err := e.store.State(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	if st.Current == 0 {
+		return s, nil
+	}
+	d, g, err := e.load(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	v := d.Version
+	s.Version = &v
+	if g == nil {
+		s.Encrypted = true
+		return s, nil
+	}
+	counts := map[string]int{}
+	for i := range g.Instances {
+		counts[g.Instances[i].Resource.Type]++
+	}
+	for t, n := range counts {
+		s.Types = append(s.Types, TypeCount{Type: t, Count: n})
+	}
+	sort.Slice(s.Types, func(i, j int) bool {
+		if s.Types[i].Count != s.Types[j].Count {
+			return s.Types[i].Count > s.Types[j].Count
+		}
+		return s.Types[i].Type < s.Types[j].Type
+	})
+	s.Instances = len(g.Instances)
+	return s, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
