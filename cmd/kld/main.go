@@ -1,0 +1,164 @@
+// Command kld is the KiloLock server: a Terraform/OpenTofu HTTP state
+// backend on SQLite (the default, zero set-up) or PostgreSQL (several kld
+// replicas may share one database).
+//
+//	kld --database ./kilolock.db
+//	kld --listen :8080 --database postgres://kl@db/kilolock
+//
+// Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 1 on a failure
+// while serving, 2 on a usage error, 69 when the database cannot be reached
+// at start, 71 when the address cannot be listened on, 78 when the database
+// setting is wrong.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/log"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/store"
+)
+
+// Exit codes (sysexits.h where one fits).
+const (
+	exitFailure     = 1
+	exitUsage       = 2
+	exitUnavailable = 69
+	exitListen      = 71
+	exitConfig      = 78
+)
+
+type cli struct {
+	Listen          string               `default:"127.0.0.1:8080" env:"KL_LISTEN" help:"Address to listen on, host:port. With port 0 a free port is taken and its URL printed on stdout."`
+	Database        string               `default:"./kilolock.db" env:"KL_DATABASE_URL" help:"A postgres:// URL, or a SQLite file: a path or a sqlite:// URL (the file is created when missing)."`
+	LogLevel        string               `default:"info" env:"KL_LOG_LEVEL" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
+	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
+	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
+	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
+	Version         kong.VersionFlag     `help:"Print the version and exit."`
+}
+
+// exitError carries the exit code a failure maps to.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	var c cli
+	bi := buildinfo.Info()
+	parser, err := kong.New(&c,
+		kong.Name("kld"),
+		kong.Description("KiloLock server: Terraform/OpenTofu state as a versioned graph, over the HTTP backend protocol."),
+		kong.Vars{"version": fmt.Sprintf("kld %s (commit %s, %s)", bi.Version, bi.Commit, bi.GoVersion)},
+	)
+	if err != nil {
+		panic(err) // the flag struct is wrong: a programming error
+	}
+	if _, err := parser.Parse(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "kld: %v\nRun kld --help for usage.\n", err)
+		os.Exit(exitUsage)
+	}
+	logger := newLogger(c.LogLevel, c.LogFormat)
+	if err := run(&c, logger, bi); err != nil {
+		code := exitFailure
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		logger.Error("kld stopped", "err", err, "exit_code", code)
+		os.Exit(code)
+	}
+}
+
+func newLogger(level, format string) *log.Logger {
+	lvl, _ := log.ParseLevel(level) // kong checked the enum
+	formatter := map[string]log.Formatter{"text": log.TextFormatter, "logfmt": log.LogfmtFormatter, "json": log.JSONFormatter}[format]
+	return log.NewWithOptions(os.Stderr, log.Options{Level: lvl, ReportTimestamp: true, TimeFormat: time.RFC3339, Formatter: formatter})
+}
+
+func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := store.Open(openCtx, c.Database)
+	cancel()
+	switch {
+	case errors.Is(err, kilolock.ErrInvalid):
+		return &exitError{exitConfig, fmt.Errorf("--database %s: %w", redact(c.Database), err)}
+	case err != nil:
+		return &exitError{exitUnavailable, fmt.Errorf("open database %s: %w", redact(c.Database), err)}
+	}
+	defer st.Close()
+
+	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger})
+	handler := httpbackend.New(engine, httpbackend.Options{
+		Logger:    logger,
+		BodyLimit: int64(c.BodyLimit),
+		Version:   httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion},
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A large state over a slow link: generous, but bounded.
+		ReadTimeout:    5 * time.Minute,
+		WriteTimeout:   5 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 1 << 20,
+		ErrorLog:       logger.StandardLog(log.StandardLogOptions{ForceLevel: log.WarnLevel}),
+	}
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return &exitError{exitListen, err}
+	}
+	addr := ln.Addr().String()
+	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
+		fmt.Printf("http://%s\n", addr) // for scripts and tests that asked for any port
+	}
+	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills at once
+	logger.Info("shutting down: finishing in-flight requests", "timeout", c.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Requests still running are cut; each write is one transaction,
+		// so a cut write leaves nothing half-written.
+		srv.Close()
+		logger.Warn("in-flight requests did not finish in time; closed them", "err", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// redact hides a password in a database URL for the log.
+func redact(database string) string {
+	if u, err := url.Parse(database); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return database
+}

@@ -1,0 +1,147 @@
+package httpbackend
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+)
+
+// maxHistoryLimit bounds one page of GET …/versions.
+const maxHistoryLimit = 1000
+
+// listStates answers GET /v1/api/states.
+func (h *Handler) listStates(w http.ResponseWriter, r *http.Request) error {
+	states, err := h.engine.Store().States(r.Context())
+	if err != nil {
+		return err
+	}
+	if states == nil {
+		states = []kilolock.StateInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"states": states})
+	return nil
+}
+
+// stateStatus answers GET /v1/api/states/{name} with the state's summary.
+func (h *Handler) stateStatus(w http.ResponseWriter, r *http.Request) error {
+	st, err := h.engine.Status(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// listVersions answers GET /v1/api/states/{name}/versions?limit=N&before=M,
+// newest first.
+func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), "limit", 0, maxHistoryLimit)
+	if err != nil {
+		return err
+	}
+	before, err := intParam(q.Get("before"), "before", 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	versions, err := h.engine.History(r.Context(), r.PathValue("name"), kilolock.HistoryOptions{Limit: int(limit), Before: before})
+	if err != nil {
+		return err
+	}
+	if versions == nil {
+		versions = []kilolock.Version{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": versions})
+	return nil
+}
+
+// getVersion answers GET /v1/api/states/{name}/versions/{number} with that
+// version's state document.
+func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := kilolock.ValidStateName(name); err != nil {
+		return err
+	}
+	n, err := intParam(r.PathValue("number"), "version number", 1, 1<<62)
+	if err != nil {
+		return err
+	}
+	doc, err := h.engine.ReadVersion(r.Context(), name, n)
+	if err != nil {
+		return err
+	}
+	h.serveDocument(w, r, doc)
+	return nil
+}
+
+// stateConfig is the body of POST /v1/api/states/{name}/config. Each
+// setting is a pointer: absent means unchanged.
+type stateConfig struct {
+	AllowLineageChange *bool `json:"allow_lineage_change"`
+}
+
+// setConfig answers POST /v1/api/states/{name}/config.
+func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := kilolock.ValidStateName(name); err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r, lockBodyLimit)
+	if err != nil {
+		return err
+	}
+	var c stateConfig
+	if err := decodeJSON(body, &c); err != nil {
+		return err
+	}
+	if c.AllowLineageChange == nil {
+		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"allow_lineage_change": true}`}
+	}
+	if err := h.engine.Store().SetAllowLineageChange(r.Context(), name, *c.AllowLineageChange); err != nil {
+		return err
+	}
+	h.log.Warn("state config changed", "state", name, "allow_lineage_change", *c.AllowLineageChange, "request_id", info(r).id)
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+// queryRequest is the body of POST /v1/api/query.
+type queryRequest struct {
+	SQL string `json:"sql"`
+}
+
+// query answers POST /v1/api/query with the result of a read-only query.
+func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.readBody(w, r, lockBodyLimit)
+	if err != nil {
+		return err
+	}
+	var q queryRequest
+	if err := decodeJSON(body, &q); err != nil {
+		return err
+	}
+	if strings.TrimSpace(q.SQL) == "" {
+		return &kilolock.InvalidError{Code: "empty_query", Message: `the query has no "sql"`, Hint: `send {"sql": "SELECT …"}`}
+	}
+	res, err := h.engine.Query(r.Context(), q.SQL)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// intParam parses an integer parameter in [lo, hi]; empty means 0.
+func intParam(s, what string, lo, hi int64) (int64, error) {
+	if s == "" && lo == 0 {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, &kilolock.InvalidError{Code: "invalid_parameter", Message: fmt.Sprintf("%s %q is not a whole number from %d to %d", what, s, lo, hi), Hint: "correct the parameter"}
+	}
+	return n, nil
+}

@@ -1,0 +1,142 @@
+package httpbackend
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilolock/kilolock"
+)
+
+// TestBadInput sends one bad request of each kind to a state with history
+// and checks each gets its 4xx with a JSON error body, and that neither the
+// history nor the current bytes changed.
+func TestBadInput(t *testing.T) {
+	const limit = 64 << 10
+	env := newEnv(t, "", Options{BodyLimit: limit})
+	a := lockInfo("11111111-aaaa", "alice@laptop")
+	env.lock("prod", a)
+	env.post("prod", a.ID, stateDoc(t, "lineage-1", 1, map[string]string{"web": "a"}))
+	env.post("prod", a.ID, stateDoc(t, "lineage-1", 2, map[string]string{"web": "b"}))
+
+	history := func() []kilolock.Version {
+		h, err := env.engine.History(t.Context(), "prod", kilolock.HistoryOptions{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	current := func() []byte { return env.do("GET", "/v1/states/prod", nil).Body.Bytes() }
+	beforeHistory, beforeBytes := history(), current()
+
+	good := stateDoc(t, "lineage-1", 3, map[string]string{"web": "c"})
+	oversize := stateDoc(t, "lineage-1", 3, map[string]string{"web": strings.Repeat("x", limit)})
+	version3 := bytes.Replace(good, []byte(`"version": 4`), []byte(`"version": 3`), 1)
+	post := "/v1/states/prod?ID=" + a.ID
+
+	tests := []struct {
+		name          string
+		method, path  string
+		body          []byte
+		header        []string
+		status        int
+		code          string // "" when any code is fine
+		hintSubstring string
+	}{
+		{name: "malformed JSON", method: "POST", path: post, body: []byte(`{"version": 4, "serial": `), status: 400, code: "malformed_json"},
+		{name: "state version 3", method: "POST", path: post, body: version3, status: 400, code: "unsupported_state_version"},
+		{name: "wrong Content-MD5", method: "POST", path: post, body: good, header: []string{"Content-MD5", md5Of([]byte("something else"))}, status: 400, code: "checksum_mismatch"},
+		{name: "Content-MD5 not base64", method: "POST", path: post, body: good, header: []string{"Content-MD5", "!!"}, status: 400, code: "checksum_mismatch"},
+		{name: "oversize body", method: "POST", path: post, body: oversize, status: 413, code: "body_too_large", hintSubstring: "--body-limit"},
+		{name: "empty body", method: "POST", path: post, body: []byte{}, status: 400, code: "empty_state"},
+		{name: "another lineage", method: "POST", path: post, body: stateDoc(t, "lineage-2", 3, map[string]string{"web": "c"}), status: 409, code: kilolock.ReasonLineage},
+		{name: "stale serial", method: "POST", path: post, body: stateDoc(t, "lineage-1", 1, map[string]string{"web": "z"}), status: 409, code: kilolock.ReasonStaleSerial},
+		{name: "LockInfo without ID", method: "LOCK", path: "/v1/states/prod", body: []byte(`{"Operation":"OperationTypeApply","Who":"bob"}`), status: 400, code: "lock_id_missing"},
+		{name: "LockInfo malformed", method: "LOCK", path: "/v1/states/prod", body: []byte(`{"ID":`), status: 400, code: "malformed_json"},
+		{name: "LOCK empty body", method: "LOCK", path: "/v1/states/prod", body: nil, status: 400, code: "lock_info_missing"},
+		{name: "UNLOCK malformed", method: "UNLOCK", path: "/v1/states/prod", body: []byte(`not json`), status: 400, code: "malformed_json"},
+		{name: "empty state name", method: "POST", path: "/v1/states/", body: good, status: 400, code: "invalid_state_name"},
+		{name: "dot-dot", method: "POST", path: "/v1/states/..", body: good, status: 400, code: "invalid_state_name"},
+		{name: "encoded dot-dot", method: "POST", path: "/v1/states/%2e%2e", body: good, status: 400, code: "invalid_state_name"},
+		{name: "traversal", method: "GET", path: "/v1/states/../../etc/passwd", status: 400, code: "invalid_state_name"},
+		{name: "two segments", method: "POST", path: "/v1/states/a/b", body: good, status: 400, code: "invalid_state_name", hintSubstring: "one path segment"},
+		{name: "bad characters", method: "POST", path: "/v1/states/a%20b", body: good, status: 400, code: "invalid_state_name"},
+		{name: "too long", method: "POST", path: "/v1/states/" + strings.Repeat("a", 129), body: good, status: 400, code: "invalid_state_name"},
+		{name: "unknown method", method: "PATCH", path: "/v1/states/prod", body: good, status: 405, code: "method_not_allowed"},
+		{name: "config unknown field", method: "POST", path: "/v1/api/states/prod/config", body: []byte(`{"allow_lineage_chnage": true}`), status: 400, code: "unknown_field"},
+		{name: "config no setting", method: "POST", path: "/v1/api/states/prod/config", body: []byte(`{}`), status: 400, code: "no_setting"},
+		{name: "query that writes", method: "POST", path: "/v1/api/query", body: []byte(`{"sql": "CREATE TABLE kl_probe (a INTEGER)"}`), status: 403, code: "read_only"},
+		{name: "bad version number", method: "GET", path: "/v1/api/states/prod/versions/abc", status: 400, code: "invalid_parameter"},
+		{name: "bad history limit", method: "GET", path: "/v1/api/states/prod/versions?limit=-1", status: 400, code: "invalid_parameter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := env.do(tt.method, tt.path, tt.body, tt.header...)
+			if w.Code != tt.status {
+				t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, w.Code, w.Body, tt.status)
+			}
+			e := errorOf(t, w)
+			if tt.code != "" && e.Error != tt.code {
+				t.Errorf("error = %q (%s), want %q", e.Error, e.Message, tt.code)
+			}
+			if !strings.Contains(e.Hint, tt.hintSubstring) {
+				t.Errorf("hint %q lacks %q", e.Hint, tt.hintSubstring)
+			}
+			if diff := cmp.Diff(beforeHistory, history()); diff != "" {
+				t.Errorf("history changed (-before +after):\n%s", diff)
+			}
+			if !bytes.Equal(beforeBytes, current()) {
+				t.Errorf("the current state bytes changed")
+			}
+		})
+	}
+
+	// The lineage conflict names both lineages.
+	w := env.do("POST", post, stateDoc(t, "lineage-2", 3, map[string]string{"web": "c"}))
+	if e := errorOf(t, w); e.Lineage != "lineage-1" || e.GotLineage != "lineage-2" {
+		t.Errorf("lineage conflict body = %s, want both lineages", w.Body)
+	}
+	// The stale serial conflict gives the latest serial.
+	w = env.do("POST", post, stateDoc(t, "lineage-1", 1, map[string]string{"web": "z"}))
+	if e := errorOf(t, w); e.LatestSerial == nil || *e.LatestSerial != 2 {
+		t.Errorf("stale serial body = %s, want latest_serial 2", w.Body)
+	}
+}
+
+// TestAllowLineageChange: an operator allows one state to take another
+// lineage through the config API.
+func TestAllowLineageChange(t *testing.T) {
+	env := newEnv(t, "", Options{})
+	env.post("prod", "", stateDoc(t, "lineage-1", 1, map[string]string{"web": "a"}))
+	other := stateDoc(t, "lineage-2", 5, map[string]string{"web": "b"})
+	if w := env.do("POST", "/v1/states/prod", other); w.Code != http.StatusConflict {
+		t.Fatalf("another lineage: %d, want 409", w.Code)
+	}
+	w := env.do("POST", "/v1/api/states/prod/config", []byte(`{"allow_lineage_change": true}`))
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ok":true}` {
+		t.Fatalf("config: %d %s", w.Code, w.Body)
+	}
+	if w := env.do("POST", "/v1/states/prod", other); w.Code != http.StatusOK {
+		t.Errorf("another lineage once allowed: %d %s", w.Code, w.Body)
+	}
+	if w := env.do("POST", "/v1/api/states/unknown/config", []byte(`{"allow_lineage_change": true}`)); w.Code != http.StatusNotFound {
+		t.Errorf("config of an unknown state: %d, want 404", w.Code)
+	}
+}
+
+// TestOversizeChunkedBody: a body with no Content-Length is cut at the
+// limit too.
+func TestOversizeChunkedBody(t *testing.T) {
+	env := newEnv(t, "", Options{BodyLimit: 1 << 10})
+	r := httptest.NewRequest("POST", "/v1/states/s", bytes.NewReader(bytes.Repeat([]byte(" "), 4<<10)))
+	r.ContentLength = -1
+	w := httptest.NewRecorder()
+	env.h.ServeHTTP(w, r)
+	if w.Code != http.StatusRequestEntityTooLarge || errorOf(t, w).Error != "body_too_large" {
+		t.Errorf("chunked oversize body: %d %s, want 413 body_too_large", w.Code, w.Body)
+	}
+}

@@ -1,0 +1,180 @@
+package httpbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+)
+
+// retryAfterSeconds is what a 503 asks clients to wait.
+const retryAfterSeconds = 5
+
+// httpError is a refusal decided by the handler itself: a bad checksum, an
+// oversize body, an unknown route.
+type httpError struct {
+	status  int
+	code    string
+	message string
+	hint    string
+	allow   []string // for a 405
+}
+
+func (e *httpError) Error() string { return e.message }
+
+// errorBody is the JSON body of every error answer. Fields beyond the first
+// three appear where they help the client decide what to do next.
+type errorBody struct {
+	Error        string             `json:"error"`
+	Message      string             `json:"message"`
+	Hint         string             `json:"hint"`
+	RequestID    string             `json:"request_id,omitempty"`
+	Holder       *kilolock.LockInfo `json:"holder,omitempty"`
+	Reason       string             `json:"reason,omitempty"`
+	LatestSerial *uint64            `json:"latest_serial,omitempty"`
+	BaseSerial   *uint64            `json:"base_serial,omitempty"`
+	Lineage      string             `json:"lineage,omitempty"`
+	GotLineage   string             `json:"got_lineage,omitempty"`
+	Addresses    []string           `json:"addresses,omitempty"`
+	Allow        []string           `json:"allow,omitempty"`
+}
+
+// answer is an error translated for HTTP.
+type answer struct {
+	status     int
+	body       errorBody
+	retryAfter bool
+	internal   bool // log the error: the user did nothing wrong
+}
+
+// writeError is the one error writer: it maps err to a status and a JSON
+// body. On the Terraform protocol routes a 423 carries the holder's LockInfo
+// as its whole body, which Terraform and OpenTofu decode to show who holds
+// the lock and to retry with -lock-timeout.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	a := classify(err)
+	ri := info(r)
+	ri.errCode = a.body.Error
+	a.body.RequestID = ri.id
+	if a.internal {
+		h.log.Error("request failed", "request_id", ri.id, "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if a.retryAfter {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	if len(a.body.Allow) > 0 {
+		w.Header().Set("Allow", strings.Join(a.body.Allow, ", "))
+	}
+	w.Header().Set("X-Kilolock-Error", a.body.Error)
+	if a.status == http.StatusLocked && ri.protocol && a.body.Holder != nil {
+		writeJSON(w, a.status, a.body.Holder)
+		return
+	}
+	writeJSON(w, a.status, &a.body)
+}
+
+// classify maps an error of the root package (sentinels and typed errors,
+// matched with errors.Is/As), or of the handler, to its answer.
+func classify(err error) answer {
+	var (
+		he       *httpError
+		locked   *kilolock.LockedError
+		mismatch *kilolock.LockMismatchError
+		conflict *kilolock.ConflictError
+		invalid  *kilolock.InvalidError
+		tooLarge *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &he):
+		return answer{status: he.status, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
+	case errors.As(err, &tooLarge):
+		return answer{status: http.StatusRequestEntityTooLarge, body: errorBody{Error: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Hint: "raise the server's limit (kld --body-limit); nothing was stored"}}
+	case errors.As(err, &locked):
+		h := locked.Holder
+		return answer{status: http.StatusLocked, body: errorBody{
+			Error:   "locked",
+			Message: locked.Error(),
+			Hint:    fmt.Sprintf("wait for %s to finish (retry with -lock-timeout=10m), or, if that run is gone, release it with `tofu force-unlock %s` (terraform cannot force-unlock an http backend: POST /v1/state-unlock/%s?ID=%s)", orUnknown(h.Who), h.ID, locked.State, h.ID),
+			Holder:  &h,
+		}}
+	case errors.As(err, &mismatch):
+		b := errorBody{Error: "lock_mismatch", Message: mismatch.Error()}
+		if mismatch.Holder.ID == "" {
+			b.Hint = "no lock is held: it was released or force-unlocked while you worked; nothing was stored, run the command again to take a new lock"
+		} else {
+			h := mismatch.Holder
+			b.Holder = &h
+			b.Hint = fmt.Sprintf("the state is held by %s (lock id %s); nothing was stored, wait for it and run again", orUnknown(h.Who), h.ID)
+		}
+		return answer{status: http.StatusConflict, body: b}
+	case errors.As(err, &conflict):
+		b := errorBody{
+			Error:      "conflict",
+			Message:    conflict.Error(),
+			Hint:       conflict.Hint,
+			Reason:     conflict.Reason,
+			Lineage:    conflict.Lineage,
+			GotLineage: conflict.GotLineage,
+			Addresses:  conflict.Addresses,
+		}
+		if conflict.Reason != "" {
+			b.Error = conflict.Reason
+		}
+		if b.Hint == "" {
+			b.Hint = "nothing was stored; pull the state, re-plan and apply again"
+		}
+		latest, base := conflict.LatestSerial, conflict.BaseSerial
+		b.LatestSerial = &latest
+		if base != 0 {
+			b.BaseSerial = &base
+		}
+		return answer{status: http.StatusConflict, body: b}
+	case errors.As(err, &invalid):
+		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
+	case errors.Is(err, kilolock.ErrNotFound):
+		return answer{status: http.StatusNotFound, body: errorBody{Error: "not_found", Message: err.Error(), Hint: "check the state name; `kl states` (GET /v1/api/states) lists the states"}}
+	case errors.Is(err, kilolock.ErrEncrypted):
+		return answer{status: http.StatusUnprocessableEntity, body: errorBody{Error: "state_encrypted", Message: err.Error(), Hint: "the state is client-side encrypted by OpenTofu, so the server cannot read its resources; use tofu with the encryption key, or whole-version history and rollback"}}
+	case errors.Is(err, kilolock.ErrReadOnly):
+		return answer{status: http.StatusForbidden, body: errorBody{Error: "read_only", Message: err.Error(), Hint: "queries run in a read-only transaction: use SELECT (or WITH … SELECT); change states through terraform/tofu or kl"}}
+	case errors.Is(err, kilolock.ErrStale):
+		return answer{status: http.StatusConflict, body: errorBody{Error: "stale", Message: err.Error(), Hint: "the state kept changing under this write; nothing was stored, try again"}}
+	case errors.Is(err, kilolock.ErrLocked):
+		return answer{status: http.StatusLocked, body: errorBody{Error: "locked", Message: err.Error(), Hint: "wait for the holder to finish, or force-unlock it if its run is gone"}}
+	case errors.Is(err, kilolock.ErrLockMismatch):
+		return answer{status: http.StatusConflict, body: errorBody{Error: "lock_mismatch", Message: err.Error(), Hint: "nothing was stored; run the command again to take a new lock"}}
+	case errors.Is(err, kilolock.ErrConflict):
+		return answer{status: http.StatusConflict, body: errorBody{Error: "conflict", Message: err.Error(), Hint: "nothing was stored; pull the state, re-plan and apply again"}}
+	case errors.Is(err, kilolock.ErrInvalid):
+		return answer{status: http.StatusBadRequest, body: errorBody{Error: "invalid", Message: err.Error(), Hint: "correct the request and send it again"}}
+	case errors.Is(err, kilolock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return answer{status: http.StatusServiceUnavailable, retryAfter: true, body: errorBody{Error: "unavailable", Message: "the database is unavailable: " + err.Error(), Hint: fmt.Sprintf("retry in %d seconds; if it lasts, check the database the server points at (kld --database)", retryAfterSeconds)}}
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this, the log line does.
+		return answer{status: 499, body: errorBody{Error: "canceled", Message: "the client closed the request", Hint: "nothing to do"}}
+	}
+	return answer{status: http.StatusInternalServerError, internal: true, body: errorBody{Error: "internal", Message: "the server failed while handling the request", Hint: "this is a bug or an operational problem: the server log has the error under this request id"}}
+}
+
+// invalidName is the answer to a state path that cannot name a state.
+func invalidName(name string) error {
+	if err := kilolock.ValidStateName(name); err != nil {
+		var ie *kilolock.InvalidError
+		if errors.As(err, &ie) {
+			ie.Hint += "; a state is one path segment: /v1/states/NAME"
+		}
+		return err
+	}
+	return &kilolock.InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("%q is not a valid state name", name), Hint: "a state is one path segment: /v1/states/NAME"}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown holder"
+	}
+	return s
+}

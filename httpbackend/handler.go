@@ -1,0 +1,147 @@
+package httpbackend
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/charmbracelet/log"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/buildinfo"
+)
+
+// DefaultBodyLimit is the largest state a POST may carry unless
+// Options.BodyLimit says otherwise.
+const DefaultBodyLimit int64 = 64 << 20
+
+// lockBodyLimit bounds LOCK, UNLOCK and JSON API bodies: a LockInfo or a
+// query is a few hundred bytes.
+const lockBodyLimit int64 = 1 << 20
+
+// VersionInfo is what GET /versionz reports.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+// Options configure a Handler. The zero value is usable.
+type Options struct {
+	// Logger receives one line per request and the stack of any panic.
+	// Nil discards.
+	Logger *log.Logger
+	// BodyLimit is the largest request body accepted for a state, in bytes.
+	// Zero means DefaultBodyLimit.
+	BodyLimit int64
+	// Version is reported by /versionz. Zero means the build information of
+	// the running binary.
+	Version VersionInfo
+	// Ready reports whether the server can do useful work, for /readyz.
+	// Nil means pinging the engine's store.
+	Ready func(ctx context.Context) error
+}
+
+// Handler serves the Terraform/OpenTofu HTTP backend protocol, the JSON API,
+// health, version and metrics endpoints for one Engine. It is safe for
+// concurrent use; several Handlers on Engines sharing one database (several
+// kld replicas) stay correct, since every decision is taken by the store.
+type Handler struct {
+	engine    *kilolock.Engine
+	log       *log.Logger
+	bodyLimit int64
+	version   VersionInfo
+	ready     func(ctx context.Context) error
+	mux       *http.ServeMux
+	metrics   *metrics
+	refused   *refusedLocks
+	warming   sync.Map // version id -> struct{}: gzip being computed
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler serving e.
+func New(e *kilolock.Engine, o Options) *Handler {
+	h := &Handler{
+		engine:    e,
+		log:       o.Logger,
+		bodyLimit: o.BodyLimit,
+		version:   o.Version,
+		ready:     o.Ready,
+		mux:       http.NewServeMux(),
+		metrics:   newMetrics(),
+		refused:   newRefusedLocks(4096),
+	}
+	if h.log == nil {
+		h.log = log.New(discard{})
+	}
+	if h.bodyLimit <= 0 {
+		h.bodyLimit = DefaultBodyLimit
+	}
+	if h.version == (VersionInfo{}) {
+		bi := buildinfo.Info()
+		h.version = VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}
+	}
+	if h.ready == nil {
+		h.ready = e.Store().Ping
+	}
+	h.routes()
+	return h
+}
+
+// routes registers every route. Protocol routes answer a held lock with the
+// holder's LockInfo as the body, as Terraform and OpenTofu decode it.
+func (h *Handler) routes() {
+	const state = "/v1/states/{name}"
+	// The Terraform/OpenTofu HTTP backend protocol.
+	h.protocol("GET "+state, h.getState)
+	h.protocol("POST "+state, h.postState)
+	h.protocol("PUT "+state, h.postState) // update_method = "PUT"
+	h.protocol("DELETE "+state, h.deleteState)
+	h.protocol("LOCK "+state, h.lockState)
+	h.protocol("UNLOCK "+state, h.unlockState)
+	// lock_method/unlock_method = "POST" with lock_address/unlock_address
+	// pointing here; DELETE on /lock is the GitLab-style unlock.
+	h.protocol("POST "+state+"/lock", h.lockState)
+	h.protocol("LOCK "+state+"/lock", h.lockState)
+	h.protocol("DELETE "+state+"/lock", h.unlockState)
+	h.protocol("POST "+state+"/unlock", h.unlockState)
+	h.protocol("UNLOCK "+state+"/unlock", h.unlockState)
+	// For proxies that drop the body of an UNLOCK.
+	h.protocol("POST /v1/state-unlock/{name}", h.stateUnlock)
+
+	// The JSON API used by kl.
+	h.api("GET /v1/api/states", h.listStates)
+	h.api("GET /v1/api/states/{name}", h.stateStatus)
+	h.api("GET /v1/api/states/{name}/versions", h.listVersions)
+	h.api("GET /v1/api/states/{name}/versions/{number}", h.getVersion)
+	h.api("POST /v1/api/states/{name}/config", h.setConfig)
+	h.api("POST /v1/api/query", h.query)
+
+	h.api("GET /healthz", h.healthz)
+	h.api("GET /readyz", h.readyz)
+	h.api("GET /versionz", h.versionz)
+	h.api("GET /metrics", h.serveMetrics)
+
+	h.mux.HandleFunc("/", h.fallback)
+}
+
+// handlerFunc is a route that reports failure by returning an error, written
+// by the one error writer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *Handler) protocol(pattern string, fn handlerFunc) { h.register(pattern, fn, true) }
+func (h *Handler) api(pattern string, fn handlerFunc)      { h.register(pattern, fn, false) }
+
+func (h *Handler) register(pattern string, fn handlerFunc, protocol bool) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		info(r).protocol = protocol
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,162 @@
+package httpbackend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/log"
+)
+
+// reqInfo is what the handlers note about a request for its log line and
+// for the error writer.
+type reqInfo struct {
+	id       string
+	lockID   string
+	errCode  string
+	protocol bool // a Terraform protocol route: 423 bodies are a LockInfo
+}
+
+type reqInfoKey struct{}
+
+// info returns the request's reqInfo (a throwaway one outside ServeHTTP, so
+// handlers never need a nil check).
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(reqInfoKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+// ServeHTTP serves a request: it gives it a request id, recovers a panic
+// into a 500, and records one log line and the request metrics.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ri := &reqInfo{id: requestID(r)}
+	w.Header().Set("X-Request-Id", ri.id)
+	rec := &recorder{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("panic serving request", "request_id", ri.id, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !rec.wroteHeader {
+				h.writeError(rec, r, &httpError{status: http.StatusInternalServerError, code: "internal", message: "the server failed while handling the request", hint: "this is a bug in kilolock: report it with the request id " + ri.id + " (its stack is in the server log); nothing was half-written, each write is one transaction"})
+			}
+		}
+		h.finish(rec, r, ri, time.Since(start))
+	}()
+
+	if name, bad := badPath(r.URL.Path); bad {
+		h.writeError(rec, r, invalidName(name))
+		return
+	}
+	h.mux.ServeHTTP(rec, r)
+}
+
+// finish records the request: metrics by route and one log line.
+func (h *Handler) finish(rec *recorder, r *http.Request, ri *reqInfo, d time.Duration) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := strings.TrimSpace(r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:])
+	if route == "" || route == "/" {
+		route = "unmatched"
+	}
+	h.metrics.observeRequest(route, r.Method, status, d)
+
+	level := log.InfoLevel
+	switch {
+	case status >= 500:
+		level = log.ErrorLevel
+	case ri.errCode == "state_not_found" || ri.errCode == "locked":
+		// The protocol's normal flow: a first `init`, a -lock-timeout wait.
+	case status >= 400:
+		level = log.WarnLevel
+	case route == "/healthz" || route == "/readyz" || route == "/metrics":
+		level = log.DebugLevel // probes and scrapes every few seconds
+	}
+	kv := []any{
+		"method", r.Method,
+		"path", r.URL.Path,
+		"status", status,
+		"duration", d.Round(time.Microsecond),
+		"bytes_in", max(r.ContentLength, 0),
+		"bytes_out", rec.bytes,
+		"request_id", ri.id,
+	}
+	if ri.lockID != "" {
+		kv = append(kv, "lock_id", ri.lockID)
+	}
+	if ri.errCode != "" {
+		kv = append(kv, "error", ri.errCode)
+	}
+	h.log.Log(level, "request", kv...)
+}
+
+// requestID returns the client's X-Request-Id when it is a sane token, so a
+// proxy's id follows the request, else a new random one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") == "" {
+		return id
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// badPath reports whether the path has empty, "." or ".." segments under a
+// state route, and the offending name. http.ServeMux would answer those with
+// a redirect to the cleaned path, which a client would follow to another
+// state; they are refused instead.
+func badPath(path string) (string, bool) {
+	for _, prefix := range []string{"/v1/states/", "/v1/state-unlock/", "/v1/api/states/"} {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		for seg := range strings.SplitSeq(rest, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				return rest, true
+			}
+		}
+	}
+	return "", false
+}
+
+// recorder captures the status and the bytes written for the log line.
+type recorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.status = code
+		w.wroteHeader = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

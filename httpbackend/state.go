@@ -1,0 +1,196 @@
+package httpbackend
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+)
+
+// getState answers GET /v1/states/{name}: the current version's bytes, or
+// 404 before the first write, which both CLIs read as an empty state.
+func (h *Handler) getState(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	doc, err := h.engine.Read(r.Context(), name)
+	if errors.Is(err, kilolock.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, code: "state_not_found",
+			message: fmt.Sprintf("state %q has no version yet", name),
+			hint:    "terraform and tofu read this as an empty state and create it on their first write; `kl states` lists the existing states"}
+	}
+	if err != nil {
+		return err
+	}
+	h.serveDocument(w, r, doc)
+	return nil
+}
+
+// serveDocument writes a version's bytes with its version headers. A client
+// that accepts gzip (both CLIs do) gets the compressed bytes when they are
+// ready; otherwise it gets the plain bytes at once while they are compressed
+// in the background for the next reader.
+func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request, doc *kilolock.Document) {
+	v := &doc.Version
+	hdr := w.Header()
+	etag := fmt.Sprintf(`"v%d-s%d-%d"`, v.Number, v.Serial, v.ID)
+	setVersionHeaders(hdr, v)
+	hdr.Set("ETag", etag)
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Cache-Control", "no-store") // state holds secrets: no proxy caches it
+	hdr.Set("Vary", "Accept-Encoding")
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := doc.Bytes
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		if gz, ok := doc.GzipReady(); ok {
+			body = gz
+			hdr.Set("Content-Encoding", "gzip")
+		} else {
+			h.warmGzip(doc)
+		}
+	}
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(body)
+	}
+}
+
+// warmGzip compresses doc in the background, once per version at a time.
+func (h *Handler) warmGzip(doc *kilolock.Document) {
+	if _, busy := h.warming.LoadOrStore(doc.Version.ID, struct{}{}); busy {
+		return
+	}
+	go func() {
+		defer h.warming.Delete(doc.Version.ID)
+		doc.Gzip()
+	}()
+}
+
+// acceptsGzip reports whether an Accept-Encoding header admits gzip.
+func acceptsGzip(header string) bool {
+	for part := range strings.SplitSeq(header, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+		if !ok {
+			return true
+		}
+		f, err := strconv.ParseFloat(q, 64)
+		return err == nil && f > 0
+	}
+	return false
+}
+
+func setVersionHeaders(hdr http.Header, v *kilolock.Version) {
+	hdr.Set("X-Kilolock-Version", strconv.FormatInt(v.Number, 10))
+	hdr.Set("X-Kilolock-Serial", strconv.FormatUint(v.Serial, 10))
+}
+
+// writeAnswer is the body of a successful POST: both CLIs ignore it, a
+// person with curl or a script reads what happened.
+type writeAnswer struct {
+	State     string `json:"state"`
+	Version   int64  `json:"version"`
+	Serial    uint64 `json:"serial"`
+	Unchanged bool   `json:"unchanged"`
+	Added     int    `json:"added"`
+	Changed   int    `json:"changed"`
+	Removed   int    `json:"removed"`
+	Rows      int    `json:"rows"`
+	Bytes     int    `json:"bytes"`
+}
+
+// postState answers POST /v1/states/{name}?ID=<lock id>: it stores the body
+// as a new version. The lock, lineage and serial rules are the store's.
+func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := kilolock.ValidStateName(name); err != nil {
+		return err
+	}
+	lockID := r.URL.Query().Get("ID")
+	info(r).lockID = lockID
+	body, err := h.readBody(w, r, h.bodyLimit)
+	if err != nil {
+		return err
+	}
+	if err := checkMD5(r.Header.Get("Content-MD5"), body); err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		return &kilolock.InvalidError{Code: "empty_state", Message: "the request body is empty", Hint: "POST the state file as terraform/tofu wrote it; to remove a state use DELETE"}
+	}
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID})
+	if err != nil {
+		return err
+	}
+	v := &res.Version
+	if !res.Unchanged {
+		h.metrics.observeCommit(v.Source, res.Stats)
+	}
+	setVersionHeaders(w.Header(), v)
+	writeJSON(w, http.StatusOK, &writeAnswer{
+		State: name, Version: v.Number, Serial: v.Serial, Unchanged: res.Unchanged,
+		Added: v.Added, Changed: v.Changed, Removed: v.Removed,
+		Rows: res.Stats.Rows, Bytes: res.Stats.Bytes,
+	})
+	return nil
+}
+
+// checkMD5 verifies a Content-MD5 header (base64 of the body's MD5), which
+// both CLIs send with every body. No header, no check.
+func checkMD5(header string, body []byte) error {
+	if header == "" {
+		return nil
+	}
+	want, err := base64.StdEncoding.DecodeString(strings.TrimSpace(header))
+	if err != nil || len(want) != md5.Size {
+		return &kilolock.InvalidError{Code: "checksum_mismatch", Message: fmt.Sprintf("the Content-MD5 header %q is not a base64 MD5 digest", header), Hint: "send Content-MD5 as the base64 encoding of the body's 16-byte MD5, or leave it out; nothing was stored"}
+	}
+	got := md5.Sum(body)
+	if string(got[:]) != string(want) {
+		return &kilolock.InvalidError{Code: "checksum_mismatch",
+			Message: fmt.Sprintf("the body's MD5 is %s but Content-MD5 says %s", base64.StdEncoding.EncodeToString(got[:]), header),
+			Hint:    "the body was altered or cut on its way (a proxy?); nothing was stored, send it again"}
+	}
+	return nil
+}
+
+// deleteState answers DELETE /v1/states/{name}: it removes the state with
+// its history. A locked state is deleted only by its holder (?ID=) or with
+// ?force=true.
+func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := kilolock.ValidStateName(name); err != nil {
+		return err
+	}
+	id := r.URL.Query().Get("ID")
+	info(r).lockID = id
+	st, err := h.engine.Store().State(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if force, _ := strconv.ParseBool(r.URL.Query().Get("force")); !force && len(st.Locks) > 0 {
+		held := false
+		for _, l := range st.Locks {
+			held = held || (id != "" && l.Info.ID == id)
+		}
+		if !held {
+			return &kilolock.LockedError{State: name, Holder: st.Locks[0].Info}
+		}
+	}
+	if err := h.engine.Delete(r.Context(), name); err != nil {
+		return err
+	}
+	h.log.Warn("state deleted", "state", name, "request_id", info(r).id, "versions", st.Current)
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": name, "versions": st.Current})
+	return nil
+}
