@@ -1,0 +1,80 @@
+package klcli
+
+import (
+	"context"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Backend is what kl's commands need from KiloLock. Both implementations
+// answer with the root package's types and errors, so a command behaves the
+// same whether it runs against a server or a database.
+type Backend interface {
+	// Status summarizes a state. ErrNotFound when it does not exist.
+	Status(ctx context.Context, name string) (*kilolock.Status, error)
+	// History lists a state's versions, newest first. ErrNotFound when the
+	// state does not exist; an empty list when it has no version yet.
+	History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error)
+	// States lists every state by name; an empty list when there is none.
+	States(ctx context.Context) ([]kilolock.StateInfo, error)
+	// Query runs one read-only SQL statement. ErrReadOnly when it tries to
+	// write.
+	Query(ctx context.Context, sql string) (*kilolock.QueryResult, error)
+	// SetAllowLineageChange lets the next writes to a state carry another
+	// lineage, or forbids it again. ErrNotFound when the state does not
+	// exist.
+	SetAllowLineageChange(ctx context.Context, name string, allow bool) error
+	// ReadVersion returns the document of one version of a state.
+	// ErrNotFound when the state or the version does not exist.
+	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// ServerVersioner is implemented by backends that reach a server, which has
+// a version of its own.
+type ServerVersioner interface {
+	// ServerVersion returns the server's build information.
+	ServerVersion(ctx context.Context) (*VersionInfo, error)
+}
+
+// VersionInfo is the build information of kl or of a server, in the shape of
+// the server's /versionz.
+type VersionInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+}
+
+// DefaultServer is the server kl talks to when given neither a server nor a
+// database: a kld started with its defaults on this machine.
+const DefaultServer = "http://127.0.0.1:8080"
+
+// Target says where kl's commands go: a server or a database, never both.
+type Target struct {
+	Server   string        // base URL of a kld server
+	Database string        // store URL: postgres://… or a SQLite file path
+	Token    string        // bearer token sent to the server, if any
+	Timeout  time.Duration // per HTTP request; zero means DefaultTimeout
+}
+
+// Open returns the Backend for t: HTTPBackend for a server (DefaultServer
+// when t names nothing), EngineBackend for a database. Naming both is a
+// *UsageError.
+func Open(ctx context.Context, t Target) (Backend, error) {
+	switch {
+	case t.Server != "" && t.Database != "":
+		return nil, &UsageError{
+			Message: "both a server and a database were given",
+			Hint:    "use either --server (KL_SERVER) or --database (KL_DATABASE_URL), not both",
+		}
+	case t.Database != "":
+		return OpenEngineBackend(ctx, t.Database)
+	}
+	server := t.Server
+	if server == "" {
+		server = DefaultServer
+	}
+	return NewHTTPBackend(server, HTTPOptions{Token: t.Token, Timeout: t.Timeout})
+}

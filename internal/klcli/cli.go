@@ -1,0 +1,93 @@
+package klcli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// CLI runs kl's commands against a Backend. Each command writes its result
+// to Out: aligned tables for people, or JSON when JSON is set.
+type CLI struct {
+	Backend Backend
+	Out     io.Writer
+	// JSON selects machine-readable output.
+	JSON bool
+	// Now is the clock ages are computed against; nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *CLI) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// writeJSON writes v as indented JSON, the one encoding of kl's --json.
+func (c *CLI) writeJSON(v any) error {
+	enc := json.NewEncoder(c.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// table returns a tabwriter on Out with kl's layout: columns two spaces
+// apart. Flush it.
+func (c *CLI) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(c.Out, 0, 0, 2, ' ', 0)
+}
+
+// row writes one tab-separated table row.
+func row(w io.Writer, cells ...string) {
+	fmt.Fprintln(w, strings.Join(cells, "\t"))
+}
+
+// timeLayout is how kl shows instants: UTC, to the second.
+const timeLayout = "2006-01-02 15:04:05Z"
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// formatAge shows a duration to the second, with days past 48 hours.
+func formatAge(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	d = d.Round(time.Second)
+	if d >= 48*time.Hour {
+		days := d / (24 * time.Hour)
+		return fmt.Sprintf("%dd%dh", days, (d-days*24*time.Hour)/time.Hour)
+	}
+	return d.String()
+}
+
+// orDash shows an empty value as "-" so that table columns stay aligned.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return cell(s)
+}
+
+// cell makes s safe in a table cell: no tabs or line breaks.
+func cell(s string) string {
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,294 @@
+package klcli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// DefaultTimeout bounds one request to the server, from dialing to the last
+// byte of the answer.
+const DefaultTimeout = 30 * time.Second
+
+// HTTPOptions configure an HTTPBackend. The zero value is usable.
+type HTTPOptions struct {
+	// Timeout bounds each request; zero means DefaultTimeout.
+	Timeout time.Duration
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// Client replaces the HTTP client (and so Timeout); for tests and
+	// custom transports.
+	Client *http.Client
+	// UserAgent is sent with every request; empty means "kl".
+	UserAgent string
+}
+
+// HTTPBackend runs kl's commands against a kld server's JSON API.
+type HTTPBackend struct {
+	base   *url.URL
+	client *http.Client
+	token  string
+	agent  string
+}
+
+var (
+	_ Backend         = (*HTTPBackend)(nil)
+	_ ServerVersioner = (*HTTPBackend)(nil)
+)
+
+// NewHTTPBackend returns a Backend on the server at base, e.g.
+// "http://127.0.0.1:8080" or "https://kl.example.com/prefix".
+func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &UsageError{
+			Message: fmt.Sprintf("%q is not a server URL", base),
+			Hint:    "--server (KL_SERVER) takes the base URL of kld, e.g. http://127.0.0.1:8080",
+		}
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	c := o.Client
+	if c == nil {
+		timeout := o.Timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: min(timeout, 10*time.Second), KeepAlive: 30 * time.Second}).DialContext
+		tr.TLSHandshakeTimeout = min(timeout, 10*time.Second)
+		c = &http.Client{Timeout: timeout, Transport: tr}
+	}
+	agent := o.UserAgent
+	if agent == "" {
+		agent = "kl"
+	}
+	return &HTTPBackend{base: u, client: c, token: o.Token, agent: agent}, nil
+}
+
+// Status implements Backend.
+func (b *HTTPBackend) Status(ctx context.Context, name string) (*kilolock.Status, error) {
+	var s kilolock.Status
+	if err := b.do(ctx, http.MethodGet, statePath(name), nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// History implements Backend.
+func (b *HTTPBackend) History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error) {
+	q := url.Values{}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Before > 0 {
+		q.Set("before", strconv.FormatInt(opts.Before, 10))
+	}
+	var out struct {
+		Versions []kilolock.Version `json:"versions"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/versions", q, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Versions == nil {
+		out.Versions = []kilolock.Version{}
+	}
+	return out.Versions, nil
+}
+
+// States implements Backend.
+func (b *HTTPBackend) States(ctx context.Context) ([]kilolock.StateInfo, error) {
+	var out struct {
+		States []kilolock.StateInfo `json:"states"`
+	}
+	if err := b.do(ctx, http.MethodGet, "/v1/api/states", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.States == nil {
+		out.States = []kilolock.StateInfo{}
+	}
+	return out.States, nil
+}
+
+// Query implements Backend. Numbers come back as json.Number, exact.
+func (b *HTTPBackend) Query(ctx context.Context, sql string) (*kilolock.QueryResult, error) {
+	var res kilolock.QueryResult
+	if err := b.do(ctx, http.MethodPost, "/v1/api/query", nil, map[string]string{"sql": sql}, &res); err != nil {
+		return nil, err
+	}
+	if res.Columns == nil {
+		res.Columns = []string{}
+	}
+	if res.Rows == nil {
+		res.Rows = [][]any{}
+	}
+	return &res, nil
+}
+
+// SetAllowLineageChange implements Backend.
+func (b *HTTPBackend) SetAllowLineageChange(ctx context.Context, name string, allow bool) error {
+	body := map[string]bool{"allow_lineage_change": allow}
+	var out struct {
+		OK bool `json:"ok"`
+	}
+	if err := b.do(ctx, http.MethodPost, statePath(name)+"/config", nil, body, &out); err != nil {
+		return err
+	}
+	if !out.OK {
+		return fmt.Errorf("server did not confirm the configuration of state %q", name)
+	}
+	return nil
+}
+
+// ReadVersion implements Backend.
+func (b *HTTPBackend) ReadVersion(ctx context.Context, name string, number int64) ([]byte, error) {
+	var buf bytes.Buffer
+	path := statePath(name) + "/versions/" + strconv.FormatInt(number, 10)
+	if err := b.do(ctx, http.MethodGet, path, nil, nil, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ServerVersion implements ServerVersioner.
+func (b *HTTPBackend) ServerVersion(ctx context.Context) (*VersionInfo, error) {
+	var v VersionInfo
+	if err := b.do(ctx, http.MethodGet, "/versionz", nil, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Close implements Backend.
+func (b *HTTPBackend) Close() error {
+	b.client.CloseIdleConnections()
+	return nil
+}
+
+func statePath(name string) string {
+	return "/v1/api/states/" + url.PathEscape(name)
+}
+
+// do sends one request and decodes a 2xx answer into out: a *bytes.Buffer
+// takes the body as it is, anything else is JSON. Other statuses become an
+// *APIError; a server that cannot be reached is ErrUnavailable.
+func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	// path is escaped already (statePath), so it is appended as text.
+	target := b.base.String() + path
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", b.agent)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return b.transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp)
+	}
+	if buf, ok := out.(*bytes.Buffer); ok {
+		if _, err := buf.ReadFrom(resp.Body); err != nil {
+			return b.transportError(err)
+		}
+		return nil
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func (b *HTTPBackend) transportError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the method and URL are said below
+	}
+	return withHint(&unreachableError{server: b.base.Redacted(), err: err},
+		fmt.Sprintf("is kld running at %s? point kl at it with --server (KL_SERVER), or at a database with --database (KL_DATABASE_URL)", b.base.Redacted()))
+}
+
+// unreachableError is a server that did not answer. It matches
+// kilolock.ErrUnavailable: try again later.
+type unreachableError struct {
+	server string
+	err    error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the server at %s: %v", e.server, e.err)
+}
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == kilolock.ErrUnavailable }
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// decodeError turns a non-2xx answer into an *APIError, from the JSON error
+// body when there is one, else from the status and the first line of text.
+func decodeError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &APIError{Status: resp.StatusCode}
+	var body struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+		Hint    string `json:"hint"`
+	}
+	if json.Unmarshal(data, &body) == nil && (body.Error != "" || body.Message != "") {
+		e.Code, e.Message, e.Hint = body.Error, body.Message, body.Hint
+		if e.Message == "" {
+			e.Message = body.Error
+		}
+		return e
+	}
+	text := strings.TrimSpace(string(data))
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	e.Message = fmt.Sprintf("server answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if text != "" {
+		e.Message += ": " + text
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		e.Hint = "the server wants credentials: set KL_TOKEN"
+	}
+	return e
+}

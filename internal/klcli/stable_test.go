@@ -1,0 +1,60 @@
+package klcli_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/klcli"
+)
+
+// The store stamps versions and locks with the real time. Golden output
+// needs fixed times, so tests see them through stableTimes, which replaces
+// them with times derived from testBase, and use testNow as the clock.
+var (
+	testBase = time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+	testNow  = testBase.Add(2 * time.Hour)
+)
+
+// stableTimes is a Backend whose answers carry fixed times: a state was
+// created at testBase, version N at testBase + N minutes, and lock i (in
+// holder order) was acquired at testBase + 1h + i×5m.
+type stableTimes struct{ klcli.Backend }
+
+func versionTime(n int64) time.Time { return testBase.Add(time.Duration(n) * time.Minute) }
+
+func stableState(s *kilolock.StateInfo) {
+	s.Created = testBase
+	for i := range s.Locks {
+		s.Locks[i].Acquired = testBase.Add(time.Hour + time.Duration(i)*5*time.Minute)
+		s.Locks[i].Info.Created = s.Locks[i].Acquired
+	}
+}
+
+func (b stableTimes) Status(ctx context.Context, name string) (*kilolock.Status, error) {
+	s, err := b.Backend.Status(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	stableState(&s.StateInfo)
+	if s.Version != nil {
+		s.Version.Created = versionTime(s.Version.Number)
+	}
+	return s, nil
+}
+
+func (b stableTimes) History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error) {
+	vs, err := b.Backend.History(ctx, name, opts)
+	for i := range vs {
+		vs[i].Created = versionTime(vs[i].Number)
+	}
+	return vs, err
+}
+
+func (b stableTimes) States(ctx context.Context) ([]kilolock.StateInfo, error) {
+	sts, err := b.Backend.States(ctx)
+	for i := range sts {
+		stableState(&sts[i])
+	}
+	return sts, err
+}

@@ -1,0 +1,82 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Status shows a state: its current version and serial, lineage, lock mode,
+// the holders of its locks, and its instances counted by resource type.
+// JSON output is kilolock.Status, as the server's API answers it.
+func (c *CLI) Status(ctx context.Context, name string) error {
+	s, err := c.Backend.Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(s)
+	}
+	now := c.now()
+	w := c.table()
+	row(w, "state:", s.Name)
+	if s.Version == nil {
+		row(w, "version:", "none yet (the state was locked, never written)")
+	} else {
+		row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",
+			s.Version.Number, s.Version.Serial, s.Version.Source, orDash(s.Version.Actor), formatTime(s.Version.Created)))
+	}
+	row(w, "lineage:", orDash(s.Lineage))
+	row(w, "lock mode:", string(s.LockMode))
+	if s.AllowLineageChange {
+		row(w, "lineage change:", "allowed for the next write")
+	}
+	switch {
+	case len(s.Locks) == 0:
+		row(w, "locked:", "no")
+	default:
+		row(w, "locked:", "yes, "+plural(len(s.Locks), "holder", "holders"))
+	}
+	switch {
+	case s.Encrypted:
+		row(w, "instances:", "unknown: the state is client-side encrypted")
+	case s.Version != nil:
+		row(w, "instances:", strconv.Itoa(s.Instances))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+
+	if len(s.Locks) > 0 {
+		fmt.Fprintln(c.Out)
+		w = c.table()
+		row(w, "WHO", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
+		for _, l := range s.Locks {
+			row(w, orDash(l.Info.Who), orDash(l.Info.Operation), orDash(l.Info.ID),
+				formatAge(now.Sub(l.Acquired)), strconv.FormatUint(l.BaseSerial, 10))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Types) > 0 {
+		fmt.Fprintln(c.Out)
+		w = c.table()
+		row(w, "TYPE", "INSTANCES")
+		for _, t := range s.Types {
+			row(w, cell(t.Type), strconv.Itoa(t.Count))
+		}
+		return w.Flush()
+	}
+	return nil
+}
+
+// statusVersion is the current version number of a state, 0 for none.
+func statusVersion(s *kilolock.Status) int64 {
+	if s.Version != nil {
+		return s.Version.Number
+	}
+	return s.Current
+}
