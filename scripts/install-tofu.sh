@@ -13,33 +13,50 @@ TOFU_VERSION=${TOFU_VERSION:-v1.10.10}
 TIME_VERSION=${TIME_VERSION:-0.14.2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KL_TOFU_CACHE:-$root/.cache/tofu}
+platform=$(go env GOOS)_$(go env GOARCH)
 bin=$cache/bin
 mirror=$cache/mirror
 tofu=$bin/tofu-$TOFU_VERSION
-provider_dir=$mirror/registry.opentofu.org/hashicorp/time/$TIME_VERSION/linux_amd64
+provider_dir=$mirror/registry.opentofu.org/hashicorp/time/$TIME_VERSION/$platform
 provider=$provider_dir/terraform-provider-time_v$TIME_VERSION
 
 mkdir -p "$bin" "$provider_dir"
 
-if [ ! -x "$tofu" ]; then
+# Go commands below run outside this repository, so they can neither read
+# nor change its go.mod and go.sum.
+neutral=$(mktemp -d)
+trap 'rm -rf "$neutral"' EXIT
+
+# A release build says "OpenTofu v1.10.10"; a binary built without the
+# release flag says "v1.10.10-dev" and is rebuilt.
+# (Outputs are read whole, never piped into head: with pipefail a SIGPIPE
+# would fail the script.)
+built=""
+if [ -x "$tofu" ]; then
+  built=$(TF_CLI_CONFIG_FILE=/dev/null "$tofu" version 2>/dev/null || true)
+fi
+if [ -z "$built" ] || [[ ${built%%$'\n'*} == *-dev* ]]; then
   echo "building OpenTofu $TOFU_VERSION from the Go module proxy (about 3 minutes cold)" >&2
-  GOFLAGS=-mod=mod go mod download "github.com/opentofu/opentofu@$TOFU_VERSION"
+  (cd "$neutral" && GOFLAGS=-mod=mod GOWORK=off go mod download "github.com/opentofu/opentofu@$TOFU_VERSION")
   src=$(go env GOMODCACHE)/github.com/opentofu/opentofu@$TOFU_VERSION
-  (cd "$src" && GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -o "$tofu.tmp" ./cmd/tofu)
+  (cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" -o "$tofu.tmp" ./cmd/tofu)
   mv "$tofu.tmp" "$tofu"
 fi
-ln -sf "$tofu" "$bin/tofu"
+ln -sfn "tofu-$TOFU_VERSION" "$bin/tofu.tmp"
+mv -T "$bin/tofu.tmp" "$bin/tofu"
 
 if [ ! -x "$provider" ]; then
   echo "building terraform-provider-time v$TIME_VERSION" >&2
   gobin=$cache/gobin
-  GOBIN=$gobin CGO_ENABLED=0 go install "github.com/hashicorp/terraform-provider-time@v$TIME_VERSION"
+  (cd "$neutral" && GOWORK=off GOBIN=$gobin CGO_ENABLED=0 go install -trimpath "github.com/hashicorp/terraform-provider-time@v$TIME_VERSION")
   cp "$gobin/terraform-provider-time" "$provider.tmp"
   mv "$provider.tmp" "$provider"
 fi
 
 # A CLI config that resolves hashicorp/time from the local mirror and never
-# reaches for the network for anything else.
+# reaches for the network for anything else. (The tests write their own,
+# the same; this one is for running tofu by hand: TF_CLI_CONFIG_FILE=...)
 cat > "$cache/tofurc" <<RC
 provider_installation {
   filesystem_mirror {
@@ -52,4 +69,6 @@ provider_installation {
 }
 RC
 
+version=$(TF_CLI_CONFIG_FILE=$cache/tofurc "$bin/tofu" version)
+echo "${version%%$'\n'*}" >&2
 echo "$tofu"

@@ -1,0 +1,177 @@
+package tofu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Environment variables the harness reads.
+const (
+	// EnvTofu names the tofu binary to use instead of the cached one.
+	EnvTofu = "KL_TOFU"
+	// EnvTofuCache names the directory scripts/install-tofu.sh installs
+	// into, .cache/tofu under the module root when unset.
+	EnvTofuCache = "KL_TOFU_CACHE"
+)
+
+const modulePath = "github.com/kilolock/kilolock"
+
+var (
+	rootOnce sync.Once
+	root     string
+	rootErr  error
+)
+
+// ModuleRoot returns the directory of the kilolock go.mod, found by walking
+// up from the working directory (go test runs in the package directory).
+func ModuleRoot(tb testing.TB) string {
+	tb.Helper()
+	rootOnce.Do(func() { root, rootErr = findModuleRoot() })
+	if rootErr != nil {
+		tb.Fatalf("tofu: %v", rootErr)
+	}
+	return root
+}
+
+func findModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isModuleRoot(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of module %s above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+func isModuleRoot(goMod string) bool {
+	f, err := os.Open(goMod)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) == 2 && fields[0] == "module" {
+			return fields[1] == modulePath
+		}
+	}
+	return false
+}
+
+// InCI reports whether CI=true (or 1): then a missing tool fails the test
+// instead of skipping it.
+func InCI() bool {
+	ok, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ok
+}
+
+// Unavailable skips tb with the reason, or fails it when InCI.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if InCI() {
+		tb.Fatalf("CI=true and "+format, args...)
+	}
+	tb.Skipf(format, args...)
+}
+
+func cacheDir(tb testing.TB) string {
+	if d := os.Getenv(EnvTofuCache); d != "" {
+		return d
+	}
+	return filepath.Join(ModuleRoot(tb), ".cache", "tofu")
+}
+
+var (
+	versionOnce sync.Once
+	version     string
+	versionErr  error
+)
+
+// Binary returns the path of the tofu binary: $KL_TOFU, else
+// .cache/tofu/bin/tofu under the module root. When there is none it skips
+// tb, or fails it when CI=true; a KL_TOFU that does not run always fails.
+func Binary(tb testing.TB) string {
+	tb.Helper()
+	bin := os.Getenv(EnvTofu)
+	if bin == "" {
+		bin = filepath.Join(cacheDir(tb), "bin", "tofu")
+		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
+			Unavailable(tb, "OpenTofu is not installed at %s: run `make tofu` (scripts/install-tofu.sh) or set %s", bin, EnvTofu)
+		}
+	}
+	versionOnce.Do(func() { version, versionErr = probe(bin) })
+	if versionErr != nil {
+		tb.Fatalf("tofu: %s does not run: %v", bin, versionErr)
+	}
+	return bin
+}
+
+// Version returns the first line of `tofu version`, e.g. "OpenTofu v1.10.10".
+func Version(tb testing.TB) string {
+	tb.Helper()
+	Binary(tb)
+	return version
+}
+
+func probe(bin string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "version")
+	cmd.Env = cleanEnv("TF_")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w\n%s", bin, err, out)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(first), nil
+}
+
+// cliConfig returns a CLI configuration that installs hashicorp/time from
+// the filesystem mirror scripts/install-tofu.sh fills, when there is one,
+// and never reaches the network for it.
+func cliConfig(tb testing.TB) string {
+	mirror := filepath.Join(cacheDir(tb), "mirror")
+	if st, err := os.Stat(mirror); err != nil || !st.IsDir() {
+		return "# no provider mirror: only built-in providers are available\n"
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "provider_installation {\n")
+	fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %q\n    include = [\"registry.opentofu.org/hashicorp/time\"]\n  }\n", mirror)
+	fmt.Fprintf(&b, "  direct {\n    exclude = [\"registry.opentofu.org/hashicorp/time\"]\n  }\n")
+	fmt.Fprintf(&b, "}\n")
+	return b.String()
+}
+
+// cleanEnv returns the environment without the variables that start with
+// one of prefixes.
+func cleanEnv(prefixes ...string) []string {
+	var env []string
+next:
+	for _, kv := range os.Environ() {
+		for _, p := range prefixes {
+			if strings.HasPrefix(kv, p) {
+				continue next
+			}
+		}
+		env = append(env, kv)
+	}
+	return env
+}

@@ -1,0 +1,219 @@
+package tofu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a running kld.
+type Server struct {
+	// URL is its base URL, http://127.0.0.1:PORT, without a trailing slash.
+	URL string
+	// Addr is its listen address, 127.0.0.1:PORT.
+	Addr string
+	// DatabaseURL is the --database it was started with.
+	DatabaseURL string
+
+	tb   testing.TB
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit status, set before done is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ReadyTimeout bounds how long StartKLD waits for /readyz (PostgreSQL
+// migrations included).
+const ReadyTimeout = time.Minute
+
+// StartKLD builds cmd/kld (once per test binary), starts it with
+// --listen 127.0.0.1:0 (kld picks a free port and prints its URL),
+// --database databaseURL and any extra args (e.g. "--log-level=debug"), and
+// waits until GET /readyz answers 200. It stops kld with SIGTERM when tb ends
+// and fails tb when kld does not exit cleanly; when tb failed, it logs what
+// kld logged.
+func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
+	tb.Helper()
+	bin := BuildKLD(tb)
+	s := &Server{
+		DatabaseURL: databaseURL,
+		tb:          tb,
+		log:         &syncBuffer{},
+		done:        make(chan struct{}),
+	}
+	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
+	s.cmd = exec.Command(bin, argv...)
+	// A developer's KL_* settings must not change what the test runs.
+	s.cmd.Env = cleanEnv("KL_")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatalf("start kld: %v", err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	if err := s.waitReady(); err != nil {
+		s.kill()
+		tb.Fatalf("start kld: %v\nkld %s\nkld log:\n%s", err, strings.Join(argv, " "), s.Log())
+	}
+	tb.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			tb.Errorf("kld on %s: %v\nkld log:\n%s", s.Addr, err, s.Log())
+		} else if tb.Failed() {
+			tb.Logf("kld on %s log:\n%s", s.Addr, s.Log())
+		}
+	})
+	return s
+}
+
+// listenLine is what kld prints on stdout when asked for port 0.
+var listenLine = regexp.MustCompile(`(?m)^http://(127\.0\.0\.1:[0-9]+)$`)
+
+func (s *Server) waitReady() error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(ReadyTimeout)
+	var last string
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("kld exited before it was ready: %v", s.err)
+		default:
+		}
+		if s.URL == "" {
+			if m := listenLine.FindStringSubmatch(s.Log()); m != nil {
+				s.Addr, s.URL = m[1], "http://"+m[1]
+			} else {
+				last = "kld has not printed its URL"
+			}
+		}
+		if s.URL != "" {
+			resp, err := client.Get(s.URL + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return nil
+				}
+				last = resp.Status
+			} else {
+				last = err.Error()
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kld not ready after %s: /readyz: %s", ReadyTimeout, last)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// StopTimeout bounds a graceful shutdown.
+const StopTimeout = 15 * time.Second
+
+// Stop sends kld SIGTERM and waits for it to exit. It returns an error when
+// kld did not exit within StopTimeout (it is then killed) or exited with a
+// non-zero status. Later calls return the first result.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		select {
+		case <-s.done:
+			s.stopErr = fmt.Errorf("kld had already exited: %v", s.err)
+			return
+		default:
+		}
+		if err := terminate(s.cmd.Process); err != nil {
+			s.stopErr = fmt.Errorf("send SIGTERM: %w", err)
+			s.kill()
+			return
+		}
+		select {
+		case <-s.done:
+			if s.err != nil {
+				s.stopErr = fmt.Errorf("kld exited with %v after SIGTERM", s.err)
+			}
+		case <-time.After(StopTimeout):
+			s.kill()
+			s.stopErr = fmt.Errorf("kld did not exit within %s of SIGTERM; killed", StopTimeout)
+		}
+	})
+	return s.stopErr
+}
+
+func (s *Server) kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+// Exited reports whether the kld process has ended.
+func (s *Server) Exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Log returns everything kld has printed so far, stdout and stderr.
+func (s *Server) Log() string { return s.log.String() }
+
+// WaitLog waits until kld has logged substr and reports whether it did
+// within timeout.
+func (s *Server) WaitLog(ctx context.Context, substr string, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if strings.Contains(s.Log(), substr) {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// StateURL returns the address of state name: URL/v1/states/name.
+func (s *Server) StateURL(name string) string { return s.URL + "/v1/states/" + name }
+
+// Backend returns the terraform block a user writes to keep state name on
+// this server.
+func (s *Server) Backend(name string) string {
+	u := s.StateURL(name)
+	return fmt.Sprintf(`terraform {
+  backend "http" {
+    address        = %[1]q
+    lock_address   = %[1]q
+    unlock_address = %[1]q
+    lock_method    = "LOCK"
+    unlock_method  = "UNLOCK"
+  }
+}
+`, u)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer process and readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,118 @@
+package tofu
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// CommandTimeout bounds one tofu command, so a command stuck waiting (for a
+// lock, for input) fails its test instead of hanging the test binary.
+const CommandTimeout = 10 * time.Minute
+
+// Workdir is a tofu working directory: a temporary directory holding
+// main.tf and whatever tofu writes (.terraform, a local state).
+type Workdir struct {
+	// Dir is the directory tofu runs in.
+	Dir string
+
+	tb  testing.TB
+	bin string
+	env []string
+}
+
+// NewWorkdir returns a new working directory whose main.tf is hcl. It skips
+// tb when tofu is not installed (fails it when CI=true).
+func NewWorkdir(tb testing.TB, hcl string) *Workdir {
+	tb.Helper()
+	bin := Binary(tb)
+	tmp := tb.TempDir()
+	dir := filepath.Join(tmp, "work")
+	rc := filepath.Join(tmp, "tofurc")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(rc, []byte(cliConfig(tb)), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	// Nothing of the machine's tofu/terraform environment may leak in:
+	// TF_HTTP_* would override the backend block, TF_CLI_ARGS* would add
+	// flags, TF_CLI_CONFIG_FILE may name a missing file.
+	env := append(cleanEnv("TF_", "TOFU_"),
+		"TF_CLI_CONFIG_FILE="+rc,
+		"TF_IN_AUTOMATION=1",
+		"TF_INPUT=0",
+		"CHECKPOINT_DISABLE=1",
+	)
+	w := &Workdir{Dir: dir, tb: tb, bin: bin, env: env}
+	w.WriteFile("main.tf", hcl)
+	return w
+}
+
+// WriteFile writes a file (e.g. main.tf, a state to push) into the
+// directory; name is relative to Dir.
+func (w *Workdir) WriteFile(name, content string) {
+	w.tb.Helper()
+	if err := os.WriteFile(filepath.Join(w.Dir, name), []byte(content), 0o644); err != nil {
+		w.tb.Fatal(err)
+	}
+}
+
+// ReadFile returns a file of the directory; name is relative to Dir.
+func (w *Workdir) ReadFile(name string) string {
+	w.tb.Helper()
+	b, err := os.ReadFile(filepath.Join(w.Dir, name))
+	if err != nil {
+		w.tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// Setenv adds an environment variable to every later command.
+func (w *Workdir) Setenv(key, value string) {
+	w.env = append(w.env, key+"="+value)
+}
+
+// Run runs tofu with args in the directory and returns what it printed and
+// its exit code: -1 when it could not be started or was killed (the reason
+// is then in stderr). It never fails the test itself, so it may be called
+// from any goroutine.
+func (w *Workdir) Run(args ...string) (stdout, stderr string, exitCode int) {
+	ctx, cancel := context.WithTimeout(w.tb.Context(), CommandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.bin, args...)
+	cmd.Dir = w.Dir
+	cmd.Env = w.env
+	cmd.WaitDelay = 10 * time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	exitCode = cmd.ProcessState.ExitCode()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		errb.WriteString("\n[harness] " + err.Error())
+	}
+	if ctx.Err() != nil {
+		errb.WriteString("\n[harness] " + ctx.Err().Error())
+	}
+	w.tb.Logf("tofu %s: exit %d in %s", strings.Join(args, " "), exitCode, time.Since(start).Round(time.Millisecond))
+	return out.String(), errb.String(), exitCode
+}
+
+// Must runs tofu like Run and fails the test, showing both outputs, unless
+// it exits 0. It returns stdout. Call it from the test goroutine only.
+func (w *Workdir) Must(args ...string) string {
+	w.tb.Helper()
+	stdout, stderr, code := w.Run(args...)
+	if code != 0 {
+		w.tb.Fatalf("tofu %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout
+}
