@@ -68,6 +68,11 @@ func (e *LockMismatchError) Is(target error) bool { return target == ErrLockMism
 const (
 	ReasonLineage     = "lineage_mismatch"
 	ReasonStaleSerial = "stale_serial"
+	// ReasonWriteConflict: an optimistic writer changed addresses that
+	// another writer changed since the first one's base.
+	ReasonWriteConflict = "conflict"
+	// ReasonLocksHeld: the lock mode cannot change while locks are held.
+	ReasonLocksHeld = "locks_held"
 )
 
 // ConflictError is a refused write, with what the writer needs to decide
@@ -82,6 +87,8 @@ type ConflictError struct {
 	BaseSerial   uint64
 	Lineage      string // the stored lineage
 	GotLineage   string // the incoming lineage
+	Winner       *Winner
+	Holders      []LockInfo // for ReasonLocksHeld
 }
 
 func (e *ConflictError) Error() string {

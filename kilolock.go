@@ -157,3 +157,37 @@ type WriteStats struct {
 	Rows  int `json:"rows"`
 	Bytes int `json:"bytes"`
 }
+
+// ChangeRecord says that a version added, changed or removed one instance
+// or output.
+type ChangeRecord struct {
+	Version int64  `json:"version"`
+	LockID  string `json:"lock_id"`
+	Actor   string `json:"actor"`
+	Output  bool   `json:"output"` // ID names an output rather than an instance
+	ID      string `json:"id"`     // graph.Instance.ID, or the output's name
+}
+
+// Rejection is a refused commit, kept for `kl conflicts`.
+type Rejection struct {
+	ID      int64     `json:"id"`
+	State   string    `json:"state"`
+	Created time.Time `json:"created"`
+	LockID  string    `json:"lock_id"`
+	Actor   string    `json:"actor"`
+	// Reason is a ConflictError reason (ReasonWriteConflict, …).
+	Reason string `json:"reason"`
+	// Addresses in conflict: instance addresses and "output.NAME".
+	Addresses    []string `json:"conflicting_addresses"`
+	LatestSerial uint64   `json:"latest_serial"`
+	BaseSerial   uint64   `json:"base_serial"`
+	Winner       *Winner  `json:"winner,omitempty"`
+	Hint         string   `json:"hint"`
+}
+
+// Winner is the commit that got to an address first.
+type Winner struct {
+	Actor   string `json:"actor"`
+	LockID  string `json:"lock_id"`
+	Version int64  `json:"version"`
+}

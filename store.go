@@ -1,6 +1,10 @@
 package kilolock
 
-import "context"
+import (
+	"context"
+
+	"github.com/kilolock/kilolock/graph"
+)
 
 // Store keeps states, their versions and their locks. Every invariant —
 // one exclusive holder, the lineage and serial guards, a commit applying only
@@ -27,7 +31,11 @@ type Store interface {
 	// *LockMismatchError; a state that does not exist gives ErrNotFound.
 	Unlock(ctx context.Context, name, id string, force bool) ([]Lock, error)
 
-	// SetLockMode changes the lock mode (and creates the state when missing).
+	// SetLockMode changes the lock mode (and creates the state in mode when
+	// missing). While any lock is held it refuses with a *ConflictError
+	// (Reason ReasonLocksHeld, Holders set, in the order the locks were
+	// taken) and changes nothing, even when mode is the current mode. A
+	// mode other than LockExclusive or LockOptimistic is ErrInvalid.
 	SetLockMode(ctx context.Context, name string, mode LockMode) error
 
 	// SetAllowLineageChange lets the next writes to a state carry another
@@ -47,6 +55,35 @@ type Store interface {
 	// History lists versions newest first. ErrNotFound when the state does
 	// not exist; an empty list when it has no versions.
 	History(ctx context.Context, name string, opts HistoryOptions) ([]Version, error)
+
+	// ChangesSince lists what every version numbered above after changed:
+	// one record per instance ID or output name a version added, changed
+	// or removed (once per version and key), with that version's LockID
+	// and Actor. Records are ordered by version, then instances before
+	// outputs, then ID in byte order. Its cost is proportional to the
+	// changes listed, not to the state or its history. An empty list when
+	// no version is above after; ErrNotFound when the state does not exist.
+	ChangesSince(ctx context.Context, name string, after int64) ([]ChangeRecord, error)
+
+	// HashesAt returns, for the given instance IDs and output names, their
+	// hashes in version number; a key absent from that version is absent
+	// from the maps, which are never nil. Its cost is proportional to the
+	// keys asked for. ErrNotFound when the state or the version does not
+	// exist (a state has no version 0: a writer whose base is 0 read
+	// nothing).
+	HashesAt(ctx context.Context, name string, number int64, instanceIDs, outputNames []string) (instances, outputs map[string]graph.Hash, err error)
+
+	// RecordRejection keeps a refused commit so that users can see why a
+	// client that shows only "HTTP error: 409" failed. The store sets r.ID,
+	// r.State and r.Created (UTC, microseconds). Rejections go with their
+	// state when it is deleted. ErrNotFound when the state does not exist;
+	// ErrInvalid for a nil r.
+	RecordRejection(ctx context.Context, name string, r *Rejection) error
+
+	// Rejections lists refused commits, newest first (at most limit; 0 or
+	// less means 50). Winner is nil when none was recorded. ErrNotFound
+	// when the state does not exist; an empty list when none was refused.
+	Rejections(ctx context.Context, name string, limit int) ([]Rejection, error)
 
 	// Delete removes a state with its history and locks. ErrNotFound when
 	// it does not exist.

@@ -29,11 +29,17 @@
 //     NULL OR valid_to > v); a partial unique index keeps one current
 //     interval per object.
 //   - locks: the held locks, with the version and serial each holder read.
+//   - rejected_commits: refused commits, for `kl conflicts`; they go with
+//     their state.
 //   - views for Query: resources, resource_dependencies, outputs,
-//     resource_history, version_history.
+//     resource_history, version_history, rejected_commit_history.
 //
 // A version costs rows in proportion to its changes, not to the state: see
-// Commit for the WriteStats rule.
+// Commit for the WriteStats rule. What versions changed is read back at the
+// same cost: ChangesSince range-scans the (state_id, valid_from) and
+// (state_id, valid_to) indexes of the intervals, and HashesAt probes the
+// primary key once per key, in custom and generic plans alike (see
+// TestQueryPlans).
 //
 // # Errors
 //

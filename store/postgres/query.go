@@ -153,7 +153,7 @@ func queryError(ctx context.Context, conn *pgx.Conn, err error, timeout time.Dur
 		return &kilolock.InvalidError{
 			Code:    "invalid_query",
 			Message: msg,
-			Hint:    "query the views resources, resource_dependencies, outputs, resource_history and version_history with SELECT",
+			Hint:    "query the views resources, resource_dependencies, outputs, resource_history, version_history and rejected_commit_history with SELECT",
 		}
 	case conn.IsClosed():
 		return translate(err)

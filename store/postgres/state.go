@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
@@ -242,17 +243,48 @@ func readStates(ctx context.Context, tx pgx.Tx, name string) ([]kilolock.StateIn
 	return all, br.Close()
 }
 
-// SetLockMode changes the lock mode, creating the state when missing.
-// Locks already held stay held. An unknown mode is ErrInvalid.
+// SetLockMode changes the lock mode, creating the state in mode when
+// missing. While any lock is held it changes nothing and refuses with a
+// *kilolock.ConflictError (Reason kilolock.ReasonLocksHeld) naming the
+// holders: an exclusive holder must not find company, and optimistic
+// holders must not find themselves under an exclusive rule they did not
+// lock under. The state's row lock orders it with Lock. An unknown mode is
+// ErrInvalid.
 func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.LockMode) error {
 	if err := checkMode(mode); err != nil {
 		return err
 	}
 	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO states (name, lock_mode) VALUES ($1, $2)
-			ON CONFLICT (name) DO UPDATE SET lock_mode = excluded.lock_mode`, name, string(mode))
+		st, err := lockState(ctx, tx, name, true, mode)
+		switch {
+		case err != nil:
+			return err
+		case len(st.Locks) > 0:
+			return locksHeld(&st.StateInfo)
+		case st.created || st.LockMode == mode:
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE states SET lock_mode = $2 WHERE id = $1`, st.id, string(mode))
 		return err
 	})
+}
+
+// locksHeld is SetLockMode's refusal of a state with holders.
+func locksHeld(st *kilolock.StateInfo) error {
+	holders := make([]kilolock.LockInfo, len(st.Locks))
+	names := make([]string, len(st.Locks))
+	for i, l := range st.Locks {
+		holders[i] = l.Info
+		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
+	}
+	return &kilolock.ConflictError{
+		State:        st.Name,
+		Reason:       kilolock.ReasonLocksHeld,
+		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
+		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
+		LatestSerial: st.Serial,
+		Holders:      holders,
+	}
 }
 
 // SetAllowLineageChange sets whether writes may change the state's lineage.

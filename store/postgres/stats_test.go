@@ -130,6 +130,63 @@ func BenchmarkCommit2of10000(b *testing.B) {
 	b.ReportMetric(float64(firstTime.Milliseconds()), "first-ms")
 }
 
+// BenchmarkChangesSince measures ChangesSince(current-4) on a state of
+// 10,000 instances of about 1 KB after 100 and after 1,000 versions of 2
+// changes each: what an optimistic commit asks about the writers it raced.
+// Its cost must not grow with the history.
+//
+// The store's work is done by the server, so beside wall time it reports
+// the shared buffers the server touched per operation (pg_stat_database),
+// which neither a busy machine nor caching changes: one connection, so that
+// forcing its statistics out covers every read.
+func BenchmarkChangesSince(b *testing.B) {
+	s := openURL(b, withParam(testpg.URL(b), "pool_max_conns", "1"))
+	ctx := context.Background()
+	blocks := func() int64 {
+		b.Helper()
+		if _, err := s.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		err := s.pool.QueryRow(ctx, `SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = current_database()`).Scan(&n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	base := bigState(b, 10000, 1000)
+	v, _, err := s.Commit(ctx, "bench", commit(0, base...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	round := 0
+	for _, history := range []int{100, 1000} {
+		for ; round < history; round++ {
+			c := twoChanged(b, base, v.Number, round)
+			c.Version.Actor = fmt.Sprint("writer-", round%4)
+			if v, _, err = s.Commit(ctx, "bench", c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("versions=%d", history), func(b *testing.B) {
+			before := blocks()
+			var records int
+			for b.Loop() {
+				changes, err := s.ChangesSince(ctx, "bench", v.Number-4)
+				if err != nil {
+					b.Fatal(err)
+				}
+				records = len(changes)
+			}
+			if records != 8 {
+				b.Fatalf("%d records, want 8", records)
+			}
+			b.ReportMetric(float64(records), "records/op")
+			b.ReportMetric(float64(blocks()-before)/float64(b.N), "blocks/op")
+		})
+	}
+}
+
 // withParam adds a parameter to a URL or keyword/value connection string.
 func withParam(url, key, value string) string {
 	switch {

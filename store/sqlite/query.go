@@ -103,7 +103,7 @@ func queryError(err error) error {
 			return &kilolock.InvalidError{
 				Code:    "invalid_query",
 				Message: fmt.Sprintf("query: %s", se.Error()),
-				Hint:    "query the views resources, resource_dependencies, outputs, resource_history and version_history with SELECT",
+				Hint:    "query the views resources, resource_dependencies, outputs, resource_history, version_history and rejected_commit_history with SELECT",
 			}
 		}
 	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&

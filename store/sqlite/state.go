@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kilolock/kilolock"
 )
@@ -177,17 +178,48 @@ func (s *Store) States(ctx context.Context) ([]kilolock.StateInfo, error) {
 	return out, nil
 }
 
-// SetLockMode changes the lock mode, creating the state when missing.
-// Locks already held stay held. An unknown mode is ErrInvalid.
+// SetLockMode changes the lock mode, creating the state in mode when
+// missing. While any lock is held it changes nothing and refuses with a
+// *kilolock.ConflictError (Reason kilolock.ReasonLocksHeld) naming the
+// holders: an exclusive holder must not find company, and optimistic
+// holders must not find themselves under an exclusive rule they did not
+// lock under. An unknown mode is ErrInvalid.
 func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.LockMode) error {
 	if err := checkMode(mode); err != nil {
 		return err
 	}
 	return s.update(ctx, "set lock mode", func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO states (name, created_at, lock_mode) VALUES (?, ?, ?)
-ON CONFLICT (name) DO UPDATE SET lock_mode = excluded.lock_mode`, name, formatTime(now()), string(mode))
+		st, err := loadOrCreateState(ctx, tx, name, mode)
+		if err != nil {
+			return err
+		}
+		if len(st.info.Locks) > 0 {
+			return locksHeld(&st.info)
+		}
+		if st.info.LockMode == mode {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE states SET lock_mode = ? WHERE id = ?`, string(mode), st.id)
 		return err
 	})
+}
+
+// locksHeld is SetLockMode's refusal of a state with holders.
+func locksHeld(st *kilolock.StateInfo) error {
+	holders := make([]kilolock.LockInfo, len(st.Locks))
+	names := make([]string, len(st.Locks))
+	for i, l := range st.Locks {
+		holders[i] = l.Info
+		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
+	}
+	return &kilolock.ConflictError{
+		State:        st.Name,
+		Reason:       kilolock.ReasonLocksHeld,
+		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
+		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
+		LatestSerial: st.Serial,
+		Holders:      holders,
+	}
 }
 
 func checkMode(mode kilolock.LockMode) error {

@@ -13,9 +13,10 @@
 //	}
 //
 // Run opens a store per group of tests (locks, commit rules, snapshots,
-// history, deletion, queries, concurrency, write costs) and uses distinct
-// state names within a group, so a store that is not quite empty — a shared
-// database with a fresh schema per call, say — works too.
+// history, deletion, queries, concurrency, write costs, changes, refused
+// commits) and uses distinct state names within a group, so a store that is
+// not quite empty — a shared database with a fresh schema per call, say —
+// works too.
 //
 // What it pins down beyond the kilolock.Store documentation, so that every
 // store behaves alike:
@@ -30,4 +31,10 @@
 //     MaxQueryRows rows come back.
 //   - A commit changing 2 instances of 1,000 writes at most 10 rows and
 //     64 KiB (WriteStats).
+//   - ChangesSince orders records by version, then instances before
+//     outputs, then ID in byte order; a version that changed nothing has
+//     none. HashesAt and Rejections never return nil maps or lists, and a
+//     Rejection's Addresses is never nil.
+//   - SetLockMode refuses while any lock is held even when the mode would
+//     not change, and validates the mode before anything else.
 package storetest

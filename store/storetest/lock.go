@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -207,6 +208,56 @@ func testLock(t *testing.T, open Opener) {
 				t.Errorf("mode = %q, want exclusive", st.LockMode)
 			}
 			errorIs(t, s.SetLockMode(ctx, name, "bogus"), kilolock.ErrInvalid)
+		}},
+		{"set lock mode is refused while locks are held", func(t *testing.T, name string) {
+			commit(t, s, name, next(t, s, name))
+			// refused asserts that SetLockMode(mode) is refused naming
+			// the holders, and changes nothing.
+			refused := func(t *testing.T, mode kilolock.LockMode, holders ...string) {
+				t.Helper()
+				before := freeze(t, s, name)
+				err := s.SetLockMode(ctx, name, mode)
+				errorIs(t, err, kilolock.ErrConflict)
+				e := errorAs[*kilolock.ConflictError](t, err)
+				var want []kilolock.LockInfo
+				for _, id := range holders {
+					want = append(want, lockInfo(id, id))
+					if !strings.Contains(e.Message, id+"@host") {
+						t.Errorf("SetLockMode(%s): message %q does not name holder %s", mode, e.Message, id+"@host")
+					}
+				}
+				if diff := cmp.Diff(want, e.Holders); diff != "" {
+					t.Errorf("SetLockMode(%s): Holders (-want +got):\n%s", mode, diff)
+				}
+				if e.Reason != kilolock.ReasonLocksHeld || e.State != name ||
+					e.Hint != "wait for the holders to finish or force-unlock them, then change the mode" {
+					t.Errorf("SetLockMode(%s): conflict = %+v", mode, e)
+				}
+				before.unchanged(t, s, name)
+			}
+
+			lock(t, s, name, "a", kilolock.LockExclusive)
+			refused(t, kilolock.LockOptimistic, "a")
+			refused(t, kilolock.LockExclusive, "a") // the mode it has: refused all the same
+			errorIs(t, s.SetLockMode(ctx, name, "bogus"), kilolock.ErrInvalid)
+			if _, err := s.Unlock(ctx, name, "a", false); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatalf("SetLockMode after unlock: %v", err)
+			}
+			lock(t, s, name, "b", kilolock.LockOptimistic)
+			lock(t, s, name, "c", kilolock.LockOptimistic)
+			refused(t, kilolock.LockExclusive, "b", "c")
+			if _, err := s.Unlock(ctx, name, "", true); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetLockMode(ctx, name, kilolock.LockExclusive); err != nil {
+				t.Fatalf("SetLockMode after force unlock: %v", err)
+			}
+			if st := state(t, s, name); st.LockMode != kilolock.LockExclusive || st.Current != 1 {
+				t.Errorf("state = %+v", st)
+			}
 		}},
 		{"allow lineage change is kept", func(t *testing.T, name string) {
 			lock(t, s, name, "a", "")

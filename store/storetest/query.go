@@ -43,6 +43,9 @@ func testQuery(t *testing.T, open Opener) {
 	other := next(t, s, "other")
 	other.Upserts = []graph.Instance{web0}
 	commit(t, s, "other", other)
+	refused := record(t, s, name, rejection("l-2", []string{"aws_instance.web[0]", "output.ip"}, &kilolock.Winner{Actor: "l-1@host", LockID: "l-1", Version: 2}))
+	record(t, s, name, rejection("l-3", nil, nil))
+	const hint = "pull the state, re-plan and apply again"
 
 	tests := []struct {
 		query string
@@ -83,6 +86,15 @@ FROM version_history WHERE state = $1 ORDER BY number`, []any{name}, [][]any{
 			{2, 2, "push", "storetest", "l-1", 0, 1, 1, 1, 4},
 		}},
 		{`SELECT count(*) FROM version_history WHERE created_at IS NULL`, nil, [][]any{{0}}},
+		{`SELECT state, lock_id, actor, reason, addresses, latest_serial, base_serial, winner_actor, winner_lock_id, winner_version, hint
+FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, [][]any{
+			{name, "l-2", "l-2@host", "conflict", json0(`["aws_instance.web[0]","output.ip"]`), 7, 5, "l-1@host", "l-1", 2, hint},
+			{name, "l-3", "l-3@host", "conflict", json0(`[]`), 7, 5, nil, nil, nil, hint},
+		}},
+		// Timestamps read the same on every store: UTC, microseconds.
+		{`SELECT created_at FROM rejected_commit_history WHERE lock_id = $1`, []any{"l-2"}, [][]any{
+			{refused.Created.Format("2006-01-02T15:04:05.000000Z")},
+		}},
 		{`SELECT state, count(*) FROM resources GROUP BY state ORDER BY state`, nil, [][]any{{"other", 1}, {name, 4}}},
 	}
 	for i, tt := range tests {
@@ -116,6 +128,8 @@ FROM version_history WHERE state = $1 ORDER BY number`, []any{name}, [][]any{
 			"resource_history":      {"state", "address", "instance_id", "type", "valid_from", "valid_to", "hash"},
 			"version_history": {"state", "number", "serial", "source", "actor", "lock_id", "base_serial", "created_at",
 				"added", "changed", "removed", "instance_count"},
+			"rejected_commit_history": {"state", "created_at", "lock_id", "actor", "reason", "addresses", "latest_serial",
+				"base_serial", "winner_actor", "winner_lock_id", "winner_version", "hint"},
 		}
 		for view, want := range views {
 			res, err := s.Query(ctx, "SELECT * FROM "+view)
@@ -137,6 +151,7 @@ FROM version_history WHERE state = $1 ORDER BY number`, []any{name}, [][]any{
 		`UPDATE locks SET lock_id = 'evil'`,
 		`DELETE FROM locks`,
 		`DELETE FROM state_versions`,
+		`DELETE FROM rejected_commits`,
 		`DROP TABLE instance_intervals`,
 		`DROP VIEW resources`,
 		`CREATE TABLE evil (a INT)`,

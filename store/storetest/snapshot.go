@@ -24,7 +24,8 @@ type model struct {
 }
 
 // testSnapshot commits ~30 versions of random upserts and removals and
-// checks that Snapshot of every one of them gives back what was committed.
+// checks that Snapshot of every one of them gives back what was committed,
+// and that ChangesSince and HashesAt agree with the same model.
 func testSnapshot(t *testing.T, open Opener) {
 	s := open(t)
 	ctx := context.Background()
@@ -197,6 +198,7 @@ func testSnapshot(t *testing.T, open Opener) {
 		_, err := s.Snapshot(ctx, name, n)
 		errorIs(t, err, kilolock.ErrNotFound)
 	}
+	checkChanges(t, s, name, history)
 }
 
 // testHistory checks History's order, Limit and Before.
@@ -260,19 +262,27 @@ func testDelete(t *testing.T, open Opener) {
 	build("doomed")
 	build("kept")
 	lock(t, s, "doomed", "a", kilolock.LockExclusive)
+	record(t, s, "doomed", rejection("a", []string{"aws_instance.d[0]"}, &kilolock.Winner{Actor: "w", LockID: "b", Version: 2}))
+	record(t, s, "kept", rejection("k", nil, nil))
 	kept := freeze(t, s, "kept")
+	keptRejections, err := s.Rejections(ctx, "kept", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if err := s.Delete(ctx, "doomed"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.State(ctx, "doomed")
+	_, err = s.State(ctx, "doomed")
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.History(ctx, "doomed", kilolock.HistoryOptions{})
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.Snapshot(ctx, "doomed", 1)
 	errorIs(t, err, kilolock.ErrNotFound)
 	errorIs(t, s.Delete(ctx, "doomed"), kilolock.ErrNotFound)
-	for _, view := range []string{"resources", "resource_dependencies", "outputs", "resource_history", "version_history"} {
+	_, err = s.Rejections(ctx, "doomed", 0)
+	errorIs(t, err, kilolock.ErrNotFound)
+	for _, view := range []string{"resources", "resource_dependencies", "outputs", "resource_history", "version_history", "rejected_commit_history"} {
 		res, err := s.Query(ctx, "SELECT count(*) FROM "+view+" WHERE state = $1", "doomed")
 		if err != nil {
 			t.Fatalf("query %s: %v", view, err)
@@ -282,6 +292,9 @@ func testDelete(t *testing.T, open Opener) {
 		}
 	}
 	kept.unchanged(t, s, "kept")
+	if got, err := s.Rejections(ctx, "kept", 0); err != nil || !cmp.Equal(keptRejections, got, cmpOpts...) {
+		t.Errorf("rejections of the kept state = %+v, %v; want %+v", got, err, keptRejections)
+	}
 
 	// A state created again under the name starts over, with new ids.
 	build("doomed")
@@ -297,5 +310,8 @@ func testDelete(t *testing.T, open Opener) {
 	}
 	if st := state(t, s, "doomed"); len(st.Locks) != 0 {
 		t.Errorf("the new state has the old locks: %+v", st.Locks)
+	}
+	if got, err := s.Rejections(ctx, "doomed", 0); err != nil || len(got) != 0 {
+		t.Errorf("the new state has the old rejections: %+v, %v", got, err)
 	}
 }

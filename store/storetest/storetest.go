@@ -37,6 +37,8 @@ func Run(t *testing.T, open Opener) {
 		{"Query", testQuery},
 		{"Concurrency", testConcurrency},
 		{"WriteStats", testWriteStats},
+		{"Changes", testChanges},
+		{"Rejections", testRejections},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
