@@ -220,6 +220,12 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	st, err := e.store.State(ctx, name)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		// A state created by its first write gets the default mode too.
+		if e.mode != LockExclusive {
+			if err := e.store.SetLockMode(ctx, name, e.mode); err != nil && !errors.Is(err, ErrConflict) {
+				return nil, err
+			}
+		}
 		st = &StateInfo{Name: name, LockMode: e.mode}
 	case err != nil:
 		return nil, err
@@ -285,6 +291,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	} else {
 		diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
+		if st.LockMode == LockOptimistic && prevGraph != nil && !o.Force {
+			merged, err := e.rebase(ctx, st, c, prevGraph, g, o)
+			if err != nil {
+				return nil, err
+			}
+			if merged != nil {
+				g, body = merged, merged.Render(merged.Format)
+			}
+		}
 		if string(g.Render(g.Format)) != string(body) {
 			// Rendering the normalized parts does not give the posted
 			// bytes back (an unusual writer): keep them, compressed.
