@@ -96,6 +96,18 @@ func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.St
 	if err := ValidStateName(name); err != nil {
 		return nil, nil, err
 	}
+	// The hot path of every GET: one cheap read proves the cached copy is
+	// still current, even when other processes write to the same database.
+	id, number, err := e.store.CurrentVersion(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if number == 0 {
+		return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
+	}
+	if c := e.cache.get(name, id); c != nil {
+		return c.doc, c.graph, nil
+	}
 	st, err := e.store.State(ctx, name)
 	if err != nil {
 		return nil, nil, err

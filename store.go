@@ -18,6 +18,12 @@ type Store interface {
 	// ErrNotFound when the state was never locked or written.
 	State(ctx context.Context, name string) (*StateInfo, error)
 
+	// CurrentVersion returns the id and number of the state's current
+	// version (0, 0 before its first write) with one indexed read and no
+	// locks: what a reader needs to trust a cached copy.
+	// ErrNotFound when the state does not exist.
+	CurrentVersion(ctx context.Context, name string) (id, number int64, err error)
+
 	// States lists every state, by name.
 	States(ctx context.Context) ([]StateInfo, error)
 

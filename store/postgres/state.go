@@ -316,3 +316,16 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 		return nil
 	})
 }
+
+// CurrentVersion returns the id and number of the state's current version
+// with one statement, outside any transaction (pgx caches its plan).
+func (s *Store) CurrentVersion(ctx context.Context, name string) (id, number int64, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT current_version_id, current_version FROM states WHERE name = $1`, name).Scan(&id, &number)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, notFound(name)
+	}
+	if err != nil {
+		return 0, 0, translate(err)
+	}
+	return id, number, nil
+}

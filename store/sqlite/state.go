@@ -271,3 +271,16 @@ func firstErr(err, fallback error) error {
 	}
 	return fallback
 }
+
+// CurrentVersion returns the id and number of the state's current version
+// with one statement on the read pool, outside any transaction.
+func (s *Store) CurrentVersion(ctx context.Context, name string) (id, number int64, err error) {
+	err = s.read.QueryRowContext(ctx, `SELECT current_version_id, current_version FROM states WHERE name = ?`, name).Scan(&id, &number)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, notFound(name)
+	}
+	if err != nil {
+		return 0, 0, translate("current version", err)
+	}
+	return id, number, nil
+}

@@ -39,6 +39,7 @@ func Run(t *testing.T, open Opener) {
 		{"WriteStats", testWriteStats},
 		{"Changes", testChanges},
 		{"Rejections", testRejections},
+		{"CurrentVersion", testCurrentVersion},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
