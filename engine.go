@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -39,6 +41,11 @@ type Engine struct {
 	mode  LockMode
 	now   func() time.Time
 	cache *docCache
+	// writers queues this process's writes to one state (name →
+	// *sync.Mutex), so concurrent writers commit one after another instead
+	// of recomputing against each other; across processes the store's
+	// parent check still decides.
+	writers sync.Map
 }
 
 // NewEngine returns an Engine on s.
@@ -208,27 +215,47 @@ type WriteResult struct {
 }
 
 // maxStaleRetries bounds how often a write is recomputed after another
-// writer moved the state underneath it.
-const maxStaleRetries = 8
+// process moved the state underneath it.
+const maxStaleRetries = 200
 
 // Write parses body (a tfstate document, or an opaque client-side encrypted
 // one), turns it into changes against the current version and commits them
 // as a new version. The cost beyond one scan of body is proportional to what
-// changed when the current version is cached.
+// changed when the current version is cached. Writes to one state from this
+// Engine are queued; a write that loses a race with another process is
+// recomputed against the new current version (body is parsed once).
 func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOptions) (*WriteResult, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
+	mu, _ := e.writers.LoadOrStore(name, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	var p parsed
 	for attempt := 0; ; attempt++ {
-		res, err := e.write(ctx, name, body, o)
-		if errors.Is(err, ErrStale) && attempt < maxStaleRetries {
-			continue
+		res, err := e.write(ctx, name, body, o, &p)
+		if !errors.Is(err, ErrStale) || attempt >= maxStaleRetries {
+			return res, err
 		}
-		return res, err
+		// Another process committed first: back off a little, at random,
+		// so that replicas racing for one state do not keep colliding.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(1+rand.IntN(1+min(attempt, 20))) * time.Millisecond):
+		}
 	}
 }
 
-func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions) (*WriteResult, error) {
+// parsed is the parse of a write's body, kept across its retries.
+type parsed struct {
+	done      bool
+	graph     *graph.State
+	encrypted bool
+	err       error
+}
+
+func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
 	st, err := e.store.State(ctx, name)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -260,10 +287,14 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 	}
 
-	g, err := graph.ParseReusing(body, prevGraph)
-	encrypted := errors.Is(err, graph.ErrEncrypted)
-	if err != nil && !encrypted {
-		return nil, parseError(err)
+	if !p.done {
+		p.done = true
+		p.graph, p.err = graph.ParseReusing(body, prevGraph)
+		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
+	}
+	g, encrypted := p.graph, p.encrypted
+	if p.err != nil && !encrypted {
+		return nil, parseError(p.err)
 	}
 
 	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
