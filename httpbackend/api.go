@@ -77,37 +77,6 @@ func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// stateConfig is the body of POST /v1/api/states/{name}/config. Each
-// setting is a pointer: absent means unchanged.
-type stateConfig struct {
-	AllowLineageChange *bool `json:"allow_lineage_change"`
-}
-
-// setConfig answers POST /v1/api/states/{name}/config.
-func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	if err := kilolock.ValidStateName(name); err != nil {
-		return err
-	}
-	body, err := h.readBody(w, r, lockBodyLimit)
-	if err != nil {
-		return err
-	}
-	var c stateConfig
-	if err := decodeJSON(body, &c); err != nil {
-		return err
-	}
-	if c.AllowLineageChange == nil {
-		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"allow_lineage_change": true}`}
-	}
-	if err := h.engine.Store().SetAllowLineageChange(r.Context(), name, *c.AllowLineageChange); err != nil {
-		return err
-	}
-	h.log.Warn("state config changed", "state", name, "allow_lineage_change", *c.AllowLineageChange, "request_id", info(r).id)
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
-	return nil
-}
-
 // queryRequest is the body of POST /v1/api/query.
 type queryRequest struct {
 	SQL string `json:"sql"`

@@ -29,10 +29,11 @@
 //	POST    (or PUT) ?ID=<lock id>: store the body as a new version.
 //	        Content-MD5 is verified when sent. 423 with the holder's LockInfo
 //	        when someone else holds the lock and no ID is given; 409 for a
-//	        wrong lock id, another lineage or a stale serial, with a JSON
-//	        body saying which.
+//	        wrong lock id, another lineage, a stale serial or an optimistic
+//	        write conflict, with a JSON body saying which.
 //	LOCK    body LockInfo: 200, or 423 with the holder's LockInfo as the
 //	        whole body (what the clients decode and -lock-timeout retries).
+//	        In optimistic mode every new lock id gets 200.
 //	UNLOCK  see "Force unlock" below.
 //	DELETE  remove the state and its history (the holder's ?ID= or
 //	        ?force=true when locked).
@@ -42,11 +43,32 @@
 // backend does). POST /v1/state-unlock/{name}[?ID=] force-unlocks for proxies
 // that drop an UNLOCK body.
 //
-// The JSON API under /v1/api/: GET states, GET states/{name} (status), GET
+// The JSON API under /v1/api/: GET states, GET states/{name} (status, with
+// every lock holder and its base serial), GET
 // states/{name}/versions?limit=&before=, GET states/{name}/versions/{number}
-// (the document), POST states/{name}/config {"allow_lineage_change": bool},
-// POST query {"sql": "…"} (read-only). And GET /healthz, /readyz (503 with
+// (the document), POST states/{name}/config {"exclusive_locks": bool,
+// "allow_lineage_change": bool} (either or both), GET
+// states/{name}/rejections?limit= (refused commits, newest first), POST
+// query {"sql": "…"} (read-only). And GET /healthz, /readyz (503 with
 // Retry-After while the database is down), /versionz, /metrics (Prometheus).
+//
+// # Optimistic locking
+//
+// A state in optimistic mode ({"exclusive_locks": false}) admits many
+// holders; each lock records the serial it read. At POST the engine merges
+// the holder's changes onto what others committed since, at instance
+// granularity (the new version's source is "merge"), or refuses with 409:
+//
+//	{"error": "conflict", "message": "…",
+//	 "conflicting_addresses": ["aws_instance.web[0]", "output.url"],
+//	 "latest_serial": 12, "base_serial": 9,
+//	 "winner": {"actor": "alice", "lock_id": "…", "version": 11},
+//	 "hint": "…", "request_id": "…"}
+//
+// Terraform shows only "HTTP error: 409" and drops that body, so every
+// refusal is also recorded (GET …/rejections, `kl conflicts`) and named,
+// addresses and all, in the request's log line. The mode can change only
+// while no lock is held: otherwise 409 locks_held, naming the holders.
 //
 // Every error is JSON {"error": code, "message", "hint"} with the right
 // status, written by one function from the root package's errors — except a

@@ -26,21 +26,24 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.message }
 
-// errorBody is the JSON body of every error answer. Fields beyond the first
-// three appear where they help the client decide what to do next.
+// errorBody is the JSON body of every error answer. Fields beyond error,
+// message and hint appear where they help the client decide what to do
+// next. A refused optimistic write (error "conflict") carries exactly
+// conflicting_addresses, latest_serial, base_serial and winner besides them.
 type errorBody struct {
-	Error        string             `json:"error"`
-	Message      string             `json:"message"`
-	Hint         string             `json:"hint"`
-	RequestID    string             `json:"request_id,omitempty"`
-	Holder       *kilolock.LockInfo `json:"holder,omitempty"`
-	Reason       string             `json:"reason,omitempty"`
-	LatestSerial *uint64            `json:"latest_serial,omitempty"`
-	BaseSerial   *uint64            `json:"base_serial,omitempty"`
-	Lineage      string             `json:"lineage,omitempty"`
-	GotLineage   string             `json:"got_lineage,omitempty"`
-	Addresses    []string           `json:"addresses,omitempty"`
-	Allow        []string           `json:"allow,omitempty"`
+	Error        string              `json:"error"`
+	Message      string              `json:"message"`
+	Holder       *kilolock.LockInfo  `json:"holder,omitempty"`
+	Holders      []kilolock.LockInfo `json:"holders,omitempty"`
+	Addresses    []string            `json:"conflicting_addresses,omitempty"`
+	LatestSerial *uint64             `json:"latest_serial,omitempty"`
+	BaseSerial   *uint64             `json:"base_serial,omitempty"`
+	Winner       *kilolock.Winner    `json:"winner,omitempty"`
+	Lineage      string              `json:"lineage,omitempty"`
+	GotLineage   string              `json:"got_lineage,omitempty"`
+	Hint         string              `json:"hint"`
+	RequestID    string              `json:"request_id,omitempty"`
+	Allow        []string            `json:"allow,omitempty"`
 }
 
 // answer is an error translated for HTTP.
@@ -60,6 +63,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	ri := info(r)
 	ri.errCode = a.body.Error
 	a.body.RequestID = ri.id
+	var conflict *kilolock.ConflictError
+	if errors.As(err, &conflict) {
+		ri.conflict = &a.body
+		h.metrics.observeRefusal(a.body.Error)
+	}
 	if a.internal {
 		h.log.Error("request failed", "request_id", ri.id, "method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -112,27 +120,7 @@ func classify(err error) answer {
 		}
 		return answer{status: http.StatusConflict, body: b}
 	case errors.As(err, &conflict):
-		b := errorBody{
-			Error:      "conflict",
-			Message:    conflict.Error(),
-			Hint:       conflict.Hint,
-			Reason:     conflict.Reason,
-			Lineage:    conflict.Lineage,
-			GotLineage: conflict.GotLineage,
-			Addresses:  conflict.Addresses,
-		}
-		if conflict.Reason != "" {
-			b.Error = conflict.Reason
-		}
-		if b.Hint == "" {
-			b.Hint = "nothing was stored; pull the state, re-plan and apply again"
-		}
-		latest, base := conflict.LatestSerial, conflict.BaseSerial
-		b.LatestSerial = &latest
-		if base != 0 {
-			b.BaseSerial = &base
-		}
-		return answer{status: http.StatusConflict, body: b}
+		return answer{status: http.StatusConflict, body: conflictBody(conflict)}
 	case errors.As(err, &invalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
 	case errors.Is(err, kilolock.ErrNotFound):
@@ -158,6 +146,45 @@ func classify(err error) answer {
 		return answer{status: 499, body: errorBody{Error: "canceled", Message: "the client closed the request", Hint: "nothing to do"}}
 	}
 	return answer{status: http.StatusInternalServerError, internal: true, body: errorBody{Error: "internal", Message: "the server failed while handling the request", Hint: "this is a bug or an operational problem: the server log has the error under this request id"}}
+}
+
+// conflictBody is the answer to a refused write or setting: its code is the
+// conflict's reason ("conflict" for an optimistic write that overlaps
+// another, "lineage_mismatch", "stale_serial", "locks_held").
+func conflictBody(c *kilolock.ConflictError) errorBody {
+	b := errorBody{
+		Error:      c.Reason,
+		Message:    c.Message,
+		Hint:       c.Hint,
+		Lineage:    c.Lineage,
+		GotLineage: c.GotLineage,
+		Addresses:  c.Addresses,
+		Winner:     c.Winner,
+		Holders:    c.Holders,
+	}
+	if b.Error == "" {
+		b.Error = "conflict"
+	}
+	if b.Message == "" {
+		b.Message = c.Error()
+	}
+	latest, base := c.LatestSerial, c.BaseSerial
+	if c.Reason != kilolock.ReasonLocksHeld { // a setting, not a write: no serial
+		b.LatestSerial = &latest
+	}
+	if base != 0 || c.Reason == kilolock.ReasonWriteConflict {
+		b.BaseSerial = &base
+	}
+	switch {
+	case b.Hint != "":
+	case c.Reason == kilolock.ReasonLocksHeld:
+		b.Hint = fmt.Sprintf("the lock mode changes only while nobody holds a lock: wait for the holders to finish (`kl status %s` lists them), or release a lock that is gone with POST /v1/state-unlock/%s?ID=<lock id>; then try again", c.State, c.State)
+	case c.Reason == kilolock.ReasonWriteConflict:
+		b.Hint = "nothing was stored: another writer changed these addresses since your lock was taken; run plan and apply again on the current state (`kl conflicts " + c.State + "` shows what happened)"
+	default:
+		b.Hint = "nothing was stored; pull the state, re-plan and apply again"
+	}
+	return b
 }
 
 // invalidName is the answer to a state path that cannot name a state.

@@ -116,6 +116,7 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/versions", h.listVersions)
 	h.api("GET /v1/api/states/{name}/versions/{number}", h.getVersion)
 	h.api("POST /v1/api/states/{name}/config", h.setConfig)
+	h.api("GET /v1/api/states/{name}/rejections", h.listRejections)
 	h.api("POST /v1/api/query", h.query)
 
 	h.api("GET /healthz", h.healthz)

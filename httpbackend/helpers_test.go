@@ -43,13 +43,21 @@ func newEnv(t testing.TB, path string, o Options) *testEnv {
 		t.Fatalf("sqlite.Open(%s): %v", path, err)
 	}
 	t.Cleanup(func() { st.Close() })
+	env := newEnvOn(t, st, o)
+	env.path = path
+	return env
+}
+
+// newEnvOn serves the store st, logging at debug level to env.logs.
+func newEnvOn(t testing.TB, st kilolock.Store, o Options) *testEnv {
+	t.Helper()
 	logs := &syncBuffer{}
 	logger := log.NewWithOptions(logs, log.Options{Level: log.DebugLevel, Formatter: log.LogfmtFormatter})
 	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger})
 	if o.Logger == nil {
 		o.Logger = logger
 	}
-	return &testEnv{t: t, h: New(engine, o), engine: engine, store: st, path: path, logs: logs}
+	return &testEnv{t: t, h: New(engine, o), engine: engine, store: st, logs: logs}
 }
 
 // do serves one request and returns the recorded answer.

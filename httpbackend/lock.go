@@ -83,7 +83,10 @@ type unlockAnswer struct {
 //
 // Unlocking what is not held answers 200: the lock the caller named is not
 // held, which is what it asked for, and a client retrying an UNLOCK whose
-// answer it lost must not fail.
+// answer it lost must not fail. In optimistic mode every one of these
+// releases only the holder it names (the empty body excepted), and a normal
+// unlock of a lock that is not held answers 200 even while others hold
+// theirs.
 func (h *Handler) unlockState(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := kilolock.ValidStateName(name); err != nil {
@@ -136,6 +139,12 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request, name, id string
 	case errors.Is(err, kilolock.ErrNotFound), errors.As(err, &mismatch) && mismatch.Holder.ID == "":
 		h.log.Info("unlock: no lock held", "state", name, "lock_id", id, "forced", force, "request_id", ri.id)
 		released = nil
+	case mismatch != nil && !force && h.optimistic(r, name):
+		// Others holding an optimistic state is the normal case, not a
+		// sign that this caller's lock was taken over: its lock is not
+		// held, as it asked.
+		h.log.Info("unlock: lock not held", "state", name, "lock_id", id, "request_id", ri.id)
+		released = nil
 	case err != nil:
 		return err
 	}
@@ -144,6 +153,13 @@ func (h *Handler) unlock(w http.ResponseWriter, r *http.Request, name, id string
 	}
 	writeJSON(w, http.StatusOK, &unlockAnswer{Released: released, Forced: force})
 	return nil
+}
+
+// optimistic reports whether the state is in optimistic lock mode; false
+// when that cannot be read.
+func (h *Handler) optimistic(r *http.Request, name string) bool {
+	st, err := h.engine.Store().State(r.Context(), name)
+	return err == nil && st.LockMode == kilolock.LockOptimistic
 }
 
 // refusedLocks remembers lock ids recently answered 423, so that a later

@@ -25,6 +25,7 @@ type metrics struct {
 	requests  map[requestKey]uint64
 	durations map[string]*histogram // by route
 	commits   map[kilolock.Source]uint64
+	refusals  map[string]uint64 // by conflict reason
 
 	lockWaits    atomic.Uint64
 	locksRefused atomic.Uint64
@@ -48,6 +49,7 @@ func newMetrics() *metrics {
 		requests:  map[requestKey]uint64{},
 		durations: map[string]*histogram{},
 		commits:   map[kilolock.Source]uint64{},
+		refusals:  map[string]uint64{},
 	}
 }
 
@@ -80,6 +82,14 @@ func (m *metrics) observeCommit(source kilolock.Source, stats kilolock.WriteStat
 	m.mu.Unlock()
 	m.commitRows.Add(uint64(stats.Rows))
 	m.commitBytes.Add(uint64(stats.Bytes))
+}
+
+// observeRefusal counts a write or setting refused with a 409 conflict; the
+// reasons are the root package's few constants, so the label stays bounded.
+func (m *metrics) observeRefusal(reason string) {
+	m.mu.Lock()
+	m.refusals[reason]++
+	m.mu.Unlock()
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format 0.0.4.
@@ -139,6 +149,15 @@ func (m *metrics) write(b *bytes.Buffer) {
 	slices.Sort(sources)
 	for _, s := range sources {
 		fmt.Fprintf(b, "kl_commits_total{source=%s} %d\n", quote(s), m.commits[kilolock.Source(s)])
+	}
+	header(b, "kl_commits_refused_total", "counter", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).")
+	reasons := make([]string, 0, len(m.refusals))
+	for r := range m.refusals {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(b, "kl_commits_refused_total{reason=%s} %d\n", quote(r), m.refusals[r])
 	}
 	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
 	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())

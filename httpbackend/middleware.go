@@ -20,6 +20,10 @@ type reqInfo struct {
 	lockID   string
 	errCode  string
 	protocol bool // a Terraform protocol route: 423 bodies are a LockInfo
+	// conflict is the refused write or setting answered, if any: its
+	// addresses go in the log line, since Terraform shows only
+	// "HTTP error: 409" to the person whose apply failed.
+	conflict *errorBody
 }
 
 type reqInfoKey struct{}
@@ -100,7 +104,44 @@ func (h *Handler) finish(rec *recorder, r *http.Request, ri *reqInfo, d time.Dur
 	if ri.errCode != "" {
 		kv = append(kv, "error", ri.errCode)
 	}
+	if c := ri.conflict; c != nil {
+		kv = append(kv, conflictLogFields(c)...)
+	}
 	h.log.Log(level, "request", kv...)
+}
+
+// maxLoggedAddresses bounds the addresses named in one request log line;
+// the engine's own line and `kl conflicts` have all of them.
+const maxLoggedAddresses = 50
+
+// conflictLogFields are the log fields of a refused write: the addresses in
+// conflict, the serials and who won.
+func conflictLogFields(c *errorBody) []any {
+	var kv []any
+	if n := len(c.Addresses); n > 0 {
+		shown := strings.Join(c.Addresses[:min(n, maxLoggedAddresses)], " ")
+		if n > maxLoggedAddresses {
+			shown += fmt.Sprintf(" (and %d more)", n-maxLoggedAddresses)
+		}
+		kv = append(kv, "conflicting_addresses", shown)
+	}
+	if c.LatestSerial != nil {
+		kv = append(kv, "latest_serial", *c.LatestSerial)
+	}
+	if c.BaseSerial != nil {
+		kv = append(kv, "base_serial", *c.BaseSerial)
+	}
+	if w := c.Winner; w != nil {
+		kv = append(kv, "winner", fmt.Sprintf("%s (lock id %s, version %d)", orUnknown(w.Actor), w.LockID, w.Version))
+	}
+	if len(c.Holders) > 0 {
+		ids := make([]string, len(c.Holders))
+		for i, l := range c.Holders {
+			ids[i] = l.ID
+		}
+		kv = append(kv, "holders", strings.Join(ids, " "))
+	}
+	return kv
 }
 
 // requestID returns the client's X-Request-Id when it is a sane token, so a

@@ -96,17 +96,21 @@ func setVersionHeaders(hdr http.Header, v *kilolock.Version) {
 }
 
 // writeAnswer is the body of a successful POST: both CLIs ignore it, a
-// person with curl or a script reads what happened.
+// person with curl or a script reads what happened. Source is "merge" when
+// an optimistic write was merged onto versions committed since its lock's
+// base serial; rows and bytes are what the commit wrote to the database.
 type writeAnswer struct {
-	State     string `json:"state"`
-	Version   int64  `json:"version"`
-	Serial    uint64 `json:"serial"`
-	Unchanged bool   `json:"unchanged"`
-	Added     int    `json:"added"`
-	Changed   int    `json:"changed"`
-	Removed   int    `json:"removed"`
-	Rows      int    `json:"rows"`
-	Bytes     int    `json:"bytes"`
+	State      string          `json:"state"`
+	Version    int64           `json:"version"`
+	Serial     uint64          `json:"serial"`
+	Source     kilolock.Source `json:"source"`
+	BaseSerial uint64          `json:"base_serial"`
+	Unchanged  bool            `json:"unchanged"`
+	Added      int             `json:"added"`
+	Changed    int             `json:"changed"`
+	Removed    int             `json:"removed"`
+	Rows       int             `json:"rows"`
+	Bytes      int             `json:"bytes"`
 }
 
 // postState answers POST /v1/states/{name}?ID=<lock id>: it stores the body
@@ -138,7 +142,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	setVersionHeaders(w.Header(), v)
 	writeJSON(w, http.StatusOK, &writeAnswer{
-		State: name, Version: v.Number, Serial: v.Serial, Unchanged: res.Unchanged,
+		State: name, Version: v.Number, Serial: v.Serial, Source: v.Source, BaseSerial: v.BaseSerial, Unchanged: res.Unchanged,
 		Added: v.Added, Changed: v.Changed, Removed: v.Removed,
 		Rows: res.Stats.Rows, Bytes: res.Stats.Bytes,
 	})

@@ -43,15 +43,32 @@ func (c *statusCmd) Run(ctx context.Context, g *globals) error {
 
 type historyCmd struct {
 	jsonFlag
-	Name   string `arg:"" help:"State name."`
-	Limit  int    `help:"Show at most N versions." default:"20" placeholder:"N"`
-	Before int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
+	Name     string `arg:"" help:"State name."`
+	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
+	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
+	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
 }
 
 func (c *historyCmd) Run(ctx context.Context, g *globals) error {
+	if c.Rejected && c.Before != 0 {
+		return &klcli.UsageError{Message: "--before pages versions, not rejected commits", Hint: "use kl history NAME --rejected --limit N"}
+	}
 	return withCLI(ctx, g, c.JSON, func(cli *klcli.CLI) error {
+		if c.Rejected {
+			return cli.Conflicts(ctx, c.Name, c.Limit)
+		}
 		return cli.History(ctx, c.Name, kilolock.HistoryOptions{Limit: c.Limit, Before: c.Before})
 	})
+}
+
+type conflictsCmd struct {
+	jsonFlag
+	Name  string `arg:"" help:"State name."`
+	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+}
+
+func (c *conflictsCmd) Run(ctx context.Context, g *globals) error {
+	return withCLI(ctx, g, c.JSON, func(cli *klcli.CLI) error { return cli.Conflicts(ctx, c.Name, c.Limit) })
 }
 
 type statesCmd struct {
@@ -89,12 +106,13 @@ func (c *versionCmd) Run(ctx context.Context, g *globals) error {
 type stateConfigCmd struct {
 	jsonFlag
 	Name               string `arg:"" help:"State name."`
-	AllowLineageChange bool   `required:"" negatable:"" help:"Let the next writes carry another lineage (--no-allow-lineage-change or =false to refuse again)."`
+	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
+	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
 }
 
 func (c *stateConfigCmd) Run(ctx context.Context, g *globals) error {
 	return withCLI(ctx, g, c.JSON, func(cli *klcli.CLI) error {
-		return cli.SetAllowLineageChange(ctx, c.Name, c.AllowLineageChange)
+		return cli.ConfigureState(ctx, c.Name, klcli.StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange})
 	})
 }
 
@@ -110,13 +128,14 @@ func (c *statePullCmd) Run(ctx context.Context, g *globals) error {
 type app struct {
 	globals
 
-	Status  statusCmd  `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
-	History historyCmd `cmd:"" help:"List a state's versions, newest first."`
-	States  statesCmd  `cmd:"" help:"List the states."`
-	Query   queryCmd   `cmd:"" help:"Run a read-only SQL query on the store."`
-	Version versionCmd `cmd:"" help:"Show kl's version, and the server's with --server."`
-	State   struct {
-		Config stateConfigCmd `cmd:"" help:"Configure a state."`
+	Status    statusCmd    `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
+	History   historyCmd   `cmd:"" help:"List a state's versions, newest first."`
+	Conflicts conflictsCmd `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
+	States    statesCmd    `cmd:"" help:"List the states."`
+	Query     queryCmd     `cmd:"" help:"Run a read-only SQL query on the store."`
+	Version   versionCmd   `cmd:"" help:"Show kl's version, and the server's with --server."`
+	State     struct {
+		Config stateConfigCmd `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
 		Pull   statePullCmd   `cmd:"" help:"Write a version of a state to stdout."`
 	} `cmd:"" help:"Operate on one state."`
 }

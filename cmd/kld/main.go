@@ -46,6 +46,7 @@ type cli struct {
 	Database        string               `default:"./kilolock.db" env:"KL_DATABASE_URL" help:"A postgres:// URL, or a SQLite file: a path or a sqlite:// URL (the file is created when missing)."`
 	LogLevel        string               `default:"info" env:"KL_LOG_LEVEL" enum:"debug,info,warn,error" help:"Least severe level logged: debug, info, warn or error."`
 	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
+	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
@@ -107,7 +108,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	defer st.Close()
 
-	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger})
+	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)})
 	handler := httpbackend.New(engine, httpbackend.Options{
 		Logger:    logger,
 		BodyLimit: int64(c.BodyLimit),
@@ -132,7 +133,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("http://%s\n", addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String())
+	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "default_lock_mode", c.DefaultLockMode)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

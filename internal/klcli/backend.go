@@ -21,15 +21,32 @@ type Backend interface {
 	// Query runs one read-only SQL statement. ErrReadOnly when it tries to
 	// write.
 	Query(ctx context.Context, sql string) (*kilolock.QueryResult, error)
-	// SetAllowLineageChange lets the next writes to a state carry another
-	// lineage, or forbids it again. ErrNotFound when the state does not
-	// exist.
-	SetAllowLineageChange(ctx context.Context, name string, allow bool) error
+	// ConfigureState changes the settings of a state that s sets, the lock
+	// mode first: setting it creates a missing state, and while any lock is
+	// held it is refused with a conflict (ReasonLocksHeld, naming the
+	// holders) and nothing changes. AllowLineageChange alone on a missing
+	// state is ErrNotFound.
+	ConfigureState(ctx context.Context, name string, s StateSettings) error
+	// Rejections lists a state's refused commits, newest first, at most
+	// limit (0 means the server's default, 50). ErrNotFound when the state
+	// does not exist; an empty list when nothing was refused.
+	Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error)
 	// ReadVersion returns the document of one version of a state.
 	// ErrNotFound when the state or the version does not exist.
 	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
 	// Close releases the backend's resources.
 	Close() error
+}
+
+// StateSettings are the settings of one state; nil leaves a setting as it
+// is.
+type StateSettings struct {
+	// ExclusiveLocks true is classic Terraform locking (one holder);
+	// false is optimistic locking (many holders, writes merged at commit
+	// or refused).
+	ExclusiveLocks *bool
+	// AllowLineageChange lets the next writes carry another lineage.
+	AllowLineageChange *bool
 }
 
 // ServerVersioner is implemented by backends that reach a server, which has

@@ -136,9 +136,16 @@ func (b *HTTPBackend) Query(ctx context.Context, sql string) (*kilolock.QueryRes
 	return &res, nil
 }
 
-// SetAllowLineageChange implements Backend.
-func (b *HTTPBackend) SetAllowLineageChange(ctx context.Context, name string, allow bool) error {
-	body := map[string]bool{"allow_lineage_change": allow}
+// ConfigureState implements Backend, in one request: the server applies
+// the lock mode first.
+func (b *HTTPBackend) ConfigureState(ctx context.Context, name string, s StateSettings) error {
+	body := map[string]bool{}
+	if s.ExclusiveLocks != nil {
+		body["exclusive_locks"] = *s.ExclusiveLocks
+	}
+	if s.AllowLineageChange != nil {
+		body["allow_lineage_change"] = *s.AllowLineageChange
+	}
 	var out struct {
 		OK bool `json:"ok"`
 	}
@@ -149,6 +156,24 @@ func (b *HTTPBackend) SetAllowLineageChange(ctx context.Context, name string, al
 		return fmt.Errorf("server did not confirm the configuration of state %q", name)
 	}
 	return nil
+}
+
+// Rejections implements Backend.
+func (b *HTTPBackend) Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Rejections []kilolock.Rejection `json:"rejections"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/rejections", q, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Rejections == nil {
+		out.Rejections = []kilolock.Rejection{}
+	}
+	return out.Rejections, nil
 }
 
 // ReadVersion implements Backend.

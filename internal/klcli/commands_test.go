@@ -201,7 +201,15 @@ func TestErrors(t *testing.T) {
 	}{
 		{"status of a missing state", func(c *klcli.CLI) error { return c.Status(ctx, "nope") }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"history of a missing state", func(c *klcli.CLI) error { return c.History(ctx, "nope", kilolock.HistoryOptions{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
-		{"config of a missing state", func(c *klcli.CLI) error { return c.SetAllowLineageChange(ctx, "nope", true) }, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"config of a missing state", func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "nope", klcli.StateSettings{AllowLineageChange: ptr(true)})
+		}, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"config without a setting", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "prod", klcli.StateSettings{}) }, klcli.ExitUsage, nil},
+		{"lock mode of a locked state", func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "prod", klcli.StateSettings{ExclusiveLocks: ptr(false)})
+		}, klcli.ExitConflict, kilolock.ErrConflict},
+		{"conflicts of a missing state", func(c *klcli.CLI) error { return c.Conflicts(ctx, "nope", 0) }, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"conflicts with a negative limit", func(c *klcli.CLI) error { return c.Conflicts(ctx, "prod", -1) }, klcli.ExitUsage, nil},
 		{"pull of a missing version", func(c *klcli.CLI) error { return c.Pull(ctx, "prod", 99) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"pull of a state without versions", func(c *klcli.CLI) error { return c.Pull(ctx, "empty", 0) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"invalid state name", func(c *klcli.CLI) error { return c.Status(ctx, "bad name!") }, klcli.ExitUsage, kilolock.ErrInvalid},
@@ -246,7 +254,9 @@ func TestStateConfig(t *testing.T) {
 			t.Fatalf("write with another lineage before config: %v, want a conflict", err)
 		}
 
-		out, err := h.run(t, false, func(c *klcli.CLI) error { return c.SetAllowLineageChange(ctx, "staging", true) })
+		out, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "staging", klcli.StateSettings{AllowLineageChange: ptr(true)})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,13 +271,14 @@ func TestStateConfig(t *testing.T) {
 			t.Fatalf("write with another lineage once allowed: %v", err)
 		}
 
-		out, err = h.run(t, true, func(c *klcli.CLI) error { return c.SetAllowLineageChange(ctx, "staging", false) })
+		out, err = h.run(t, true, func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "staging", klcli.StateSettings{AllowLineageChange: ptr(false)})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got klcli.StateConfigJSON
-		if err := json.Unmarshal([]byte(out), &got); err != nil || got != (klcli.StateConfigJSON{OK: true, State: "staging"}) {
-			t.Errorf("json %q: %v", out, err)
+		if want := "{\n  \"ok\": true,\n  \"state\": \"staging\",\n  \"allow_lineage_change\": false\n}\n"; out != want {
+			t.Errorf("json %q, want %q", out, want)
 		}
 		if s, err := h.backend.Status(ctx, "staging"); err != nil || s.AllowLineageChange {
 			t.Fatalf("status after refusing again: %+v, %v", s, err)
@@ -305,3 +316,5 @@ func TestVersion(t *testing.T) {
 	}
 	golden(t, "version", out.String())
 }
+
+func ptr[T any](v T) *T { return &v }

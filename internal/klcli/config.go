@@ -3,29 +3,55 @@ package klcli
 import (
 	"context"
 	"fmt"
+
+	"github.com/kilolock/kilolock"
 )
 
-// StateConfigJSON is the JSON output of SetAllowLineageChange.
+// StateConfigJSON is the JSON output of ConfigureState: the settings it
+// changed (the others are absent).
 type StateConfigJSON struct {
-	OK                 bool   `json:"ok"`
-	State              string `json:"state"`
-	AllowLineageChange bool   `json:"allow_lineage_change"`
+	OK                 bool              `json:"ok"`
+	State              string            `json:"state"`
+	LockMode           kilolock.LockMode `json:"lock_mode,omitempty"`
+	AllowLineageChange *bool             `json:"allow_lineage_change,omitempty"`
 }
 
-// SetAllowLineageChange allows (or forbids again) the next writes to a state
-// to carry another lineage, for a deliberate `state push -force` of a state
-// from another lineage.
-func (c *CLI) SetAllowLineageChange(ctx context.Context, name string, allow bool) error {
-	if err := c.Backend.SetAllowLineageChange(ctx, name, allow); err != nil {
+// ConfigureState changes a state's settings: its lock mode (exclusive or
+// optimistic; refused while anyone holds a lock) and whether the next writes
+// may carry another lineage, for a deliberate `state push -force` of a state
+// from another lineage. At least one setting is required.
+func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) error {
+	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil {
+		return &UsageError{
+			Message: "no setting to change",
+			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false, or both",
+		}
+	}
+	if err := c.Backend.ConfigureState(ctx, name, s); err != nil {
 		return err
 	}
+	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange}
+	if s.ExclusiveLocks != nil {
+		out.LockMode = kilolock.LockOptimistic
+		if *s.ExclusiveLocks {
+			out.LockMode = kilolock.LockExclusive
+		}
+	}
 	if c.JSON {
-		return c.writeJSON(StateConfigJSON{OK: true, State: name, AllowLineageChange: allow})
+		return c.writeJSON(out)
+	}
+	switch out.LockMode {
+	case kilolock.LockExclusive:
+		fmt.Fprintf(c.Out, "state %s: exclusive locks; one holder at a time, as Terraform locks by default\n", name)
+	case kilolock.LockOptimistic:
+		fmt.Fprintf(c.Out, "state %s: optimistic locks; many holders at once, each write merged at commit or refused with 409 (see `kl conflicts %s`)\n", name, name)
 	}
 	var err error
-	if allow {
+	switch {
+	case s.AllowLineageChange == nil:
+	case *s.AllowLineageChange:
 		_, err = fmt.Fprintf(c.Out, "state %s: lineage change allowed; the next write may carry another lineage\n", name)
-	} else {
+	default:
 		_, err = fmt.Fprintf(c.Out, "state %s: lineage change refused; writes must keep the stored lineage\n", name)
 	}
 	return err

@@ -105,12 +105,35 @@ func normalizeValue(v any) any {
 	return v
 }
 
-// SetAllowLineageChange implements Backend.
-func (b *EngineBackend) SetAllowLineageChange(ctx context.Context, name string, allow bool) error {
-	if err := kilolock.ValidStateName(name); err != nil {
-		return err
+// ConfigureState implements Backend.
+func (b *EngineBackend) ConfigureState(ctx context.Context, name string, s StateSettings) error {
+	if s.ExclusiveLocks != nil {
+		mode := kilolock.LockOptimistic
+		if *s.ExclusiveLocks {
+			mode = kilolock.LockExclusive
+		}
+		if err := b.engine.SetLockMode(ctx, name, mode); err != nil {
+			return stateError(name, err)
+		}
 	}
-	return stateError(name, b.engine.Store().SetAllowLineageChange(ctx, name, allow))
+	if s.AllowLineageChange != nil {
+		if err := b.engine.SetAllowLineageChange(ctx, name, *s.AllowLineageChange); err != nil {
+			return stateError(name, err)
+		}
+	}
+	return nil
+}
+
+// Rejections implements Backend.
+func (b *EngineBackend) Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error) {
+	rs, err := b.engine.Rejections(ctx, name, limit)
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	if rs == nil {
+		rs = []kilolock.Rejection{}
+	}
+	return rs, nil
 }
 
 // ReadVersion implements Backend.

@@ -19,7 +19,8 @@ type HistoryJSON struct {
 
 // History lists a state's versions, newest first, the current one marked
 // with "*": serial, when, what made it (source, actor, lock id) and what it
-// changed (+added ~changed -removed instances).
+// changed (+added ~changed -removed instances). Its rejected commits are
+// listed by Conflicts (kl history --rejected).
 func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOptions) error {
 	if opts.Limit < 0 || opts.Before < 0 {
 		return &UsageError{Message: "--limit and --before take positive numbers", Hint: "e.g. kl history NAME --limit 20 --before 120"}
@@ -51,8 +52,17 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		if v.Number == current {
 			number = "*" + number
 		}
-		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), orDash(string(v.Source)),
+		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
 			orDash(v.Actor), orDash(v.LockID), fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed))
 	}
 	return w.Flush()
+}
+
+// sourceText says what made a version; a merge names the serial its
+// writer's lock read, from which its changes were merged.
+func sourceText(v *kilolock.Version) string {
+	if v.Source == kilolock.SourceMerge {
+		return fmt.Sprintf("merge (base %d)", v.BaseSerial)
+	}
+	return orDash(string(v.Source))
 }

@@ -58,3 +58,16 @@ func (b stableTimes) States(ctx context.Context) ([]kilolock.StateInfo, error) {
 	}
 	return sts, err
 }
+
+// rejectionTime is when rejection id was recorded, as tests see it.
+func rejectionTime(id int64) time.Time {
+	return testBase.Add(90*time.Minute + time.Duration(id)*time.Minute)
+}
+
+func (b stableTimes) Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error) {
+	rs, err := b.Backend.Rejections(ctx, name, limit)
+	for i := range rs {
+		rs[i].Created = rejectionTime(rs[i].ID)
+	}
+	return rs, err
+}

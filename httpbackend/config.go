@@ -1,0 +1,79 @@
+package httpbackend
+
+import (
+	"net/http"
+
+	"github.com/kilolock/kilolock"
+)
+
+// stateConfig is the body of POST /v1/api/states/{name}/config. Each
+// setting is a pointer: absent means unchanged.
+type stateConfig struct {
+	// ExclusiveLocks picks the lock mode: true is classic Terraform
+	// locking (one holder), false is optimistic (many holders, writes
+	// merged at commit or refused with 409).
+	ExclusiveLocks     *bool `json:"exclusive_locks"`
+	AllowLineageChange *bool `json:"allow_lineage_change"`
+}
+
+// configAnswer is the body of a successful POST …/config: the state's
+// settings after the change.
+type configAnswer struct {
+	OK                 bool              `json:"ok"`
+	State              string            `json:"state"`
+	LockMode           kilolock.LockMode `json:"lock_mode"`
+	ExclusiveLocks     bool              `json:"exclusive_locks"`
+	AllowLineageChange bool              `json:"allow_lineage_change"`
+}
+
+// setConfig answers POST /v1/api/states/{name}/config. Setting the lock
+// mode creates a missing state (so a state can be made optimistic before
+// its first apply) and is refused with 409 locks_held, naming the holders,
+// while anyone holds a lock: nothing is changed then.
+func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := kilolock.ValidStateName(name); err != nil {
+		return err
+	}
+	body, err := h.readBody(w, r, lockBodyLimit)
+	if err != nil {
+		return err
+	}
+	var c stateConfig
+	if err := decodeJSON(body, &c); err != nil {
+		return err
+	}
+	if c.ExclusiveLocks == nil && c.AllowLineageChange == nil {
+		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"exclusive_locks": false} or {"allow_lineage_change": true}`}
+	}
+	ctx := r.Context()
+	kv := []any{"state", name, "request_id", info(r).id}
+	// The lock mode first: it is the one that may be refused, and then
+	// nothing at all has changed.
+	if c.ExclusiveLocks != nil {
+		mode := kilolock.LockOptimistic
+		if *c.ExclusiveLocks {
+			mode = kilolock.LockExclusive
+		}
+		if err := h.engine.SetLockMode(ctx, name, mode); err != nil {
+			return err
+		}
+		kv = append(kv, "lock_mode", mode)
+	}
+	if c.AllowLineageChange != nil {
+		if err := h.engine.SetAllowLineageChange(ctx, name, *c.AllowLineageChange); err != nil {
+			return err
+		}
+		kv = append(kv, "allow_lineage_change", *c.AllowLineageChange)
+	}
+	h.log.Warn("state config changed", kv...)
+	st, err := h.engine.Store().State(ctx, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, &configAnswer{
+		OK: true, State: name, LockMode: st.LockMode,
+		ExclusiveLocks: st.LockMode != kilolock.LockOptimistic, AllowLineageChange: st.AllowLineageChange,
+	})
+	return nil
+}
