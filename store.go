@@ -62,6 +62,22 @@ type Store interface {
 	// not exist; an empty list when it has no versions.
 	History(ctx context.Context, name string, opts HistoryOptions) ([]Version, error)
 
+	// VersionBySerial returns the newest version of a state that carries
+	// serial, with one index lookup (a state's serials never decrease, but
+	// a client-side encrypted version repeats the serial before it).
+	// ErrNotFound when the state does not exist or no version has serial.
+	VersionBySerial(ctx context.Context, name string, serial uint64) (*Version, error)
+
+	// InstanceHistory lists every interval of the instance objects at
+	// address: an instance address (its current object and its deposed
+	// objects) or a resource address without an index key (all its
+	// instances). Intervals are ordered by ValidFrom, then instance ID in
+	// byte order. Its cost is a range scan of the (state, instance ID)
+	// index, proportional to the intervals listed. An empty list when no
+	// version ever held the address; ErrNotFound when the state does not
+	// exist.
+	InstanceHistory(ctx context.Context, name, address string) ([]InstanceInterval, error)
+
 	// ChangesSince lists what every version numbered above after changed:
 	// one record per instance ID or output name a version added, changed
 	// or removed (once per version and key), with that version's LockID
@@ -104,4 +120,26 @@ type Store interface {
 
 	// Close releases the store's resources.
 	Close() error
+}
+
+// InstanceInterval is a run of versions during which one instance object
+// stayed the same: it is in every version v with ValidFrom <= v and, unless
+// ValidTo is 0 (still current), v < ValidTo.
+type InstanceInterval struct {
+	Instance  Instance // Resource, Key, Deposed, Status, Object and Hash set
+	ValidFrom int64
+	ValidTo   int64
+}
+
+// InstanceIDRange returns the bounds [lo, hi) of the instance IDs a Store
+// scans for InstanceHistory(address): every ID of an instance at address,
+// or of an instance of the resource at address, lies in it (an index key
+// starts with '[', a deposed suffix with ' '). Some IDs of other resources
+// do too (`a.b2` for `a.b`); MatchesAddress filters them.
+func InstanceIDRange(address string) (lo, hi string) { return address, address + `\` }
+
+// MatchesAddress reports whether the instance object in belongs to address:
+// an instance address or a resource address.
+func MatchesAddress(in *Instance, address string) bool {
+	return in.Address() == address || in.Resource.Address() == address
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Opener) {
 		{"Changes", testChanges},
 		{"Rejections", testRejections},
 		{"CurrentVersion", testCurrentVersion},
+		{"Lookups", testLookups},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
