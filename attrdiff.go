@@ -1,0 +1,315 @@
+package kilolock
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// SensitiveMask is what stands in for a sensitive value in everything the
+// Engine shows: instance attributes, diffs, outputs.
+const SensitiveMask = "(sensitive)"
+
+// masked is a sensitive value: it encodes as SensitiveMask. It keeps a
+// digest of the value so that a diff still sees that a secret changed.
+type masked struct{ digest [sha256.Size]byte }
+
+func maskOf(v any) masked {
+	if m, ok := v.(masked); ok {
+		return m
+	}
+	b, _ := marshalValue(v)
+	return masked{digest: sha256.Sum256(b)}
+}
+
+func (masked) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(SensitiveMask)), nil }
+func (masked) String() string               { return SensitiveMask }
+
+// AttributeChange is one difference between two instance objects (or
+// outputs), at a path such as `attributes.input.value` or
+// `attributes.tags["Name"]`. Before is absent for an added path, After for
+// a removed one; sensitive values are SensitiveMask.
+type AttributeChange struct {
+	Path   string `json:"path"`
+	Kind   string `json:"kind"` // "added", "removed" or "changed"
+	Before any    `json:"before,omitempty"`
+	After  any    `json:"after,omitempty"`
+}
+
+// String renders the change as `path: before → after`.
+func (c AttributeChange) String() string {
+	switch c.Kind {
+	case "added":
+		return fmt.Sprintf("%s: (absent) → %s", c.Path, formatValue(c.After))
+	case "removed":
+		return fmt.Sprintf("%s: %s → (absent)", c.Path, formatValue(c.Before))
+	}
+	return fmt.Sprintf("%s: %s → %s", c.Path, formatValue(c.Before), formatValue(c.After))
+}
+
+func formatValue(v any) string {
+	if _, ok := v.(masked); ok {
+		return SensitiveMask
+	}
+	b, err := marshalValue(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func marshalValue(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// decodeJSON decodes b keeping numbers exact.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// pathStep is one step of a cty path as Terraform and OpenTofu write
+// sensitive_attributes: {"type":"get_attr","value":"password"} or
+// {"type":"index","value":{"value":1,"type":"number"}}.
+type pathStep struct {
+	Type  string          `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+// maskedObject decodes an instance object with every value named by its
+// own sensitive_attributes, or by extra (the other side's paths, in a
+// diff), replaced by SensitiveMask; the provider's private blob is masked
+// too. It returns the decoded object and its sensitive paths.
+func maskedObject(obj []byte, extra [][]pathStep) (map[string]any, [][]pathStep, error) {
+	v, err := decodeJSON(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("instance object is not a JSON object")
+	}
+	paths := sensitivePaths(obj)
+	if attrs, ok := m["attributes"]; ok {
+		for _, p := range append(append([][]pathStep{}, paths...), extra...) {
+			attrs = maskPath(attrs, p)
+		}
+		m["attributes"] = attrs
+	}
+	if _, ok := m["private"]; ok {
+		m["private"] = maskOf(m["private"])
+	}
+	return m, paths, nil
+}
+
+// sensitivePaths reads an object's sensitive_attributes: a list of cty
+// paths, each a list of steps. nil when there are none or they are written
+// in another encoding.
+func sensitivePaths(obj []byte) [][]pathStep {
+	var o struct {
+		Sensitive json.RawMessage `json:"sensitive_attributes"`
+	}
+	if json.Unmarshal(obj, &o) != nil || len(o.Sensitive) == 0 {
+		return nil
+	}
+	var paths [][]pathStep
+	if json.Unmarshal(o.Sensitive, &paths) != nil {
+		return nil
+	}
+	return paths
+}
+
+// maskPath replaces the value at p inside v with the mask and returns v.
+// A dynamically typed attribute (terraform_data's input) is stored as
+// {"value":…,"type":…}; a step that does not name a key of such an object
+// goes into its "value".
+func maskPath(v any, p []pathStep) any {
+	if len(p) == 0 {
+		return maskOf(v)
+	}
+	step := p[0]
+	switch node := v.(type) {
+	case map[string]any:
+		key, ok := stepKey(step)
+		if !ok {
+			return v
+		}
+		if _, has := node[key]; !has {
+			if inner, dyn := node["value"]; dyn && len(node) == 2 && node["type"] != nil {
+				node["value"] = maskPath(inner, p)
+			}
+			return v
+		}
+		node[key] = maskPath(node[key], p[1:])
+	case []any:
+		i, ok := stepIndex(step)
+		if !ok || i < 0 || i >= len(node) {
+			return v
+		}
+		node[i] = maskPath(node[i], p[1:])
+	}
+	return v
+}
+
+// stepKey is the map key a get_attr or string index step names.
+func stepKey(s pathStep) (string, bool) {
+	var k string
+	switch s.Type {
+	case "get_attr":
+		return k, json.Unmarshal(s.Value, &k) == nil
+	case "index":
+		var cty struct {
+			Value any `json:"value"`
+		}
+		if json.Unmarshal(s.Value, &cty) == nil {
+			k, ok := cty.Value.(string)
+			return k, ok
+		}
+	}
+	return "", false
+}
+
+// stepIndex is the list index a number index step names.
+func stepIndex(s pathStep) (int, bool) {
+	if s.Type != "index" {
+		return 0, false
+	}
+	var cty struct {
+		Value json.Number `json:"value"`
+	}
+	if json.Unmarshal(s.Value, &cty) != nil {
+		return 0, false
+	}
+	i, err := strconv.Atoi(cty.Value.String())
+	return i, err == nil
+}
+
+// diffInstances returns the attribute-level differences between two
+// versions of an instance object, sensitive in either side masked in both.
+func diffInstances(a, b *graph.Instance) []AttributeChange {
+	pa, pb := sensitivePaths(a.Object), sensitivePaths(b.Object)
+	ma, _, errA := maskedObject(a.Object, pb)
+	mb, _, errB := maskedObject(b.Object, pa)
+	if errA != nil || errB != nil {
+		return []AttributeChange{{Path: "", Kind: "changed", Before: "(unreadable object)", After: "(unreadable object)"}}
+	}
+	out := []AttributeChange{}
+	// The resource header is outside the object.
+	if a.Resource.Provider != b.Resource.Provider {
+		out = append(out, AttributeChange{Path: "provider", Kind: "changed", Before: a.Resource.Provider, After: b.Resource.Provider})
+	}
+	diffValues("", ma, mb, &out)
+	return out
+}
+
+// diffOutputs is diffInstances for output objects: a value sensitive on
+// either side is masked on both.
+func diffOutputs(a, b *graph.Output) []AttributeChange {
+	ma, mb := maskedOutput(a.Object), maskedOutput(b.Object)
+	if isSensitive(ma) || isSensitive(mb) {
+		ma["value"], mb["value"] = maskOf(ma["value"]), maskOf(mb["value"])
+	}
+	out := []AttributeChange{}
+	diffValues("", ma, mb, &out)
+	return out
+}
+
+// maskedOutput decodes an output object, its value masked when sensitive.
+func maskedOutput(obj []byte) map[string]any {
+	v, err := decodeJSON(obj)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return map[string]any{"value": "(unreadable output)"}
+	}
+	if isSensitive(m) {
+		m["value"] = maskOf(m["value"])
+	}
+	return m
+}
+
+func isSensitive(m map[string]any) bool { s, _ := m["sensitive"].(bool); return s }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+func joinKey(path, key string) string {
+	if identRE.MatchString(key) {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+// diffValues appends to out the differences between a and b below path.
+func diffValues(path string, a, b any, out *[]AttributeChange) {
+	switch av := a.(type) {
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(av)+len(bv))
+		for k := range av {
+			keys = append(keys, k)
+		}
+		for k := range bv {
+			if _, ok := av[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			x, inA := av[k]
+			y, inB := bv[k]
+			p := joinKey(path, k)
+			switch {
+			case !inA:
+				*out = append(*out, AttributeChange{Path: p, Kind: "added", After: y})
+			case !inB:
+				*out = append(*out, AttributeChange{Path: p, Kind: "removed", Before: x})
+			default:
+				diffValues(p, x, y, out)
+			}
+		}
+		return
+	case []any:
+		bv, ok := b.([]any)
+		if !ok {
+			break
+		}
+		for i := 0; i < max(len(av), len(bv)); i++ {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			switch {
+			case i >= len(av):
+				*out = append(*out, AttributeChange{Path: p, Kind: "added", After: bv[i]})
+			case i >= len(bv):
+				*out = append(*out, AttributeChange{Path: p, Kind: "removed", Before: av[i]})
+			default:
+				diffValues(p, av[i], bv[i], out)
+			}
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		*out = append(*out, AttributeChange{Path: path, Kind: "changed", Before: a, After: b})
+	}
+}

@@ -1,0 +1,182 @@
+package kilolock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// VersionRefKind says how a VersionRef picks a version.
+type VersionRefKind uint8
+
+// Kinds of version references.
+const (
+	RefLatest   VersionRefKind = iota // @latest: the current version
+	RefNumber                         // @N: the Nth version, @1 the first
+	RefRelative                       // @-K: K versions before the current one
+	RefSerial                         // serial:S: the newest version with Terraform serial S
+)
+
+// VersionRef names a version of a state: "@N", "@latest", "@-K" or
+// "serial:S". The zero value is @latest.
+type VersionRef struct {
+	Kind VersionRefKind
+	// N is the version number (RefNumber), the distance back from the
+	// current version (RefRelative) or the serial (RefSerial).
+	N uint64
+}
+
+// Latest is the reference to a state's current version.
+var Latest = VersionRef{Kind: RefLatest}
+
+// ParseVersionRef parses "@N" (N >= 1), "@latest", "@-K" (K >= 1) or
+// "serial:S". Anything else is an *InvalidError.
+func ParseVersionRef(s string) (VersionRef, error) {
+	bad := func(why string) (VersionRef, error) {
+		return VersionRef{}, &InvalidError{
+			Code:    "invalid_version_ref",
+			Message: fmt.Sprintf("%q is not a version reference: %s", s, why),
+			Hint:    "use @N for the Nth version (@1 is the first), @latest, @-1 for the one before the current, or serial:S",
+		}
+	}
+	switch {
+	case s == "@latest":
+		return Latest, nil
+	case strings.HasPrefix(s, "serial:"):
+		n, err := strconv.ParseUint(s[len("serial:"):], 10, 63)
+		if err != nil {
+			return bad("the serial is not a number")
+		}
+		return VersionRef{Kind: RefSerial, N: n}, nil
+	case strings.HasPrefix(s, "@-"):
+		n, err := strconv.ParseUint(s[2:], 10, 63)
+		if err != nil || n == 0 {
+			return bad("@-K needs a whole number K of at least 1")
+		}
+		return VersionRef{Kind: RefRelative, N: n}, nil
+	case strings.HasPrefix(s, "@"):
+		n, err := strconv.ParseUint(s[1:], 10, 63)
+		if err != nil || n == 0 {
+			return bad("@N needs a whole number N of at least 1 (@1 is the first version)")
+		}
+		return VersionRef{Kind: RefNumber, N: n}, nil
+	}
+	return bad("it must start with @ or serial:")
+}
+
+// String returns the reference as ParseVersionRef reads it.
+func (r VersionRef) String() string {
+	switch r.Kind {
+	case RefNumber:
+		return "@" + strconv.FormatUint(r.N, 10)
+	case RefRelative:
+		return "@-" + strconv.FormatUint(r.N, 10)
+	case RefSerial:
+		return "serial:" + strconv.FormatUint(r.N, 10)
+	}
+	return "@latest"
+}
+
+// MarshalText encodes the reference as its String.
+func (r VersionRef) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText parses the reference with ParseVersionRef.
+func (r *VersionRef) UnmarshalText(b []byte) error {
+	v, err := ParseVersionRef(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// VersionNotFoundError is a reference to a version a state does not have.
+// It matches ErrNotFound, and its message lists the valid range.
+type VersionNotFoundError struct {
+	State string
+	Ref   VersionRef
+	// Latest is the current version number (0 for a state without
+	// versions); FirstSerial and LatestSerial are the serials of @1 and of
+	// the current version.
+	Latest       int64
+	FirstSerial  uint64
+	LatestSerial uint64
+}
+
+func (e *VersionNotFoundError) Error() string {
+	if e.Latest == 0 {
+		return fmt.Sprintf("state %s has no version %s: it has no versions yet", e.State, e.Ref)
+	}
+	return fmt.Sprintf("state %s has no version %s: it has versions @1…@%d (serials %d…%d)", e.State, e.Ref, e.Latest, e.FirstSerial, e.LatestSerial)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *VersionNotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// ResolveVersion returns the record of the version ref names, with index
+// lookups only. ErrNotFound when the state does not exist; a
+// *VersionNotFoundError (matching ErrNotFound) listing the valid range when
+// the version does not.
+func (e *Engine) ResolveVersion(ctx context.Context, name string, ref VersionRef) (*Version, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
+	}
+	st, err := e.store.State(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.resolve(ctx, st, ref)
+}
+
+func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*Version, error) {
+	var number int64
+	switch ref.Kind {
+	case RefLatest:
+		number = st.Current
+	case RefNumber:
+		if ref.N <= uint64(st.Current) {
+			number = int64(ref.N)
+		}
+	case RefRelative:
+		if ref.N < uint64(st.Current) {
+			number = st.Current - int64(ref.N)
+		}
+	case RefSerial:
+		v, err := e.store.VersionBySerial(ctx, st.Name, ref.N)
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	if number > 0 {
+		if v, err := e.versionRecord(ctx, st.Name, number); !errors.Is(err, ErrNotFound) {
+			return v, err
+		}
+	}
+	nf := &VersionNotFoundError{State: st.Name, Ref: ref, Latest: st.Current, LatestSerial: st.Serial}
+	if st.Current > 0 {
+		first, err := e.versionRecord(ctx, st.Name, 1)
+		if err != nil {
+			return nil, err
+		}
+		nf.FirstSerial = first.Serial
+	}
+	return nil, nf
+}
+
+// versionRecord returns version number of a state: one probe of the
+// (state, number) index.
+func (e *Engine) versionRecord(ctx context.Context, name string, number int64) (*Version, error) {
+	vs, err := e.store.History(ctx, name, HistoryOptions{Limit: 1, Before: number + 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 || vs[0].Number != number {
+		return nil, fmt.Errorf("state %q has no version %d: %w", name, number, ErrNotFound)
+	}
+	return &vs[0], nil
+}
