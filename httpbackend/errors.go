@@ -95,6 +95,7 @@ func classify(err error) answer {
 		conflict *kilolock.ConflictError
 		invalid  *kilolock.InvalidError
 		tooLarge *http.MaxBytesError
+		noVer    *kilolock.VersionNotFoundError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -123,6 +124,8 @@ func classify(err error) answer {
 		return answer{status: http.StatusConflict, body: conflictBody(conflict)}
 	case errors.As(err, &invalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
+	case errors.As(err, &noVer):
+		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(), Hint: fmt.Sprintf("pick a version in that range; `kl history %s` lists them", noVer.State)}}
 	case errors.Is(err, kilolock.ErrNotFound):
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "not_found", Message: err.Error(), Hint: "check the state name; `kl states` (GET /v1/api/states) lists the states"}}
 	case errors.Is(err, kilolock.ErrEncrypted):

@@ -118,6 +118,17 @@ func (h *Handler) routes() {
 	h.api("POST /v1/api/states/{name}/config", h.setConfig)
 	h.api("GET /v1/api/states/{name}/rejections", h.listRejections)
 	h.api("POST /v1/api/query", h.query)
+	// History, diff, rollback and native state operations (stateops.go).
+	h.api("GET /v1/api/states/{name}/versions/{ref}/summary", h.showVersion)
+	h.api("GET /v1/api/states/{name}/instance", h.showInstance)
+	h.api("GET /v1/api/states/{name}/diff", h.diffVersions)
+	h.api("GET /v1/api/states/{name}/address-history", h.addressHistory)
+	h.api("POST /v1/api/states/{name}/rollback", h.rollback)
+	h.api("POST /v1/api/states/{name}/state/rm", h.stateRm)
+	h.api("POST /v1/api/states/{name}/state/mv", h.stateMv)
+	h.api("GET /v1/api/states/{name}/state/list", h.stateList)
+	h.api("GET /v1/api/states/{name}/export", h.export)
+	h.api("POST /v1/api/states/{name}/import", h.importState)
 
 	h.api("GET /healthz", h.healthz)
 	h.api("GET /readyz", h.readyz)

@@ -34,6 +34,7 @@ type Backend interface {
 	// ReadVersion returns the document of one version of a state.
 	// ErrNotFound when the state or the version does not exist.
 	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
+	StateOps
 	// Close releases the backend's resources.
 	Close() error
 }
@@ -74,6 +75,9 @@ type Target struct {
 	Database string        // store URL: postgres://… or a SQLite file path
 	Token    string        // bearer token sent to the server, if any
 	Timeout  time.Duration // per HTTP request; zero means DefaultTimeout
+	// Actor is recorded on the versions kl makes (rollback, state
+	// operations, import); empty means "kl".
+	Actor string
 }
 
 // Open returns the Backend for t: HTTPBackend for a server (DefaultServer
@@ -87,11 +91,16 @@ func Open(ctx context.Context, t Target) (Backend, error) {
 			Hint:    "use either --server (KL_SERVER) or --database (KL_DATABASE_URL), not both",
 		}
 	case t.Database != "":
-		return OpenEngineBackend(ctx, t.Database)
+		b, err := OpenEngineBackend(ctx, t.Database)
+		if err != nil {
+			return nil, err
+		}
+		b.Actor = t.Actor
+		return b, nil
 	}
 	server := t.Server
 	if server == "" {
 		server = DefaultServer
 	}
-	return NewHTTPBackend(server, HTTPOptions{Token: t.Token, Timeout: t.Timeout})
+	return NewHTTPBackend(server, HTTPOptions{Token: t.Token, Timeout: t.Timeout, Actor: t.Actor})
 }

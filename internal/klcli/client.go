@@ -32,6 +32,9 @@ type HTTPOptions struct {
 	Client *http.Client
 	// UserAgent is sent with every request; empty means "kl".
 	UserAgent string
+	// Actor, when set, is sent as X-Kilolock-Actor: who the versions kl
+	// makes are recorded as made by, when the server knows no identity.
+	Actor string
 }
 
 // HTTPBackend runs kl's commands against a kld server's JSON API.
@@ -40,6 +43,7 @@ type HTTPBackend struct {
 	client *http.Client
 	token  string
 	agent  string
+	actor  string
 }
 
 var (
@@ -74,7 +78,7 @@ func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
 	if agent == "" {
 		agent = "kl"
 	}
-	return &HTTPBackend{base: u, client: c, token: o.Token, agent: agent}, nil
+	return &HTTPBackend{base: u, client: c, token: o.Token, agent: agent, actor: o.Actor}, nil
 }
 
 // Status implements Backend.
@@ -215,7 +219,9 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 		target += "?" + q.Encode()
 	}
 	var body io.Reader
-	if in != nil {
+	if raw, ok := in.([]byte); ok {
+		body = bytes.NewReader(raw) // a state file, sent as it is
+	} else if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
 			return err
@@ -233,6 +239,9 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	}
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	if b.actor != "" {
+		req.Header.Set("X-Kilolock-Actor", b.actor)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -316,4 +325,111 @@ func decodeError(resp *http.Response) error {
 		e.Hint = "the server wants credentials: set KL_TOKEN"
 	}
 	return e
+}
+
+// Show implements StateOps.
+func (b *HTTPBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
+	var v kilolock.VersionView
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/versions/"+url.PathEscape(ref.String())+"/summary", nil, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ShowInstance implements StateOps.
+func (b *HTTPBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*kilolock.InstanceView, error) {
+	var v kilolock.InstanceView
+	q := url.Values{"ref": {ref.String()}, "address": {address}}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/instance", q, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Diff implements StateOps.
+func (b *HTTPBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*kilolock.StateDiff, error) {
+	var d kilolock.StateDiff
+	q := url.Values{"from": {from.String()}, "to": {to.String()}}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/diff", q, nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// AddressHistory implements StateOps.
+func (b *HTTPBackend) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
+	var out struct {
+		Changes []kilolock.AddressChange `json:"changes"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/address-history", url.Values{"address": {address}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Changes, nil
+}
+
+// Rollback implements StateOps.
+func (b *HTTPBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*kilolock.RollbackResult, error) {
+	var res kilolock.RollbackResult
+	in := map[string]any{"to": r.To.String(), "apply": r.Apply, "address": r.Address}
+	if err := b.do(ctx, http.MethodPost, statePath(name)+"/rollback", nil, in, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// StateList implements StateOps.
+func (b *HTTPBackend) StateList(ctx context.Context, name, pattern string) ([]kilolock.InstanceSummary, error) {
+	var q url.Values
+	if pattern != "" {
+		q = url.Values{"pattern": {pattern}}
+	}
+	var out struct {
+		Instances []kilolock.InstanceSummary `json:"instances"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/state/list", q, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Instances == nil {
+		out.Instances = []kilolock.InstanceSummary{}
+	}
+	return out.Instances, nil
+}
+
+// StateRm implements StateOps.
+func (b *HTTPBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*kilolock.StateOpResult, error) {
+	var res kilolock.StateOpResult
+	in := map[string]any{"addresses": addresses, "dry_run": dryRun}
+	if err := b.do(ctx, http.MethodPost, statePath(name)+"/state/rm", nil, in, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// StateMv implements StateOps.
+func (b *HTTPBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*kilolock.StateOpResult, error) {
+	var res kilolock.StateOpResult
+	in := map[string]any{"from": from, "to": to, "dry_run": dryRun}
+	if err := b.do(ctx, http.MethodPost, statePath(name)+"/state/mv", nil, in, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Export implements StateOps.
+func (b *HTTPBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/export", url.Values{"ref": {ref.String()}}, nil, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Import implements StateOps.
+func (b *HTTPBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
+	var res ImportResult
+	q := url.Values{"force": {strconv.FormatBool(force)}}
+	if err := b.do(ctx, http.MethodPost, statePath(name)+"/import", q, data, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }

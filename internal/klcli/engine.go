@@ -1,6 +1,7 @@
 package klcli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 // EngineBackend runs kl's commands in-process on a kilolock.Engine: the
 // library API, no server involved.
 type EngineBackend struct {
+	// Actor is recorded on the versions kl makes; empty means "kl".
+	Actor  string
 	engine *kilolock.Engine
 	owned  bool // Close closes the engine's store
 }
@@ -163,4 +166,115 @@ func stateError(name string, err error) error {
 		return err
 	}
 	return fmt.Errorf("state %q: %w", name, err)
+}
+
+// sameAsServer gives v the shape the server's JSON would: masked values
+// become their text, numbers json.Number, so that output does not depend
+// on the backend.
+func sameAsServer[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out T
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Show implements StateOps.
+func (b *EngineBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
+	return sameAsServer(b.engine.Show(ctx, name, ref))
+}
+
+// ShowInstance implements StateOps.
+func (b *EngineBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*kilolock.InstanceView, error) {
+	return sameAsServer(b.engine.ShowInstance(ctx, name, ref, address))
+}
+
+// Diff implements StateOps.
+func (b *EngineBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*kilolock.StateDiff, error) {
+	return sameAsServer(b.engine.Diff(ctx, name, from, to))
+}
+
+// AddressHistory implements StateOps.
+func (b *EngineBackend) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
+	cs, err := b.engine.AddressHistory(ctx, name, address)
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	out, err := sameAsServer(&cs, nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// Rollback implements StateOps.
+func (b *EngineBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*kilolock.RollbackResult, error) {
+	o := kilolock.RollbackOptions{Actor: actorOr(b.Actor)}
+	var (
+		res *kilolock.RollbackResult
+		err error
+	)
+	switch {
+	case !r.Apply:
+		var plan *kilolock.RollbackPlan
+		if r.Address == "" {
+			plan, err = b.engine.PlanRollback(ctx, name, r.To)
+		} else {
+			plan, err = b.engine.PlanRollbackResource(ctx, name, r.Address, r.To)
+		}
+		if plan != nil {
+			res = &kilolock.RollbackResult{Plan: *plan}
+		}
+	case r.Address == "":
+		res, err = b.engine.Rollback(ctx, name, r.To, o)
+	default:
+		res, err = b.engine.RollbackResource(ctx, name, r.Address, r.To, o)
+	}
+	return sameAsServer(res, err)
+}
+
+// StateList implements StateOps.
+func (b *EngineBackend) StateList(ctx context.Context, name, pattern string) ([]kilolock.InstanceSummary, error) {
+	list, err := b.engine.StateList(ctx, name, pattern)
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	if list == nil {
+		list = []kilolock.InstanceSummary{}
+	}
+	return list, nil
+}
+
+// StateRm implements StateOps.
+func (b *EngineBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*kilolock.StateOpResult, error) {
+	return sameAsServer(b.engine.StateRm(ctx, name, addresses, kilolock.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
+}
+
+// StateMv implements StateOps.
+func (b *EngineBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*kilolock.StateOpResult, error) {
+	return sameAsServer(b.engine.StateMv(ctx, name, from, to, kilolock.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
+}
+
+// Export implements StateOps.
+func (b *EngineBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
+	data, err := b.engine.Export(ctx, name, ref)
+	return data, stateError(name, err)
+}
+
+// Import implements StateOps.
+func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
+	res, err := b.engine.Import(ctx, name, data, kilolock.ImportOptions{Actor: actorOr(b.Actor), Force: force})
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	return &ImportResult{Version: res.Version, Stats: res.Stats, Unchanged: res.Unchanged}, nil
 }

@@ -71,3 +71,19 @@ func (b stableTimes) Rejections(ctx context.Context, name string, limit int) ([]
 	}
 	return rs, err
 }
+
+func (b stableTimes) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
+	cs, err := b.Backend.AddressHistory(ctx, name, address)
+	for i := range cs {
+		cs[i].Version.Created = versionTime(cs[i].Version.Number)
+	}
+	return cs, err
+}
+
+func (b stableTimes) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
+	v, err := b.Backend.Show(ctx, name, ref)
+	if v != nil {
+		v.Version.Created = versionTime(v.Version.Number)
+	}
+	return v, err
+}

@@ -1,9 +1,11 @@
-package main
+package klcli_test
 
 import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/kilolock/kilolock/internal/klcli"
 )
 
 // TestStateConfigFlags checks that the settings of kl state config are
@@ -22,7 +24,7 @@ func TestStateConfigFlags(t *testing.T) {
 		{[]string{"state", "config", "s", "--allow-lineage-change", "--exclusive-locks=false"}, &no, &yes},
 		{[]string{"state", "config", "s", "--allow-lineage-change=false"}, nil, &no},
 	} {
-		var cli app
+		var cli klcli.App
 		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
 		if err != nil {
 			t.Fatal(err)
@@ -38,7 +40,7 @@ func TestStateConfigFlags(t *testing.T) {
 }
 
 func TestHistoryRejectedFlags(t *testing.T) {
-	var cli app
+	var cli klcli.App
 	parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
 	if err != nil {
 		t.Fatal(err)

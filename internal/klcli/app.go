@@ -1,0 +1,377 @@
+package klcli
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/buildinfo"
+)
+
+// App is kl's command grammar, parsed by kong: global flags and one struct
+// per command, each with a Run method that kong calls with the Globals.
+// cmd/kl only parses, runs and maps the error to an exit code.
+type App struct {
+	Globals
+
+	Status    StatusCmd    `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
+	History   HistoryCmd   `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
+	Show      ShowCmd      `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
+	Diff      DiffCmd      `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
+	Rollback  RollbackCmds `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Conflicts ConflictsCmd `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
+	States    StatesCmd    `cmd:"" help:"List the states."`
+	Query     QueryCmd     `cmd:"" help:"Run a read-only SQL query on the store."`
+	Export    ExportCmd    `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
+	Import    ImportCmd    `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
+	Version   VersionCmd   `cmd:"" help:"Show kl's version, and the server's with --server."`
+	State     struct {
+		List   StateListCmd   `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+		Show   StateShowCmd   `cmd:"" help:"Show one instance of a state's current version."`
+		Rm     StateRmCmd     `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
+		Mv     StateMvCmd     `cmd:"" help:"Move an instance or resource to another address (a new version)."`
+		Config StateConfigCmd `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
+		Pull   StatePullCmd   `cmd:"" help:"Write a version of a state to stdout."`
+	} `cmd:"" help:"Operate on one state."`
+}
+
+// Globals are kl's global flags, given to every command's Run.
+type Globals struct {
+	Server   string        `help:"Base URL of the kld server (default ${default_server} when no --database is given)." env:"KL_SERVER" placeholder:"URL"`
+	Database string        `help:"Open the database directly instead: a postgres:// URL or a SQLite file path." env:"KL_DATABASE_URL" placeholder:"URL"`
+	Token    string        `help:"Bearer token for the server." env:"KL_TOKEN"`
+	Timeout  time.Duration `help:"Timeout of each request to the server." default:"30s"`
+	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity (default kl)." env:"KL_ACTOR"`
+
+	// Out receives the commands' output; nil means os.Stdout.
+	Out io.Writer `kong:"-"`
+}
+
+// with opens the backend g names, runs f on a CLI over it and closes it.
+func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error {
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return f(&CLI{Backend: b, Out: g.out(), JSON: json})
+}
+
+func (g *Globals) out() io.Writer {
+	if g.Out == nil {
+		return os.Stdout
+	}
+	return g.Out
+}
+
+// JSONFlag is the --json flag of the commands that have a table.
+type JSONFlag struct {
+	JSON bool `name:"json" help:"Write JSON for scripts instead of a table."`
+}
+
+// refArg parses an optional version reference argument; "" is @latest.
+func refArg(s string) (kilolock.VersionRef, error) {
+	if s == "" {
+		return kilolock.Latest, nil
+	}
+	return kilolock.ParseVersionRef(s)
+}
+
+// StatusCmd is kl status.
+type StatusCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name."`
+}
+
+// Run runs the command.
+func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Status(ctx, c.Name) })
+}
+
+// HistoryCmd is kl history.
+type HistoryCmd struct {
+	JSONFlag
+	Name     string `arg:"" help:"State name."`
+	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
+	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
+	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
+	Address  string `help:"List the versions that added, changed or removed this instance or resource, with what changed." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Rejected && c.Before != 0 {
+		return &UsageError{Message: "--before pages versions, not rejected commits", Hint: "use kl history NAME --rejected --limit N"}
+	}
+	if c.Address != "" && (c.Rejected || c.Before != 0) {
+		return &UsageError{Message: "--address lists every change of one address; it takes neither --rejected nor --before", Hint: "use kl history NAME --address ADDR"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		switch {
+		case c.Rejected:
+			return cli.Conflicts(ctx, c.Name, c.Limit)
+		case c.Address != "":
+			return cli.AddressHistory(ctx, c.Name, c.Address)
+		}
+		return cli.History(ctx, c.Name, kilolock.HistoryOptions{Limit: c.Limit, Before: c.Before})
+	})
+}
+
+// ShowCmd is kl show.
+type ShowCmd struct {
+	JSONFlag
+	Name    string `arg:"" help:"State name."`
+	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S."`
+	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := refArg(c.Ref)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Show(ctx, c.Name, ref, c.Address) })
+}
+
+// DiffCmd is kl diff.
+type DiffCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name."`
+	From string `arg:"" help:"The older version: @N, @-K, serial:S."`
+	To   string `arg:"" optional:"" help:"The newer version (default @latest)."`
+}
+
+// Run runs the command.
+func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
+	from, err := kilolock.ParseVersionRef(c.From)
+	if err != nil {
+		return err
+	}
+	to, err := refArg(c.To)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Diff(ctx, c.Name, from, to) })
+}
+
+// RollbackCmds are kl rollback NAME and kl rollback resource.
+type RollbackCmds struct {
+	State    RollbackStateCmd    `cmd:"" default:"withargs" hidden:"" help:"Roll a whole state back: kl rollback NAME --to @N."`
+	Resource RollbackResourceCmd `cmd:"" help:"Roll one instance, or a resource with all its instances, back; merged onto the current version."`
+}
+
+// rollbackFlags are the flags every rollback takes.
+type rollbackFlags struct {
+	JSONFlag
+	To    string `required:"" help:"The version to roll back to: @N, @-K, serial:S." placeholder:"@N"`
+	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run."`
+	Yes   bool   `help:"Confirm --apply."`
+}
+
+func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address string) error {
+	ref, err := kilolock.ParseVersionRef(f.To)
+	if err != nil {
+		return err
+	}
+	if f.Apply && !f.Yes { // refused before anything is dialed
+		return (&CLI{}).Rollback(ctx, name, RollbackRequest{Apply: true}, false)
+	}
+	return g.with(ctx, f.JSON, func(cli *CLI) error {
+		return cli.Rollback(ctx, name, RollbackRequest{To: ref, Address: address, Apply: f.Apply}, f.Yes)
+	})
+}
+
+// RollbackStateCmd is kl rollback NAME --to @N.
+type RollbackStateCmd struct {
+	rollbackFlags
+	Name string `arg:"" help:"State name."`
+}
+
+// Run runs the command.
+func (c *RollbackStateCmd) Run(ctx context.Context, g *Globals) error {
+	return c.run(ctx, g, c.Name, "")
+}
+
+// RollbackResourceCmd is kl rollback resource --state NAME --address ADDR
+// --to @N.
+type RollbackResourceCmd struct {
+	rollbackFlags
+	State   string `required:"" help:"State name." placeholder:"NAME"`
+	Address string `required:"" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
+	return c.run(ctx, g, c.State, c.Address)
+}
+
+// ConflictsCmd is kl conflicts.
+type ConflictsCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name."`
+	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *ConflictsCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Conflicts(ctx, c.Name, c.Limit) })
+}
+
+// StatesCmd is kl states.
+type StatesCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.States(ctx) })
+}
+
+// QueryCmd is kl query.
+type QueryCmd struct {
+	JSONFlag
+	SQL []string `arg:"" name:"sql" help:"One SQL statement (quote it; words are joined by spaces). It runs read-only."`
+}
+
+// Run runs the command.
+func (c *QueryCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Query(ctx, strings.Join(c.SQL, " ")) })
+}
+
+// ExportCmd is kl export.
+type ExportCmd struct {
+	Name string `arg:"" help:"State name."`
+	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S."`
+}
+
+// Run runs the command.
+func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := refArg(c.Ref)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.Export(ctx, c.Name, ref) })
+}
+
+// ImportCmd is kl import.
+type ImportCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name (created when missing)."`
+	File  string `arg:"" help:"State file to import; - reads stdin." type:"path"`
+	Force bool   `help:"Import a state of another lineage over a non-empty state (its history is kept)."`
+}
+
+// Run runs the command.
+func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
+	var (
+		data []byte
+		err  error
+	)
+	if c.File == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(c.File)
+	}
+	if err != nil {
+		return withHint(err, "name a state file, e.g. one written by `tofu state pull` or `kl export`")
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Import(ctx, c.Name, c.File, data, c.Force) })
+}
+
+// VersionCmd is kl version.
+type VersionCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
+	info := buildinfo.Info()
+	client := VersionInfo{Version: info.Version, Commit: info.Commit, GoVersion: info.GoVersion}
+	if g.Server == "" {
+		// No server named: show kl's own version without dialing anyone.
+		cli := &CLI{Out: g.out(), JSON: c.JSON}
+		return cli.Version(ctx, client)
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Version(ctx, client) })
+}
+
+// StateListCmd is kl state list.
+type StateListCmd struct {
+	JSONFlag
+	Name    string `arg:"" help:"State name."`
+	Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
+}
+
+// Run runs the command.
+func (c *StateListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateList(ctx, c.Name, c.Pattern) })
+}
+
+// StateShowCmd is kl state show.
+type StateShowCmd struct {
+	JSONFlag
+	Name    string `arg:"" help:"State name."`
+	Address string `arg:"" help:"Instance address."`
+}
+
+// Run runs the command.
+func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Name, c.Address) })
+}
+
+// StateRmCmd is kl state rm.
+type StateRmCmd struct {
+	JSONFlag
+	Name    string   `arg:"" help:"State name."`
+	Address []string `required:"" sep:"none" help:"Address to remove (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
+	DryRun  bool     `help:"Show what would be removed; write nothing."`
+}
+
+// Run runs the command.
+func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateRm(ctx, c.Name, c.Address, c.DryRun) })
+}
+
+// StateMvCmd is kl state mv.
+type StateMvCmd struct {
+	JSONFlag
+	Name   string `arg:"" help:"State name."`
+	From   string `required:"" help:"Address to move: an instance or a resource." placeholder:"ADDR"`
+	To     string `required:"" help:"Its new address, e.g. module.demo.aws_instance.web." placeholder:"ADDR"`
+	DryRun bool   `help:"Show the move; write nothing."`
+}
+
+// Run runs the command.
+func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, c.From, c.To, c.DryRun) })
+}
+
+// StateConfigCmd is kl state config.
+type StateConfigCmd struct {
+	JSONFlag
+	Name               string `arg:"" help:"State name."`
+	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
+	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
+}
+
+// Run runs the command.
+func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange})
+	})
+}
+
+// StatePullCmd is kl state pull.
+type StatePullCmd struct {
+	Name    string `arg:"" help:"State name."`
+	Version int64  `help:"Version number (default: the current one)." placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+}

@@ -1,0 +1,216 @@
+package klcli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+)
+
+// versionText names a version for people: "@3 (serial 3)".
+func versionText(v *kilolock.Version) string {
+	return fmt.Sprintf("@%d (serial %d)", v.Number, v.Serial)
+}
+
+// valueText shows one attribute value: the mask as it is, anything else
+// as compact JSON.
+func valueText(v any) string {
+	if s, ok := v.(string); ok && s == kilolock.SensitiveMask {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// changeText shows one attribute change: `path: before → after`.
+func changeText(c kilolock.AttributeChange) string {
+	before, after := valueText(c.Before), valueText(c.After)
+	switch c.Kind {
+	case "added":
+		before = "(absent)"
+	case "removed":
+		after = "(absent)"
+	}
+	return fmt.Sprintf("%s: %s → %s", c.Path, before, after)
+}
+
+// writeAttributeChanges writes one line per attribute change, indented.
+func writeAttributeChanges(w io.Writer, indent string, cs []kilolock.AttributeChange) {
+	for _, c := range cs {
+		fmt.Fprintf(w, "%s%s\n", indent, cell(changeText(c)))
+	}
+}
+
+// changeVerbs are the words a change set is described with: for a diff
+// "added", for a rollback plan "would add back", …
+type changeVerbs struct{ added, changed, removed string }
+
+var (
+	diffVerbs     = changeVerbs{"added", "changed", "removed"}
+	planVerbs     = changeVerbs{"would add", "would change", "would remove"}
+	rollbackVerbs = changeVerbs{"would add back", "would change", "would remove"}
+)
+
+// writeChangeSet writes a change set: "+ ID" added, "~ ID" changed (with
+// its attribute paths), "- ID" removed, the same for outputs, then the
+// counts.
+func writeChangeSet(w io.Writer, cs *kilolock.ChangeSet, verbs changeVerbs) {
+	if cs.Empty() {
+		fmt.Fprintln(w, "No changes.")
+		return
+	}
+	for _, id := range cs.Added {
+		fmt.Fprintf(w, "+ %s\n", cell(id))
+	}
+	for _, d := range cs.Changed {
+		fmt.Fprintf(w, "~ %s\n", cell(d.Address))
+		writeAttributeChanges(w, "    ", d.Changes)
+	}
+	for _, id := range cs.Removed {
+		fmt.Fprintf(w, "- %s\n", cell(id))
+	}
+	for _, n := range cs.OutputsAdded {
+		fmt.Fprintf(w, "+ output.%s\n", cell(n))
+	}
+	for _, d := range cs.OutputsChanged {
+		fmt.Fprintf(w, "~ output.%s\n", cell(d.Name))
+		writeAttributeChanges(w, "    ", d.Changes)
+	}
+	for _, n := range cs.OutputsRemoved {
+		fmt.Fprintf(w, "- output.%s\n", cell(n))
+	}
+	counts := func(a, c, r int) string {
+		return fmt.Sprintf("%d %s, %d %s, %d %s", a, verbs.added, c, verbs.changed, r, verbs.removed)
+	}
+	fmt.Fprintf(w, "Instances: %s.", counts(len(cs.Added), len(cs.Changed), len(cs.Removed)))
+	if n := len(cs.OutputsAdded) + len(cs.OutputsChanged) + len(cs.OutputsRemoved); n > 0 {
+		fmt.Fprintf(w, " Outputs: %s.", counts(len(cs.OutputsAdded), len(cs.OutputsChanged), len(cs.OutputsRemoved)))
+	}
+	fmt.Fprintln(w)
+}
+
+// Diff prints what turns version from of a state into version to: by
+// address, and for changed instances and outputs by attribute path, with
+// sensitive values masked.
+func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) error {
+	d, err := c.Backend.Diff(ctx, name, from, to)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(d)
+	}
+	fmt.Fprintf(c.Out, "State %s: %s → %s\n", d.State, versionText(&d.From), versionText(&d.To))
+	writeChangeSet(c.Out, &d.ChangeSet, diffVerbs)
+	return nil
+}
+
+// AddressHistoryJSON is the JSON output of AddressHistory.
+type AddressHistoryJSON struct {
+	State   string                   `json:"state"`
+	Address string                   `json:"address"`
+	Changes []kilolock.AddressChange `json:"changes"`
+}
+
+// AddressHistory lists every version that added, changed or removed the
+// instance (or any instance of the resource) at address, newest first,
+// with what changed.
+func (c *CLI) AddressHistory(ctx context.Context, name, address string) error {
+	cs, err := c.Backend.AddressHistory(ctx, name, address)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(AddressHistoryJSON{State: name, Address: address, Changes: cs})
+	}
+	fmt.Fprintf(c.Out, "History of %s in state %s, newest first:\n", address, name)
+	marks := map[string]string{"added": "+", "changed": "~", "removed": "-"}
+	last := int64(-1)
+	for _, ch := range cs {
+		v := &ch.Version
+		if v.Number != last {
+			last = v.Number
+			fmt.Fprintf(c.Out, "\n@%d  serial %d  %s  %s by %s  lock %s\n", v.Number, v.Serial, formatTime(v.Created),
+				sourceText(v), orDash(v.Actor), orDash(v.LockID))
+		}
+		fmt.Fprintf(c.Out, "  %s %s %s\n", marks[ch.Kind], cell(ch.Address), ch.Kind)
+		writeAttributeChanges(c.Out, "      ", ch.Changes)
+	}
+	return nil
+}
+
+// Show prints a version's summary and its instances and outputs; with an
+// address, that one instance's attributes instead, sensitive values
+// masked.
+func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, address string) error {
+	if address != "" {
+		return c.showInstance(ctx, name, ref, address)
+	}
+	v, err := c.Backend.Show(ctx, name, ref)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(v)
+	}
+	current := ""
+	if v.Current {
+		current = ", the current version"
+	}
+	ver := &v.Version
+	fmt.Fprintf(c.Out, "State %s %s%s\n", ver.State, versionText(ver), current)
+	fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), sourceText(ver),
+		orDash(ver.LockID), ver.Added, ver.Changed, ver.Removed)
+	fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Instances), "instance", "instances"))
+	w := c.table()
+	row(w, "ADDRESS", "TYPE", "STATUS")
+	for _, in := range v.Instances {
+		row(w, cell(in.ID), cell(in.Type), orDash(in.Status))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if len(v.Outputs) > 0 {
+		fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Outputs), "output", "outputs"))
+		for _, o := range v.Outputs {
+			s := ""
+			if o.Sensitive {
+				s = " (sensitive)"
+			}
+			fmt.Fprintf(c.Out, "  %s%s\n", cell(o.Name), s)
+		}
+	}
+	return nil
+}
+
+func (c *CLI) showInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) error {
+	in, err := c.Backend.ShowInstance(ctx, name, ref, address)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(in)
+	}
+	fmt.Fprintf(c.Out, "%s in state %s %s\n", in.ID, in.Version.State, versionText(&in.Version))
+	fmt.Fprintf(c.Out, "provider: %s\n", in.Provider)
+	if in.Status != "" {
+		fmt.Fprintf(c.Out, "status: %s\n", in.Status)
+	}
+	deps := "-"
+	if len(in.Dependencies) > 0 {
+		deps = strings.Join(in.Dependencies, ", ")
+	}
+	fmt.Fprintf(c.Out, "dependencies: %s\n", deps)
+	attrs, err := json.MarshalIndent(in.Attributes, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.Out, "attributes: %s\n", attrs)
+	return err
+}

@@ -1,0 +1,213 @@
+package klcli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/internal/klcli"
+)
+
+// seedApp writes prod's three seed versions to state "app", unlocked, so
+// that it can be rolled back and edited.
+func seedApp(t *testing.T, h *harness) {
+	t.Helper()
+	for _, doc := range []string{"prod-1", "prod-2", "prod-3"} {
+		if _, err := h.engine.Write(context.Background(), "app", seedDoc(t, doc), kilolock.WriteOptions{Actor: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ref(t testing.TB, s string) kilolock.VersionRef {
+	t.Helper()
+	r, err := kilolock.ParseVersionRef(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestStateOpsGolden checks the human output of history --address, diff
+// and the rollback dry run (warning included) on every backend.
+func TestStateOpsGolden(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		golden string
+		cmd    func(*klcli.CLI) error
+	}{
+		{"history_address", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.a") }},
+		{"history_address_resource", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.c") }},
+		{"diff_app", func(c *klcli.CLI) error { return c.Diff(ctx, "app", ref(t, "@1"), ref(t, "@3")) }},
+		{"rollback_dry_run", func(c *klcli.CLI) error {
+			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1")}, false)
+		}},
+		{"rollback_resource_dry_run", func(c *klcli.CLI) error {
+			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Address: "terraform_data.a"}, false)
+		}},
+		{"show_instance", func(c *klcli.CLI) error { return c.Show(ctx, "app", ref(t, "@3"), "terraform_data.a") }},
+		{"show_app", func(c *klcli.CLI) error { return c.Show(ctx, "app", kilolock.Latest, "") }},
+	}
+	first := true
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		defer func(u bool) { *update = u }(*update)
+		if !first {
+			*update = false
+		}
+		first = false
+		seedApp(t, h)
+		for _, tc := range cases {
+			t.Run(tc.golden, func(t *testing.T) {
+				out, err := h.run(t, false, tc.cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, tc.golden, out)
+			})
+		}
+	})
+}
+
+func TestRollbackApply(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		seedApp(t, h)
+		_, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Apply: true}, false)
+		})
+		var ue *klcli.UsageError
+		if !errors.As(err, &ue) || klcli.ExitCode(err) != klcli.ExitUsage {
+			t.Fatalf("--apply without --yes = %v", err)
+		}
+		out, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Apply: true}, true)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, kilolock.RollbackWarning[:40]) || !strings.Contains(out, "new version @4 (serial 4)") {
+			t.Errorf("rollback output:\n%s", out)
+		}
+		// The new version has @1's content; @3 stays in the history.
+		d, err := h.backend.Diff(ctx, "app", ref(t, "@1"), kilolock.Latest)
+		if err != nil || !d.Empty() || d.To.Source != kilolock.SourceRollback || d.To.Serial != 4 {
+			t.Errorf("diff @1 @latest = %+v, %v", d, err)
+		}
+		if _, err := h.backend.Show(ctx, "app", ref(t, "@3")); err != nil {
+			t.Errorf("@3 after rollback: %v", err)
+		}
+	})
+}
+
+func TestStateOpsErrors(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		seedApp(t, h)
+		for _, tc := range []struct {
+			name string
+			cmd  func(*klcli.CLI) error
+			code int
+			msg  string
+		}{
+			{"missing version", func(c *klcli.CLI) error { return c.Show(ctx, "app", ref(t, "@9"), "") }, klcli.ExitNotFound, "@1…@3"},
+			{"missing serial", func(c *klcli.CLI) error { return c.Diff(ctx, "app", ref(t, "serial:42"), kilolock.Latest) }, klcli.ExitNotFound, "serials 1…3"},
+			{"missing state", func(c *klcli.CLI) error { return c.Diff(ctx, "nope", ref(t, "@1"), kilolock.Latest) }, klcli.ExitNotFound, "nope"},
+			{"never held", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.zz") }, klcli.ExitNotFound, "terraform_data.zz"},
+			{"locked rollback", func(c *klcli.CLI) error {
+				return c.Rollback(ctx, "prod", klcli.RollbackRequest{To: ref(t, "@1")}, false)
+			}, klcli.ExitConflict, "carol"},
+			{"locked rm", func(c *klcli.CLI) error { return c.StateRm(ctx, "prod", []string{"terraform_data.a"}, false) }, klcli.ExitConflict, "carol"},
+			{"mv onto taken", func(c *klcli.CLI) error {
+				return c.StateMv(ctx, "app", "terraform_data.a", "terraform_data.b", false)
+			}, klcli.ExitUsage, "terraform_data.b"},
+			{"rm unknown", func(c *klcli.CLI) error { return c.StateRm(ctx, "app", []string{"x.y"}, false) }, klcli.ExitUsage, "x.y"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := h.run(t, false, tc.cmd)
+				if klcli.ExitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.msg) {
+					t.Errorf("err = %v (exit %d), want exit %d naming %q", err, klcli.ExitCode(err), tc.code, tc.msg)
+				}
+			})
+		}
+	})
+}
+
+func TestStateRmMv(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		seedApp(t, h)
+		list := func() string {
+			out, err := h.run(t, false, func(c *klcli.CLI) error { return c.StateList(ctx, "app", "") })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		before := list()
+		out, err := h.run(t, false, func(c *klcli.CLI) error { return c.StateRm(ctx, "app", []string{"terraform_data.b"}, true) })
+		if err != nil || !strings.Contains(out, "- terraform_data.b") || !strings.Contains(out, "Dry run") || list() != before {
+			t.Fatalf("rm --dry-run: %v\n%s", err, out)
+		}
+		if _, err := h.run(t, false, func(c *klcli.CLI) error { return c.StateRm(ctx, "app", []string{"terraform_data.b"}, false) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := list(); got != "terraform_data.a\nterraform_data.c[0]\n" {
+			t.Errorf("after rm: %q", got)
+		}
+		out, err = h.run(t, false, func(c *klcli.CLI) error {
+			return c.StateMv(ctx, "app", "terraform_data.a", "module.demo.terraform_data.a", false)
+		})
+		if err != nil || !strings.Contains(out, "(source state-op)") {
+			t.Fatalf("mv: %v\n%s", err, out)
+		}
+		if got := list(); got != "terraform_data.c[0]\nmodule.demo.terraform_data.a\n" {
+			t.Errorf("after mv: %q", got)
+		}
+		out, err = h.run(t, true, func(c *klcli.CLI) error { return c.StateList(ctx, "app", "module.demo") })
+		var js struct{ Instances []kilolock.InstanceSummary }
+		if err != nil || json.Unmarshal([]byte(out), &js) != nil || len(js.Instances) != 1 || js.Instances[0].Module != "module.demo" {
+			t.Errorf("list --json module.demo: %v %s", err, out)
+		}
+		vs, err := h.backend.History(ctx, "app", kilolock.HistoryOptions{Limit: 1})
+		if err != nil || vs[0].Source != kilolock.SourceStateOp || vs[0].Actor != "kl" {
+			t.Errorf("latest version = %+v, %v", vs, err)
+		}
+	})
+}
+
+func TestExportImport(t *testing.T) {
+	ctx := context.Background()
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		seedApp(t, h)
+		var buf bytes.Buffer
+		c := h.cli(&buf, false)
+		if err := c.Export(ctx, "app", ref(t, "@2")); err != nil {
+			t.Fatal(err)
+		}
+		g, err := graph.Parse(buf.Bytes())
+		if err != nil || g.Serial != 2 {
+			t.Fatalf("export @2: serial %v, %v", g, err)
+		}
+		out, err := h.run(t, false, func(c *klcli.CLI) error { return c.Import(ctx, "copy", "app-2.tfstate", buf.Bytes(), false) })
+		if err != nil || !strings.Contains(out, "as version @1 (serial 2)") {
+			t.Fatalf("import: %v\n%s", err, out)
+		}
+		d, err := h.backend.Diff(ctx, "copy", kilolock.Latest, kilolock.Latest)
+		if err != nil || d.To.Source != kilolock.SourceImport {
+			t.Errorf("copy = %+v, %v", d, err)
+		}
+		// Onto another lineage: refused unless forced.
+		_, err = h.run(t, false, func(c *klcli.CLI) error { return c.Import(ctx, "staging", "app-2.tfstate", buf.Bytes(), false) })
+		if klcli.ExitCode(err) != klcli.ExitConflict {
+			t.Errorf("import onto another lineage = %v", err)
+		}
+		if _, err := h.run(t, false, func(c *klcli.CLI) error { return c.Import(ctx, "staging", "app-2.tfstate", buf.Bytes(), true) }); err != nil {
+			t.Errorf("forced import: %v", err)
+		}
+	})
+}
