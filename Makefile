@@ -45,3 +45,33 @@ fuzz:
 
 clean:
 	rm -rf bin .cache/kltest
+
+# The parallel-apply demo (examples/parallel-apply/README.md): two applies at
+# once on one optimistic state. KL_SERVER (default http://localhost:8080)
+# names the kld; PARALLEL_SLEEP the seconds each changed resource takes.
+PARALLEL_SLEEP ?= 15
+PARALLEL_A     ?= -var a=v2 -var b=v1 -var sleep=$(PARALLEL_SLEEP)
+PARALLEL_B     ?= -var a=v1 -var b=v2 -var sleep=$(PARALLEL_SLEEP)
+
+.PHONY: parallel-demo parallel-tf-a parallel-tf-b
+
+## parallel-demo: kld (running, else a new one on a temp DB), seed, both applies at once, timings
+parallel-demo: build tofu
+	SLEEP=$(PARALLEL_SLEEP) bash examples/parallel-apply/demo.sh
+
+## parallel-tf-a: terminal A of the demo (after examples/parallel-apply/seed.sh): changes a
+parallel-tf-a:
+	bash examples/parallel-apply/apply.sh a $(PARALLEL_A)
+
+## parallel-tf-b: terminal B of the demo: changes b
+parallel-tf-b:
+	bash examples/parallel-apply/apply.sh b $(PARALLEL_B)
+
+# The warm start (examples/big-state/README.md): a 10,000-instance state
+# loaded with kl import into KL_SERVER's kld, or with DATABASE=… straight
+# into a database.
+.PHONY: demo-warm
+
+## demo-warm: generate examples/big-state/big.tfstate (once) and kl import it as state "big"; prints the time
+demo-warm: build
+	DATABASE=$(DATABASE) bash examples/big-state/demo-warm.sh
