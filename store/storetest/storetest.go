@@ -41,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		{"Rejections", testRejections},
 		{"CurrentVersion", testCurrentVersion},
 		{"Lookups", testLookups},
+		{"Tenant", testTenant},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
