@@ -40,6 +40,12 @@ type Options struct {
 	// Ready reports whether the server can do useful work, for /readyz.
 	// Nil means pinging the engine's store.
 	Ready func(ctx context.Context) error
+	// Auth is how state requests are authenticated; AuthNone serves the
+	// local lane to anyone.
+	Auth AuthMode
+	// OperatorToken is the secret of the operator token (klo_…), which alone
+	// may use the JSON API in AuthToken mode. Only its hash is kept.
+	OperatorToken string
 }
 
 // Handler serves the Terraform/OpenTofu HTTP backend protocol, the JSON API,
@@ -56,6 +62,8 @@ type Handler struct {
 	metrics   *metrics
 	refused   *refusedLocks
 	warming   sync.Map // version id -> struct{}: gzip being computed
+	auth      AuthMode
+	operator  *kilolock.TokenHash // nil: no operator token
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -71,6 +79,11 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		mux:       http.NewServeMux(),
 		metrics:   newMetrics(),
 		refused:   newRefusedLocks(4096),
+	}
+	h.auth = o.Auth
+	if o.OperatorToken != "" {
+		hash := kilolock.HashSecret(o.OperatorToken)
+		h.operator = &hash
 	}
 	if h.log == nil {
 		h.log = log.New(discard{})
@@ -129,6 +142,9 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/state/list", h.stateList)
 	h.api("GET /v1/api/states/{name}/export", h.export)
 	h.api("POST /v1/api/states/{name}/import", h.importState)
+
+	// Workspaces, environments, tokens, grants and the audit log (control.go).
+	h.controlRoutes()
 
 	h.api("GET /healthz", h.healthz)
 	h.api("GET /readyz", h.readyz)

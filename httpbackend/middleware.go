@@ -19,7 +19,8 @@ type reqInfo struct {
 	id       string
 	lockID   string
 	errCode  string
-	protocol bool // a Terraform protocol route: 423 bodies are a LockInfo
+	actor    string // the credential of an authenticated request
+	protocol bool   // a Terraform protocol route: 423 bodies are a LockInfo
 	// conflict is the refused write or setting answered, if any: its
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.
@@ -63,6 +64,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(rec, r, invalidName(name))
 		return
 	}
+	if h.auth == AuthToken {
+		var ok bool
+		if r, ok = h.authorize(rec, r); !ok {
+			return
+		}
+	} else if err := localName(r.URL.Path); err != nil {
+		h.writeError(rec, r, err)
+		return
+	}
 	h.mux.ServeHTTP(rec, r)
 }
 
@@ -100,6 +110,9 @@ func (h *Handler) finish(rec *recorder, r *http.Request, ri *reqInfo, d time.Dur
 	}
 	if ri.lockID != "" {
 		kv = append(kv, "lock_id", ri.lockID)
+	}
+	if ri.actor != "" {
+		kv = append(kv, "actor", ri.actor)
 	}
 	if ri.errCode != "" {
 		kv = append(kv, "error", ri.errCode)

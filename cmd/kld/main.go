@@ -48,6 +48,8 @@ type cli struct {
 	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
 	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
+	Auth            string               `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
+	OperatorToken   string               `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
@@ -110,9 +112,11 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 
 	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)})
 	handler := httpbackend.New(engine, httpbackend.Options{
-		Logger:    logger,
-		BodyLimit: int64(c.BodyLimit),
-		Version:   httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion},
+		Logger:        logger,
+		BodyLimit:     int64(c.BodyLimit),
+		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion},
+		Auth:          authMode(c.Auth),
+		OperatorToken: c.OperatorToken,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -162,4 +166,11 @@ func redact(database string) string {
 		return u.Redacted()
 	}
 	return database
+}
+
+func authMode(s string) httpbackend.AuthMode {
+	if s == "token" {
+		return httpbackend.AuthToken
+	}
+	return httpbackend.AuthNone
 }

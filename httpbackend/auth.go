@@ -1,0 +1,277 @@
+package httpbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// AuthMode is how a Handler authenticates state requests.
+type AuthMode string
+
+// Auth modes.
+const (
+	// AuthNone serves the local lane (/v1/states/{name}) to anyone: the
+	// embedded quick start.
+	AuthNone AuthMode = ""
+	// AuthToken serves only the authenticated lane,
+	// /v1/states/{workspace_id}/{env_public_id}/{state_name}, to automation
+	// tokens and personal access tokens; the JSON API under /v1/api/ to the
+	// operator token. The engine's store must be a kilolock.TenantStore.
+	AuthToken AuthMode = "token"
+)
+
+// touchEvery bounds how often a token's last-used time is written: once a
+// minute per token is enough to tell a live token from a dead one, and
+// keeps a write off most requests.
+const touchEvery = time.Minute
+
+// tenantPath is the authenticated lane's path form, for hints.
+const tenantPath = "/v1/states/{workspace_id}/{env_public_id}/{state_name}"
+
+// denial is a refused request of the authenticated lane: its answer, and
+// the reason logged and audited.
+func denial(status int, code, message, hint string) error {
+	return &httpError{status: status, code: code, message: message, hint: hint}
+}
+
+// authorize serves the state routes and the JSON API in AuthToken mode. It
+// returns false when it answered the request itself (a denial); otherwise
+// the request goes on, rewritten to the internal state name.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	path := r.URL.Path
+	var err error
+	switch {
+	case strings.HasPrefix(path, "/v1/states/"):
+		var rewritten *http.Request
+		rewritten, err = h.authorizeState(r)
+		if err == nil {
+			return rewritten, true
+		}
+	case strings.HasPrefix(path, "/v1/state-unlock/"):
+		err = denial(http.StatusUnauthorized, "auth_required", "this server requires credentials: the local lane is not served", "use the authenticated path "+tenantPath+" (unlock with UNLOCK on it)")
+	case strings.HasPrefix(path, "/v1/api/"):
+		err = h.authorizeOperator(r)
+		if err == nil {
+			info(r).actor = "operator"
+			return r, true
+		}
+	default:
+		return r, true
+	}
+	h.deny(w, r, err)
+	return r, false
+}
+
+// deny answers err, logs it with the request id and reason, and audits it.
+func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
+	ri := info(r)
+	a := classify(err)
+	actor := ri.actor
+	if actor == "" {
+		actor = "anonymous"
+	}
+	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "actor", actor, "method", r.Method, "path", r.URL.Path)
+	if ts, ok := h.engine.Store().(kilolock.TenantStore); ok {
+		e := &kilolock.AuditEntry{Actor: actor, Action: r.Method + " " + routeKind(r.URL.Path), Target: r.URL.Path, From: r.RemoteAddr, Denied: true, Reason: a.body.Error, RequestID: ri.id}
+		if aerr := ts.AppendAudit(context.WithoutCancel(r.Context()), e); aerr != nil {
+			h.log.Error("audit a denial", "request_id", ri.id, "err", aerr)
+		}
+	}
+	h.writeError(w, r, err)
+}
+
+func routeKind(path string) string {
+	if strings.HasPrefix(path, "/v1/api/") {
+		return "api"
+	}
+	return "state"
+}
+
+// credentials returns the secret a request carries: a Bearer token, or the
+// password of basic auth with its username (the workspace id).
+func credentials(r *http.Request) (user, secret string) {
+	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		return "", strings.TrimSpace(auth[7:])
+	}
+	user, secret, _ = r.BasicAuth()
+	return user, secret
+}
+
+// authorizeOperator admits the operator token to the JSON API.
+func (h *Handler) authorizeOperator(r *http.Request) error {
+	_, secret := credentials(r)
+	if secret == "" {
+		return denial(http.StatusUnauthorized, "credentials_missing", "the API requires the operator token", "send Authorization: Bearer klo_… (kld --operator-token)")
+	}
+	if h.operator == nil || !h.operator.Equal(kilolock.HashSecret(secret)) {
+		return denial(http.StatusUnauthorized, "credentials_invalid", "the credentials are not the operator token", "the API takes the operator token given to kld (--operator-token or KL_OPERATOR_TOKEN)")
+	}
+	return nil
+}
+
+// authorizeState decides a request of the authenticated lane and rewrites
+// it to the state's internal name.
+func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
+	segs := strings.Split(rest, "/")
+	suffix := ""
+	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock") {
+		suffix, segs = "/"+segs[3], segs[:3]
+	}
+	if len(segs) != 3 {
+		return nil, denial(http.StatusUnauthorized, "auth_required", "this server requires credentials: the local lane /v1/states/{name} is not served",
+			"use the authenticated path "+tenantPath+" with basic auth (username = workspace id, password = token) or Authorization: Bearer <token>")
+	}
+	wsID, envID, stateName := segs[0], segs[1], segs[2]
+	ts, ok := h.engine.Store().(kilolock.TenantStore)
+	if !ok {
+		return nil, errors.New("auth: the store does not keep workspaces (kilolock.TenantStore)")
+	}
+	ctx := r.Context()
+	user, secret := credentials(r)
+	if secret == "" {
+		return nil, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no credentials",
+			"send basic auth (username = workspace id, password = klt_ or klp_ token; TF_HTTP_USERNAME/TF_HTTP_PASSWORD) or Authorization: Bearer <token>")
+	}
+	tok, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret))
+	if errors.Is(err, kilolock.ErrNotFound) || (err == nil && tok.Kind == kilolock.TokenOperator) {
+		return nil, denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue, kl pat create)")
+	} else if err != nil {
+		return nil, err
+	}
+	ri := info(r)
+	ri.actor = tok.ID
+	if tok.Kind == kilolock.TokenPersonal {
+		ri.actor = "pat:" + tok.ID + " user:" + tok.UserID
+	}
+	if user != "" && user != wsID {
+		return nil, denial(http.StatusForbidden, "scope_mismatch", "the basic-auth username is not the workspace id of the path", "set the username (TF_HTTP_USERNAME) to the workspace id of the path")
+	}
+	env, err := h.reach(ctx, ts, tok, wsID, envID)
+	if err != nil {
+		return nil, err
+	}
+	if tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite && r.Method != http.MethodGet {
+		return nil, denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
+	}
+	name, err := kilolock.TenantStateName(wsID, env.PublicID, stateName)
+	if err != nil {
+		return nil, err
+	}
+	if r.Method != http.MethodGet {
+		ws, err := ts.Workspace(ctx, wsID)
+		if err != nil {
+			return nil, err
+		}
+		if ws.Lifecycle == kilolock.LifecycleSuspended {
+			return nil, denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or locks", "reads still work; an operator resumes it (kl workspace resume)")
+		}
+		l, err := ts.StateLifecycle(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if l == kilolock.LifecycleArchived {
+			return nil, denial(http.StatusForbidden, "state_archived", "the state is archived: it takes no writes or locks", "reads still work; an operator restores it (kl state restore)")
+		}
+	}
+	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
+		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
+			h.log.Warn("record token use", "request_id", ri.id, "err", err)
+		}
+	}
+	r2 := r.Clone(ctx)
+	r2.URL.Path, r2.URL.RawPath = "/v1/states/"+name+suffix, ""
+	return r2, nil
+}
+
+// reach returns the environment envID of workspace wsID when tok may use
+// it. Scopes the token cannot see answer 404 without telling whether they
+// exist; the hint names what the token does reach.
+func (h *Handler) reach(ctx context.Context, ts kilolock.TenantStore, tok *kilolock.Token, wsID, envID string) (*kilolock.Environment, error) {
+	switch tok.Kind {
+	case kilolock.TokenAutomation:
+		env, err := ts.Environment(ctx, tok.EnvironmentID)
+		if err != nil {
+			return nil, err
+		}
+		if wsID != env.WorkspaceID {
+			return nil, denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id is reachable with this token",
+				fmt.Sprintf("this token belongs to /v1/states/%s/%s/{state_name}", env.WorkspaceID, env.PublicID))
+		}
+		if envID != env.PublicID {
+			return nil, envNotFound(envID, env)
+		}
+		return env, nil
+	case kilolock.TokenPersonal:
+		members, err := ts.Members(ctx, wsID)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(members, func(m kilolock.Member) bool { return m.UserID == tok.UserID }) {
+			return nil, denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
+				"check the workspace id; an owner or admin adds members (kl member add)")
+		}
+		grants, err := ts.Grants(ctx, tok.ID)
+		if err != nil {
+			return nil, err
+		}
+		granted := func(id string) bool {
+			return slices.ContainsFunc(grants, func(g kilolock.Grant) bool { return g.EnvironmentID == id })
+		}
+		env, err := ts.Environment(ctx, envID)
+		if errors.Is(err, kilolock.ErrNotFound) || (err == nil && env.WorkspaceID != wsID) {
+			envs, err := ts.Environments(ctx, wsID)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range envs {
+				if e.Slug == envID && granted(e.PublicID) {
+					return nil, envNotFound(envID, &e)
+				}
+			}
+			return nil, denial(http.StatusNotFound, "environment_not_found", "no environment by that id in the workspace",
+				"use the environment's public id (env_…); kl env list shows them")
+		} else if err != nil {
+			return nil, err
+		}
+		if !granted(env.PublicID) {
+			return nil, denial(http.StatusForbidden, "grant_missing", "this personal access token has no grant to the environment",
+				"ask an admin to grant it: kl grant add --pat <id> --env "+env.PublicID)
+		}
+		return env, nil
+	}
+	return nil, denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
+}
+
+// envNotFound is the 404 of an environment path segment that is not the
+// public id of env, which the caller may use: it names the public id.
+func envNotFound(given string, env *kilolock.Environment) error {
+	msg := "no environment by that id is reachable with this token"
+	if given == env.Slug {
+		msg = fmt.Sprintf("%q looks like an environment slug, not its public id", given)
+	}
+	return denial(http.StatusNotFound, "environment_not_found", msg,
+		fmt.Sprintf("use the environment's public id %s: /v1/states/%s/%s/{state_name}", env.PublicID, env.WorkspaceID, env.PublicID))
+}
+
+// localName refuses, in AuthNone mode, a local-lane state name that has the
+// form of a tenant's internal name, so that the lanes never share a state
+// when a server later turns auth on.
+func localName(path string) error {
+	for _, prefix := range []string{"/v1/states/", "/v1/state-unlock/"} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			if strings.HasPrefix(name, "ws_") {
+				return kilolock.LocalStateName(name)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,315 @@
+package httpbackend
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+)
+
+// tenantFixture is a workspace with environments, an automation token per
+// environment (read-write) and a member's PAT granted to all of them.
+type tenantFixture struct {
+	ws       *kilolock.Workspace
+	envs     []*kilolock.Environment
+	auto     []string // secrets, by environment
+	autoRead []string // read-scoped secrets, by environment
+	pat      string
+	patTok   *kilolock.Token
+	user     string
+}
+
+const operatorSecret = "klo_test-operator"
+
+func newAuthEnv(t testing.TB) (*testEnv, kilolock.TenantStore) {
+	t.Helper()
+	env := newEnv(t, "", Options{Auth: AuthToken, OperatorToken: operatorSecret})
+	return env, env.store.(kilolock.TenantStore)
+}
+
+func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...string) *tenantFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &tenantFixture{ws: &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: name, Kind: kilolock.WorkspaceOrganization}, user: name + "-user"}
+	mustDo(t, ts.CreateWorkspace(ctx, f.ws))
+	mustDo(t, ts.PutMember(ctx, f.ws.ID, kilolock.Member{UserID: f.user, Role: kilolock.RoleMember}))
+	issue := func(kind kilolock.TokenKind, fill func(*kilolock.Token)) (*kilolock.Token, string) {
+		tok, secret, err := kilolock.NewToken(kind)
+		mustDo(t, err)
+		fill(tok)
+		mustDo(t, ts.CreateToken(ctx, tok))
+		return tok, secret
+	}
+	f.patTok, f.pat = issue(kilolock.TokenPersonal, func(tok *kilolock.Token) { tok.UserID = f.user })
+	for _, slug := range envSlugs {
+		e := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: slug, WorkspaceID: f.ws.ID}
+		mustDo(t, ts.CreateEnvironment(ctx, e))
+		f.envs = append(f.envs, e)
+		_, rw := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeReadWrite })
+		_, ro := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeRead })
+		f.auto, f.autoRead = append(f.auto, rw), append(f.autoRead, ro)
+		mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: f.patTok.ID, EnvironmentID: e.PublicID}))
+	}
+	return f
+}
+
+func mustDo(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func basic(user, secret string) []string {
+	return []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+secret))}
+}
+
+func bearer(secret string) []string { return []string{"Authorization", "Bearer " + secret} }
+
+func (f *tenantFixture) path(env int, state string) string {
+	return "/v1/states/" + f.ws.ID + "/" + f.envs[env].PublicID + "/" + state
+}
+
+// TestAuthChecklist asserts the status, code and hint of every scenario of
+// the authenticated lane's checklist.
+func TestAuthChecklist(t *testing.T) {
+	env, ts := newAuthEnv(t)
+	ctx := context.Background()
+	a := seedTenant(t, ts, "acme", "prod", "staging")
+	b := seedTenant(t, ts, "globex", "prod")
+	doc := stateDoc(t, "lin-acme", 1, map[string]string{"web": "v1"})
+
+	// An ungranted PAT of a member of acme.
+	bare, bareSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	bare.UserID = a.user
+	mustDo(t, ts.CreateToken(ctx, bare))
+	// A PAT to revoke, and one whose user leaves.
+	gone, goneSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	gone.UserID = a.user
+	mustDo(t, ts.CreateToken(ctx, gone))
+	mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: gone.ID, EnvironmentID: a.envs[0].PublicID}))
+	mustDo(t, ts.DeleteToken(ctx, gone.ID))
+	leaver := seedTenant(t, ts, "leaver", "prod")
+	mustDo(t, ts.RemoveMember(ctx, leaver.ws.ID, leaver.user))
+
+	archived, _ := kilolock.TenantStateName(a.ws.ID, a.envs[1].PublicID, "old")
+	mustDo(t, ts.SetStateLifecycle(ctx, archived, kilolock.LifecycleArchived))
+	suspended := seedTenant(t, ts, "frozen", "prod")
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, suspended.ws.ID, kilolock.LifecycleSuspended))
+
+	tests := []struct {
+		name, method, target string
+		header               []string
+		status               int
+		code, hint           string
+	}{
+		{"automation token writes", "POST", a.path(0, "app"), bearer(a.auto[0]), 200, "", ""},
+		{"automation token in basic auth reads", "GET", a.path(0, "app"), basic(a.ws.ID, a.auto[0]), 200, "", ""},
+		{"PAT with a grant writes", "POST", a.path(1, "app"), basic(a.ws.ID, a.pat), 200, "", ""},
+		{"no credentials", "GET", a.path(0, "app"), nil, 401, "credentials_missing", "TF_HTTP_PASSWORD"},
+		{"unknown token", "GET", a.path(0, "app"), bearer("klt_nope"), 401, "credentials_invalid", "new token"},
+		{"operator token on a state", "GET", a.path(0, "app"), bearer(operatorSecret), 401, "credentials_invalid", ""},
+		{"revoked PAT", "GET", a.path(0, "app"), basic(a.ws.ID, goneSecret), 401, "credentials_invalid", ""},
+		{"PAT without a grant", "GET", a.path(0, "app"), basic(a.ws.ID, bareSecret), 403, "grant_missing", a.envs[0].PublicID},
+		{"removed member", "GET", leaver.path(0, "app"), basic(leaver.ws.ID, leaver.pat), 404, "workspace_not_found", "kl member add"},
+		{"wrong workspace id, automation", "GET", "/v1/states/" + b.ws.ID + "/" + a.envs[0].PublicID + "/app", bearer(a.auto[0]), 404, "workspace_not_found", a.path(0, "{state_name}")},
+		{"wrong workspace id, PAT", "GET", b.path(0, "app"), basic(b.ws.ID, a.pat), 404, "workspace_not_found", ""},
+		{"wrong environment id", "GET", "/v1/states/" + a.ws.ID + "/env_0000/app", bearer(a.auto[0]), 404, "environment_not_found", a.envs[0].PublicID},
+		{"env slug, automation", "GET", "/v1/states/" + a.ws.ID + "/prod/app", bearer(a.auto[0]), 404, "environment_not_found", "public id " + a.envs[0].PublicID},
+		{"env slug, PAT with access", "GET", "/v1/states/" + a.ws.ID + "/staging/app", basic(a.ws.ID, a.pat), 404, "environment_not_found", "public id " + a.envs[1].PublicID},
+		{"env slug, PAT without access", "GET", "/v1/states/" + a.ws.ID + "/prod/app", basic(a.ws.ID, bareSecret), 404, "environment_not_found", "kl env list"},
+		{"other tenant's env under own workspace", "GET", "/v1/states/" + a.ws.ID + "/" + b.envs[0].PublicID + "/app", basic(a.ws.ID, a.pat), 404, "environment_not_found", ""},
+		{"username is not the workspace", "GET", a.path(0, "app"), basic(b.ws.ID, a.auto[0]), 403, "scope_mismatch", "TF_HTTP_USERNAME"},
+		{"read-only token writes", "POST", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "read-write"},
+		{"read-only token locks", "LOCK", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", ""},
+		{"read-only token reads", "GET", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
+		{"suspended workspace refuses writes", "POST", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", "resume"},
+		{"suspended workspace refuses locks", "LOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
+		{"suspended workspace reads", "GET", suspended.path(0, "app"), bearer(suspended.auto[0]), 404, "state_not_found", ""},
+		{"archived state refuses writes", "POST", a.path(1, "old"), basic(a.ws.ID, a.pat), 403, "state_archived", "restore"},
+		{"archived state reads", "GET", a.path(1, "old"), basic(a.ws.ID, a.pat), 404, "state_not_found", ""},
+		{"local lane", "GET", "/v1/states/app", bearer(a.auto[0]), 401, "auth_required", tenantPath},
+		{"local lane lock path", "LOCK", "/v1/states/app/lock", nil, 401, "auth_required", tenantPath},
+		{"local unlock", "POST", "/v1/state-unlock/app", nil, 401, "auth_required", tenantPath},
+		{"API without the operator token", "GET", "/v1/api/states", bearer(a.auto[0]), 401, "credentials_invalid", "operator"},
+		{"API with the operator token", "GET", "/v1/api/states", bearer(operatorSecret), 200, "", ""},
+		{"health needs nothing", "GET", "/healthz", nil, 200, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var body []byte
+			header := tt.header
+			if tt.method == "POST" && strings.HasPrefix(tt.target, "/v1/states/") {
+				body = doc
+				header = append(cloned(header), "Content-MD5", md5Of(doc))
+			}
+			if tt.method == "LOCK" {
+				body = mustJSON(t, lockInfo("l1", "ci"))
+			}
+			w := env.do(tt.method, tt.target, body, header...)
+			if w.Code != tt.status {
+				t.Fatalf("%s %s = %d %s; want %d", tt.method, tt.target, w.Code, w.Body, tt.status)
+			}
+			if tt.code == "" {
+				return
+			}
+			var eb errorBody
+			if err := json.Unmarshal(w.Body.Bytes(), &eb); err != nil {
+				t.Fatalf("body %s: %v", w.Body, err)
+			}
+			if eb.Error != tt.code || eb.Message == "" || eb.Hint == "" || !strings.Contains(eb.Hint, tt.hint) {
+				t.Errorf("body = %+v; want code %q and a hint with %q", eb, tt.code, tt.hint)
+			}
+			if tt.status == 401 || tt.status == 403 || strings.HasSuffix(tt.code, "_not_found") && tt.code != "state_not_found" {
+				if !strings.Contains(env.logs.String(), "reason="+tt.code) {
+					t.Errorf("the log does not name the reason %s", tt.code)
+				}
+			}
+		})
+	}
+
+	// Every denial is audited, and only denials are listed as such.
+	denied, err := ts.Audit(ctx, kilolock.AuditFilter{DeniedOnly: true, Limit: 1000})
+	mustDo(t, err)
+	want := 0
+	for _, tt := range tests {
+		if tt.code != "" && tt.code != "state_not_found" {
+			want++
+		}
+	}
+	if len(denied) != want {
+		t.Errorf("%d denials audited, want %d", len(denied), want)
+	}
+	for _, e := range denied {
+		if !e.Denied || e.Reason == "" || e.RequestID == "" || e.Actor == "" {
+			t.Errorf("audit entry %+v lacks a field", e)
+		}
+	}
+	// A PAT-backed request is named so in the log.
+	if !strings.Contains(env.logs.String(), "actor=\"pat:"+a.patTok.ID) {
+		t.Error("the log does not name the PAT-backed request")
+	}
+}
+
+func cloned(s []string) []string { return append([]string(nil), s...) }
+
+// TestAuthCrossTenant: 3 workspaces × 2 environments × every kind of
+// credential try every path with every method; only their own succeed, and
+// no answer carries another tenant's state or ids.
+func TestAuthCrossTenant(t *testing.T) {
+	env, ts := newAuthEnv(t)
+	var tenants []*tenantFixture
+	for i := range 3 {
+		tenants = append(tenants, seedTenant(t, ts, fmt.Sprintf("tenant%d", i), "prod", "dev"))
+	}
+	marker := func(ti, ei int) string { return fmt.Sprintf("secret-t%d-e%d", ti, ei) }
+	for ti, f := range tenants {
+		for ei := range f.envs {
+			doc := stateDoc(t, fmt.Sprintf("lin-%d-%d", ti, ei), 1, map[string]string{"web": marker(ti, ei)})
+			if w := env.do("POST", f.path(ei, "main"), doc, append(bearer(f.auto[ei]), "Content-MD5", md5Of(doc))...); w.Code != 200 {
+				t.Fatalf("seed %s: %d %s", f.path(ei, "main"), w.Code, w.Body)
+			}
+		}
+	}
+	type cred struct {
+		tenant int
+		envs   map[int]bool // environments it reaches
+		write  bool
+		header []string
+		kind   string
+	}
+	var creds []cred
+	for ti, f := range tenants {
+		for ei := range f.envs {
+			creds = append(creds,
+				cred{ti, map[int]bool{ei: true}, true, bearer(f.auto[ei]), "automation bearer"},
+				cred{ti, map[int]bool{ei: true}, true, basic(f.ws.ID, f.auto[ei]), "automation basic"},
+				cred{ti, map[int]bool{ei: true}, false, bearer(f.autoRead[ei]), "read token"})
+		}
+		creds = append(creds, cred{ti, map[int]bool{0: true, 1: true}, true, basic(f.ws.ID, f.pat), "PAT"})
+	}
+	methods := []string{"GET", "LOCK", "POST", "UNLOCK", "DELETE"}
+	for _, c := range creds {
+		for ti, f := range tenants {
+			for ei := range f.envs {
+				own := ti == c.tenant && c.envs[ei]
+				for _, m := range methods {
+					var body []byte
+					header := cloned(c.header)
+					switch m {
+					case "POST":
+						body = stateDoc(t, fmt.Sprintf("lin-%d-%d", ti, ei), 2, map[string]string{"web": marker(ti, ei)})
+						header = append(header, "Content-MD5", md5Of(body))
+					case "LOCK", "UNLOCK":
+						body = mustJSON(t, lockInfo("matrix", "m"))
+					}
+					if m == "DELETE" {
+						continue // checked below, so that the states stay for the others
+					}
+					target := f.path(ei, "main")
+					if m == "POST" || m == "UNLOCK" {
+						target += "?ID=matrix"
+					}
+					w := env.do(m, target, body, header...)
+					allowed := own && (m == "GET" || c.write)
+					if allowed != (w.Code < 300) {
+						t.Errorf("%s (tenant %d) %s %s = %d %s; allowed %v", c.kind, c.tenant, m, f.path(ei, "main"), w.Code, w.Body, allowed)
+					}
+					leaks(t, w.Body.String(), c.tenant, c.envs, tenants, marker)
+				}
+			}
+		}
+	}
+	// DELETE: refused for everyone else, allowed for the owner.
+	for _, c := range creds {
+		for ti, f := range tenants {
+			for ei := range f.envs {
+				if ti == c.tenant && c.envs[ei] {
+					continue
+				}
+				if w := env.do("DELETE", f.path(ei, "main"), nil, c.header...); w.Code < 300 {
+					t.Errorf("%s (tenant %d) deleted %s", c.kind, c.tenant, f.path(ei, "main"))
+				}
+			}
+		}
+	}
+	if w := env.do("DELETE", tenants[0].path(0, "main"), nil, bearer(tenants[0].auto[0])...); w.Code != 200 {
+		t.Errorf("owner DELETE = %d %s", w.Code, w.Body)
+	}
+}
+
+// leaks fails the test when body names a state, environment or workspace
+// the credential of tenant, reaching envs, may not see.
+func leaks(t *testing.T, body string, tenant int, envs map[int]bool, tenants []*tenantFixture, marker func(int, int) string) {
+	t.Helper()
+	for oti, of := range tenants {
+		if oti != tenant && strings.Contains(body, of.ws.ID) {
+			t.Errorf("tenant %d sees workspace %s: %s", tenant, of.ws.ID, body)
+		}
+		for oei, oe := range of.envs {
+			if oti == tenant && envs[oei] {
+				continue
+			}
+			if strings.Contains(body, marker(oti, oei)) || strings.Contains(body, oe.PublicID) {
+				t.Errorf("tenant %d sees tenant %d environment %d: %s", tenant, oti, oei, body)
+			}
+		}
+	}
+}
+
+// TestLocalLaneReservesTenantNames: with auth off, a local name cannot be
+// a tenant's internal name.
+func TestLocalLaneReservesTenantNames(t *testing.T) {
+	env := newEnv(t, "", Options{})
+	w := env.do("LOCK", "/v1/states/ws_a1.env_b2.main", mustJSON(t, lockInfo("l", "me")))
+	if w.Code != 400 || !strings.Contains(w.Body.String(), "invalid_state_name") {
+		t.Errorf("LOCK ws_… in the local lane = %d %s; want 400 invalid_state_name", w.Code, w.Body)
+	}
+	if w := env.do("GET", "/v1/states/wsa", nil); w.Code != 404 {
+		t.Errorf("GET of another name = %d %s", w.Code, w.Body)
+	}
+}

@@ -1,0 +1,128 @@
+package httpbackend
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+)
+
+// TestControlAPI drives the control API as an operator: it sets up a
+// tenant, serves it, offboards it, and every change is audited.
+func TestControlAPI(t *testing.T) {
+	env, _ := newAuthEnv(t)
+	op := bearer(operatorSecret)
+	call := func(method, target, body string, want int, v any) {
+		t.Helper()
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		w := env.do(method, target, b, op...)
+		if w.Code != want {
+			t.Fatalf("%s %s = %d %s; want %d", method, target, w.Code, w.Body, want)
+		}
+		if v != nil {
+			if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var ws kilolock.Workspace
+	call("POST", "/v1/api/workspaces", `{"name":"acme","kind":"organization","owner":"alice"}`, 201, &ws)
+	call("POST", "/v1/api/workspaces", `{"name":"acme","kind":"galaxy"}`, 400, nil)
+	var e kilolock.Environment
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments", `{"slug":"prod"}`, 201, &e)
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments", `{"slug":"prod"}`, 409, nil)
+	call("POST", "/v1/api/workspaces/ws_missing/environments", `{"slug":"prod"}`, 404, nil)
+	var envs []kilolock.Environment
+	call("GET", "/v1/api/workspaces/"+ws.ID+"/environments", "", 200, &envs)
+	if len(envs) != 1 || envs[0].PublicID != e.PublicID {
+		t.Errorf("environments = %+v", envs)
+	}
+	var auto, pat issuedToken
+	call("POST", "/v1/api/tokens", `{"kind":"automation","environment_id":"`+e.PublicID+`"}`, 201, &auto)
+	call("POST", "/v1/api/tokens", `{"kind":"personal","user_id":"alice"}`, 201, &pat)
+	call("POST", "/v1/api/tokens", `{"kind":"personal"}`, 400, nil)
+	if !strings.HasPrefix(auto.Secret, "klt_") || !strings.HasPrefix(pat.Secret, "klp_") {
+		t.Fatalf("secrets %q %q", auto.Secret, pat.Secret)
+	}
+	var listed []json.RawMessage
+	call("GET", "/v1/api/tokens", "", 200, &listed)
+	for _, l := range listed {
+		if strings.Contains(string(l), "klt_") || strings.Contains(string(l), "klp_") || strings.Contains(string(l), "hash") {
+			t.Errorf("the token listing shows a secret or hash: %s", l)
+		}
+	}
+	path := "/v1/states/" + ws.ID + "/" + e.PublicID + "/app"
+	doc := stateDoc(t, "lin", 1, map[string]string{"web": "v1"})
+	post := func(h []string) int {
+		return env.do("POST", path, doc, append(cloned(h), "Content-MD5", md5Of(doc))...).Code
+	}
+	if c := post(bearer(auto.Secret)); c != 200 {
+		t.Fatalf("automation POST = %d", c)
+	}
+	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusForbidden {
+		t.Errorf("PAT without a grant POST = %d, want 403", c)
+	}
+	call("PUT", "/v1/api/tokens/"+pat.ID+"/grants/"+e.PublicID, "", 200, nil)
+	if c := post(basic(ws.ID, pat.Secret)); c != 200 {
+		t.Errorf("PAT with a grant POST = %d", c)
+	}
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/suspend", "", 200, nil)
+	if c := post(bearer(auto.Secret)); c != http.StatusForbidden {
+		t.Errorf("POST on a suspended workspace = %d", c)
+	}
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/resume", "", 200, nil)
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments/"+e.PublicID+"/states/app/archive", "", 200, nil)
+	if c := post(bearer(auto.Secret)); c != http.StatusForbidden {
+		t.Errorf("POST on an archived state = %d", c)
+	}
+	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments/"+e.PublicID+"/states/app/restore", "", 200, nil)
+	if c := post(bearer(auto.Secret)); c != 200 {
+		t.Errorf("POST after restore = %d", c)
+	}
+	// Offboarding: removing the member cuts the PAT off at once.
+	call("DELETE", "/v1/api/workspaces/"+ws.ID+"/members/alice", "", 200, nil)
+	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusNotFound {
+		t.Errorf("PAT of a removed member POST = %d, want 404", c)
+	}
+	call("PUT", "/v1/api/workspaces/"+ws.ID+"/members/alice", `{"role":"admin"}`, 200, nil)
+	// Deleting the PAT removes its grants; the next request fails.
+	call("DELETE", "/v1/api/tokens/"+pat.ID, "", 200, nil)
+	var grants []kilolock.Grant
+	call("GET", "/v1/api/tokens/"+pat.ID+"/grants", "", 200, &grants)
+	if len(grants) != 0 {
+		t.Errorf("grants of a deleted PAT = %+v", grants)
+	}
+	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusUnauthorized {
+		t.Errorf("deleted PAT POST = %d, want 401", c)
+	}
+	call("GET", "/v1/api/workspaces", "", 200, nil) // the operator is unaffected
+
+	var audit []kilolock.AuditEntry
+	call("GET", "/v1/api/audit", "", 200, &audit)
+	actions := map[string]bool{}
+	for _, a := range audit {
+		actions[a.Action] = true
+		if !a.Denied && a.Actor != "operator" {
+			t.Errorf("change audited as %q", a.Actor)
+		}
+	}
+	for _, want := range []string{"workspace.create", "environment.create", "token.issue", "grant.add", "workspace.suspend", "workspace.resume", "state.archive", "state.restore", "member.remove", "member.add", "token.revoke"} {
+		if !actions[want] {
+			t.Errorf("no audit entry for %s", want)
+		}
+	}
+	call("GET", "/v1/api/audit?denied=true", "", 200, &audit)
+	if len(audit) == 0 {
+		t.Error("no denial listed")
+	}
+	for _, a := range audit {
+		if !a.Denied {
+			t.Errorf("denied=true listed %+v", a)
+		}
+	}
+}
