@@ -17,24 +17,33 @@ import (
 type App struct {
 	Globals
 
-	Status    StatusCmd    `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
-	History   HistoryCmd   `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
-	Show      ShowCmd      `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
-	Diff      DiffCmd      `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
-	Rollback  RollbackCmds `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
-	Conflicts ConflictsCmd `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
-	States    StatesCmd    `cmd:"" help:"List the states."`
-	Query     QueryCmd     `cmd:"" help:"Run a read-only SQL query on the store."`
-	Export    ExportCmd    `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
-	Import    ImportCmd    `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
-	Version   VersionCmd   `cmd:"" help:"Show kl's version, and the server's with --server."`
+	Status    StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
+	History   HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
+	Show      ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
+	Diff      DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
+	Rollback  RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Conflicts ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
+	States    StatesCmd     `cmd:"" help:"List the states."`
+	Query     QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store."`
+	Export    ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
+	Import    ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
+	Version   VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
+	Workspace WorkspaceCmds `cmd:"" help:"Manage workspaces (operator control API; needs --server and --token klo_…)."`
+	Env       EnvCmds       `cmd:"" help:"Manage a workspace's environments (operator control API)."`
+	Token     TokenCmds     `cmd:"" help:"Manage automation tokens (operator control API)."`
+	Pat       PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (operator control API)."`
+	Grant     GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (operator control API)."`
+	Member    MemberCmds    `cmd:"" help:"Manage a workspace's members (operator control API)."`
+	Audit     AuditCmd      `cmd:"" help:"Show the audit log, newest first (operator control API)."`
 	State     struct {
-		List   StateListCmd   `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
-		Show   StateShowCmd   `cmd:"" help:"Show one instance of a state's current version."`
-		Rm     StateRmCmd     `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-		Mv     StateMvCmd     `cmd:"" help:"Move an instance or resource to another address (a new version)."`
-		Config StateConfigCmd `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
-		Pull   StatePullCmd   `cmd:"" help:"Write a version of a state to stdout."`
+		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
+		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
+		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
+		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
+		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout."`
+		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (operator control API)."`
+		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (operator control API)."`
 	} `cmd:"" help:"Operate on one state."`
 }
 

@@ -1,0 +1,299 @@
+package klcli
+
+import (
+	"context"
+
+	"github.com/kilolock/kilolock"
+)
+
+// The tenancy commands: each goes to the server's operator control API
+// (--server with --token klo_…); with --database they answer that they need
+// a server.
+
+// WorkspaceCmds are kl workspace create|list|suspend|resume.
+type WorkspaceCmds struct {
+	Create  WorkspaceCreateCmd  `cmd:"" help:"Create a workspace."`
+	List    WorkspaceListCmd    `cmd:"" help:"List the workspaces."`
+	Suspend WorkspaceSuspendCmd `cmd:"" help:"Suspend a workspace: its states refuse every request until it is resumed."`
+	Resume  WorkspaceResumeCmd  `cmd:"" help:"Resume a suspended workspace."`
+}
+
+// WorkspaceCreateCmd is kl workspace create.
+type WorkspaceCreateCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"Workspace name."`
+	Kind  string `help:"organization or personal." default:"organization" enum:"organization,personal"`
+	Owner string `help:"User made the workspace's owner." placeholder:"USER"`
+}
+
+// Run runs the command.
+func (c *WorkspaceCreateCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error {
+		return ct.CreateWorkspace(ctx, c.Name, kilolock.WorkspaceKind(c.Kind), c.Owner)
+	})
+}
+
+// WorkspaceListCmd is kl workspace list.
+type WorkspaceListCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *WorkspaceListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Workspaces(ctx) })
+}
+
+// WorkspaceSuspendCmd is kl workspace suspend.
+type WorkspaceSuspendCmd struct {
+	JSONFlag
+	ID string `arg:"" help:"Workspace ID (ws_…)."`
+}
+
+// Run runs the command.
+func (c *WorkspaceSuspendCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, true) })
+}
+
+// WorkspaceResumeCmd is kl workspace resume.
+type WorkspaceResumeCmd struct {
+	JSONFlag
+	ID string `arg:"" help:"Workspace ID (ws_…)."`
+}
+
+// Run runs the command.
+func (c *WorkspaceResumeCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, false) })
+}
+
+// EnvCmds are kl env create|list.
+type EnvCmds struct {
+	Create EnvCreateCmd `cmd:"" help:"Create an environment in a workspace."`
+	List   EnvListCmd   `cmd:"" help:"List a workspace's environments."`
+}
+
+// EnvCreateCmd is kl env create.
+type EnvCreateCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	Slug      string `arg:"" help:"Environment slug, e.g. prod."`
+}
+
+// Run runs the command.
+func (c *EnvCreateCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.CreateEnvironment(ctx, c.Workspace, c.Slug) })
+}
+
+// EnvListCmd is kl env list.
+type EnvListCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+}
+
+// Run runs the command.
+func (c *EnvListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Environments(ctx, c.Workspace) })
+}
+
+// TokenCmds are kl token issue|list|revoke: automation tokens.
+type TokenCmds struct {
+	Issue  TokenIssueCmd  `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
+	List   TokenListCmd   `cmd:"" help:"List the automation tokens (never their secrets)."`
+	Revoke TokenRevokeCmd `cmd:"" help:"Revoke a token."`
+}
+
+// TokenIssueCmd is kl token issue.
+type TokenIssueCmd struct {
+	JSONFlag
+	Env   string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
+	Scope string `help:"read or read-write." default:"read-write" enum:"read,read-write"`
+	Name  string `help:"A name to recognize the token by."`
+}
+
+// Run runs the command.
+func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error {
+		return ct.IssueToken(ctx, kilolock.TokenAutomation, c.Name, c.Env, kilolock.Scope(c.Scope), "")
+	})
+}
+
+// TokenListCmd is kl token list.
+type TokenListCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenAutomation) })
+}
+
+// TokenRevokeCmd is kl token revoke.
+type TokenRevokeCmd struct {
+	JSONFlag
+	ID string `arg:"" help:"Token ID (tok_…)."`
+}
+
+// Run runs the command.
+func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+}
+
+// PATCmds are kl pat create|list|delete: personal access tokens.
+type PATCmds struct {
+	Create PATCreateCmd `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
+	List   PATListCmd   `cmd:"" help:"List the personal access tokens (never their secrets)."`
+	Delete PATDeleteCmd `cmd:"" help:"Delete a personal access token."`
+}
+
+// PATCreateCmd is kl pat create.
+type PATCreateCmd struct {
+	JSONFlag
+	User string `required:"" help:"The user the token acts as." placeholder:"USER"`
+	Name string `help:"A name to recognize the token by."`
+}
+
+// Run runs the command.
+func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error {
+		return ct.IssueToken(ctx, kilolock.TokenPersonal, c.Name, "", "", c.User)
+	})
+}
+
+// PATListCmd is kl pat list.
+type PATListCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenPersonal) })
+}
+
+// PATDeleteCmd is kl pat delete.
+type PATDeleteCmd struct {
+	JSONFlag
+	ID string `arg:"" help:"Token ID (tok_…)."`
+}
+
+// Run runs the command.
+func (c *PATDeleteCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+}
+
+// GrantCmds are kl grant add|revoke|list.
+type GrantCmds struct {
+	Add    GrantAddCmd    `cmd:"" help:"Grant a personal access token access to an environment."`
+	Revoke GrantRevokeCmd `cmd:"" help:"Take a grant away."`
+	List   GrantListCmd   `cmd:"" help:"List a token's grants."`
+}
+
+// GrantAddCmd is kl grant add.
+type GrantAddCmd struct {
+	JSONFlag
+	Token string `arg:"" help:"Token ID (tok_…)."`
+	Env   string `arg:"" help:"Environment ID (env_…)."`
+}
+
+// Run runs the command.
+func (c *GrantAddCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.AddGrant(ctx, c.Token, c.Env) })
+}
+
+// GrantRevokeCmd is kl grant revoke.
+type GrantRevokeCmd struct {
+	JSONFlag
+	Token string `arg:"" help:"Token ID (tok_…)."`
+	Env   string `arg:"" help:"Environment ID (env_…)."`
+}
+
+// Run runs the command.
+func (c *GrantRevokeCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.RevokeGrant(ctx, c.Token, c.Env) })
+}
+
+// GrantListCmd is kl grant list.
+type GrantListCmd struct {
+	JSONFlag
+	Token string `arg:"" help:"Token ID (tok_…)."`
+}
+
+// Run runs the command.
+func (c *GrantListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Grants(ctx, c.Token) })
+}
+
+// MemberCmds are kl member add|remove|list.
+type MemberCmds struct {
+	Add    MemberAddCmd    `cmd:"" help:"Add a user to a workspace, or change their role."`
+	Remove MemberRemoveCmd `cmd:"" help:"Remove a user from a workspace."`
+	List   MemberListCmd   `cmd:"" help:"List a workspace's members."`
+}
+
+// MemberAddCmd is kl member add.
+type MemberAddCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	User      string `arg:"" help:"User ID."`
+	Role      string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
+}
+
+// Run runs the command.
+func (c *MemberAddCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, kilolock.Role(c.Role)) })
+}
+
+// MemberRemoveCmd is kl member remove.
+type MemberRemoveCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	User      string `arg:"" help:"User ID."`
+}
+
+// Run runs the command.
+func (c *MemberRemoveCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.RemoveMember(ctx, c.Workspace, c.User) })
+}
+
+// MemberListCmd is kl member list.
+type MemberListCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+}
+
+// Run runs the command.
+func (c *MemberListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Members(ctx, c.Workspace) })
+}
+
+// stateLifecycleFlags name one tenant state.
+type stateLifecycleFlags struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	Env       string `required:"" help:"Environment ID (env_…)." placeholder:"ENV"`
+	Name      string `arg:"" help:"State name within the environment."`
+}
+
+// StateArchiveCmd is kl state archive.
+type StateArchiveCmd struct{ stateLifecycleFlags }
+
+// Run runs the command.
+func (c *StateArchiveCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error {
+		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, true)
+	})
+}
+
+// StateRestoreCmd is kl state restore.
+type StateRestoreCmd struct{ stateLifecycleFlags }
+
+// Run runs the command.
+func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error {
+		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, false)
+	})
+}
+
+// AuditCmd is kl audit.
+type AuditCmd struct {
+	JSONFlag
+	Denied bool `help:"List only the refused requests."`
+	Limit  int  `help:"Show at most N entries (the server's default is 100)." placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *AuditCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(c.JSON, func(ct *Control) error { return ct.Audit(ctx, c.Denied, c.Limit) })
+}
