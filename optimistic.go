@@ -294,8 +294,8 @@ func (e *Engine) SetLockMode(ctx context.Context, name string, mode LockMode) er
 	if err := ValidStateName(name); err != nil {
 		return err
 	}
-	if mode != LockExclusive && mode != LockOptimistic {
-		return &InvalidError{Code: "invalid_lock_mode", Message: fmt.Sprintf("lock mode %q is unknown", mode), Hint: `use "exclusive" or "optimistic"`}
+	if err := ValidLockMode(mode); err != nil {
+		return err
 	}
 	return e.store.SetLockMode(ctx, name, mode)
 }

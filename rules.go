@@ -3,6 +3,7 @@ package kilolock
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // The rules every Store applies inside its transaction. They live here, once,
@@ -107,4 +108,41 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 		}
 	}
 	return nil
+}
+
+// ValidLockMode returns nil for LockExclusive and LockOptimistic, and an
+// *InvalidError for anything else.
+func ValidLockMode(mode LockMode) error {
+	switch mode {
+	case LockExclusive, LockOptimistic:
+		return nil
+	}
+	return &InvalidError{
+		Code:    "invalid_lock_mode",
+		Message: fmt.Sprintf("%q is not a lock mode", mode),
+		Hint:    `use "exclusive" or "optimistic"`,
+	}
+}
+
+// CheckLockMode decides whether st's lock mode may change: never while
+// anyone holds a lock (a *ConflictError with ReasonLocksHeld naming the
+// holders), since the holders took their locks under the old rules.
+func CheckLockMode(st *StateInfo) error {
+	if len(st.Locks) == 0 {
+		return nil
+	}
+	holders := make([]LockInfo, len(st.Locks))
+	names := make([]string, len(st.Locks))
+	for i, l := range st.Locks {
+		holders[i] = l.Info
+		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
+	}
+	return &ConflictError{
+		State:        st.Name,
+		Reason:       ReasonLocksHeld,
+		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
+		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
+		LatestSerial: st.Serial,
+		Holders:      holders,
+	}
 }

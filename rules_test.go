@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -112,4 +113,25 @@ func TestCheckCommit(t *testing.T) {
 			t.Fatalf("forced write under someone's lock = %v, want ErrLocked", err)
 		}
 	})
+}
+
+func TestLockModeRules(t *testing.T) {
+	for _, mode := range []LockMode{LockExclusive, LockOptimistic} {
+		if err := ValidLockMode(mode); err != nil {
+			t.Errorf("ValidLockMode(%q) = %v", mode, err)
+		}
+	}
+	var ie *InvalidError
+	if err := ValidLockMode("shared"); !errors.As(err, &ie) || ie.Hint == "" {
+		t.Errorf("ValidLockMode(shared) = %v, want *InvalidError with a hint", err)
+	}
+	if err := CheckLockMode(&StateInfo{Name: "s"}); err != nil {
+		t.Errorf("CheckLockMode of an unlocked state = %v", err)
+	}
+	held := &StateInfo{Name: "s", Locks: []Lock{{Info: LockInfo{ID: "L1", Who: "alice"}}, {Info: LockInfo{ID: "L2", Who: "bob"}}}}
+	var ce *ConflictError
+	err := CheckLockMode(held)
+	if !errors.As(err, &ce) || ce.Reason != ReasonLocksHeld || len(ce.Holders) != 2 || !strings.Contains(ce.Message, "alice") || !strings.Contains(ce.Message, "bob") {
+		t.Errorf("CheckLockMode with two holders = %#v, want a locks_held conflict naming both", err)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
@@ -157,19 +156,6 @@ func notFound(name string) error {
 	return fmt.Errorf("state %q: %w", name, kilolock.ErrNotFound)
 }
 
-// checkMode refuses a lock mode that is neither exclusive nor optimistic.
-func checkMode(mode kilolock.LockMode) error {
-	switch mode {
-	case kilolock.LockExclusive, kilolock.LockOptimistic:
-		return nil
-	}
-	return &kilolock.InvalidError{
-		Code:    "invalid_lock_mode",
-		Message: fmt.Sprintf("%q is not a lock mode", mode),
-		Hint:    `use "exclusive" or "optimistic"`,
-	}
-}
-
 // State returns the state and its current holders. ErrNotFound when the
 // state does not exist.
 func (s *Store) State(ctx context.Context, name string) (*kilolock.StateInfo, error) {
@@ -251,7 +237,7 @@ func readStates(ctx context.Context, tx pgx.Tx, name string) ([]kilolock.StateIn
 // lock under. The state's row lock orders it with Lock. An unknown mode is
 // ErrInvalid.
 func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.LockMode) error {
-	if err := checkMode(mode); err != nil {
+	if err := kilolock.ValidLockMode(mode); err != nil {
 		return err
 	}
 	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
@@ -260,31 +246,13 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 		case err != nil:
 			return err
 		case len(st.Locks) > 0:
-			return locksHeld(&st.StateInfo)
+			return kilolock.CheckLockMode(&st.StateInfo)
 		case st.created || st.LockMode == mode:
 			return nil
 		}
 		_, err = tx.Exec(ctx, `UPDATE states SET lock_mode = $2 WHERE id = $1`, st.id, string(mode))
 		return err
 	})
-}
-
-// locksHeld is SetLockMode's refusal of a state with holders.
-func locksHeld(st *kilolock.StateInfo) error {
-	holders := make([]kilolock.LockInfo, len(st.Locks))
-	names := make([]string, len(st.Locks))
-	for i, l := range st.Locks {
-		holders[i] = l.Info
-		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
-	}
-	return &kilolock.ConflictError{
-		State:        st.Name,
-		Reason:       kilolock.ReasonLocksHeld,
-		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
-		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
-		LatestSerial: st.Serial,
-		Holders:      holders,
-	}
 }
 
 // SetAllowLineageChange sets whether writes may change the state's lineage.

@@ -16,7 +16,7 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, m
 	if mode == "" {
 		mode = kilolock.LockExclusive
 	}
-	if err := checkMode(mode); err != nil {
+	if err := kilolock.ValidLockMode(mode); err != nil {
 		return nil, err
 	}
 	if info.ID == "" {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/kilolock/kilolock"
 )
@@ -185,7 +184,7 @@ func (s *Store) States(ctx context.Context) ([]kilolock.StateInfo, error) {
 // holders must not find themselves under an exclusive rule they did not
 // lock under. An unknown mode is ErrInvalid.
 func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.LockMode) error {
-	if err := checkMode(mode); err != nil {
+	if err := kilolock.ValidLockMode(mode); err != nil {
 		return err
 	}
 	return s.update(ctx, "set lock mode", func(tx *sql.Tx) error {
@@ -194,7 +193,7 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 			return err
 		}
 		if len(st.info.Locks) > 0 {
-			return locksHeld(&st.info)
+			return kilolock.CheckLockMode(&st.info)
 		}
 		if st.info.LockMode == mode {
 			return nil
@@ -202,36 +201,6 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 		_, err = tx.ExecContext(ctx, `UPDATE states SET lock_mode = ? WHERE id = ?`, string(mode), st.id)
 		return err
 	})
-}
-
-// locksHeld is SetLockMode's refusal of a state with holders.
-func locksHeld(st *kilolock.StateInfo) error {
-	holders := make([]kilolock.LockInfo, len(st.Locks))
-	names := make([]string, len(st.Locks))
-	for i, l := range st.Locks {
-		holders[i] = l.Info
-		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
-	}
-	return &kilolock.ConflictError{
-		State:        st.Name,
-		Reason:       kilolock.ReasonLocksHeld,
-		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
-		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
-		LatestSerial: st.Serial,
-		Holders:      holders,
-	}
-}
-
-func checkMode(mode kilolock.LockMode) error {
-	switch mode {
-	case kilolock.LockExclusive, kilolock.LockOptimistic:
-		return nil
-	}
-	return &kilolock.InvalidError{
-		Code:    "invalid_lock_mode",
-		Message: fmt.Sprintf("%q is not a lock mode", mode),
-		Hint:    `use "exclusive" or "optimistic"`,
-	}
 }
 
 // SetAllowLineageChange lets the next writes to a state carry another
