@@ -220,6 +220,40 @@ func LocalStateName(name string) error {
 	return nil
 }
 
+// AccessRequest is what a request of the authenticated lane names: the
+// hash of its secret and the three segments of its path.
+type AccessRequest struct {
+	Hash        TokenHash
+	WorkspaceID string // the path's workspace id
+	Environment string // the path's environment segment: a public id, or mistakenly a slug
+	StateName   string // the internal name of the state the path names (TenantStateName)
+}
+
+// Access is everything the authenticated lane decides a request on, read
+// by a store in one statement so that authorizing costs one round trip and
+// sees one snapshot: a revoked token, a removed member or a new hold counts
+// from the very next request.
+type Access struct {
+	// Token is the credential, nil when no token has the hash (never
+	// issued, or revoked).
+	Token *Token
+	// Workspace is the path's workspace, nil when there is none by that id.
+	Workspace *Workspace
+	// Environment is the environment of the path's workspace whose public
+	// id, or else whose slug, is the path's environment segment; nil when
+	// neither matches.
+	Environment *Environment
+	// Home is an automation token's own environment.
+	Home *Environment
+	// Member says a personal token's user is a member of Workspace.
+	Member bool
+	// Granted says a personal token holds a grant to Environment.
+	Granted bool
+	// State is the lifecycle of the named state (LifecycleActive when no
+	// hold was set).
+	State Lifecycle
+}
+
 // TenantStore is the optional capability of a Store that keeps workspaces,
 // environments, members, tokens, grants, state lifecycles and the audit
 // log. Find it with a type assertion: s.(TenantStore).
@@ -269,6 +303,9 @@ type TenantStore interface {
 	// DeleteToken revokes a token and its grants at once. ErrNotFound when
 	// missing.
 	DeleteToken(ctx context.Context, id string) error
+	// Access reads, in one statement, what the authenticated lane decides
+	// req on. An unknown hash is no error: Access.Token is nil.
+	Access(ctx context.Context, req AccessRequest) (*Access, error)
 	// TouchToken sets a token's last-used time. A missing token is not an
 	// error (it may have been revoked meanwhile).
 	TouchToken(ctx context.Context, id string, at time.Time) error

@@ -1,11 +1,13 @@
 package httpbackend
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -69,16 +71,21 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 	return r, false
 }
 
-// deny answers err, logs it with the request id and reason, and audits it.
+// deny answers err, logs it with the request id, reason and hint, and
+// audits it. Anonymous denials are audited at most anonymousAuditBurst a
+// minute per remote host; every one is logged.
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
 	actor := ri.actor
+	audited := true
 	if actor == "" {
 		actor = "anonymous"
+		audited = h.anonymous.allow(r.RemoteAddr, time.Now())
 	}
-	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "actor", actor, "method", r.Method, "path", r.URL.Path)
-	if ts, ok := h.engine.Store().(kilolock.TenantStore); ok {
+	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "status", a.status, "actor", actor,
+		"method", r.Method, "path", r.URL.Path, "hint", a.body.Hint, "audited", audited)
+	if ts, ok := h.engine.Store().(kilolock.TenantStore); ok && audited {
 		e := &kilolock.AuditEntry{Actor: actor, Action: r.Method + " " + routeKind(r.URL.Path), Target: r.URL.Path, From: r.RemoteAddr, Denied: true, Reason: a.body.Error, RequestID: ri.id}
 		if aerr := ts.AppendAudit(context.WithoutCancel(r.Context()), e); aerr != nil {
 			h.log.Error("audit a denial", "request_id", ri.id, "err", aerr)
@@ -116,8 +123,45 @@ func (h *Handler) authorizeOperator(r *http.Request) error {
 	return nil
 }
 
+// access is what a request of the authenticated lane does to its state.
+type access int
+
+const (
+	accessRead     access = iota // GET
+	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
+	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
+	accessWrite                  // POST of a state, DELETE, any other LOCK
+)
+
+// planOperation is the Operation of the LockInfo tofu and terraform send
+// when they lock for a plan.
+const planOperation = "OperationTypePlan"
+
+// classifyAccess says what r does. A LOCK's body is read, and put back for
+// the handler, to tell a plan's lock (a read: allowed under a lifecycle
+// hold, so `tofu plan` works in a suspended workspace) from an apply's.
+func classifyAccess(r *http.Request, suffix string) access {
+	switch {
+	case r.Method == http.MethodGet:
+		return accessRead
+	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
+		return accessUnlock
+	case r.Method == "LOCK" || (r.Method == http.MethodPost && suffix == "/lock"):
+		body, err := io.ReadAll(io.LimitReader(r.Body, lockBodyLimit+1))
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var li kilolock.LockInfo
+		if err == nil && json.Unmarshal(body, &li) == nil && li.Operation == planOperation {
+			return accessPlanLock
+		}
+	}
+	return accessWrite
+}
+
 // authorizeState decides a request of the authenticated lane and rewrites
-// it to the state's internal name.
+// it to the state's internal name. Everything it decides on comes from one
+// store read (TenantStore.Access), so no change made before the request —
+// a revoked token, a removed member, a hold — is missed.
 func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
 	segs := strings.Split(rest, "/")
@@ -140,47 +184,29 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		return nil, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no credentials",
 			"send basic auth (username = workspace id, password = klt_ or klp_ token; TF_HTTP_USERNAME/TF_HTTP_PASSWORD) or Authorization: Bearer <token>")
 	}
-	tok, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret))
-	if errors.Is(err, kilolock.ErrNotFound) || (err == nil && tok.Kind == kilolock.TokenOperator) {
-		return nil, denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue, kl pat create)")
-	} else if err != nil {
+	name, err := kilolock.TenantStateName(wsID, envID, stateName)
+	if err != nil {
+		name = "" // a malformed segment: decided below, once the token is known
+	}
+	a, err := ts.Access(ctx, kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name})
+	if err != nil {
 		return nil, err
 	}
 	ri := info(r)
-	ri.actor = tok.ID
-	if tok.Kind == kilolock.TokenPersonal {
-		ri.actor = "pat:" + tok.ID + " user:" + tok.UserID
+	if a.Token != nil {
+		ri.actor = tokenActor(a.Token)
 	}
-	if user != "" && user != wsID {
-		return nil, denial(http.StatusForbidden, "scope_mismatch", "the basic-auth username is not the workspace id of the path", "set the username (TF_HTTP_USERNAME) to the workspace id of the path")
-	}
-	env, err := h.reach(ctx, ts, tok, wsID, envID)
-	if err != nil {
+	kind := classifyAccess(r, suffix)
+	if err := decide(a, user, wsID, envID, kind); err != nil {
 		return nil, err
 	}
-	if tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite && r.Method != http.MethodGet {
-		return nil, denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
-	}
-	name, err := kilolock.TenantStateName(wsID, env.PublicID, stateName)
-	if err != nil {
+	if name == "" {
+		// The segments name a reachable environment, so only the state
+		// name can be wrong: say how.
+		_, err := kilolock.TenantStateName(wsID, envID, stateName)
 		return nil, err
 	}
-	if r.Method != http.MethodGet {
-		ws, err := ts.Workspace(ctx, wsID)
-		if err != nil {
-			return nil, err
-		}
-		if ws.Lifecycle == kilolock.LifecycleSuspended {
-			return nil, denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or locks", "reads still work; an operator resumes it (kl workspace resume)")
-		}
-		l, err := ts.StateLifecycle(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if l == kilolock.LifecycleArchived {
-			return nil, denial(http.StatusForbidden, "state_archived", "the state is archived: it takes no writes or locks", "reads still work; an operator restores it (kl state restore)")
-		}
-	}
+	tok := a.Token
 	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
 		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
 			h.log.Warn("record token use", "request_id", ri.id, "err", err)
@@ -191,63 +217,81 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	return r2, nil
 }
 
-// reach returns the environment envID of workspace wsID when tok may use
-// it. Scopes the token cannot see answer 404 without telling whether they
-// exist; the hint names what the token does reach.
-func (h *Handler) reach(ctx context.Context, ts kilolock.TenantStore, tok *kilolock.Token, wsID, envID string) (*kilolock.Environment, error) {
+// tokenActor names a token in logs and the audit log; a PAT's requests
+// are named as PAT-backed, with their user.
+func tokenActor(t *kilolock.Token) string {
+	if t.Kind == kilolock.TokenPersonal {
+		return "pat:" + t.ID + " user:" + t.UserID
+	}
+	return t.ID
+}
+
+// decide is the authenticated lane's decision on a request that does kind
+// to the state at wsID/envID, with basic-auth username user ("" for a
+// Bearer token). It returns nil when the request may go on.
+//
+// A scope the token cannot see answers 404 without telling whether it
+// exists; a hint names what the token does reach. Entitlement and
+// lifecycle denials answer 403 with their own codes.
+func decide(a *kilolock.Access, user, wsID, envID string, kind access) error {
+	tok := a.Token
+	if tok == nil || tok.Kind == kilolock.TokenOperator {
+		return denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue, kl pat create)")
+	}
+	if user != "" && user != wsID {
+		return denial(http.StatusForbidden, "scope_mismatch", "the basic-auth username is not the workspace id of the path", "set the username (TF_HTTP_USERNAME) to the workspace id of the path")
+	}
 	switch tok.Kind {
 	case kilolock.TokenAutomation:
-		env, err := ts.Environment(ctx, tok.EnvironmentID)
-		if err != nil {
-			return nil, err
+		home := a.Home
+		if home == nil { // its environment went with the token
+			return denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue)")
 		}
-		if wsID != env.WorkspaceID {
-			return nil, denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id is reachable with this token",
-				fmt.Sprintf("this token belongs to /v1/states/%s/%s/{state_name}", env.WorkspaceID, env.PublicID))
+		if wsID != home.WorkspaceID {
+			return denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id is reachable with this token",
+				fmt.Sprintf("this token belongs to /v1/states/%s/%s/{state_name}", home.WorkspaceID, home.PublicID))
 		}
-		if envID != env.PublicID {
-			return nil, envNotFound(envID, env)
+		if envID != home.PublicID {
+			return envNotFound(envID, home)
 		}
-		return env, nil
+		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead {
+			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
+		}
 	case kilolock.TokenPersonal:
-		members, err := ts.Members(ctx, wsID)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.ContainsFunc(members, func(m kilolock.Member) bool { return m.UserID == tok.UserID }) {
-			return nil, denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
+		if a.Workspace == nil || (!a.Member && !a.Granted) {
+			return denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
 				"check the workspace id; an owner or admin adds members (kl member add)")
 		}
-		grants, err := ts.Grants(ctx, tok.ID)
-		if err != nil {
-			return nil, err
+		if !a.Member {
+			return denial(http.StatusForbidden, "membership_missing",
+				fmt.Sprintf("user %s is no longer a member of workspace %s: the PAT's grants there give no access", tok.UserID, wsID),
+				"access ends when a member leaves or is removed; an owner or admin adds the user back (kl member add)")
 		}
-		granted := func(id string) bool {
-			return slices.ContainsFunc(grants, func(g kilolock.Grant) bool { return g.EnvironmentID == id })
-		}
-		env, err := ts.Environment(ctx, envID)
-		if errors.Is(err, kilolock.ErrNotFound) || (err == nil && env.WorkspaceID != wsID) {
-			envs, err := ts.Environments(ctx, wsID)
-			if err != nil {
-				return nil, err
-			}
-			for _, e := range envs {
-				if e.Slug == envID && granted(e.PublicID) {
-					return nil, envNotFound(envID, &e)
-				}
-			}
-			return nil, denial(http.StatusNotFound, "environment_not_found", "no environment by that id in the workspace",
+		env := a.Environment
+		if env == nil || (env.PublicID != envID && !a.Granted) {
+			return denial(http.StatusNotFound, "environment_not_found", "no environment by that id in the workspace",
 				"use the environment's public id (env_…); kl env list shows them")
-		} else if err != nil {
-			return nil, err
 		}
-		if !granted(env.PublicID) {
-			return nil, denial(http.StatusForbidden, "grant_missing", "this personal access token has no grant to the environment",
+		if env.PublicID != envID {
+			return envNotFound(envID, env)
+		}
+		if !a.Granted {
+			return denial(http.StatusForbidden, "grant_missing", "this personal access token has no grant to the environment",
 				"ask an admin to grant it: kl grant add --pat <id> --env "+env.PublicID)
 		}
-		return env, nil
+	default:
+		return denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
 	}
-	return nil, denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
+	if kind != accessWrite {
+		return nil // reads, plan locks and unlocks are allowed under every hold
+	}
+	if a.Workspace.Lifecycle == kilolock.LifecycleSuspended {
+		return denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or apply locks", "reads and plans still work; an operator resumes it (kl workspace resume)")
+	}
+	if a.State == kilolock.LifecycleArchived {
+		return denial(http.StatusForbidden, "state_archived", "the state is archived: it takes no writes or apply locks", "reads and plans still work; an operator restores it (kl state restore)")
+	}
+	return nil
 }
 
 // envNotFound is the 404 of an environment path segment that is not the

@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -115,7 +118,9 @@ func TestAuthChecklist(t *testing.T) {
 		{"operator token on a state", "GET", a.path(0, "app"), bearer(operatorSecret), 401, "credentials_invalid", ""},
 		{"revoked PAT", "GET", a.path(0, "app"), basic(a.ws.ID, goneSecret), 401, "credentials_invalid", ""},
 		{"PAT without a grant", "GET", a.path(0, "app"), basic(a.ws.ID, bareSecret), 403, "grant_missing", a.envs[0].PublicID},
-		{"removed member", "GET", leaver.path(0, "app"), basic(leaver.ws.ID, leaver.pat), 404, "workspace_not_found", "kl member add"},
+		{"removed member", "GET", leaver.path(0, "app"), basic(leaver.ws.ID, leaver.pat), 403, "membership_missing", "kl member add"},
+		{"removed member, slug of a granted env", "GET", "/v1/states/" + leaver.ws.ID + "/prod/app", basic(leaver.ws.ID, leaver.pat), 403, "membership_missing", ""},
+		{"non-member, no grant there", "GET", leaver.path(0, "app"), basic(leaver.ws.ID, a.pat), 404, "workspace_not_found", "kl member add"},
 		{"wrong workspace id, automation", "GET", "/v1/states/" + b.ws.ID + "/" + a.envs[0].PublicID + "/app", bearer(a.auto[0]), 404, "workspace_not_found", a.path(0, "{state_name}")},
 		{"wrong workspace id, PAT", "GET", b.path(0, "app"), basic(b.ws.ID, a.pat), 404, "workspace_not_found", ""},
 		{"wrong environment id", "GET", "/v1/states/" + a.ws.ID + "/env_0000/app", bearer(a.auto[0]), 404, "environment_not_found", a.envs[0].PublicID},
@@ -126,11 +131,18 @@ func TestAuthChecklist(t *testing.T) {
 		{"username is not the workspace", "GET", a.path(0, "app"), basic(b.ws.ID, a.auto[0]), 403, "scope_mismatch", "TF_HTTP_USERNAME"},
 		{"read-only token writes", "POST", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "read-write"},
 		{"read-only token locks", "LOCK", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", ""},
+		{"read-only token takes no plan lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "-lock=false"},
 		{"read-only token reads", "GET", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"suspended workspace refuses writes", "POST", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", "resume"},
 		{"suspended workspace refuses locks", "LOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
+		{"suspended workspace takes a plan's lock", "LOCK plan", suspended.path(0, "app"), bearer(suspended.auto[0]), 200, "", ""},
+		{"suspended workspace releases it", "UNLOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 200, "", ""},
+		{"suspended workspace refuses a DELETE", "DELETE", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
 		{"suspended workspace reads", "GET", suspended.path(0, "app"), bearer(suspended.auto[0]), 404, "state_not_found", ""},
 		{"archived state refuses writes", "POST", a.path(1, "old"), basic(a.ws.ID, a.pat), 403, "state_archived", "restore"},
+		{"archived state refuses an apply's lock", "LOCK", a.path(1, "old"), basic(a.ws.ID, a.pat), 403, "state_archived", "plans still work"},
+		{"archived state takes a plan's lock", "LOCK plan", a.path(1, "old"), basic(a.ws.ID, a.pat), 200, "", ""},
+		{"archived state releases it", "UNLOCK", a.path(1, "old"), basic(a.ws.ID, a.pat), 200, "", ""},
 		{"archived state reads", "GET", a.path(1, "old"), basic(a.ws.ID, a.pat), 404, "state_not_found", ""},
 		{"local lane", "GET", "/v1/states/app", bearer(a.auto[0]), 401, "auth_required", tenantPath},
 		{"local lane lock path", "LOCK", "/v1/states/app/lock", nil, 401, "auth_required", tenantPath},
@@ -147,10 +159,18 @@ func TestAuthChecklist(t *testing.T) {
 				body = doc
 				header = append(cloned(header), "Content-MD5", md5Of(doc))
 			}
-			if tt.method == "LOCK" {
+			method := tt.method
+			switch tt.method {
+			case "LOCK":
+				body = mustJSON(t, lockInfo("l1", "ci"))
+			case "LOCK plan":
+				li := lockInfo("l1", "ci")
+				li.Operation = "OperationTypePlan"
+				method, body = "LOCK", mustJSON(t, li)
+			case "UNLOCK":
 				body = mustJSON(t, lockInfo("l1", "ci"))
 			}
-			w := env.do(tt.method, tt.target, body, header...)
+			w := env.do(method, tt.target, body, header...)
 			if w.Code != tt.status {
 				t.Fatalf("%s %s = %d %s; want %d", tt.method, tt.target, w.Code, w.Body, tt.status)
 			}
@@ -311,5 +331,54 @@ func TestLocalLaneReservesTenantNames(t *testing.T) {
 	}
 	if w := env.do("GET", "/v1/states/wsa", nil); w.Code != 404 {
 		t.Errorf("GET of another name = %d %s", w.Code, w.Body)
+	}
+}
+
+// TestAnonymousDenialsAuditBounded floods the authenticated lane without
+// credentials: every denial is answered and logged, but one host writes at
+// most anonymousAuditBurst audit rows a minute, and other hosts and
+// identified callers are still audited.
+func TestAnonymousDenialsAuditBounded(t *testing.T) {
+	env, ts := newAuthEnv(t)
+	a := seedTenant(t, ts, "acme", "prod")
+	send := func(remote string, header ...string) {
+		r := httptest.NewRequest("GET", a.path(0, "app"), nil)
+		r.RemoteAddr = remote
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		env.h.ServeHTTP(w, r)
+		if w.Code != http.StatusUnauthorized && w.Code != http.StatusForbidden {
+			t.Fatalf("status %d %s", w.Code, w.Body)
+		}
+	}
+	const flood = anonymousAuditBurst + 40
+	for range flood {
+		send("203.0.113.7:40000")
+	}
+	send("198.51.100.2:5000")
+	bare, bareSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	bare.UserID = a.user
+	mustDo(t, ts.CreateToken(context.Background(), bare))
+	for range 3 {
+		send("203.0.113.7:40001", basic(a.ws.ID, bareSecret)...) // grant_missing: identified
+	}
+	rows, err := ts.Audit(context.Background(), kilolock.AuditFilter{DeniedOnly: true, Limit: 1000})
+	mustDo(t, err)
+	from := map[string]int{}
+	for _, e := range rows {
+		host, _, _ := strings.Cut(e.From, ":")
+		from[host+" "+e.Reason]++
+	}
+	want := map[string]int{"203.0.113.7 credentials_missing": anonymousAuditBurst, "198.51.100.2 credentials_missing": 1, "203.0.113.7 grant_missing": 3}
+	if !maps.Equal(from, want) {
+		t.Errorf("audited denials = %v, want %v", from, want)
+	}
+	if n := strings.Count(env.logs.String(), "reason=credentials_missing"); n != flood+1 {
+		t.Errorf("logged %d credentials_missing denials, want %d", n, flood+1)
+	}
+	if n := strings.Count(env.logs.String(), "audited=false"); n != flood-anonymousAuditBurst {
+		t.Errorf("logged %d unaudited denials, want %d", n, flood-anonymousAuditBurst)
 	}
 }

@@ -86,8 +86,8 @@ func TestControlAPI(t *testing.T) {
 	}
 	// Offboarding: removing the member cuts the PAT off at once.
 	call("DELETE", "/v1/api/workspaces/"+ws.ID+"/members/alice", "", 200, nil)
-	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusNotFound {
-		t.Errorf("PAT of a removed member POST = %d, want 404", c)
+	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusForbidden {
+		t.Errorf("PAT of a removed member POST = %d, want 403", c)
 	}
 	call("PUT", "/v1/api/workspaces/"+ws.ID+"/members/alice", `{"role":"admin"}`, 200, nil)
 	// Deleting the PAT removes its grants; the next request fails.

@@ -64,6 +64,7 @@ type Handler struct {
 	warming   sync.Map // version id -> struct{}: gzip being computed
 	auth      AuthMode
 	operator  *kilolock.TokenHash // nil: no operator token
+	anonymous *auditLimiter       // bounds audit rows of anonymous denials
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -79,6 +80,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		mux:       http.NewServeMux(),
 		metrics:   newMetrics(),
 		refused:   newRefusedLocks(4096),
+		anonymous: newAuditLimiter(),
 	}
 	h.auth = o.Auth
 	if o.OperatorToken != "" {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
@@ -38,6 +39,12 @@ type Store struct {
 	// connection (a PRAGMA, a temp table) never reaches the store's reads.
 	read  *sql.DB
 	query *sql.DB
+
+	// access is accessQuery prepared once on read: it runs on every
+	// request of the authenticated lane.
+	accessOnce sync.Once
+	access     *sql.Stmt
+	accessErr  error
 }
 
 // Open opens the SQLite database at path, creating it when missing, and
@@ -110,6 +117,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // afterwards; a second Close does nothing.
 func (s *Store) Close() error {
 	var errs []error
+	if s.access != nil {
+		errs = append(errs, s.access.Close())
+	}
 	for _, db := range []*sql.DB{s.query, s.read, s.write} {
 		if db != nil {
 			errs = append(errs, db.Close())

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"CurrentVersion", testCurrentVersion},
 		{"Lookups", testLookups},
 		{"Tenant", testTenant},
+		{"Access", testAccess},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
