@@ -439,14 +439,16 @@ func (e *Engine) History(ctx context.Context, name string, opts HistoryOptions) 
 	return e.store.History(ctx, name, opts)
 }
 
-// Delete removes a state with all its history.
-func (e *Engine) Delete(ctx context.Context, name string) error {
+// Delete removes a state with all its history and returns how many
+// versions it had. A locked state is deleted only by a holder (opts.LockID)
+// or with opts.Force; otherwise the answer is a *LockedError.
+func (e *Engine) Delete(ctx context.Context, name string, opts DeleteOptions) (versions int64, err error) {
 	if err := ValidStateName(name); err != nil {
-		return err
+		return 0, err
 	}
-	err := e.store.Delete(ctx, name)
+	versions, err = e.store.Delete(ctx, name, opts)
 	e.cache.drop(name)
-	return err
+	return versions, err
 }
 
 // States lists every state.

@@ -39,6 +39,21 @@ func CheckLock(st *StateInfo, info LockInfo) error {
 	return nil
 }
 
+// CheckDelete decides whether st may be deleted: unless forced, a state
+// with locks is deleted only by one of its holders. It returns nil or a
+// *LockedError naming the first holder.
+func CheckDelete(st *StateInfo, opts DeleteOptions) error {
+	if opts.Force || len(st.Locks) == 0 {
+		return nil
+	}
+	for _, l := range st.Locks {
+		if opts.LockID != "" && l.Info.ID == opts.LockID {
+			return nil
+		}
+	}
+	return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+}
+
 // CheckCommit decides whether c may be appended to st (whose Locks are its
 // current holders). It returns ErrStale, *LockedError, *LockMismatchError,
 // *ConflictError or nil.

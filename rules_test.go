@@ -135,3 +135,36 @@ func TestLockModeRules(t *testing.T) {
 		t.Errorf("CheckLockMode with two holders = %#v, want a locks_held conflict naming both", err)
 	}
 }
+
+func TestCheckDelete(t *testing.T) {
+	held := func(ids ...string) *StateInfo {
+		st := &StateInfo{Name: "s"}
+		for _, id := range ids {
+			st.Locks = append(st.Locks, Lock{Info: LockInfo{ID: id, Who: id + "@host"}})
+		}
+		return st
+	}
+	tests := []struct {
+		name   string
+		st     *StateInfo
+		opts   DeleteOptions
+		holder string // "" when allowed
+	}{
+		{"unlocked", held(), DeleteOptions{}, ""},
+		{"locked, no id", held("L1"), DeleteOptions{}, "L1"},
+		{"locked by another", held("L1"), DeleteOptions{LockID: "L2"}, "L1"},
+		{"by its holder", held("L1"), DeleteOptions{LockID: "L1"}, ""},
+		{"by one of the optimistic holders", held("L1", "L2"), DeleteOptions{LockID: "L2"}, ""},
+		{"forced", held("L1"), DeleteOptions{Force: true}, ""},
+	}
+	for _, tt := range tests {
+		err := CheckDelete(tt.st, tt.opts)
+		var locked *LockedError
+		switch {
+		case tt.holder == "" && err != nil:
+			t.Errorf("%s: %v, want nil", tt.name, err)
+		case tt.holder != "" && (!errors.As(err, &locked) || locked.Holder.ID != tt.holder):
+			t.Errorf("%s: %v, want a LockedError naming %s", tt.name, err, tt.holder)
+		}
+	}
+}

@@ -107,9 +107,11 @@ type Store interface {
 	// when the state does not exist; an empty list when none was refused.
 	Rejections(ctx context.Context, name string, limit int) ([]Rejection, error)
 
-	// Delete removes a state with its history and locks. ErrNotFound when
-	// it does not exist.
-	Delete(ctx context.Context, name string) error
+	// Delete removes a state with its history and locks, returning the
+	// number of versions it had. It runs CheckDelete on the state's locks
+	// in the same transaction, so a lock taken meanwhile is never deleted
+	// with the state. ErrNotFound when it does not exist.
+	Delete(ctx context.Context, name string, opts DeleteOptions) (versions int64, err error)
 
 	// Query runs one SQL statement in a read-only transaction. Writes are
 	// refused by the database and reported as ErrReadOnly.
@@ -142,4 +144,13 @@ func InstanceIDRange(address string) (lo, hi string) { return address, address +
 // an instance address or a resource address.
 func MatchesAddress(in *Instance, address string) bool {
 	return in.Address() == address || in.Resource.Address() == address
+}
+
+// DeleteOptions says whether Store.Delete may remove a locked state.
+type DeleteOptions struct {
+	// LockID is the caller's lock: a state it holds may be deleted
+	// (`tofu workspace delete` locks first).
+	LockID string
+	// Force deletes whatever locks are held.
+	Force bool
 }

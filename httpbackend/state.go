@@ -178,23 +178,12 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.URL.Query().Get("ID")
 	info(r).lockID = id
-	st, err := h.engine.Store().State(r.Context(), name)
+	force, _ := strconv.ParseBool(r.URL.Query().Get("force"))
+	versions, err := h.engine.Delete(r.Context(), name, kilolock.DeleteOptions{LockID: id, Force: force})
 	if err != nil {
 		return err
 	}
-	if force, _ := strconv.ParseBool(r.URL.Query().Get("force")); !force && len(st.Locks) > 0 {
-		held := false
-		for _, l := range st.Locks {
-			held = held || (id != "" && l.Info.ID == id)
-		}
-		if !held {
-			return &kilolock.LockedError{State: name, Holder: st.Locks[0].Info}
-		}
-	}
-	if err := h.engine.Delete(r.Context(), name); err != nil {
-		return err
-	}
-	h.log.Warn("state deleted", "state", name, "request_id", info(r).id, "versions", st.Current)
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": name, "versions": st.Current})
+	h.log.Warn("state deleted", "state", name, "request_id", info(r).id, "versions", versions)
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": name, "versions": versions})
 	return nil
 }

@@ -135,7 +135,7 @@ func TestLockErrors(t *testing.T) {
 	if err := s.SetAllowLineageChange(ctx, "missing", true); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("SetAllowLineageChange of a missing state: %v, want ErrNotFound", err)
 	}
-	if err := s.Delete(ctx, "missing"); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := s.Delete(ctx, "missing", kilolock.DeleteOptions{}); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("Delete of a missing state: %v, want ErrNotFound", err)
 	}
 	if _, err := s.Lock(ctx, "a", lockInfo("x"), ""); err != nil {
@@ -294,7 +294,10 @@ func TestDelete(t *testing.T) {
 	if _, err := s.Lock(ctx, "gone", lockInfo("L"), ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "gone"); err != nil {
+	if _, err := s.Delete(ctx, "gone", kilolock.DeleteOptions{}); !errors.Is(err, kilolock.ErrLocked) {
+		t.Fatalf("Delete of a state locked by another = %v; want ErrLocked", err)
+	}
+	if _, err := s.Delete(ctx, "gone", kilolock.DeleteOptions{LockID: "L"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.History(ctx, "gone", kilolock.HistoryOptions{}); !errors.Is(err, kilolock.ErrNotFound) {

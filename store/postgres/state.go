@@ -271,18 +271,24 @@ func (s *Store) SetAllowLineageChange(ctx context.Context, name string, allow bo
 }
 
 // Delete removes a state with its history and locks (the foreign keys
-// cascade). ErrNotFound when it does not exist.
-func (s *Store) Delete(ctx context.Context, name string) error {
-	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM states WHERE name = $1`, name)
+// cascade), when kilolock.CheckDelete allows it under the state's row
+// lock. ErrNotFound when it does not exist.
+func (s *Store) Delete(ctx context.Context, name string, opts kilolock.DeleteOptions) (versions int64, err error) {
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		st, err := lockState(ctx, tx, name, false, "")
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return notFound(name)
+		if err := kilolock.CheckDelete(&st.StateInfo, opts); err != nil {
+			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM states WHERE id = $1`, st.id); err != nil {
+			return err
+		}
+		versions = st.Current
 		return nil
 	})
+	return versions, err
 }
 
 // CurrentVersion returns the id and number of the state's current version

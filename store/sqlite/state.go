@@ -218,19 +218,25 @@ func (s *Store) SetAllowLineageChange(ctx context.Context, name string, allow bo
 	})
 }
 
-// Delete removes a state with its versions, payloads and locks, whoever
-// holds it. ErrNotFound when it does not exist. Version ids are not reused.
-func (s *Store) Delete(ctx context.Context, name string) error {
-	return s.update(ctx, "delete state", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM states WHERE name = ?`, name)
+// Delete removes a state with its versions, payloads and locks, when
+// kilolock.CheckDelete allows it in the same transaction. ErrNotFound when
+// it does not exist. Version ids are not reused.
+func (s *Store) Delete(ctx context.Context, name string, opts kilolock.DeleteOptions) (versions int64, err error) {
+	err = s.update(ctx, "delete state", func(tx *sql.Tx) error {
+		st, err := loadState(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return firstErr(err, notFound(name))
+		if err := kilolock.CheckDelete(&st.info, opts); err != nil {
+			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM states WHERE id = ?`, st.id); err != nil {
+			return err
+		}
+		versions = st.info.Current
 		return nil
 	})
+	return versions, err
 }
 
 // firstErr returns err when it is not nil, else fallback.

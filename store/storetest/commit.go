@@ -162,7 +162,7 @@ func testCommit(t *testing.T, open Opener) {
 		check   func(t *testing.T, name string, v *kilolock.Version)
 	}{
 		{"the first version of a new state", func(t *testing.T, name string) *kilolock.Commit {
-			if err := s.Delete(ctx, name); err != nil {
+			if _, err := s.Delete(ctx, name, kilolock.DeleteOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			return next(t, s, name)

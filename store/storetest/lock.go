@@ -190,7 +190,8 @@ func testLock(t *testing.T, open Opener) {
 			errorIs(t, err, kilolock.ErrNotFound)
 			_, err = s.History(ctx, name, kilolock.HistoryOptions{})
 			errorIs(t, err, kilolock.ErrNotFound)
-			errorIs(t, s.Delete(ctx, name), kilolock.ErrNotFound)
+			_, err = s.Delete(ctx, name, kilolock.DeleteOptions{})
+			errorIs(t, err, kilolock.ErrNotFound)
 			_, err = s.State(ctx, name)
 			errorIs(t, err, kilolock.ErrNotFound)
 		}},

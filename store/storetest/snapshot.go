@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -270,8 +271,17 @@ func testDelete(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 
-	if err := s.Delete(ctx, "doomed"); err != nil {
-		t.Fatal(err)
+	// A locked state is deleted only by its holder (lock "a"), or by force.
+	_, err = s.Delete(ctx, "doomed", kilolock.DeleteOptions{LockID: "someone-else"})
+	var locked *kilolock.LockedError
+	if !errors.As(err, &locked) || locked.Holder.ID != "a" {
+		t.Fatalf("Delete of a state locked by another = %v; want a LockedError naming lock a", err)
+	}
+	if _, err := s.State(ctx, "doomed"); err != nil {
+		t.Fatalf("the refused Delete removed the state: %v", err)
+	}
+	if n, err := s.Delete(ctx, "doomed", kilolock.DeleteOptions{LockID: "a"}); err != nil || n != 3 {
+		t.Fatalf("Delete by the holder = %d, %v; want its 3 versions", n, err)
 	}
 	_, err = s.State(ctx, "doomed")
 	errorIs(t, err, kilolock.ErrNotFound)
@@ -279,7 +289,8 @@ func testDelete(t *testing.T, open Opener) {
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.Snapshot(ctx, "doomed", 1)
 	errorIs(t, err, kilolock.ErrNotFound)
-	errorIs(t, s.Delete(ctx, "doomed"), kilolock.ErrNotFound)
+	_, err = s.Delete(ctx, "doomed", kilolock.DeleteOptions{Force: true})
+	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.Rejections(ctx, "doomed", 0)
 	errorIs(t, err, kilolock.ErrNotFound)
 	for _, view := range []string{"resources", "resource_dependencies", "outputs", "resource_history", "version_history", "rejected_commit_history"} {
