@@ -34,6 +34,21 @@ func newAuthEnv(t testing.TB) (*testEnv, kilolock.TenantStore) {
 	return env, env.store.(kilolock.TenantStore)
 }
 
+// eachAuthEnv runs test on an AuthToken handler over each store: the lane
+// decides on TenantStore.Access, whose SQL each store writes its own way.
+func eachAuthEnv(t *testing.T, test func(t *testing.T, env *testEnv, ts kilolock.TenantStore)) {
+	for _, be := range benchBackends {
+		t.Run(be.name, func(t *testing.T) {
+			st, err := be.open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := newEnvOn(t, st, Options{Auth: AuthToken, OperatorToken: operatorSecret})
+			test(t, env, st.(kilolock.TenantStore))
+		})
+	}
+}
+
 func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...string) *tenantFixture {
 	t.Helper()
 	ctx := context.Background()
@@ -79,8 +94,9 @@ func (f *tenantFixture) path(env int, state string) string {
 
 // TestAuthChecklist asserts the status, code and hint of every scenario of
 // the authenticated lane's checklist.
-func TestAuthChecklist(t *testing.T) {
-	env, ts := newAuthEnv(t)
+func TestAuthChecklist(t *testing.T) { eachAuthEnv(t, testAuthChecklist) }
+
+func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	ctx := context.Background()
 	a := seedTenant(t, ts, "acme", "prod", "staging")
 	b := seedTenant(t, ts, "globex", "prod")
@@ -220,8 +236,9 @@ func cloned(s []string) []string { return append([]string(nil), s...) }
 // TestAuthCrossTenant: 3 workspaces × 2 environments × every kind of
 // credential try every path with every method; only their own succeed, and
 // no answer carries another tenant's state or ids.
-func TestAuthCrossTenant(t *testing.T) {
-	env, ts := newAuthEnv(t)
+func TestAuthCrossTenant(t *testing.T) { eachAuthEnv(t, testAuthCrossTenant) }
+
+func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	var tenants []*tenantFixture
 	for i := range 3 {
 		tenants = append(tenants, seedTenant(t, ts, fmt.Sprintf("tenant%d", i), "prod", "dev"))
