@@ -39,6 +39,16 @@ content-addressed and which of them a version holds is recorded as intervals.
 Reading back a version that came straight from a client gives the client's
 exact bytes.
 
+# Tenancy
+
+A store that also implements TenantStore keeps workspaces, environments,
+members, automation tokens, personal access tokens and their grants, state
+holds and an audit log. Control changes them, validating and auditing every
+change (kld's control API and kl --database both run through it); the
+authenticated lane of httpbackend decides each request on one
+TenantStore.Access read. Token secrets are shown once and stored only as
+SHA-256 hashes.
+
 # Caveats
 
 Client-side encrypted OpenTofu states are stored as opaque blobs: locking and

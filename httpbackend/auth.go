@@ -260,24 +260,24 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access) error {
 	case kilolock.TokenPersonal:
 		if a.Workspace == nil || (!a.Member && !a.Granted) {
 			return denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
-				"check the workspace id; an owner or admin adds members (kl member add)")
+				"check the workspace id; an operator adds members (kl member add --workspace WS USER)")
 		}
 		if !a.Member {
 			return denial(http.StatusForbidden, "membership_missing",
 				fmt.Sprintf("user %s is no longer a member of workspace %s: the PAT's grants there give no access", tok.UserID, wsID),
-				"access ends when a member leaves or is removed; an owner or admin adds the user back (kl member add)")
+				"access ends when a member leaves or is removed; an operator adds the user back (kl member add --workspace "+wsID+" "+tok.UserID+")")
 		}
 		env := a.Environment
 		if env == nil || (env.PublicID != envID && !a.Granted) {
 			return denial(http.StatusNotFound, "environment_not_found", "no environment by that id in the workspace",
-				"use the environment's public id (env_…); kl env list shows them")
+				"use the environment's public id (env_…); kl env list --workspace WS shows them")
 		}
 		if env.PublicID != envID {
 			return envNotFound(envID, env)
 		}
 		if !a.Granted {
 			return denial(http.StatusForbidden, "grant_missing", "this personal access token has no grant to the environment",
-				"ask an admin to grant it: kl grant add --pat <id> --env "+env.PublicID)
+				"ask an operator to grant it: kl grant add "+tok.ID+" "+env.PublicID)
 		}
 	default:
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")

@@ -84,7 +84,10 @@ func TestControlAPI(t *testing.T) {
 	if c := post(bearer(auto.Secret)); c != 200 {
 		t.Errorf("POST after restore = %d", c)
 	}
-	// Offboarding: removing the member cuts the PAT off at once.
+	// Offboarding: removing the member cuts the PAT off at once. The last
+	// owner stays until another owner is made.
+	call("DELETE", "/v1/api/workspaces/"+ws.ID+"/members/alice", "", 409, nil)
+	call("PUT", "/v1/api/workspaces/"+ws.ID+"/members/carol", `{"role":"owner"}`, 200, nil)
 	call("DELETE", "/v1/api/workspaces/"+ws.ID+"/members/alice", "", 200, nil)
 	if c := post(basic(ws.ID, pat.Secret)); c != http.StatusForbidden {
 		t.Errorf("PAT of a removed member POST = %d, want 403", c)

@@ -96,6 +96,7 @@ func classify(err error) answer {
 		invalid  *kilolock.InvalidError
 		tooLarge *http.MaxBytesError
 		noVer    *kilolock.VersionNotFoundError
+		control  *kilolock.ControlError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -124,6 +125,12 @@ func classify(err error) answer {
 		return answer{status: http.StatusConflict, body: conflictBody(conflict)}
 	case errors.As(err, &invalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
+	case errors.As(err, &control):
+		status := http.StatusNotFound
+		if errors.Is(control.Err, kilolock.ErrConflict) {
+			status = http.StatusConflict
+		}
+		return answer{status: status, body: errorBody{Error: control.Code, Message: control.Message, Hint: control.Hint}}
 	case errors.As(err, &noVer):
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(), Hint: fmt.Sprintf("pick a version in that range; `kl history %s` lists them", noVer.State)}}
 	case errors.Is(err, kilolock.ErrNotFound):

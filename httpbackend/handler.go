@@ -145,8 +145,21 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/export", h.export)
 	h.api("POST /v1/api/states/{name}/import", h.importState)
 
-	// Workspaces, environments, tokens, grants and the audit log (control.go).
-	h.controlRoutes()
+	// Workspaces, environments, tokens, grants and the audit log
+	// (control.go), only where the operator token guards them: on an open
+	// server anyone could mint tokens that a later --auth=token would honour.
+	if h.auth == AuthToken {
+		h.controlRoutes()
+	} else {
+		disabled := func(w http.ResponseWriter, r *http.Request) error {
+			return &httpError{status: http.StatusNotFound, code: "tenancy_disabled",
+				message: "this server runs without authentication (--auth=none): it serves no workspaces, tokens or audit log",
+				hint:    "start kld with --auth=token --operator-token klo_…, or manage tenancy on the database directly (kl --database … workspace create)"}
+		}
+		for _, p := range []string{"/v1/api/workspaces", "/v1/api/workspaces/", "/v1/api/tokens", "/v1/api/tokens/", "/v1/api/audit"} {
+			h.api(p, disabled)
+		}
+	}
 
 	h.api("GET /healthz", h.healthz)
 	h.api("GET /readyz", h.readyz)

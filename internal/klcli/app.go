@@ -28,13 +28,13 @@ type App struct {
 	Export    ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
 	Import    ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
 	Version   VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
-	Workspace WorkspaceCmds `cmd:"" help:"Manage workspaces (operator control API; needs --server and --token klo_…)."`
-	Env       EnvCmds       `cmd:"" help:"Manage a workspace's environments (operator control API)."`
-	Token     TokenCmds     `cmd:"" help:"Manage automation tokens (operator control API)."`
-	Pat       PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (operator control API)."`
-	Grant     GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (operator control API)."`
-	Member    MemberCmds    `cmd:"" help:"Manage a workspace's members (operator control API)."`
-	Audit     AuditCmd      `cmd:"" help:"Show the audit log, newest first (operator control API)."`
+	Workspace WorkspaceCmds `cmd:"" help:"Manage workspaces (control plane: a server with --token klo_…, or --database directly)."`
+	Env       EnvCmds       `cmd:"" help:"Manage a workspace's environments (control plane)."`
+	Token     TokenCmds     `cmd:"" help:"Manage automation tokens (control plane)."`
+	Pat       PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (control plane)."`
+	Grant     GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
+	Member    MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
+	Audit     AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
 	State     struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
@@ -42,8 +42,8 @@ type App struct {
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
 		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout."`
-		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (operator control API)."`
-		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (operator control API)."`
+		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
+		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
 	} `cmd:"" help:"Operate on one state."`
 }
 
@@ -53,7 +53,7 @@ type Globals struct {
 	Database string        `help:"Open the database directly instead: a postgres:// URL or a SQLite file path." env:"KL_DATABASE_URL" placeholder:"URL"`
 	Token    string        `help:"Bearer token for the server." env:"KL_TOKEN"`
 	Timeout  time.Duration `help:"Timeout of each request to the server." default:"30s"`
-	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity (default kl)." env:"KL_ACTOR"`
+	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity, and the audit actor (db:NAME) of tenancy changes made with --database (default kl)." env:"KL_ACTOR"`
 
 	// Out receives the commands' output; nil means os.Stdout.
 	Out io.Writer `kong:"-"`

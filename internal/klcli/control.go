@@ -6,56 +6,101 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 
 	"github.com/kilolock/kilolock"
 )
 
 // Control runs kl's tenancy commands (workspaces, environments, members,
-// tokens, PATs, grants, state lifecycles, audit) against a server's
-// operator control API under /v1/api/. It needs a server: a database
-// given with --database has no control API.
+// tokens, PATs, grants, state lifecycles, audit) on a ControlAPI and prints
+// their results, the same whichever way API reaches kilolock.Control.
 type Control struct {
-	HTTP *HTTPBackend
+	API  ControlAPI
 	Out  io.Writer
 	JSON bool
 }
 
-// errNeedsServer is the answer of a control command given --database.
-var errNeedsServer = &UsageError{
-	Message: "this command uses the server's control API: it needs a server (--server), not a database (--database)",
-	Hint:    "run it with --server URL --token klo_… (the operator token), and without --database (KL_DATABASE_URL)",
+// ControlAPI is what the tenancy commands need: the operations of
+// kilolock.Control, reached through a server's operator control API under
+// /v1/api/ (--server with the operator token), or on a database directly
+// (--database), where kl validates and audits each change itself. Both
+// answer with the root package's types and errors (ErrNotFound,
+// ErrConflict, ErrInvalid).
+type ControlAPI interface {
+	CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error)
+	Workspaces(ctx context.Context) ([]kilolock.Workspace, error)
+	// SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace
+	// and returns it as it now is.
+	SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error)
+	CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error)
+	Environments(ctx context.Context, ws string) ([]kilolock.Environment, error)
+	IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error)
+	Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error)
+	RevokeToken(ctx context.Context, id string) error
+	AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error)
+	RevokeGrant(ctx context.Context, token, env string) error
+	Grants(ctx context.Context, token string) ([]kilolock.Grant, error)
+	PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error)
+	RemoveMember(ctx context.Context, ws, user string) error
+	Members(ctx context.Context, ws string) ([]kilolock.Member, error)
+	// SetStateLifecycle archives (archive true) or restores a tenant's
+	// state.
+	SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error
+	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
 }
 
-// control opens the server g names and runs f on a Control over it.
-func (g *Globals) control(json bool, f func(*Control) error) error {
-	if g.Database != "" {
-		return errNeedsServer
-	}
-	server := g.Server
-	if server == "" {
-		server = DefaultServer
-	}
-	b, err := NewHTTPBackend(server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+// IssuedToken is a token as it is issued: with its secret, shown once.
+type IssuedToken struct {
+	kilolock.Token
+	Secret string `json:"secret"`
+}
+
+// control opens the server or database g names and runs f on a Control
+// over it.
+func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error) error {
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	return f(&Control{HTTP: b, Out: g.out(), JSON: json})
+	var api ControlAPI
+	switch b := b.(type) {
+	case *HTTPBackend:
+		api = serverControl{b}
+	case *EngineBackend:
+		ts, ok := b.engine.Store().(kilolock.TenantStore)
+		if !ok {
+			return &UsageError{Message: "this database keeps no workspaces", Hint: "use a SQLite or PostgreSQL store"}
+		}
+		api = databaseControl{c: kilolock.NewControl(ts), by: databaseCaller(g.Actor)}
+	default:
+		return fmt.Errorf("no control API on a %T", b)
+	}
+	return f(&Control{API: api, Out: g.out(), JSON: json})
+}
+
+// databaseCaller is who a change made on a database directly is audited
+// as: "db:" and the actor (kl when none), so that the audit log tells it
+// from a change made through a server; from kl on this host.
+func databaseCaller(actor string) kilolock.Caller {
+	if actor == "" {
+		actor = "kl"
+	}
+	from := "kl"
+	if host, err := os.Hostname(); err == nil && host != "" {
+		from += "@" + host
+	}
+	return kilolock.Caller{Actor: "db:" + actor, From: from}
 }
 
 func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
 
-func wsPath(ws string) string { return "/v1/api/workspaces/" + url.PathEscape(ws) }
-
-func tokenPath(id string) string { return "/v1/api/tokens/" + url.PathEscape(id) }
-
 // CreateWorkspace creates a workspace of kind (organization when empty),
 // with owner as its owner when given.
 func (c *Control) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) error {
-	var ws kilolock.Workspace
-	body := map[string]string{"name": name, "kind": string(kind), "owner": owner}
-	if err := c.HTTP.do(ctx, http.MethodPost, "/v1/api/workspaces", nil, body, &ws); err != nil {
+	ws, err := c.API.CreateWorkspace(ctx, name, kind, owner)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -67,8 +112,8 @@ func (c *Control) CreateWorkspace(ctx context.Context, name string, kind kiloloc
 
 // Workspaces lists the workspaces.
 func (c *Control) Workspaces(ctx context.Context) error {
-	var out []kilolock.Workspace
-	if err := c.HTTP.do(ctx, http.MethodGet, "/v1/api/workspaces", nil, nil, &out); err != nil {
+	out, err := c.API.Workspaces(ctx)
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -87,12 +132,8 @@ func (c *Control) Workspaces(ctx context.Context) error {
 
 // SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
 func (c *Control) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) error {
-	action := "resume"
-	if suspend {
-		action = "suspend"
-	}
-	var ws kilolock.Workspace
-	if err := c.HTTP.do(ctx, http.MethodPost, wsPath(id)+"/"+action, nil, nil, &ws); err != nil {
+	ws, err := c.API.SetWorkspaceLifecycle(ctx, id, suspend)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -104,8 +145,8 @@ func (c *Control) SetWorkspaceLifecycle(ctx context.Context, id string, suspend 
 
 // CreateEnvironment creates an environment in workspace ws.
 func (c *Control) CreateEnvironment(ctx context.Context, ws, slug string) error {
-	var e kilolock.Environment
-	if err := c.HTTP.do(ctx, http.MethodPost, wsPath(ws)+"/environments", nil, map[string]string{"slug": slug}, &e); err != nil {
+	e, err := c.API.CreateEnvironment(ctx, ws, slug)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -117,8 +158,8 @@ func (c *Control) CreateEnvironment(ctx context.Context, ws, slug string) error 
 
 // Environments lists the environments of workspace ws.
 func (c *Control) Environments(ctx context.Context, ws string) error {
-	var out []kilolock.Environment
-	if err := c.HTTP.do(ctx, http.MethodGet, wsPath(ws)+"/environments", nil, nil, &out); err != nil {
+	out, err := c.API.Environments(ctx, ws)
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -135,23 +176,11 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 	return tw.Flush()
 }
 
-// IssuedToken is a token as it is issued: with its secret, shown once.
-type IssuedToken struct {
-	kilolock.Token
-	Secret string `json:"secret"`
-}
-
 // IssueToken issues an automation token (env, scope) or a personal access
 // token (user) and shows its secret, this once.
 func (c *Control) IssueToken(ctx context.Context, kind kilolock.TokenKind, name, env string, scope kilolock.Scope, user string) error {
-	body := map[string]string{"kind": string(kind)}
-	for k, v := range map[string]string{"name": name, "environment_id": env, "scope": string(scope), "user_id": user} {
-		if v != "" {
-			body[k] = v
-		}
-	}
-	var tok IssuedToken
-	if err := c.HTTP.do(ctx, http.MethodPost, "/v1/api/tokens", nil, body, &tok); err != nil {
+	tok, err := c.API.IssueToken(ctx, kilolock.TokenRequest{Kind: kind, Name: name, EnvironmentID: env, Scope: scope, UserID: user})
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -176,12 +205,8 @@ func (c *Control) IssueToken(ctx context.Context, kind kilolock.TokenKind, name,
 
 // Tokens lists the tokens of kind ("" for every kind), without secrets.
 func (c *Control) Tokens(ctx context.Context, kind kilolock.TokenKind) error {
-	q := url.Values{}
-	if kind != "" {
-		q.Set("kind", string(kind))
-	}
-	var out []kilolock.Token
-	if err := c.HTTP.do(ctx, http.MethodGet, "/v1/api/tokens", q, nil, &out); err != nil {
+	out, err := c.API.Tokens(ctx, kind)
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -200,12 +225,11 @@ func (c *Control) Tokens(ctx context.Context, kind kilolock.TokenKind) error {
 
 // DeleteToken revokes a token (automation or personal).
 func (c *Control) DeleteToken(ctx context.Context, id string) error {
-	var out map[string]string
-	if err := c.HTTP.do(ctx, http.MethodDelete, tokenPath(id), nil, nil, &out); err != nil {
+	if err := c.API.RevokeToken(ctx, id); err != nil {
 		return err
 	}
 	if c.JSON {
-		return c.cli().writeJSON(out)
+		return c.cli().writeJSON(map[string]string{"revoked": id})
 	}
 	fmt.Fprintf(c.Out, "Revoked token %s.\n", cell(id))
 	return nil
@@ -213,8 +237,8 @@ func (c *Control) DeleteToken(ctx context.Context, id string) error {
 
 // AddGrant grants a personal access token access to an environment.
 func (c *Control) AddGrant(ctx context.Context, token, env string) error {
-	var g kilolock.Grant
-	if err := c.HTTP.do(ctx, http.MethodPut, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &g); err != nil {
+	g, err := c.API.AddGrant(ctx, token, env)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -226,12 +250,11 @@ func (c *Control) AddGrant(ctx context.Context, token, env string) error {
 
 // RevokeGrant takes a grant away.
 func (c *Control) RevokeGrant(ctx context.Context, token, env string) error {
-	var out map[string]string
-	if err := c.HTTP.do(ctx, http.MethodDelete, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &out); err != nil {
+	if err := c.API.RevokeGrant(ctx, token, env); err != nil {
 		return err
 	}
 	if c.JSON {
-		return c.cli().writeJSON(out)
+		return c.cli().writeJSON(map[string]string{"revoked": token + "->" + env})
 	}
 	fmt.Fprintf(c.Out, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
 	return nil
@@ -239,8 +262,8 @@ func (c *Control) RevokeGrant(ctx context.Context, token, env string) error {
 
 // Grants lists a token's grants.
 func (c *Control) Grants(ctx context.Context, token string) error {
-	var out []kilolock.Grant
-	if err := c.HTTP.do(ctx, http.MethodGet, tokenPath(token)+"/grants", nil, nil, &out); err != nil {
+	out, err := c.API.Grants(ctx, token)
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -259,12 +282,8 @@ func (c *Control) Grants(ctx context.Context, token string) error {
 
 // PutMember adds a user to a workspace, or changes their role.
 func (c *Control) PutMember(ctx context.Context, ws, user string, role kilolock.Role) error {
-	var body any
-	if role != "" {
-		body = map[string]string{"role": string(role)}
-	}
-	var m kilolock.Member
-	if err := c.HTTP.do(ctx, http.MethodPut, wsPath(ws)+"/members/"+url.PathEscape(user), nil, body, &m); err != nil {
+	m, err := c.API.PutMember(ctx, ws, user, role)
+	if err != nil {
 		return err
 	}
 	if c.JSON {
@@ -283,12 +302,11 @@ func article(word string) string {
 
 // RemoveMember removes a user from a workspace.
 func (c *Control) RemoveMember(ctx context.Context, ws, user string) error {
-	var out map[string]string
-	if err := c.HTTP.do(ctx, http.MethodDelete, wsPath(ws)+"/members/"+url.PathEscape(user), nil, nil, &out); err != nil {
+	if err := c.API.RemoveMember(ctx, ws, user); err != nil {
 		return err
 	}
 	if c.JSON {
-		return c.cli().writeJSON(out)
+		return c.cli().writeJSON(map[string]string{"removed": user})
 	}
 	fmt.Fprintf(c.Out, "Removed %s from workspace %s.\n", cell(user), cell(ws))
 	return nil
@@ -296,8 +314,8 @@ func (c *Control) RemoveMember(ctx context.Context, ws, user string) error {
 
 // Members lists a workspace's members.
 func (c *Control) Members(ctx context.Context, ws string) error {
-	var out []kilolock.Member
-	if err := c.HTTP.do(ctx, http.MethodGet, wsPath(ws)+"/members", nil, nil, &out); err != nil {
+	out, err := c.API.Members(ctx, ws)
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -316,33 +334,24 @@ func (c *Control) Members(ctx context.Context, ws string) error {
 
 // SetStateLifecycle archives (archive true) or restores a tenant's state.
 func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
-	action := "restore"
-	if archive {
-		action = "archive"
-	}
-	path := wsPath(ws) + "/environments/" + url.PathEscape(env) + "/states/" + url.PathEscape(state) + "/" + action
-	var out map[string]string
-	if err := c.HTTP.do(ctx, http.MethodPost, path, nil, nil, &out); err != nil {
+	if err := c.API.SetStateLifecycle(ctx, ws, env, state, archive); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
+	l := kilolock.LifecycleActive
+	if archive {
+		l = kilolock.LifecycleArchived
 	}
-	fmt.Fprintf(c.Out, "State %s is %s.\n", cell(out["state"]), orDash(out["lifecycle"]))
+	if c.JSON {
+		return c.cli().writeJSON(map[string]string{"state": state, "lifecycle": string(l)})
+	}
+	fmt.Fprintf(c.Out, "State %s is %s.\n", cell(state), l)
 	return nil
 }
 
 // Audit lists the audit log, newest first; denied only lists refusals.
 func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
-	q := url.Values{}
-	if denied {
-		q.Set("denied", "true")
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var out []kilolock.AuditEntry
-	if err := c.HTTP.do(ctx, http.MethodGet, "/v1/api/audit", q, nil, &out); err != nil {
+	out, err := c.API.Audit(ctx, kilolock.AuditFilter{DeniedOnly: denied, Limit: limit})
+	if err != nil {
 		return err
 	}
 	if out == nil {
@@ -364,4 +373,236 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 		row(tw, formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From))
 	}
 	return tw.Flush()
+}
+
+// databaseControl is the ControlAPI of a database opened directly: the
+// library's Control, its changes audited as by.
+type databaseControl struct {
+	c  *kilolock.Control
+	by kilolock.Caller
+}
+
+var _ ControlAPI = databaseControl{}
+
+func (d databaseControl) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error) {
+	return d.c.CreateWorkspace(ctx, d.by, name, kind, owner)
+}
+
+func (d databaseControl) Workspaces(ctx context.Context) ([]kilolock.Workspace, error) {
+	return d.c.Workspaces(ctx)
+}
+
+func (d databaseControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error) {
+	if suspend {
+		return d.c.SuspendWorkspace(ctx, d.by, id)
+	}
+	return d.c.ResumeWorkspace(ctx, d.by, id)
+}
+
+func (d databaseControl) CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error) {
+	return d.c.CreateEnvironment(ctx, d.by, ws, slug)
+}
+
+func (d databaseControl) Environments(ctx context.Context, ws string) ([]kilolock.Environment, error) {
+	return d.c.Environments(ctx, ws)
+}
+
+func (d databaseControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
+	tok, secret, err := d.c.IssueToken(ctx, d.by, req)
+	if err != nil {
+		return nil, err
+	}
+	return &IssuedToken{Token: *tok, Secret: secret}, nil
+}
+
+func (d databaseControl) Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error) {
+	return d.c.Tokens(ctx, kind)
+}
+
+func (d databaseControl) RevokeToken(ctx context.Context, id string) error {
+	return d.c.RevokeToken(ctx, d.by, id)
+}
+
+func (d databaseControl) AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error) {
+	return d.c.AddGrant(ctx, d.by, token, env)
+}
+
+func (d databaseControl) RevokeGrant(ctx context.Context, token, env string) error {
+	return d.c.RevokeGrant(ctx, d.by, token, env)
+}
+
+func (d databaseControl) Grants(ctx context.Context, token string) ([]kilolock.Grant, error) {
+	return d.c.Grants(ctx, token)
+}
+
+func (d databaseControl) PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error) {
+	m, err := d.c.PutMember(ctx, d.by, ws, user, role)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (d databaseControl) RemoveMember(ctx context.Context, ws, user string) error {
+	return d.c.RemoveMember(ctx, d.by, ws, user)
+}
+
+func (d databaseControl) Members(ctx context.Context, ws string) ([]kilolock.Member, error) {
+	return d.c.Members(ctx, ws)
+}
+
+func (d databaseControl) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
+	if archive {
+		return d.c.ArchiveState(ctx, d.by, ws, env, state)
+	}
+	return d.c.RestoreState(ctx, d.by, ws, env, state)
+}
+
+func (d databaseControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
+	return d.c.Audit(ctx, f)
+}
+
+// serverControl is the ControlAPI of a server: its operator control API
+// under /v1/api/.
+type serverControl struct{ b *HTTPBackend }
+
+var _ ControlAPI = serverControl{}
+
+func wsPath(ws string) string { return "/v1/api/workspaces/" + url.PathEscape(ws) }
+
+func tokenPath(id string) string { return "/v1/api/tokens/" + url.PathEscape(id) }
+
+func (s serverControl) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error) {
+	var ws kilolock.Workspace
+	body := map[string]string{"name": name, "kind": string(kind), "owner": owner}
+	if err := s.b.do(ctx, http.MethodPost, "/v1/api/workspaces", nil, body, &ws); err != nil {
+		return nil, err
+	}
+	return &ws, nil
+}
+
+func (s serverControl) Workspaces(ctx context.Context) ([]kilolock.Workspace, error) {
+	var out []kilolock.Workspace
+	err := s.b.do(ctx, http.MethodGet, "/v1/api/workspaces", nil, nil, &out)
+	return out, err
+}
+
+func (s serverControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error) {
+	action := "resume"
+	if suspend {
+		action = "suspend"
+	}
+	var ws kilolock.Workspace
+	if err := s.b.do(ctx, http.MethodPost, wsPath(id)+"/"+action, nil, nil, &ws); err != nil {
+		return nil, err
+	}
+	return &ws, nil
+}
+
+func (s serverControl) CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error) {
+	var e kilolock.Environment
+	if err := s.b.do(ctx, http.MethodPost, wsPath(ws)+"/environments", nil, map[string]string{"slug": slug}, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+func (s serverControl) Environments(ctx context.Context, ws string) ([]kilolock.Environment, error) {
+	var out []kilolock.Environment
+	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/environments", nil, nil, &out)
+	return out, err
+}
+
+func (s serverControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
+	body := map[string]string{"kind": string(req.Kind)}
+	for k, v := range map[string]string{"name": req.Name, "environment_id": req.EnvironmentID, "scope": string(req.Scope), "user_id": req.UserID} {
+		if v != "" {
+			body[k] = v
+		}
+	}
+	var tok IssuedToken
+	if err := s.b.do(ctx, http.MethodPost, "/v1/api/tokens", nil, body, &tok); err != nil {
+		return nil, err
+	}
+	return &tok, nil
+}
+
+func (s serverControl) Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error) {
+	q := url.Values{}
+	if kind != "" {
+		q.Set("kind", string(kind))
+	}
+	var out []kilolock.Token
+	err := s.b.do(ctx, http.MethodGet, "/v1/api/tokens", q, nil, &out)
+	return out, err
+}
+
+func (s serverControl) RevokeToken(ctx context.Context, id string) error {
+	var out map[string]string
+	return s.b.do(ctx, http.MethodDelete, tokenPath(id), nil, nil, &out)
+}
+
+func (s serverControl) AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error) {
+	var g kilolock.Grant
+	if err := s.b.do(ctx, http.MethodPut, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+func (s serverControl) RevokeGrant(ctx context.Context, token, env string) error {
+	var out map[string]string
+	return s.b.do(ctx, http.MethodDelete, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &out)
+}
+
+func (s serverControl) Grants(ctx context.Context, token string) ([]kilolock.Grant, error) {
+	var out []kilolock.Grant
+	err := s.b.do(ctx, http.MethodGet, tokenPath(token)+"/grants", nil, nil, &out)
+	return out, err
+}
+
+func (s serverControl) PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error) {
+	var body any
+	if role != "" {
+		body = map[string]string{"role": string(role)}
+	}
+	var m kilolock.Member
+	if err := s.b.do(ctx, http.MethodPut, wsPath(ws)+"/members/"+url.PathEscape(user), nil, body, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (s serverControl) RemoveMember(ctx context.Context, ws, user string) error {
+	var out map[string]string
+	return s.b.do(ctx, http.MethodDelete, wsPath(ws)+"/members/"+url.PathEscape(user), nil, nil, &out)
+}
+
+func (s serverControl) Members(ctx context.Context, ws string) ([]kilolock.Member, error) {
+	var out []kilolock.Member
+	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/members", nil, nil, &out)
+	return out, err
+}
+
+func (s serverControl) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
+	action := "restore"
+	if archive {
+		action = "archive"
+	}
+	path := wsPath(ws) + "/environments/" + url.PathEscape(env) + "/states/" + url.PathEscape(state) + "/" + action
+	var out map[string]string
+	return s.b.do(ctx, http.MethodPost, path, nil, nil, &out)
+}
+
+func (s serverControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
+	q := url.Values{}
+	if f.DeniedOnly {
+		q.Set("denied", "true")
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out []kilolock.AuditEntry
+	err := s.b.do(ctx, http.MethodGet, "/v1/api/audit", q, nil, &out)
+	return out, err
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +19,8 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/klcli"
+	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/store"
 )
 
 const testOperator = "klo_kl-test-operator"
@@ -41,93 +45,181 @@ func runKL(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// TestControlCommands drives the tenancy commands against a server in
-// token mode, as the operator.
+// klSession is kl pointed at one control target.
+type klSession struct {
+	t      *testing.T
+	target string   // "server", "sqlite" or "postgres"
+	global []string // kl's global flags
+	url    string   // the store's URL
+}
+
+// run runs one kl command there.
+func (s *klSession) run(args ...string) (string, error) {
+	s.t.Helper()
+	return runKL(s.t, append(slices.Clone(s.global), args...)...)
+}
+
+// kl runs one kl command there and fails the test on an error.
+func (s *klSession) kl(args ...string) string {
+	s.t.Helper()
+	out, err := s.run(args...)
+	if err != nil {
+		s.t.Fatalf("kl %v: %v", args, err)
+	}
+	return out
+}
+
+// controlTargets are the ways every tenancy command must work alike, each
+// on a store of its own: a token-mode server (on SQLite) as its operator,
+// and a database directly, SQLite and PostgreSQL.
+var controlTargets = []struct {
+	name string
+	open func(t *testing.T) (global []string, url string)
+}{
+	{"server", func(t *testing.T) ([]string, string) {
+		url := sqliteURL(t)
+		srv := httptest.NewServer(httpbackend.New(openEngine(t, url), httpbackend.Options{
+			Logger:        log.New(io.Discard),
+			Auth:          httpbackend.AuthToken,
+			OperatorToken: testOperator,
+		}))
+		t.Cleanup(srv.Close)
+		return []string{"--server", srv.URL, "--token", testOperator}, url
+	}},
+	{"sqlite", func(t *testing.T) ([]string, string) {
+		url := sqliteURL(t)
+		return []string{"--database", url}, url
+	}},
+	{"postgres", func(t *testing.T) ([]string, string) {
+		url := testpg.URL(t)
+		return []string{"--database", url}, url
+	}},
+}
+
+// forEachControlTarget runs f once per control target.
+func forEachControlTarget(t *testing.T, f func(t *testing.T, s *klSession)) {
+	for _, ct := range controlTargets {
+		t.Run(ct.name, func(t *testing.T) {
+			global, url := ct.open(t)
+			f(t, &klSession{t: t, target: ct.name, global: global, url: url})
+		})
+	}
+}
+
+func decodeJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+}
+
+// TestControlCommands drives the tenancy commands with --json as the
+// operator of a token-mode server and on a database directly (SQLite and
+// PostgreSQL).
 func TestControlCommands(t *testing.T) {
-	e := openEngine(t, sqliteURL(t))
-	srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{
-		Logger:        log.New(io.Discard),
-		Auth:          httpbackend.AuthToken,
-		OperatorToken: testOperator,
-	}))
-	t.Cleanup(srv.Close)
-	kl := func(args ...string) string {
-		t.Helper()
-		out, err := runKL(t, append([]string{"--server", srv.URL, "--token", testOperator}, args...)...)
+	forEachControlTarget(t, func(t *testing.T, s *klSession) {
+		var ws kilolock.Workspace
+		decodeJSON(t, s.kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
+		if !strings.HasPrefix(ws.ID, "ws_") || ws.Name != "acme" {
+			t.Fatalf("workspace = %+v", ws)
+		}
+		if out := s.kl("workspace", "list"); !strings.Contains(out, ws.ID) {
+			t.Errorf("workspace list:\n%s", out)
+		}
+		var env kilolock.Environment
+		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
+		if !strings.HasPrefix(env.PublicID, "env_") || env.Slug != "prod" {
+			t.Fatalf("environment = %+v", env)
+		}
+		var envs []kilolock.Environment
+		decodeJSON(t, s.kl("env", "list", "--workspace", ws.ID, "--json"), &envs)
+		if len(envs) != 1 || envs[0].PublicID != env.PublicID {
+			t.Errorf("env list = %+v", envs)
+		}
+
+		var auto klcli.IssuedToken
+		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--name", "ci", "--json"), &auto)
+		if !strings.HasPrefix(auto.Secret, "klt_") || auto.Scope != kilolock.ScopeReadWrite || auto.EnvironmentID != env.PublicID {
+			t.Errorf("token issue = %+v", auto)
+		}
+		var tokens []kilolock.Token
+		decodeJSON(t, s.kl("token", "list", "--json"), &tokens)
+		if len(tokens) != 1 || tokens[0].Name != "ci" {
+			t.Errorf("token list = %+v", tokens)
+		}
+		if out := s.kl("token", "list"); strings.Contains(out, "klt_") {
+			t.Errorf("token list shows a secret:\n%s", out)
+		}
+
+		var pat klcli.IssuedToken
+		decodeJSON(t, s.kl("pat", "create", "--user", "alice", "--json"), &pat)
+		if !strings.HasPrefix(pat.Secret, "klp_") || pat.Kind != kilolock.TokenPersonal {
+			t.Fatalf("pat = %+v", pat)
+		}
+		var grant kilolock.Grant
+		decodeJSON(t, s.kl("grant", "add", pat.ID, env.PublicID, "--json"), &grant)
+		if grant.TokenID != pat.ID || grant.EnvironmentID != env.PublicID {
+			t.Errorf("grant = %+v", grant)
+		}
+		var grants []kilolock.Grant
+		decodeJSON(t, s.kl("grant", "list", pat.ID, "--json"), &grants)
+		if len(grants) != 1 || grants[0].EnvironmentID != env.PublicID {
+			t.Errorf("grant list = %+v", grants)
+		}
+		if out := s.kl("grant", "list", pat.ID); !strings.Contains(out, env.PublicID) {
+			t.Errorf("grant list:\n%s", out)
+		}
+		var members []kilolock.Member
+		decodeJSON(t, s.kl("member", "list", "--workspace", ws.ID, "--json"), &members)
+		if len(members) != 1 || members[0] != (kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}) {
+			t.Errorf("member list = %+v", members)
+		}
+		var held map[string]string
+		decodeJSON(t, s.kl("state", "archive", "--workspace", ws.ID, "--env", env.PublicID, "app", "--json"), &held)
+		if held["state"] != "app" || held["lifecycle"] != "archived" {
+			t.Errorf("state archive = %v", held)
+		}
+
+		// The store keeps the tokens' hashes, by which their secrets find
+		// them.
+		st, err := store.Open(context.Background(), s.url)
 		if err != nil {
-			t.Fatalf("kl %v: %v", args, err)
+			t.Fatal(err)
 		}
-		return out
-	}
-	decode := func(out string, v any) {
-		t.Helper()
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("output is not JSON: %v\n%s", err, out)
+		for _, tok := range []klcli.IssuedToken{auto, pat} {
+			got, err := st.(kilolock.TenantStore).TokenByHash(context.Background(), kilolock.HashSecret(tok.Secret))
+			if err != nil || got.ID != tok.ID {
+				t.Errorf("the secret of %s finds %+v, %v", tok.ID, got, err)
+			}
 		}
-	}
+		st.Close()
 
-	var ws kilolock.Workspace
-	decode(kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
-	if !strings.HasPrefix(ws.ID, "ws_") || ws.Name != "acme" {
-		t.Fatalf("workspace = %+v", ws)
-	}
-	if out := kl("workspace", "list"); !strings.Contains(out, ws.ID) {
-		t.Errorf("workspace list:\n%s", out)
-	}
-	var env kilolock.Environment
-	decode(kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
-	if !strings.HasPrefix(env.PublicID, "env_") || env.Slug != "prod" {
-		t.Fatalf("environment = %+v", env)
-	}
-	var envs []kilolock.Environment
-	decode(kl("env", "list", "--workspace", ws.ID, "--json"), &envs)
-	if len(envs) != 1 || envs[0].PublicID != env.PublicID {
-		t.Errorf("env list = %+v", envs)
-	}
+		var all []kilolock.AuditEntry
+		decodeJSON(t, s.kl("audit", "--json"), &all)
+		wantActor := "operator"
+		if s.target != "server" {
+			wantActor = "db:kl"
+		}
+		if len(all) != 6 {
+			t.Errorf("audit lists %d entries, want 6: %+v", len(all), all)
+		}
+		for _, a := range all {
+			if a.Actor != wantActor || a.Denied || a.From == "" {
+				t.Errorf("audit entry %+v, want by %s", a, wantActor)
+			}
+		}
+		if out := s.kl("pat", "delete", pat.ID); !strings.Contains(out, pat.ID) {
+			t.Errorf("pat delete:\n%s", out)
+		}
+	})
+}
 
-	out := kl("token", "issue", "--env", env.PublicID, "--name", "ci")
-	if !strings.Contains(out, "klt_") || !strings.Contains(out, "will not be shown again") {
-		t.Errorf("token issue:\n%s", out)
-	}
-	var tokens []kilolock.Token
-	decode(kl("token", "list", "--json"), &tokens)
-	if len(tokens) != 1 || tokens[0].Name != "ci" {
-		t.Errorf("token list = %+v", tokens)
-	}
-	if out := kl("token", "list"); strings.Contains(out, "klt_") {
-		t.Errorf("token list shows a secret:\n%s", out)
-	}
-
-	var pat struct {
-		ID     string `json:"id"`
-		Kind   string `json:"kind"`
-		Secret string `json:"secret"`
-	}
-	decode(kl("pat", "create", "--user", "alice", "--json"), &pat)
-	if !strings.HasPrefix(pat.Secret, "klp_") || pat.Kind != "personal" {
-		t.Fatalf("pat = %+v", pat)
-	}
-	var grant kilolock.Grant
-	decode(kl("grant", "add", pat.ID, env.PublicID, "--json"), &grant)
-	if grant.TokenID != pat.ID || grant.EnvironmentID != env.PublicID {
-		t.Errorf("grant = %+v", grant)
-	}
-	var grants []kilolock.Grant
-	decode(kl("grant", "list", pat.ID, "--json"), &grants)
-	if len(grants) != 1 || grants[0].EnvironmentID != env.PublicID {
-		t.Errorf("grant list = %+v", grants)
-	}
-	if out := kl("grant", "list", pat.ID); !strings.Contains(out, env.PublicID) {
-		t.Errorf("grant list:\n%s", out)
-	}
-	var members []kilolock.Member
-	decode(kl("member", "list", "--workspace", ws.ID, "--json"), &members)
-	if len(members) != 1 || members[0].UserID != "alice" {
-		t.Errorf("member list = %+v", members)
-	}
-
-	// A request with a wrong token is refused, and audited as denied.
-	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/api/workspaces", nil)
+// TestControlCommandsAuditDenials: a request refused by a server is
+// audited as denied, and kl audit --denied lists only such.
+func TestControlCommandsAuditDenials(t *testing.T) {
+	global, url := controlTargets[0].open(t)
+	s := &klSession{t: t, target: "server", global: global, url: url}
+	req, _ := http.NewRequest(http.MethodGet, global[1]+"/v1/api/workspaces", nil)
 	req.Header.Set("Authorization", "Bearer klo_wrong")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -137,8 +229,9 @@ func TestControlCommands(t *testing.T) {
 	if resp.StatusCode < 400 {
 		t.Fatalf("wrong token answered %d", resp.StatusCode)
 	}
+	s.kl("workspace", "create", "acme")
 	var denied []kilolock.AuditEntry
-	decode(kl("audit", "--denied", "--json"), &denied)
+	decodeJSON(t, s.kl("audit", "--denied", "--json"), &denied)
 	if len(denied) == 0 {
 		t.Fatal("audit --denied lists nothing after a denied request")
 	}
@@ -148,31 +241,182 @@ func TestControlCommands(t *testing.T) {
 		}
 	}
 	var all []kilolock.AuditEntry
-	decode(kl("audit", "--json"), &all)
-	if len(all) <= len(denied) {
+	decodeJSON(t, s.kl("audit", "--json"), &all)
+	if len(all) != len(denied)+1 {
 		t.Errorf("audit lists %d entries, denied %d", len(all), len(denied))
 	}
-	if out := kl("audit", "--denied"); !strings.Contains(out, "denied") {
+	if out := s.kl("audit", "--denied"); !strings.Contains(out, "denied") {
 		t.Errorf("audit --denied:\n%s", out)
-	}
-	if out := kl("pat", "delete", pat.ID); !strings.Contains(out, pat.ID) {
-		t.Errorf("pat delete:\n%s", out)
 	}
 }
 
-// TestControlCommandsNeedServer: with --database the tenancy commands say
-// they need a server.
-func TestControlCommandsNeedServer(t *testing.T) {
-	for _, args := range [][]string{
-		{"workspace", "list"},
-		{"token", "issue", "--env", "env_x"},
-		{"audit", "--denied"},
-		{"state", "archive", "--workspace", "ws_x", "--env", "env_x", "app"},
-	} {
-		_, err := runKL(t, append([]string{"--database", sqliteURL(t)}, args...)...)
-		var ue *klcli.UsageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "needs a server") {
-			t.Errorf("kl %v with --database: %v", args, err)
-		}
+// TestControlCommandsDatabaseActor: on a database, a change is audited as
+// "db:" and --actor (KL_ACTOR), from kl on this host.
+func TestControlCommandsDatabaseActor(t *testing.T) {
+	db := sqliteURL(t)
+	if _, err := runKL(t, "--database", db, "--actor", "alice", "workspace", "create", "acme"); err != nil {
+		t.Fatal(err)
 	}
+	t.Setenv("KL_ACTOR", "bob")
+	if _, err := runKL(t, "--database", db, "workspace", "create", "globex"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runKL(t, "--database", db, "audit", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []kilolock.AuditEntry
+	decodeJSON(t, out, &all)
+	if len(all) != 2 || all[1].Actor != "db:alice" || all[0].Actor != "db:bob" || !strings.HasPrefix(all[0].From, "kl") {
+		t.Errorf("audit = %+v", all)
+	}
+}
+
+// TestControlCommandsBothTargets: naming a server and a database is
+// refused before anything is dialed or opened.
+func TestControlCommandsBothTargets(t *testing.T) {
+	_, err := runKL(t, "--server", "http://127.0.0.1:1", "--database", sqliteURL(t), "workspace", "list")
+	if klcli.ExitCode(err) != klcli.ExitUsage {
+		t.Errorf("err = %v, want a usage error", err)
+	}
+}
+
+var (
+	transcriptID     = regexp.MustCompile(`\b(ws|env|tok)_[0-9a-f]{16}\b`)
+	transcriptSecret = regexp.MustCompile(`\b(kl[tp]_)[0-9a-f]{64}\b`)
+	transcriptTime   = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ|"\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)"`)
+)
+
+// normalizeTranscript replaces what differs from run to run by what has
+// the same width: the n-th id of a kind by ws_000…n, secrets by zeros,
+// times by the year 2000.
+func normalizeTranscript(s string) string {
+	ids := map[string]string{}
+	s = transcriptID.ReplaceAllStringFunc(s, func(id string) string {
+		if _, ok := ids[id]; !ok {
+			prefix, _, _ := strings.Cut(id, "_")
+			n := 1
+			for _, v := range ids {
+				if strings.HasPrefix(v, prefix+"_") {
+					n++
+				}
+			}
+			ids[id] = fmt.Sprintf("%s_%016x", prefix, n)
+		}
+		return ids[id]
+	})
+	s = transcriptSecret.ReplaceAllString(s, "${1}"+strings.Repeat("0", 64))
+	return transcriptTime.ReplaceAllStringFunc(s, func(t string) string {
+		if strings.HasPrefix(t, `"`) {
+			return `"2000-01-01T00:00:00Z"`
+		}
+		return "2000-01-01 00:00:00Z"
+	})
+}
+
+// auditRows drops who and where from of an audit table, which differ by
+// design (the operator from an address; db:kl from kl on this host), and
+// the alignment that depends on them.
+func auditRows(out string) string {
+	var b strings.Builder
+	for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		f := strings.Fields(line)
+		if i > 0 && len(f) == 7 { // AT is two fields
+			f[2], f[6] = "<actor>", "<from>"
+		}
+		b.WriteString(strings.Join(f, " ") + "\n")
+	}
+	return b.String()
+}
+
+// TestControlTranscript tells one story in text on every control target:
+// set a tenant up, use every command, take it down. Each target prints the
+// same (testdata/control_transcript.golden), but for generated ids, secrets
+// and times, and the audit log's actor and address.
+func TestControlTranscript(t *testing.T) {
+	first := true
+	forEachControlTarget(t, func(t *testing.T, s *klSession) {
+		// -update writes the file from the first target; the others are
+		// still compared with it.
+		defer func(u bool) { *update = u }(*update)
+		if !first {
+			*update = false
+		}
+		first = false
+
+		var b strings.Builder
+		kl := func(args ...string) string {
+			t.Helper()
+			out, err := s.run(args...)
+			if args[0] == "audit" && err == nil && !slices.Contains(args, "--json") {
+				out = auditRows(out)
+			}
+			fmt.Fprintf(&b, "$ kl %s\n%s", strings.Join(args, " "), out)
+			switch code := klcli.ExitCode(err); code {
+			case klcli.ExitOK:
+			default:
+				var rep bytes.Buffer
+				klcli.Report(&rep, err)
+				msg, _, _ := strings.Cut(rep.String(), "\n")
+				fmt.Fprintf(&b, "exit %d: %s\n", code, msg)
+			}
+			return out
+		}
+		find := func(out, prefix string) string {
+			t.Helper()
+			id := regexp.MustCompile(prefix + `_[0-9a-f]{16}`).FindString(out)
+			if id == "" {
+				t.Fatalf("no %s… id in:\n%s", prefix, out)
+			}
+			return id
+		}
+
+		ws := find(kl("workspace", "create", "acme", "--owner", "alice"), "ws")
+		kl("workspace", "create", "")
+		kl("workspace", "list") // before the second: it lists by random id
+		kl("workspace", "create", "alice", "--kind", "personal", "--json")
+		env := find(kl("env", "create", "--workspace", ws, "prod"), "env")
+		kl("env", "create", "--workspace", ws, "prod")
+		kl("env", "create", "--workspace", ws, "no/slash")
+		kl("env", "create", "--workspace", "ws_missing", "prod")
+		kl("env", "list", "--workspace", ws)
+		kl("env", "list", "--workspace", ws, "--json")
+
+		tok := find(kl("token", "issue", "--env", env, "--name", "ci", "--scope", "read"), "tok")
+		kl("token", "issue", "--env", "env_missing")
+		kl("token", "list")
+		pat := find(kl("pat", "create", "--user", "alice", "--name", "laptop"), "tok")
+		kl("pat", "list")
+		kl("pat", "list", "--json")
+		kl("grant", "add", pat, env)
+		kl("grant", "add", tok, env)
+		kl("grant", "list", pat)
+
+		kl("member", "add", "--workspace", ws, "bob", "--role", "admin")
+		kl("member", "add", "--workspace", ws, "carol")
+		kl("member", "list", "--workspace", ws)
+		kl("member", "remove", "--workspace", ws, "bob")
+		kl("member", "remove", "--workspace", ws, "bob")
+		kl("member", "list", "--workspace", ws, "--json")
+
+		kl("workspace", "suspend", ws)
+		kl("workspace", "resume", ws, "--json")
+		kl("workspace", "suspend", "ws_missing")
+		kl("state", "archive", "--workspace", ws, "--env", env, "app")
+		kl("state", "restore", "--workspace", ws, "--env", env, "app", "--json")
+		kl("state", "archive", "--workspace", "ws_missing", "--env", env, "app")
+
+		kl("grant", "revoke", pat, env)
+		kl("grant", "revoke", pat, env)
+		kl("grant", "list", pat)
+		kl("token", "revoke", tok)
+		kl("pat", "delete", pat, "--json")
+		kl("pat", "delete", pat)
+		kl("token", "list")
+		kl("audit")
+		kl("audit", "--limit", "2")
+		kl("audit", "--denied")
+
+		golden(t, "control_transcript", normalizeTranscript(b.String()))
+	})
 }

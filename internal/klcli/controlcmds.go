@@ -7,14 +7,14 @@ import (
 )
 
 // The tenancy commands: each goes to the server's operator control API
-// (--server with --token klo_…); with --database they answer that they need
-// a server.
+// (--server with --token klo_…) or, with --database, to the database
+// directly through kilolock.Control, audited as "db:" and --actor.
 
 // WorkspaceCmds are kl workspace create|list|suspend|resume.
 type WorkspaceCmds struct {
 	Create  WorkspaceCreateCmd  `cmd:"" help:"Create a workspace."`
 	List    WorkspaceListCmd    `cmd:"" help:"List the workspaces."`
-	Suspend WorkspaceSuspendCmd `cmd:"" help:"Suspend a workspace: its states refuse every request until it is resumed."`
+	Suspend WorkspaceSuspendCmd `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed."`
 	Resume  WorkspaceResumeCmd  `cmd:"" help:"Resume a suspended workspace."`
 }
 
@@ -28,7 +28,7 @@ type WorkspaceCreateCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
 		return ct.CreateWorkspace(ctx, c.Name, kilolock.WorkspaceKind(c.Kind), c.Owner)
 	})
 }
@@ -38,7 +38,7 @@ type WorkspaceListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *WorkspaceListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Workspaces(ctx) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Workspaces(ctx) })
 }
 
 // WorkspaceSuspendCmd is kl workspace suspend.
@@ -49,7 +49,7 @@ type WorkspaceSuspendCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceSuspendCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, true) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, true) })
 }
 
 // WorkspaceResumeCmd is kl workspace resume.
@@ -60,7 +60,7 @@ type WorkspaceResumeCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceResumeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, false) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, false) })
 }
 
 // EnvCmds are kl env create|list.
@@ -78,7 +78,7 @@ type EnvCreateCmd struct {
 
 // Run runs the command.
 func (c *EnvCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.CreateEnvironment(ctx, c.Workspace, c.Slug) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.CreateEnvironment(ctx, c.Workspace, c.Slug) })
 }
 
 // EnvListCmd is kl env list.
@@ -89,7 +89,7 @@ type EnvListCmd struct {
 
 // Run runs the command.
 func (c *EnvListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Environments(ctx, c.Workspace) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Environments(ctx, c.Workspace) })
 }
 
 // TokenCmds are kl token issue|list|revoke: automation tokens.
@@ -109,7 +109,7 @@ type TokenIssueCmd struct {
 
 // Run runs the command.
 func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
 		return ct.IssueToken(ctx, kilolock.TokenAutomation, c.Name, c.Env, kilolock.Scope(c.Scope), "")
 	})
 }
@@ -119,7 +119,7 @@ type TokenListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenAutomation) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenAutomation) })
 }
 
 // TokenRevokeCmd is kl token revoke.
@@ -130,7 +130,7 @@ type TokenRevokeCmd struct {
 
 // Run runs the command.
 func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
 }
 
 // PATCmds are kl pat create|list|delete: personal access tokens.
@@ -149,7 +149,7 @@ type PATCreateCmd struct {
 
 // Run runs the command.
 func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
 		return ct.IssueToken(ctx, kilolock.TokenPersonal, c.Name, "", "", c.User)
 	})
 }
@@ -159,7 +159,7 @@ type PATListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenPersonal) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenPersonal) })
 }
 
 // PATDeleteCmd is kl pat delete.
@@ -170,7 +170,7 @@ type PATDeleteCmd struct {
 
 // Run runs the command.
 func (c *PATDeleteCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
 }
 
 // GrantCmds are kl grant add|revoke|list.
@@ -189,7 +189,7 @@ type GrantAddCmd struct {
 
 // Run runs the command.
 func (c *GrantAddCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.AddGrant(ctx, c.Token, c.Env) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.AddGrant(ctx, c.Token, c.Env) })
 }
 
 // GrantRevokeCmd is kl grant revoke.
@@ -201,7 +201,7 @@ type GrantRevokeCmd struct {
 
 // Run runs the command.
 func (c *GrantRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.RevokeGrant(ctx, c.Token, c.Env) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.RevokeGrant(ctx, c.Token, c.Env) })
 }
 
 // GrantListCmd is kl grant list.
@@ -212,7 +212,7 @@ type GrantListCmd struct {
 
 // Run runs the command.
 func (c *GrantListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Grants(ctx, c.Token) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Grants(ctx, c.Token) })
 }
 
 // MemberCmds are kl member add|remove|list.
@@ -232,7 +232,7 @@ type MemberAddCmd struct {
 
 // Run runs the command.
 func (c *MemberAddCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, kilolock.Role(c.Role)) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, kilolock.Role(c.Role)) })
 }
 
 // MemberRemoveCmd is kl member remove.
@@ -244,7 +244,7 @@ type MemberRemoveCmd struct {
 
 // Run runs the command.
 func (c *MemberRemoveCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.RemoveMember(ctx, c.Workspace, c.User) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.RemoveMember(ctx, c.Workspace, c.User) })
 }
 
 // MemberListCmd is kl member list.
@@ -255,7 +255,7 @@ type MemberListCmd struct {
 
 // Run runs the command.
 func (c *MemberListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Members(ctx, c.Workspace) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Members(ctx, c.Workspace) })
 }
 
 // stateLifecycleFlags name one tenant state.
@@ -271,7 +271,7 @@ type StateArchiveCmd struct{ stateLifecycleFlags }
 
 // Run runs the command.
 func (c *StateArchiveCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
 		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, true)
 	})
 }
@@ -281,7 +281,7 @@ type StateRestoreCmd struct{ stateLifecycleFlags }
 
 // Run runs the command.
 func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
 		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, false)
 	})
 }
@@ -290,10 +290,10 @@ func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
 type AuditCmd struct {
 	JSONFlag
 	Denied bool `help:"List only the refused requests."`
-	Limit  int  `help:"Show at most N entries (the server's default is 100)." placeholder:"N"`
+	Limit  int  `help:"Show at most N entries (default 100)." placeholder:"N"`
 }
 
 // Run runs the command.
 func (c *AuditCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(c.JSON, func(ct *Control) error { return ct.Audit(ctx, c.Denied, c.Limit) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Audit(ctx, c.Denied, c.Limit) })
 }

@@ -120,6 +120,7 @@ func Hint(err error) string {
 		ue *UsageError
 		ie *kilolock.InvalidError
 		ce *kilolock.ConflictError
+		te *kilolock.ControlError
 	)
 	var h string
 	switch {
@@ -133,6 +134,8 @@ func Hint(err error) string {
 		h = ie.Hint
 	case errors.As(err, &ce):
 		h = ce.Hint
+	case errors.As(err, &te):
+		h = te.Hint
 	}
 	if h != "" {
 		return h

@@ -330,7 +330,7 @@ func (s *Store) PutGrant(ctx context.Context, g *kilolock.Grant) error {
 			return err
 		}
 		if kilolock.TokenKind(kind) != kilolock.TokenPersonal {
-			return &kilolock.InvalidError{Code: "not_personal_token", Message: fmt.Sprintf("token %s is a %s token", g.TokenID, kind), Hint: "grants are for personal access tokens (klp_)"}
+			return &kilolock.InvalidError{Code: "not_personal_token", Message: fmt.Sprintf("token %s is not a personal access token (its kind is %s)", g.TokenID, kind), Hint: "grants are for personal access tokens (klp_)"}
 		}
 		if err := require(ctx, tx, "environment", g.EnvironmentID, `SELECT 1 FROM environments WHERE public_id = $1`); err != nil {
 			return err

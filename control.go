@@ -1,0 +1,379 @@
+package kilolock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Caller is who asks Control for a change, as its audit entry records it.
+type Caller struct {
+	// Actor is who: "operator", a token id, a user. Empty is recorded as
+	// "anonymous".
+	Actor string
+	// From is where the change came from: a remote address, a host.
+	From string
+	// RequestID ties the audit entry to a request's logs; may be empty.
+	RequestID string
+}
+
+// Control is the control plane of the authenticated lane on a
+// TenantStore: workspaces and their lifecycle, environments, members,
+// tokens, grants, state lifecycles and the audit log. The HTTP control API
+// and kl --database both run through it, so a change is validated and
+// audited the same whichever way it comes.
+//
+// Invalid input is an *InvalidError with a code (invalid_workspace,
+// invalid_slug, invalid_role, invalid_member, invalid_token) and a hint.
+// Store errors are returned as the store words them: ErrNotFound for a
+// missing workspace, environment, token, member or grant, ErrConflict for
+// something already there.
+//
+// Every change appends one AuditEntry once it is made; reads are not
+// audited. A change whose audit entry cannot be written is reported as an
+// error, alongside its result where it has one: the change stays made, as
+// the store has no transaction spanning both.
+type Control struct {
+	store TenantStore
+}
+
+// ControlError is a control-plane request naming something that is not
+// there, or that is there already, or that a workspace's rules forbid, in
+// words for people. It wraps ErrNotFound or ErrConflict, so callers branch
+// with errors.Is; Code is stable (workspace_not_found, slug_taken,
+// last_owner, …).
+type ControlError struct {
+	Err     error // ErrNotFound or ErrConflict
+	Code    string
+	Message string
+	Hint    string
+}
+
+func (e *ControlError) Error() string { return e.Message }
+func (e *ControlError) Unwrap() error { return e.Err }
+
+// explain turns a store's err into a *ControlError when it is (wraps) want;
+// other errors are returned as they are.
+func explain(err, want error, code, message, hint string) error {
+	if err != nil && errors.Is(err, want) {
+		return &ControlError{Err: want, Code: code, Message: message, Hint: hint}
+	}
+	return err
+}
+
+func workspaceNotFound(err error, id string) error {
+	return explain(err, ErrNotFound, "workspace_not_found", fmt.Sprintf("there is no workspace %q", id), "kl workspace list shows the workspaces")
+}
+
+func environmentNotFound(err error, id string) error {
+	return explain(err, ErrNotFound, "environment_not_found", fmt.Sprintf("there is no environment %q", id), "use the environment's public id (env_…); kl env list --workspace WS shows them")
+}
+
+// NewControl returns a Control over s.
+func NewControl(s TenantStore) *Control { return &Control{store: s} }
+
+// audit records the change action on target, made by by. It runs even when
+// ctx is cancelled: the change is made and must not go unrecorded.
+func (c *Control) audit(ctx context.Context, by Caller, action, target string) error {
+	actor := by.Actor
+	if actor == "" {
+		actor = "anonymous"
+	}
+	e := &AuditEntry{Actor: actor, Action: action, Target: target, From: by.From, RequestID: by.RequestID}
+	if err := c.store.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		return fmt.Errorf("audit %s: %w", action, err)
+	}
+	return nil
+}
+
+// CreateWorkspace creates a workspace of kind (WorkspaceOrganization when
+// empty) and, when owner is not empty, makes owner its owner. Audited as
+// workspace.create.
+func (c *Control) CreateWorkspace(ctx context.Context, by Caller, name string, kind WorkspaceKind, owner string) (*Workspace, error) {
+	if kind == "" {
+		kind = WorkspaceOrganization
+	}
+	if name == "" || (kind != WorkspacePersonal && kind != WorkspaceOrganization) {
+		return nil, &InvalidError{Code: "invalid_workspace", Message: "a workspace needs a name and a kind of personal or organization", Hint: `send {"name": "acme", "kind": "organization", "owner": "alice"}`}
+	}
+	if kind == WorkspacePersonal && owner == "" {
+		return nil, &InvalidError{Code: "invalid_workspace", Message: "a personal workspace needs its owner", Hint: `send {"name": "alice", "kind": "personal", "owner": "alice"}`}
+	}
+	ws := &Workspace{ID: NewID("ws_"), Name: name, Kind: kind}
+	if err := c.store.CreateWorkspace(ctx, ws); err != nil {
+		return nil, err
+	}
+	if owner != "" {
+		if err := c.store.PutMember(ctx, ws.ID, Member{UserID: owner, Role: RoleOwner}); err != nil {
+			return nil, err
+		}
+	}
+	return ws, c.audit(ctx, by, "workspace.create", ws.ID)
+}
+
+// Workspaces lists every workspace by id.
+func (c *Control) Workspaces(ctx context.Context) ([]Workspace, error) {
+	return c.store.Workspaces(ctx)
+}
+
+// SuspendWorkspace suspends a workspace: its states refuse writes and locks
+// until it is resumed. It returns the workspace as it now is; ErrNotFound
+// when missing. Audited as workspace.suspend.
+func (c *Control) SuspendWorkspace(ctx context.Context, by Caller, id string) (*Workspace, error) {
+	return c.setWorkspaceLifecycle(ctx, by, id, LifecycleSuspended, "workspace.suspend")
+}
+
+// ResumeWorkspace resumes a suspended workspace. It returns the workspace
+// as it now is; ErrNotFound when missing. Audited as workspace.resume.
+func (c *Control) ResumeWorkspace(ctx context.Context, by Caller, id string) (*Workspace, error) {
+	return c.setWorkspaceLifecycle(ctx, by, id, LifecycleActive, "workspace.resume")
+}
+
+func (c *Control) setWorkspaceLifecycle(ctx context.Context, by Caller, id string, l Lifecycle, action string) (*Workspace, error) {
+	if err := c.store.SetWorkspaceLifecycle(ctx, id, l); err != nil {
+		return nil, workspaceNotFound(err, id)
+	}
+	ws, err := c.store.Workspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ws, c.audit(ctx, by, action, id)
+}
+
+// CreateEnvironment creates an environment with slug in workspace
+// workspaceID. The slug follows the rules of state names (invalid_slug).
+// ErrNotFound when the workspace is missing, ErrConflict when the slug is
+// taken in it. Audited as environment.create.
+func (c *Control) CreateEnvironment(ctx context.Context, by Caller, workspaceID, slug string) (*Environment, error) {
+	if ValidStateName(slug) != nil || strings.HasPrefix(slug, "env_") {
+		return nil, &InvalidError{Code: "invalid_slug", Message: fmt.Sprintf("%q is not a valid environment slug", slug), Hint: "use letters, digits, '.', '-' or '_', not starting with env_ (the prefix of public ids)"}
+	}
+	e := &Environment{PublicID: NewID("env_"), Slug: slug, WorkspaceID: workspaceID}
+	if err := c.store.CreateEnvironment(ctx, e); err != nil {
+		err = workspaceNotFound(err, workspaceID)
+		return nil, explain(err, ErrConflict, "slug_taken", fmt.Sprintf("workspace %s already has an environment %q", workspaceID, slug), "pick another slug; kl env list --workspace "+workspaceID+" shows the taken ones")
+	}
+	return e, c.audit(ctx, by, "environment.create", e.PublicID)
+}
+
+// Environments lists a workspace's environments by slug. ErrNotFound when
+// the workspace is missing.
+func (c *Control) Environments(ctx context.Context, workspaceID string) ([]Environment, error) {
+	if _, err := c.store.Workspace(ctx, workspaceID); err != nil {
+		return nil, workspaceNotFound(err, workspaceID)
+	}
+	return c.store.Environments(ctx, workspaceID)
+}
+
+// PutMember makes userID a member of workspace workspaceID with role
+// (RoleMember when empty), or changes the role of a member. ErrNotFound
+// when the workspace is missing. Audited as member.add, on
+// "WORKSPACE/USER".
+func (c *Control) PutMember(ctx context.Context, by Caller, workspaceID, userID string, role Role) (Member, error) {
+	switch role {
+	case "":
+		role = RoleMember
+	case RoleOwner, RoleAdmin, RoleMember:
+	default:
+		return Member{}, &InvalidError{Code: "invalid_role", Message: fmt.Sprintf("unknown role %q", role), Hint: "use owner, admin or member"}
+	}
+	if userID == "" {
+		return Member{}, &InvalidError{Code: "invalid_member", Message: "a member needs a user id", Hint: "name the user, e.g. alice"}
+	}
+	m := Member{UserID: userID, Role: role}
+	if err := c.checkMembers(ctx, workspaceID, userID, role); err != nil {
+		return Member{}, err
+	}
+	if err := c.store.PutMember(ctx, workspaceID, m); err != nil {
+		return Member{}, workspaceNotFound(err, workspaceID)
+	}
+	return m, c.audit(ctx, by, "member.add", workspaceID+"/"+userID)
+}
+
+// RemoveMember removes userID from workspace workspaceID: the user's
+// personal access tokens stop reaching it at once. ErrNotFound when the
+// user is not a member. Audited as member.remove, on "WORKSPACE/USER".
+func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, userID string) error {
+	if err := c.checkMembers(ctx, workspaceID, userID, ""); err != nil {
+		return err
+	}
+	if err := c.store.RemoveMember(ctx, workspaceID, userID); err != nil {
+		return explain(err, ErrNotFound, "member_not_found", fmt.Sprintf("%s is not a member of workspace %s", userID, workspaceID), "kl member list "+workspaceID+" shows the members")
+	}
+	return c.audit(ctx, by, "member.remove", workspaceID+"/"+userID)
+}
+
+// checkMembers applies a workspace's membership rules to giving userID
+// role (removing userID when role is ""): a personal workspace has one
+// member, its owner; an organization keeps at least one owner.
+func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, role Role) error {
+	ws, err := c.store.Workspace(ctx, workspaceID)
+	if err != nil {
+		return workspaceNotFound(err, workspaceID)
+	}
+	members, err := c.store.Members(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	owners, isOwner := 0, false
+	for _, m := range members {
+		if m.Role == RoleOwner {
+			owners++
+			isOwner = isOwner || m.UserID == userID
+		}
+	}
+	switch {
+	case ws.Kind == WorkspacePersonal && (role != RoleOwner || (owners > 0 && !isOwner)):
+		return &ControlError{Err: ErrConflict, Code: "personal_workspace",
+			Message: fmt.Sprintf("workspace %s is personal: its one member is its owner", workspaceID),
+			Hint:    "share environments from an organization workspace (kl workspace create NAME --kind organization)"}
+	case isOwner && owners == 1 && role != RoleOwner:
+		return &ControlError{Err: ErrConflict, Code: "last_owner",
+			Message: fmt.Sprintf("%s is the last owner of workspace %s", userID, workspaceID),
+			Hint:    "make another member an owner first (kl member add --workspace " + workspaceID + " USER --role owner)"}
+	}
+	return nil
+}
+
+// Members lists a workspace's members by user id (empty when the workspace
+// is missing).
+func (c *Control) Members(ctx context.Context, workspaceID string) ([]Member, error) {
+	return c.store.Members(ctx, workspaceID)
+}
+
+// TokenRequest asks Control for a token. An automation token needs
+// EnvironmentID and a Scope (ScopeReadWrite when empty), and no UserID. A
+// personal access token needs UserID and neither EnvironmentID nor Scope:
+// its access comes from grants.
+type TokenRequest struct {
+	Kind          TokenKind // TokenAutomation or TokenPersonal
+	Name          string    // to recognize the token by; optional
+	EnvironmentID string
+	Scope         Scope
+	UserID        string
+}
+
+// IssueToken issues a token and returns it with its secret, which is shown
+// this once: the store keeps only its hash. A request that does not fit
+// its kind is invalid_token (operator tokens are not issued here);
+// ErrNotFound when an automation token's environment is missing. Audited
+// as token.issue.
+func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (tok *Token, secret string, err error) {
+	invalid := func(msg string) error {
+		return &InvalidError{Code: "invalid_token", Message: msg, Hint: `send {"kind": "automation", "environment_id": "env_…", "scope": "read-write"} or {"kind": "personal", "user_id": "alice"}`}
+	}
+	switch req.Kind {
+	case TokenAutomation:
+		if req.Scope == "" {
+			req.Scope = ScopeReadWrite
+		}
+		if req.EnvironmentID == "" || req.UserID != "" || (req.Scope != ScopeRead && req.Scope != ScopeReadWrite) {
+			return nil, "", invalid("an automation token needs an environment_id and a scope of read or read-write")
+		}
+	case TokenPersonal:
+		if req.UserID == "" || req.EnvironmentID != "" || req.Scope != "" {
+			return nil, "", invalid("a personal access token needs a user_id; its access comes from grants")
+		}
+	default:
+		return nil, "", invalid(fmt.Sprintf("kind %q: want automation or personal", req.Kind))
+	}
+	tok, secret, err = NewToken(req.Kind)
+	if err != nil {
+		return nil, "", err
+	}
+	tok.Name, tok.EnvironmentID, tok.Scope, tok.UserID = req.Name, req.EnvironmentID, req.Scope, req.UserID
+	if err := c.store.CreateToken(ctx, tok); err != nil {
+		return nil, "", environmentNotFound(err, req.EnvironmentID)
+	}
+	return tok, secret, c.audit(ctx, by, "token.issue", tok.ID)
+}
+
+// Tokens lists the tokens of kind (every kind when empty) by id. Their
+// secrets are not kept, so not listed.
+func (c *Control) Tokens(ctx context.Context, kind TokenKind) ([]Token, error) {
+	return c.store.Tokens(ctx, kind)
+}
+
+// RevokeToken revokes a token and its grants at once. ErrNotFound when
+// missing. Audited as token.revoke.
+func (c *Control) RevokeToken(ctx context.Context, by Caller, id string) error {
+	if err := c.store.DeleteToken(ctx, id); err != nil {
+		return tokenNotFound(err, id)
+	}
+	return c.audit(ctx, by, "token.revoke", id)
+}
+
+// AddGrant gives personal access token tokenID access to environment
+// envID; granting again changes nothing. ErrNotFound when either is
+// missing. Audited as grant.add, on "TOKEN->ENV".
+func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string) (*Grant, error) {
+	if _, err := c.store.Environment(ctx, envID); err != nil {
+		return nil, environmentNotFound(err, envID)
+	}
+	g := &Grant{TokenID: tokenID, EnvironmentID: envID}
+	if err := c.store.PutGrant(ctx, g); err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return nil, &InvalidError{Code: "grant_needs_pat", Message: fmt.Sprintf("token %s is not a personal access token: only PATs take grants", tokenID),
+				Hint: "an automation token reaches its own environment; issue a PAT (kl pat create USER) and grant that"}
+		}
+		return nil, tokenNotFound(err, tokenID)
+	}
+	return g, c.audit(ctx, by, "grant.add", tokenID+"->"+envID)
+}
+
+// RevokeGrant takes a grant away. ErrNotFound when there is none. Audited
+// as grant.revoke, on "TOKEN->ENV".
+func (c *Control) RevokeGrant(ctx context.Context, by Caller, tokenID, envID string) error {
+	if err := c.store.DeleteGrant(ctx, tokenID, envID); err != nil {
+		return explain(err, ErrNotFound, "grant_not_found", fmt.Sprintf("token %s has no grant to environment %s", tokenID, envID), "kl grant list "+tokenID+" shows its grants")
+	}
+	return c.audit(ctx, by, "grant.revoke", tokenID+"->"+envID)
+}
+
+// Grants lists a token's grants (every grant when tokenID is empty).
+func (c *Control) Grants(ctx context.Context, tokenID string) ([]Grant, error) {
+	return c.store.Grants(ctx, tokenID)
+}
+
+// ArchiveState archives state of environment envID in workspace
+// workspaceID: it refuses writes until restored. The state need not exist
+// yet. ErrNotFound when the environment is missing or not the workspace's.
+// Audited as state.archive, on the state's internal name
+// (TenantStateName).
+func (c *Control) ArchiveState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
+	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleArchived, "state.archive")
+}
+
+// RestoreState restores an archived state, as ArchiveState names it.
+// Audited as state.restore.
+func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
+	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleActive, "state.restore")
+}
+
+func (c *Control) setStateLifecycle(ctx context.Context, by Caller, workspaceID, envID, state string, l Lifecycle, action string) error {
+	env, err := c.store.Environment(ctx, envID)
+	if err == nil && env.WorkspaceID != workspaceID {
+		err = fmt.Errorf("environment %q in workspace %q: %w", env.PublicID, workspaceID, ErrNotFound)
+	}
+	if err != nil {
+		return explain(err, ErrNotFound, "environment_not_found", fmt.Sprintf("workspace %s has no environment %q", workspaceID, envID), "use the environment's public id (env_…); kl env list --workspace "+workspaceID+" shows them")
+	}
+	name, err := TenantStateName(env.WorkspaceID, env.PublicID, state)
+	if err != nil {
+		return err
+	}
+	if err := c.store.SetStateLifecycle(ctx, name, l); err != nil {
+		return err
+	}
+	return c.audit(ctx, by, action, name)
+}
+
+func tokenNotFound(err error, id string) error {
+	return explain(err, ErrNotFound, "token_not_found", fmt.Sprintf("there is no token %q (never issued, or revoked)", id), "kl token list and kl pat list show the tokens")
+}
+
+// Audit lists the audit log, newest first, as f selects.
+func (c *Control) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	return c.store.Audit(ctx, f)
+}

@@ -1,0 +1,327 @@
+package kilolock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+)
+
+// newControl returns a Control on a fresh store opened by open, and the
+// store.
+func newControl(t *testing.T, open func(testing.TB) kilolock.Store) (*kilolock.Control, kilolock.TenantStore) {
+	t.Helper()
+	ts, ok := open(t).(kilolock.TenantStore)
+	if !ok {
+		t.Fatal("the store is no TenantStore")
+	}
+	return kilolock.NewControl(ts), ts
+}
+
+// auditLog returns the audit log oldest first, as "action target" lines.
+func auditLog(t *testing.T, c *kilolock.Control) ([]kilolock.AuditEntry, []string) {
+	t.Helper()
+	es, err := c.Audit(context.Background(), kilolock.AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(es)
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, e.Action+" "+e.Target)
+	}
+	return es, lines
+}
+
+// TestControlChanges runs every change of the control plane, checks its
+// effect on the store and the one audit entry each writes.
+func TestControlChanges(t *testing.T) {
+	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, ts := newControl(t, open)
+			by := kilolock.Caller{Actor: "alice", From: "10.0.0.7:4242", RequestID: "req-1"}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			ws, err := c.CreateWorkspace(ctx, by, "acme", "", "alice")
+			must(err)
+			if !strings.HasPrefix(ws.ID, "ws_") || ws.Kind != kilolock.WorkspaceOrganization || ws.Lifecycle != kilolock.LifecycleActive || ws.Created.IsZero() {
+				t.Errorf("workspace = %+v", ws)
+			}
+			members, err := c.Members(ctx, ws.ID)
+			must(err)
+			if len(members) != 1 || members[0] != (kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}) {
+				t.Errorf("members after create with an owner = %+v", members)
+			}
+			env, err := c.CreateEnvironment(ctx, by, ws.ID, "prod")
+			must(err)
+			if !strings.HasPrefix(env.PublicID, "env_") || env.WorkspaceID != ws.ID || env.Slug != "prod" {
+				t.Errorf("environment = %+v", env)
+			}
+			if _, err := c.CreateEnvironment(ctx, by, ws.ID, "prod"); !errors.Is(err, kilolock.ErrConflict) {
+				t.Errorf("a taken slug: %v, want ErrConflict", err)
+			}
+
+			auto, secret, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, Name: "ci", EnvironmentID: env.PublicID})
+			must(err)
+			if !strings.HasPrefix(secret, "klt_") || auto.Scope != kilolock.ScopeReadWrite || auto.Name != "ci" {
+				t.Errorf("automation token %+v, secret %q", auto, secret)
+			}
+			pat, patSecret, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice"})
+			must(err)
+			if !strings.HasPrefix(patSecret, "klp_") || pat.UserID != "alice" {
+				t.Errorf("PAT %+v, secret %q", pat, patSecret)
+			}
+			// Only the hash is kept: the secret finds the token through it.
+			for id, s := range map[string]string{auto.ID: secret, pat.ID: patSecret} {
+				got, err := ts.TokenByHash(ctx, kilolock.HashSecret(s))
+				if err != nil || got.ID != id {
+					t.Errorf("TokenByHash(HashSecret(secret of %s)) = %+v, %v", id, got, err)
+				}
+			}
+			tokens, err := c.Tokens(ctx, kilolock.TokenAutomation)
+			must(err)
+			if len(tokens) != 1 || tokens[0].ID != auto.ID || tokens[0].Hash != kilolock.HashSecret(secret) {
+				t.Errorf("automation tokens = %+v", tokens)
+			}
+
+			g, err := c.AddGrant(ctx, by, pat.ID, env.PublicID)
+			must(err)
+			if g.TokenID != pat.ID || g.EnvironmentID != env.PublicID {
+				t.Errorf("grant = %+v", g)
+			}
+			m, err := c.PutMember(ctx, by, ws.ID, "bob", "")
+			must(err)
+			if m.Role != kilolock.RoleMember {
+				t.Errorf("member with no role = %+v", m)
+			}
+			must(c.RemoveMember(ctx, by, ws.ID, "bob"))
+
+			susp, err := c.SuspendWorkspace(ctx, by, ws.ID)
+			must(err)
+			res, err := c.ResumeWorkspace(ctx, by, ws.ID)
+			must(err)
+			if susp.Lifecycle != kilolock.LifecycleSuspended || res.Lifecycle != kilolock.LifecycleActive {
+				t.Errorf("suspend → %s, resume → %s", susp.Lifecycle, res.Lifecycle)
+			}
+
+			state, _ := kilolock.TenantStateName(ws.ID, env.PublicID, "app")
+			must(c.ArchiveState(ctx, by, ws.ID, env.PublicID, "app"))
+			if l, _ := ts.StateLifecycle(ctx, state); l != kilolock.LifecycleArchived {
+				t.Errorf("after ArchiveState: %s", l)
+			}
+			must(c.RestoreState(ctx, by, ws.ID, env.PublicID, "app"))
+			if l, _ := ts.StateLifecycle(ctx, state); l != kilolock.LifecycleActive {
+				t.Errorf("after RestoreState: %s", l)
+			}
+
+			must(c.RevokeGrant(ctx, by, pat.ID, env.PublicID))
+			must(c.RevokeToken(ctx, by, auto.ID))
+			if _, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret)); !errors.Is(err, kilolock.ErrNotFound) {
+				t.Errorf("a revoked token's secret: %v, want ErrNotFound", err)
+			}
+			must(c.RevokeToken(ctx, kilolock.Caller{}, pat.ID))
+
+			entries, got := auditLog(t, c)
+			want := []string{
+				"workspace.create " + ws.ID,
+				"environment.create " + env.PublicID,
+				"token.issue " + auto.ID,
+				"token.issue " + pat.ID,
+				"grant.add " + pat.ID + "->" + env.PublicID,
+				"member.add " + ws.ID + "/bob",
+				"member.remove " + ws.ID + "/bob",
+				"workspace.suspend " + ws.ID,
+				"workspace.resume " + ws.ID,
+				"state.archive " + state,
+				"state.restore " + state,
+				"grant.revoke " + pat.ID + "->" + env.PublicID,
+				"token.revoke " + auto.ID,
+				"token.revoke " + pat.ID,
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for i, e := range entries {
+				wantBy := by
+				if i == len(entries)-1 {
+					wantBy = kilolock.Caller{Actor: "anonymous"}
+				}
+				if e.Actor != wantBy.Actor || e.From != wantBy.From || e.RequestID != wantBy.RequestID || e.Denied || e.At.IsZero() || e.ID == 0 {
+					t.Errorf("audit entry %+v, want by %+v", e, wantBy)
+				}
+			}
+		})
+	})
+}
+
+// TestControlReadsAreNotAudited: listing changes nothing in the audit log.
+func TestControlReadsAreNotAudited(t *testing.T) {
+	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, _ := newControl(t, open)
+			by := kilolock.Caller{Actor: "op"}
+			ws, err := c.CreateWorkspace(ctx, by, "acme", kilolock.WorkspacePersonal, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, before := auditLog(t, c)
+			if len(before) != 1 {
+				t.Fatalf("audit log after one change: %q", before)
+			}
+			for name, read := range map[string]func() error{
+				"workspaces":   func() error { _, err := c.Workspaces(ctx); return err },
+				"environments": func() error { _, err := c.Environments(ctx, ws.ID); return err },
+				"members":      func() error { _, err := c.Members(ctx, ws.ID); return err },
+				"tokens":       func() error { _, err := c.Tokens(ctx, ""); return err },
+				"grants":       func() error { _, err := c.Grants(ctx, ""); return err },
+				"audit":        func() error { _, err := c.Audit(ctx, kilolock.AuditFilter{}); return err },
+			} {
+				if err := read(); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
+			if _, after := auditLog(t, c); !slices.Equal(after, before) {
+				t.Errorf("reads were audited: %q", after)
+			}
+		})
+	})
+}
+
+// TestControlRefusals: invalid input is an *InvalidError with its code,
+// a missing record ErrNotFound; neither changes anything nor is audited.
+func TestControlRefusals(t *testing.T) {
+	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c, _ := newControl(t, open)
+			by := kilolock.Caller{Actor: "op"}
+			ws, err := c.CreateWorkspace(ctx, by, "acme", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := c.CreateEnvironment(ctx, by, ws.ID, "prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := c.CreateWorkspace(ctx, by, "globex", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pat, _, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			auto, _, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			personal, err := c.CreateWorkspace(ctx, by, "alice", kilolock.WorkspacePersonal, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			owned, err := c.CreateWorkspace(ctx, by, "initech", "", "peter")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.PutMember(ctx, by, owned.ID, "milton", ""); err != nil {
+				t.Fatal(err)
+			}
+			_, before := auditLog(t, c)
+
+			issue := func(req kilolock.TokenRequest) func() error {
+				return func() error { _, _, err := c.IssueToken(ctx, by, req); return err }
+			}
+			tests := []struct {
+				name string
+				call func() error
+				code string // the InvalidError's or ControlError's code
+				is   error  // what the error is besides: ErrInvalid, ErrNotFound, ErrConflict
+			}{
+				{"workspace without a name", func() error { _, err := c.CreateWorkspace(ctx, by, "", "", ""); return err }, "invalid_workspace", kilolock.ErrInvalid},
+				{"workspace of an unknown kind", func() error { _, err := c.CreateWorkspace(ctx, by, "x", "galaxy", ""); return err }, "invalid_workspace", kilolock.ErrInvalid},
+				{"empty slug", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, ""); return err }, "invalid_slug", kilolock.ErrInvalid},
+				{"slug with a slash", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "a/b"); return err }, "invalid_slug", kilolock.ErrInvalid},
+				{"unknown role", func() error { _, err := c.PutMember(ctx, by, ws.ID, "bob", "king"); return err }, "invalid_role", kilolock.ErrInvalid},
+				{"member without a user", func() error { _, err := c.PutMember(ctx, by, ws.ID, "", ""); return err }, "invalid_member", kilolock.ErrInvalid},
+				{"token of no kind", issue(kilolock.TokenRequest{EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
+				{"operator token", issue(kilolock.TokenRequest{Kind: kilolock.TokenOperator}), "invalid_token", kilolock.ErrInvalid},
+				{"automation without an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation}), "invalid_token", kilolock.ErrInvalid},
+				{"automation of an unknown scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, Scope: "admin"}), "invalid_token", kilolock.ErrInvalid},
+				{"automation with a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, UserID: "bob"}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT without a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT with an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT with a scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Scope: kilolock.ScopeRead}), "invalid_token", kilolock.ErrInvalid},
+				{"invalid state name", func() error { return c.ArchiveState(ctx, by, ws.ID, env.PublicID, "../x") }, "invalid_state_name", kilolock.ErrInvalid},
+
+				{"personal workspace without its owner", func() error { _, err := c.CreateWorkspace(ctx, by, "x", kilolock.WorkspacePersonal, ""); return err }, "invalid_workspace", kilolock.ErrInvalid},
+				{"slug that looks like a public id", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "env_0123"); return err }, "invalid_slug", kilolock.ErrInvalid},
+				{"grant to an automation token", func() error { _, err := c.AddGrant(ctx, by, auto.ID, env.PublicID); return err }, "grant_needs_pat", kilolock.ErrInvalid},
+				{"taken slug", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "prod"); return err }, "slug_taken", kilolock.ErrConflict},
+				{"second member of a personal workspace", func() error { _, err := c.PutMember(ctx, by, personal.ID, "bob", ""); return err }, "personal_workspace", kilolock.ErrConflict},
+				{"demote a personal workspace's owner", func() error { _, err := c.PutMember(ctx, by, personal.ID, "alice", kilolock.RoleAdmin); return err }, "personal_workspace", kilolock.ErrConflict},
+				{"remove a personal workspace's owner", func() error { return c.RemoveMember(ctx, by, personal.ID, "alice") }, "personal_workspace", kilolock.ErrConflict},
+				{"remove the last owner", func() error { return c.RemoveMember(ctx, by, owned.ID, "peter") }, "last_owner", kilolock.ErrConflict},
+				{"demote the last owner", func() error { _, err := c.PutMember(ctx, by, owned.ID, "peter", kilolock.RoleMember); return err }, "last_owner", kilolock.ErrConflict},
+				{"suspend a missing workspace", func() error { _, err := c.SuspendWorkspace(ctx, by, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
+				{"resume a missing workspace", func() error { _, err := c.ResumeWorkspace(ctx, by, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
+				{"environment in a missing workspace", func() error { _, err := c.CreateEnvironment(ctx, by, "ws_missing", "prod"); return err }, "workspace_not_found", kilolock.ErrNotFound},
+				{"environments of a missing workspace", func() error { _, err := c.Environments(ctx, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
+				{"member of a missing workspace", func() error { _, err := c.PutMember(ctx, by, "ws_missing", "bob", ""); return err }, "workspace_not_found", kilolock.ErrNotFound},
+				{"remove a non-member", func() error { return c.RemoveMember(ctx, by, ws.ID, "nobody") }, "member_not_found", kilolock.ErrNotFound},
+				{"token for a missing environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_missing"}), "environment_not_found", kilolock.ErrNotFound},
+				{"revoke a missing token", func() error { return c.RevokeToken(ctx, by, "tok_missing") }, "token_not_found", kilolock.ErrNotFound},
+				{"grant a missing token", func() error { _, err := c.AddGrant(ctx, by, "tok_missing", env.PublicID); return err }, "token_not_found", kilolock.ErrNotFound},
+				{"grant a missing environment", func() error { _, err := c.AddGrant(ctx, by, pat.ID, "env_missing"); return err }, "environment_not_found", kilolock.ErrNotFound},
+				{"revoke a missing grant", func() error { return c.RevokeGrant(ctx, by, pat.ID, env.PublicID) }, "grant_not_found", kilolock.ErrNotFound},
+				{"archive in a missing environment", func() error { return c.ArchiveState(ctx, by, ws.ID, "env_missing", "app") }, "environment_not_found", kilolock.ErrNotFound},
+				{"archive in another workspace's environment", func() error { return c.ArchiveState(ctx, by, other.ID, env.PublicID, "app") }, "environment_not_found", kilolock.ErrNotFound},
+				{"restore in another workspace's environment", func() error { return c.RestoreState(ctx, by, other.ID, env.PublicID, "app") }, "environment_not_found", kilolock.ErrNotFound},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					err := tt.call()
+					var (
+						ie                  *kilolock.InvalidError
+						ce                  *kilolock.ControlError
+						code, message, hint string
+					)
+					switch {
+					case errors.As(err, &ie):
+						code, message, hint = ie.Code, ie.Message, ie.Hint
+					case errors.As(err, &ce):
+						code, message, hint = ce.Code, ce.Message, ce.Hint
+					}
+					if !errors.Is(err, tt.is) || code != tt.code || message == "" || hint == "" || strings.Contains(message, "sqlite") || strings.Contains(message, "SQLSTATE") {
+						t.Fatalf("err = %#v, want %v with code %s, a message in our words and a hint", err, tt.is, tt.code)
+					}
+				})
+			}
+			if _, after := auditLog(t, c); !slices.Equal(after, before) {
+				t.Errorf("refusals were audited: %q", after[len(before):])
+			}
+			if ts, err := c.Tokens(ctx, ""); err != nil || len(ts) != 2 {
+				t.Errorf("refused requests issued tokens: %+v, %v", ts, err)
+			}
+		})
+	})
+}
+
+// TestControlTokenForMissingEnvironment names the environment, as the
+// control API always has.
+func TestControlTokenForMissingEnvironment(t *testing.T) {
+	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	_, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_nope"})
+	if want := `there is no environment "env_nope"`; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
