@@ -46,6 +46,16 @@ type errorBody struct {
 	Allow        []string            `json:"allow,omitempty"`
 }
 
+// lockedBody is the protocol's 423: the holder's LockInfo, with the error
+// fields every answer carries.
+type lockedBody struct {
+	kilolock.LockInfo
+	Error     string `json:"error"`
+	Message   string `json:"message"`
+	Hint      string `json:"hint"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
 // answer is an error translated for HTTP.
 type answer struct {
 	status     int
@@ -79,7 +89,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	w.Header().Set("X-Kilolock-Error", a.body.Error)
 	if a.status == http.StatusLocked && ri.protocol && a.body.Holder != nil {
-		writeJSON(w, a.status, a.body.Holder)
+		// The CLIs read a 423's body as the holder's LockInfo (to print
+		// it); its fields come first, and error, message and hint beside
+		// them, which the CLIs' decoding ignores.
+		writeJSON(w, a.status, lockedBody{LockInfo: *a.body.Holder, Error: a.body.Error, Message: a.body.Message, Hint: a.body.Hint, RequestID: a.body.RequestID})
 		return
 	}
 	writeJSON(w, a.status, &a.body)

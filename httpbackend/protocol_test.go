@@ -114,8 +114,10 @@ func TestGetServesGzipWhenReady(t *testing.T) {
 	}
 }
 
-// TestLockHeld checks the 423 answer is the holder's LockInfo and nothing
-// else: Terraform decodes it to print who holds the lock.
+// TestLockHeld checks the 423 answer is the holder's LockInfo, which
+// Terraform decodes to print who holds the lock, with the error, message
+// and hint every error body carries beside it (json decoding ignores them;
+// none matches a LockInfo field, even case-insensitively).
 func TestLockHeld(t *testing.T) {
 	env := newEnv(t, "", Options{})
 	a := lockInfo("11111111-aaaa", "alice@laptop")
@@ -129,14 +131,14 @@ func TestLockHeld(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &fields); err != nil {
 		t.Fatalf("423 body is not JSON: %s", w.Body)
 	}
-	wantFields := []string{"Created", "ID", "Info", "Operation", "Path", "Version", "Who"}
+	wantFields := []string{"Created", "ID", "Info", "Operation", "Path", "Version", "Who", "error", "hint", "message", "request_id"}
 	var got []string
 	for k := range fields {
 		got = append(got, k)
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, wantFields) {
-		t.Errorf("423 body has fields %v, want exactly a LockInfo's %v", got, wantFields)
+		t.Errorf("423 body has fields %v, want a LockInfo's and the error fields %v", got, wantFields)
 	}
 	var holder kilolock.LockInfo
 	json.Unmarshal(w.Body.Bytes(), &holder)
