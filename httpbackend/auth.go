@@ -77,6 +77,10 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
+	if a.status >= 500 { // the database, not the caller: not a denial
+		h.writeError(w, r, err)
+		return
+	}
 	actor := ri.actor
 	audited := true
 	if actor == "" {

@@ -399,3 +399,21 @@ func TestAnonymousDenialsAuditBounded(t *testing.T) {
 		t.Errorf("logged %d unaudited denials, want %d", n, flood-anonymousAuditBurst)
 	}
 }
+
+// TestAuthStoreDown: when the database cannot answer, the lane says 503
+// with Retry-After; it is not logged or audited as a denial of the caller.
+func TestAuthStoreDown(t *testing.T) { eachAuthEnv(t, testAuthStoreDown) }
+
+func testAuthStoreDown(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	if err := env.store.(interface{ Close() error }).Close(); err != nil {
+		t.Fatal(err)
+	}
+	w := env.do("GET", a.path(0, "app"), nil, bearer(a.auto[0])...)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Errorf("GET with the database closed = %d (Retry-After %q) %s; want 503 with Retry-After", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if strings.Contains(env.logs.String(), "request denied") {
+		t.Errorf("a database failure was logged as a denial:\n%s", env.logs)
+	}
+}

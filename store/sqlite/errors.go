@@ -33,7 +33,9 @@ func translate(op string, err error) error {
 		switch {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return fmt.Errorf("%s: %w", op, err)
-		case errors.Is(err, sql.ErrConnDone), errors.Is(err, driver.ErrBadConn):
+		case errors.Is(err, sql.ErrConnDone), errors.Is(err, driver.ErrBadConn),
+			// database/sql's own, unexported: the store is closed (shutting down).
+			err.Error() == "sql: database is closed", err.Error() == "sql: statement is closed":
 			return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrUnavailable, err.Error())
 		case isKilolock(err):
 			return err
