@@ -476,6 +476,13 @@ func TestExportImport(t *testing.T) {
 		t.Fatal("exported and imported states differ")
 	}
 
+	// The same content again, in either layout, adds no version.
+	for _, again := range [][]byte{cur, compact(t, cur)} {
+		if res, err := e.Import(ctx, "dst", again, kilolock.ImportOptions{}); err != nil || !res.Unchanged || res.Version.Number != 1 {
+			t.Fatalf("re-import of the current content: %+v, %v; want unchanged at version 1", res, err)
+		}
+	}
+
 	// The older version onto the same lineage: lands with a higher serial.
 	res, err = e.Import(ctx, "dst", old, kilolock.ImportOptions{})
 	if err != nil || res.Version.Serial != 3 {
@@ -499,4 +506,15 @@ func TestExportImport(t *testing.T) {
 	if _, err := e.Import(ctx, "dst", []byte("{"), kilolock.ImportOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Fatalf("import of garbage: %v", err)
 	}
+}
+
+// compact returns doc re-encoded without insignificant whitespace, as
+// OpenTofu lays states out.
+func compact(t *testing.T, doc []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	return append(b.Bytes(), '\n')
 }

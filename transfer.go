@@ -1,6 +1,7 @@
 package kilolock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,17 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 		}
 	}
 	if g.Serial <= st.Serial {
+		// The content of the current version again (re-importing an
+		// export, in either layout) adds nothing: answer unchanged rather
+		// than append an empty version.
+		cur, err := e.Read(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		g.Serial = st.Serial
+		if g.Lineage == st.Lineage && (bytes.Equal(g.Render(graph.FormatIndent), cur.Bytes) || bytes.Equal(g.Render(graph.FormatCompact), cur.Bytes)) {
+			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
+		}
 		g.Serial = st.Serial + 1
 		data = g.Render(g.Format)
 	}
