@@ -1,6 +1,7 @@
 package kilolock
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -21,6 +22,10 @@ type RollbackPlan struct {
 	Address string `json:"address,omitempty"`
 	// Warning is RollbackWarning naming the target version.
 	Warning string `json:"warning"`
+	// Opaque says the target or the current version is client-side
+	// encrypted: the whole version is restored as it was written, and what
+	// it changes cannot be listed (ChangeSet is empty).
+	Opaque bool `json:"opaque,omitempty"`
 }
 
 // RollbackOptions describe a rollback.
@@ -54,8 +59,10 @@ func (e *Engine) PlanRollback(ctx context.Context, name string, ref VersionRef) 
 // current version stays. It is refused with a *LockedError naming the
 // holder while anyone holds the state (any lock: see refuseHolders).
 // ErrNotFound when the state does not exist, a *VersionNotFoundError when
-// the version does not, ErrEncrypted when either version is client-side
-// encrypted.
+// the version does not. When either version is client-side encrypted the
+// target's bytes are restored as they were written (an encrypted version
+// keeps the serial inside its encryption; a plain one gets the current
+// serial + 1) and the plan is Opaque.
 func (e *Engine) Rollback(ctx context.Context, name string, ref VersionRef, o RollbackOptions) (*RollbackResult, error) {
 	return e.rollback(ctx, name, ref, "", o, false)
 }
@@ -86,6 +93,11 @@ func (e *Engine) RollbackResource(ctx context.Context, name, address string, ref
 }
 
 func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, address string, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
+	if address == "" {
+		if res, err := e.rollbackOpaque(ctx, name, ref, o, dryRun); res != nil || err != nil {
+			return res, err
+		}
+	}
 	var target *Document
 	w := serverWrite{operation: "rollback", source: SourceRollback, actor: o.Actor, dryRun: dryRun}
 	if address != "" {
@@ -138,4 +150,66 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 		Version: v,
 		Stats:   stats,
 	}, nil
+}
+
+// rollbackOpaque is a whole-state rollback where the target or the current
+// version is client-side encrypted, so neither can be diffed: the target's
+// bytes become the new version, through Write (source rollback). It returns
+// nil, nil when neither version is encrypted.
+func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
+	st, err := e.stateInfo(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if st.Current == 0 {
+		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
+	}
+	tv, err := e.resolve(ctx, st, ref)
+	if err != nil {
+		return nil, err
+	}
+	cur, _, err := e.load(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if tv.Format != FormatOpaque && cur.Version.Format != FormatOpaque {
+		return nil, nil
+	}
+	if err := refuseHolders(st); err != nil {
+		return nil, err
+	}
+	target, err := e.ReadVersion(ctx, name, tv.Number)
+	if err != nil {
+		return nil, err
+	}
+	res := &RollbackResult{Plan: RollbackPlan{
+		ChangePlan: ChangePlan{State: name, Operation: "rollback", Base: cur.Version},
+		Target:     target.Version,
+		Warning:    strings.Replace(RollbackWarning, "the target version", fmt.Sprintf("@%d", target.Version.Number), 1),
+		Opaque:     true,
+	}}
+	if dryRun || bytes.Equal(target.Bytes, cur.Bytes) {
+		return res, nil
+	}
+	body := target.Bytes
+	if tv.Format != FormatOpaque {
+		// A readable target over an encrypted current version: it gets a
+		// serial above every earlier one, as every rollback does.
+		g, err := graph.Parse(body)
+		if err != nil {
+			return nil, parseError(err)
+		}
+		g.Serial = st.Serial + 1
+		body = g.Render(g.Format)
+	}
+	// Force: the target's lineage and serial are the past's by design; the
+	// lock rules still apply (refuseHolders above, the store's below).
+	w, err := e.Write(ctx, name, body, WriteOptions{Source: SourceRollback, Actor: o.Actor, Force: true})
+	if err != nil {
+		return nil, err
+	}
+	if !w.Unchanged {
+		res.Version, res.Stats = &w.Version, w.Stats
+	}
+	return res, nil
 }

@@ -39,7 +39,12 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 		mode = "applied"
 	}
 	fmt.Fprintf(c.Out, "Rollback of %s to %s from the current %s (%s):\n\n", what, versionText(&p.Target), versionText(&p.Base), mode)
-	writeChangeSet(c.Out, &p.ChangeSet, rollbackVerbs)
+	if p.Opaque {
+		fmt.Fprintf(c.Out, "  %s or %s is client-side encrypted: the whole of %s is restored as it was written; its resources cannot be listed.\n",
+			versionText(&p.Target), versionText(&p.Base), versionText(&p.Target))
+	} else {
+		writeChangeSet(c.Out, &p.ChangeSet, rollbackVerbs)
+	}
 	warning := p.Warning
 	if warning == "" {
 		warning = kilolock.RollbackWarning

@@ -211,3 +211,29 @@ func TestExportImport(t *testing.T) {
 		}
 	})
 }
+
+// TestRollbackEncryptedState: kl rolls a client-side encrypted state back
+// on every backend, saying it cannot list what changes.
+func TestRollbackEncryptedState(t *testing.T) {
+	ctx := context.Background()
+	blob := []byte(`{"serial":9,"lineage":"x","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		seedApp(t, h)
+		if _, err := h.engine.Write(ctx, "app", blob, kilolock.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@3"), Apply: true}, true)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "client-side encrypted") || !strings.Contains(out, "new version @5") || !strings.Contains(out, kilolock.RollbackWarning[:40]) {
+			t.Errorf("rollback output:\n%s", out)
+		}
+		d, err := h.backend.Diff(ctx, "app", ref(t, "@3"), kilolock.Latest)
+		if err != nil || !d.Empty() || d.To.Source != kilolock.SourceRollback {
+			t.Errorf("diff @3 @latest = %+v, %v; want @3's content in a rollback version", d, err)
+		}
+	})
+}
