@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"math"
 	"strings"
 
 	sq "github.com/Masterminds/squirrel"
@@ -28,7 +25,8 @@ const intBytes = 8
 // *ConflictError when the rules refuse it. Nothing is written when it
 // returns an error, and the WriteStats are then zero. Malformed upserts (an
 // object that is not JSON, a Hash or ID that does not match the object)
-// are ErrInvalid.
+// are ErrInvalid: the commit is checked by kilolock.PrepareCommit before
+// the transaction begins.
 //
 // The store sets the version's ID, State, Number, Created, Added, Changed,
 // Removed and Instances (the counts are of instance objects, computed
@@ -54,9 +52,6 @@ const intBytes = 8
 // writes 8 rows: its version, the states row, 2 closed intervals, 2 opened
 // intervals and 2 new payloads.
 func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*kilolock.Version, kilolock.WriteStats, error) {
-	if c == nil {
-		return nil, kilolock.WriteStats{}, &kilolock.InvalidError{Code: "invalid_commit", Message: "nil commit"}
-	}
 	p, err := prepareCommit(c)
 	if err != nil {
 		return nil, kilolock.WriteStats{}, err
@@ -76,113 +71,34 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 	return v, stats, nil
 }
 
-// preparedCommit is a commit checked and reduced outside the transaction:
-// one upsert per ID (the last), removals of IDs not upserted, hashes
-// recomputed from the objects.
+// preparedCommit is a kilolock.PreparedCommit with what the lookups under
+// the row lock need: every ID and output name it touches, and every
+// payload hash it may write.
 type preparedCommit struct {
-	upserts        []preparedInstance
-	removed        []string
-	outputUpserts  []preparedOutput
-	outputsRemoved []string
-
-	// For the lookups under the row lock: every ID and output name
-	// touched, and every payload hash the commit may write.
+	*kilolock.PreparedCommit
 	touchedIDs     []string
 	touchedOutputs []string
 	payloads       [][]byte
 }
 
-type preparedInstance struct {
-	inst *graph.Instance
-	id   string
-}
-
-type preparedOutput struct {
-	name      string
-	hash      []byte
-	body      string
-	sensitive bool
-}
-
-func invalidCommit(format string, args ...any) error {
-	return &kilolock.InvalidError{
-		Code:    "invalid_commit",
-		Message: fmt.Sprintf(format, args...),
-		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
-	}
-}
-
 func prepareCommit(c *kilolock.Commit) (*preparedCommit, error) {
-	if c.Version.Serial > math.MaxInt64 || c.Version.BaseSerial > math.MaxInt64 {
-		return nil, invalidCommit("serial %d is out of range", max(c.Version.Serial, c.Version.BaseSerial))
+	pc, err := kilolock.PrepareCommit(c)
+	if err != nil {
+		return nil, err
 	}
-	p := &preparedCommit{}
-	upserted := make(map[string]int, len(c.Upserts))
-	for _, in := range c.Upserts {
-		inst, err := graph.NewInstance(in.Resource, in.Object)
-		if err != nil {
-			return nil, invalidCommit("%v", err)
-		}
-		id := inst.ID()
-		if in.ID() != id {
-			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
-		}
-		if !in.Hash.IsZero() && in.Hash != inst.Hash {
-			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
-		}
-		p.payloads = append(p.payloads, inst.Hash[:])
-		if i, ok := upserted[id]; ok {
-			p.upserts[i].inst = &inst
-			continue
-		}
-		upserted[id] = len(p.upserts)
-		p.upserts = append(p.upserts, preparedInstance{inst: &inst, id: id})
-		p.touchedIDs = append(p.touchedIDs, id)
+	p := &preparedCommit{PreparedCommit: pc}
+	for i := range pc.Upserts {
+		u := &pc.Upserts[i]
+		p.touchedIDs = append(p.touchedIDs, u.ID)
+		p.payloads = append(p.payloads, u.Instance.Hash[:])
 	}
-	seen := map[string]bool{}
-	for _, id := range c.Removed {
-		if _, ok := upserted[id]; ok || seen[id] {
-			continue
-		}
-		seen[id] = true
-		p.removed = append(p.removed, id)
-		p.touchedIDs = append(p.touchedIDs, id)
-	}
-
-	outputs := make(map[string]int, len(c.OutputUpserts))
-	for _, o := range c.OutputUpserts {
-		if o.Name == "" {
-			return nil, invalidCommit("an output has no name")
-		}
-		var head struct {
-			Sensitive bool `json:"sensitive"`
-		}
-		if err := json.Unmarshal(o.Object, &head); err != nil {
-			return nil, invalidCommit("output %s: %v", o.Name, err)
-		}
-		out := graph.NewOutput(o.Name, o.Object)
-		if !o.Hash.IsZero() && o.Hash != out.Hash {
-			return nil, invalidCommit("output %s: hash %s is not the hash of its object (%s)", o.Name, o.Hash, out.Hash)
-		}
-		po := preparedOutput{name: o.Name, hash: out.Hash[:], body: string(o.Object), sensitive: head.Sensitive}
-		p.payloads = append(p.payloads, po.hash)
-		if i, ok := outputs[o.Name]; ok {
-			p.outputUpserts[i] = po
-			continue
-		}
-		outputs[o.Name] = len(p.outputUpserts)
-		p.outputUpserts = append(p.outputUpserts, po)
+	p.touchedIDs = append(p.touchedIDs, pc.Removed...)
+	for i := range pc.OutputUpserts {
+		o := &pc.OutputUpserts[i]
 		p.touchedOutputs = append(p.touchedOutputs, o.Name)
+		p.payloads = append(p.payloads, o.Hash[:])
 	}
-	clear(seen)
-	for _, name := range c.OutputsRemoved {
-		if _, ok := outputs[name]; ok || seen[name] {
-			continue
-		}
-		seen[name] = true
-		p.outputsRemoved = append(p.outputsRemoved, name)
-		p.touchedOutputs = append(p.touchedOutputs, name)
-	}
+	p.touchedOutputs = append(p.touchedOutputs, pc.OutputsRemoved...)
 	return p, nil
 }
 
@@ -309,7 +225,7 @@ type changes struct {
 	closeIDs, closeOutputs  []pgtype.TID // current intervals to end
 	opens                   []openRow
 	payloads                []payloadRow
-	outputs                 []preparedOutput // output intervals to open
+	outputs                 []*kilolock.PreparedOutput // output intervals to open
 	added, changed, removed int
 }
 
@@ -336,9 +252,10 @@ func (p *preparedCommit) diff(cur *currentSet) *changes {
 		cur.payloads[string(hash)] = true
 		ch.payloads = append(ch.payloads, payloadRow{hash: hash, body: body})
 	}
-	for _, u := range p.upserts {
-		in := u.inst
-		c, ok := cur.instances[u.id]
+	for i := range p.Upserts {
+		u := &p.Upserts[i]
+		in := &u.Instance
+		c, ok := cur.instances[u.ID]
 		switch {
 		case !ok:
 			ch.added++
@@ -348,27 +265,28 @@ func (p *preparedCommit) diff(cur *currentSet) *changes {
 			ch.closeIDs = append(ch.closeIDs, c.tid)
 			ch.changed++
 		}
-		ch.opens = append(ch.opens, openRow{id: u.id, address: in.Address(), in: in})
+		ch.opens = append(ch.opens, openRow{id: u.ID, address: in.Address(), in: in})
 		addPayload(in.Hash[:], string(in.Object))
 	}
-	for _, id := range p.removed {
+	for _, id := range p.Removed {
 		if c, ok := cur.instances[id]; ok {
 			ch.closeIDs = append(ch.closeIDs, c.tid)
 			ch.removed++
 		}
 	}
-	for _, o := range p.outputUpserts {
-		c, ok := cur.outputs[o.name]
-		if ok && string(c.hash) == string(o.hash) {
+	for i := range p.OutputUpserts {
+		o := &p.OutputUpserts[i]
+		c, ok := cur.outputs[o.Name]
+		if ok && string(c.hash) == string(o.Hash[:]) {
 			continue
 		}
 		if ok {
 			ch.closeOutputs = append(ch.closeOutputs, c.tid)
 		}
 		ch.outputs = append(ch.outputs, o)
-		addPayload(o.hash, o.body)
+		addPayload(o.Hash[:], o.Body)
 	}
-	for _, name := range p.outputsRemoved {
+	for _, name := range p.OutputsRemoved {
 		if c, ok := cur.outputs[name]; ok {
 			ch.closeOutputs = append(ch.closeOutputs, c.tid)
 		}
@@ -457,14 +375,14 @@ func (ch *changes) write(ctx context.Context, tx pgx.Tx, stateID int64, v *kilol
 }
 
 // insertOutputs queues the insert of new output intervals.
-func insertOutputs(w *batchWriter, stats *kilolock.WriteStats, stateID, number int64, outs []preparedOutput) {
+func insertOutputs(w *batchWriter, stats *kilolock.WriteStats, stateID, number int64, outs []*kilolock.PreparedOutput) {
 	names := make([]string, len(outs))
 	hashes := make([][]byte, len(outs))
 	sensitive := make([]bool, len(outs))
 	size := 0
 	for i, o := range outs {
-		names[i], hashes[i], sensitive[i] = o.name, o.hash, o.sensitive
-		size += 3*intBytes + len(o.name) + len(o.hash) // state_id, valid_from, sensitive; name, hash
+		names[i], hashes[i], sensitive[i] = o.Name, o.Hash[:], o.Sensitive
+		size += 3*intBytes + len(o.Name) + len(o.Hash) // state_id, valid_from, sensitive; name, hash
 	}
 	w.exec(stats, len(outs), -size, `INSERT INTO output_intervals (state_id, valid_from, name, hash, sensitive)
 		SELECT $1::bigint, $2::bigint, * FROM unnest($3::text[], $4::bytea[], $5::boolean[])`,

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 
 	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/graph"
 )
 
 // Commit appends a version made of c's changes against c.Parent, creating
@@ -21,7 +17,8 @@ import (
 // longer c.Parent; *LockedError, *LockMismatchError or *ConflictError when
 // the rules refuse it. Nothing is written when it returns an error, and the
 // WriteStats are then zero. Malformed upserts (an object that is not JSON,
-// a Hash or ID that does not match the object) are ErrInvalid.
+// a Hash or ID that does not match the object) are ErrInvalid: the commit
+// is checked by kilolock.PrepareCommit before the transaction begins.
 //
 // The store sets the version's ID, State, Number, Created, Added, Changed,
 // Removed and Instances (the counts are of instance objects, computed
@@ -36,10 +33,7 @@ import (
 // database-generated ids and index entries are not counted). A payload
 // already stored is not inserted again and counts nothing.
 func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*kilolock.Version, kilolock.WriteStats, error) {
-	if c == nil {
-		return nil, kilolock.WriteStats{}, &kilolock.InvalidError{Code: "invalid_commit", Message: "nil commit"}
-	}
-	p, err := prepareCommit(c)
+	p, err := kilolock.PrepareCommit(c)
 	if err != nil {
 		return nil, kilolock.WriteStats{}, err
 	}
@@ -50,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 	err = s.update(ctx, "commit", func(tx *sql.Tx) error {
 		w := &writer{ctx: ctx, tx: tx}
 		var err error
-		v, err = p.apply(w, name, c)
+		v, err = w.apply(name, c, p)
 		stats = w.stats
 		return err
 	})
@@ -58,104 +52,6 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 		return nil, kilolock.WriteStats{}, err
 	}
 	return v, stats, nil
-}
-
-// preparedCommit is a commit checked and reduced outside the transaction:
-// one upsert per ID (the last), removals of IDs not upserted, hashes
-// recomputed from the objects.
-type preparedCommit struct {
-	upserts        []preparedInstance
-	removed        []string
-	outputUpserts  []preparedOutput
-	outputsRemoved []string
-}
-
-type preparedInstance struct {
-	inst graph.Instance
-	id   string
-}
-
-type preparedOutput struct {
-	name      string
-	hash      []byte
-	body      string
-	sensitive bool
-}
-
-func invalidCommit(format string, args ...any) error {
-	return &kilolock.InvalidError{
-		Code:    "invalid_commit",
-		Message: fmt.Sprintf(format, args...),
-		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
-	}
-}
-
-func prepareCommit(c *kilolock.Commit) (*preparedCommit, error) {
-	if c.Version.Serial > math.MaxInt64 || c.Version.BaseSerial > math.MaxInt64 {
-		return nil, invalidCommit("serial %d is out of range", max(c.Version.Serial, c.Version.BaseSerial))
-	}
-	p := &preparedCommit{}
-	upserted := make(map[string]int, len(c.Upserts))
-	for _, in := range c.Upserts {
-		inst, err := graph.NewInstance(in.Resource, in.Object)
-		if err != nil {
-			return nil, invalidCommit("%v", err)
-		}
-		id := inst.ID()
-		if in.ID() != id {
-			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
-		}
-		if !in.Hash.IsZero() && in.Hash != inst.Hash {
-			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
-		}
-		if i, ok := upserted[id]; ok {
-			p.upserts[i].inst = inst
-			continue
-		}
-		upserted[id] = len(p.upserts)
-		p.upserts = append(p.upserts, preparedInstance{inst: inst, id: id})
-	}
-	seen := map[string]bool{}
-	for _, id := range c.Removed {
-		if _, ok := upserted[id]; ok || seen[id] {
-			continue
-		}
-		seen[id] = true
-		p.removed = append(p.removed, id)
-	}
-
-	outputs := make(map[string]int, len(c.OutputUpserts))
-	for _, o := range c.OutputUpserts {
-		if o.Name == "" {
-			return nil, invalidCommit("an output has no name")
-		}
-		var head struct {
-			Sensitive bool `json:"sensitive"`
-		}
-		if err := json.Unmarshal(o.Object, &head); err != nil {
-			return nil, invalidCommit("output %s: %v", o.Name, err)
-		}
-		out := graph.NewOutput(o.Name, o.Object)
-		if !o.Hash.IsZero() && o.Hash != out.Hash {
-			return nil, invalidCommit("output %s: hash %s is not the hash of its object (%s)", o.Name, o.Hash, out.Hash)
-		}
-		po := preparedOutput{name: o.Name, hash: out.Hash[:], body: string(o.Object), sensitive: head.Sensitive}
-		if i, ok := outputs[o.Name]; ok {
-			p.outputUpserts[i] = po
-			continue
-		}
-		outputs[o.Name] = len(p.outputUpserts)
-		p.outputUpserts = append(p.outputUpserts, po)
-	}
-	clear(seen)
-	for _, name := range c.OutputsRemoved {
-		if _, ok := outputs[name]; ok || seen[name] {
-			continue
-		}
-		seen[name] = true
-		p.outputsRemoved = append(p.outputsRemoved, name)
-	}
-	return p, nil
 }
 
 const (
@@ -170,8 +66,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlPayload       = `INSERT INTO payloads (state_id, hash, body) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`
 )
 
-// apply runs the commit in w's transaction.
-func (p *preparedCommit) apply(w *writer, name string, c *kilolock.Commit) (*kilolock.Version, error) {
+// apply runs the commit c, prepared as p, in w's transaction.
+func (w *writer) apply(name string, c *kilolock.Commit, p *kilolock.PreparedCommit) (*kilolock.Version, error) {
 	ctx := w.ctx
 	st, err := loadState(ctx, w.tx, name)
 	missing := errors.Is(err, kilolock.ErrNotFound)
@@ -200,10 +96,10 @@ func (p *preparedCommit) apply(w *writer, name string, c *kilolock.Commit) (*kil
 	// A state without a version has no current intervals to look up.
 	hasCurrent := st.info.Current > 0
 	var added, changed, removed int
-	for _, u := range p.upserts {
-		in := &u.inst
+	for _, u := range p.Upserts {
+		in := &u.Instance
 		if hasCurrent {
-			cur, err := w.current(sqlCurrentInstance, st.id, u.id)
+			cur, err := w.current(sqlCurrentInstance, st.id, u.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -213,7 +109,7 @@ func (p *preparedCommit) apply(w *writer, name string, c *kilolock.Commit) (*kil
 			case bytes.Equal(cur, in.Hash[:]):
 				continue
 			default:
-				if _, _, err := w.write(sqlCloseInstance, []any{number}, st.id, u.id); err != nil {
+				if _, _, err := w.write(sqlCloseInstance, []any{number}, st.id, u.ID); err != nil {
 					return nil, err
 				}
 				changed++
@@ -225,13 +121,13 @@ func (p *preparedCommit) apply(w *writer, name string, c *kilolock.Commit) (*kil
 			return nil, err
 		}
 		r := &in.Resource
-		_, _, err := w.write(sqlOpenInstance, []any{st.id, u.id, in.Address(), r.Module, r.Mode, r.Type, r.Name,
+		_, _, err := w.write(sqlOpenInstance, []any{st.id, u.ID, in.Address(), r.Module, r.Mode, r.Type, r.Name,
 			in.Key.JSON(), in.Deposed, r.Each, r.Provider, in.Status, in.Hash[:], number})
 		if err != nil {
 			return nil, err
 		}
 	}
-	for _, id := range p.removed {
+	for _, id := range p.Removed {
 		if !hasCurrent {
 			break
 		}
@@ -242,29 +138,30 @@ func (p *preparedCommit) apply(w *writer, name string, c *kilolock.Commit) (*kil
 		removed += int(n)
 	}
 
-	for _, o := range p.outputUpserts {
+	for _, o := range p.OutputUpserts {
+		hash := o.Hash[:]
 		if hasCurrent {
-			cur, err := w.current(sqlCurrentOutput, st.id, o.name)
+			cur, err := w.current(sqlCurrentOutput, st.id, o.Name)
 			if err != nil {
 				return nil, err
 			}
-			if bytes.Equal(cur, o.hash) {
+			if bytes.Equal(cur, hash) {
 				continue
 			}
 			if cur != nil {
-				if _, _, err := w.write(sqlCloseOutput, []any{number}, st.id, o.name); err != nil {
+				if _, _, err := w.write(sqlCloseOutput, []any{number}, st.id, o.Name); err != nil {
 					return nil, err
 				}
 			}
 		}
-		if _, _, err := w.write(sqlPayload, []any{st.id, o.hash, o.body}); err != nil {
+		if _, _, err := w.write(sqlPayload, []any{st.id, hash, o.Body}); err != nil {
 			return nil, err
 		}
-		if _, _, err := w.write(sqlOpenOutput, []any{st.id, o.name, o.hash, o.sensitive, number}); err != nil {
+		if _, _, err := w.write(sqlOpenOutput, []any{st.id, o.Name, hash, o.Sensitive, number}); err != nil {
 			return nil, err
 		}
 	}
-	for _, name := range p.outputsRemoved {
+	for _, name := range p.OutputsRemoved {
 		if !hasCurrent {
 			break
 		}

@@ -1,0 +1,125 @@
+package kilolock
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// PreparedCommit is a Commit checked and reduced to what a store writes:
+// one upsert per instance ID and per output name (the last one given),
+// removals of what is not also upserted, each once, and hashes recomputed
+// from the objects. The order is that of the Commit (an ID's first
+// appearance for a repeated upsert).
+type PreparedCommit struct {
+	Upserts        []PreparedInstance
+	Removed        []string // instance IDs
+	OutputUpserts  []PreparedOutput
+	OutputsRemoved []string // output names
+}
+
+// PreparedInstance is an instance rebuilt with graph.NewInstance from the
+// resource and object a Commit gave.
+type PreparedInstance struct {
+	Instance graph.Instance
+	ID       string // Instance.ID()
+}
+
+// PreparedOutput is an output whose hash was recomputed from its object,
+// with the sensitive flag read from the object's JSON.
+type PreparedOutput struct {
+	Name      string
+	Hash      graph.Hash
+	Body      string // the compact JSON object
+	Sensitive bool
+}
+
+// PrepareCommit checks c and reduces it to what a store writes. Stores call
+// it outside their transaction, before CheckCommit runs inside it: the work
+// (rebuilding and hashing every object) needs no state and holds no lock.
+//
+// It returns an *InvalidError (code "invalid_commit") when c is nil, when a
+// serial does not fit an int64, when an upsert's object is malformed or
+// names another instance than its ID, when a given Hash is not that of the
+// object, or when an output has no name or a malformed object. A zero Hash
+// is not checked.
+func PrepareCommit(c *Commit) (*PreparedCommit, error) {
+	if c == nil {
+		return nil, &InvalidError{Code: "invalid_commit", Message: "nil commit"}
+	}
+	if c.Version.Serial > math.MaxInt64 || c.Version.BaseSerial > math.MaxInt64 {
+		return nil, invalidCommit("serial %d is out of range", max(c.Version.Serial, c.Version.BaseSerial))
+	}
+	p := &PreparedCommit{}
+	upserted := make(map[string]int, len(c.Upserts))
+	for _, in := range c.Upserts {
+		inst, err := graph.NewInstance(in.Resource, in.Object)
+		if err != nil {
+			return nil, invalidCommit("%v", err)
+		}
+		id := inst.ID()
+		if in.ID() != id {
+			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
+		}
+		if !in.Hash.IsZero() && in.Hash != inst.Hash {
+			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
+		}
+		if i, ok := upserted[id]; ok {
+			p.Upserts[i].Instance = inst
+			continue
+		}
+		upserted[id] = len(p.Upserts)
+		p.Upserts = append(p.Upserts, PreparedInstance{Instance: inst, ID: id})
+	}
+	seen := map[string]bool{}
+	for _, id := range c.Removed {
+		if _, ok := upserted[id]; ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		p.Removed = append(p.Removed, id)
+	}
+
+	outputs := make(map[string]int, len(c.OutputUpserts))
+	for _, o := range c.OutputUpserts {
+		if o.Name == "" {
+			return nil, invalidCommit("an output has no name")
+		}
+		var head struct {
+			Sensitive bool `json:"sensitive"`
+		}
+		if err := json.Unmarshal(o.Object, &head); err != nil {
+			return nil, invalidCommit("output %s: %v", o.Name, err)
+		}
+		out := graph.NewOutput(o.Name, o.Object)
+		if !o.Hash.IsZero() && o.Hash != out.Hash {
+			return nil, invalidCommit("output %s: hash %s is not the hash of its object (%s)", o.Name, o.Hash, out.Hash)
+		}
+		po := PreparedOutput{Name: o.Name, Hash: out.Hash, Body: string(o.Object), Sensitive: head.Sensitive}
+		if i, ok := outputs[o.Name]; ok {
+			p.OutputUpserts[i] = po
+			continue
+		}
+		outputs[o.Name] = len(p.OutputUpserts)
+		p.OutputUpserts = append(p.OutputUpserts, po)
+	}
+	clear(seen)
+	for _, name := range c.OutputsRemoved {
+		if _, ok := outputs[name]; ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		p.OutputsRemoved = append(p.OutputsRemoved, name)
+	}
+	return p, nil
+}
+
+func invalidCommit(format string, args ...any) error {
+	return &InvalidError{
+		Code:    "invalid_commit",
+		Message: fmt.Sprintf(format, args...),
+		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
+	}
+}
