@@ -398,6 +398,16 @@ func TestAnonymousDenialsAuditBounded(t *testing.T) {
 	if n := strings.Count(env.logs.String(), "audited=false"); n != flood-anonymousAuditBurst {
 		t.Errorf("logged %d unaudited denials, want %d", n, flood-anonymousAuditBurst)
 	}
+	metrics := env.do("GET", "/metrics", nil).Body.String()
+	for _, want := range []string{
+		fmt.Sprintf(`kl_auth_denials_total{reason="credentials_missing"} %d`, flood+1),
+		`kl_auth_denials_total{reason="grant_missing"} 3`,
+		fmt.Sprintf("kl_auth_denials_unaudited_total %d", flood-anonymousAuditBurst),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
 
 // TestAuthStoreDown: when the database cannot answer, the lane says 503

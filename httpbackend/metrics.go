@@ -26,11 +26,13 @@ type metrics struct {
 	durations map[string]*histogram // by route
 	commits   map[kilolock.Source]uint64
 	refusals  map[string]uint64 // by conflict reason
+	denials   map[string]uint64 // by the lane's denial code
 
-	lockWaits    atomic.Uint64
-	locksRefused atomic.Uint64
-	commitRows   atomic.Uint64
-	commitBytes  atomic.Uint64
+	denialsUnaudited atomic.Uint64
+	lockWaits        atomic.Uint64
+	locksRefused     atomic.Uint64
+	commitRows       atomic.Uint64
+	commitBytes      atomic.Uint64
 }
 
 type requestKey struct {
@@ -50,6 +52,7 @@ func newMetrics() *metrics {
 		durations: map[string]*histogram{},
 		commits:   map[kilolock.Source]uint64{},
 		refusals:  map[string]uint64{},
+		denials:   map[string]uint64{},
 	}
 }
 
@@ -90,6 +93,17 @@ func (m *metrics) observeRefusal(reason string) {
 	m.mu.Lock()
 	m.refusals[reason]++
 	m.mu.Unlock()
+}
+
+// observeDenial counts a request the authenticated lane refused; the codes
+// are the lane's own few, so the label stays bounded.
+func (m *metrics) observeDenial(reason string, audited bool) {
+	m.mu.Lock()
+	m.denials[reason]++
+	m.mu.Unlock()
+	if !audited {
+		m.denialsUnaudited.Add(1)
+	}
 }
 
 // serveMetrics answers GET /metrics in the Prometheus text format 0.0.4.
@@ -159,6 +173,17 @@ func (m *metrics) write(b *bytes.Buffer) {
 	for _, r := range reasons {
 		fmt.Fprintf(b, "kl_commits_refused_total{reason=%s} %d\n", quote(r), m.refusals[r])
 	}
+	header(b, "kl_auth_denials_total", "counter", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).")
+	reasons = reasons[:0]
+	for r := range m.denials {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	for _, r := range reasons {
+		fmt.Fprintf(b, "kl_auth_denials_total{reason=%s} %d\n", quote(r), m.denials[r])
+	}
+	header(b, "kl_auth_denials_unaudited_total", "counter", "Anonymous denials over the per-host audit budget: logged, not kept in the audit log.")
+	fmt.Fprintf(b, "kl_auth_denials_unaudited_total %d\n", m.denialsUnaudited.Load())
 	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
 	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())
 	header(b, "kl_commit_bytes_total", "counter", "Bytes of values written by commits.")
