@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Caller is who asks Control for a change, as its audit entry records it.
@@ -252,6 +253,29 @@ type TokenRequest struct {
 	EnvironmentID string
 	Scope         Scope
 	UserID        string
+	// ExpiresIn, when positive, makes the token stop working that long
+	// after it is issued (by the clock of whoever runs Control); zero means
+	// never.
+	ExpiresIn time.Duration
+}
+
+// ParseExpiry parses a token lifetime: a Go duration ("720h") or a number
+// of days ("90d"). An empty string means never (zero).
+func ParseExpiry(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		var n int
+		if _, serr := fmt.Sscanf(days, "%d", &n); serr == nil && fmt.Sprint(n) == days {
+			d, err = time.Duration(n)*24*time.Hour, nil
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%q is not a token lifetime", s), Hint: "give a positive duration: 90d, 720h, 30m"}
+	}
+	return d, nil
 }
 
 // IssueToken issues a token and returns it with its secret, which is shown
@@ -283,6 +307,12 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 		return nil, "", err
 	}
 	tok.Name, tok.EnvironmentID, tok.Scope, tok.UserID = req.Name, req.EnvironmentID, req.Scope, req.UserID
+	if req.ExpiresIn < 0 {
+		return nil, "", invalid("expires_in must be positive, or zero for a token that does not expire")
+	}
+	if req.ExpiresIn > 0 {
+		tok.Expires = time.Now().Add(req.ExpiresIn)
+	}
 	if err := c.store.CreateToken(ctx, tok); err != nil {
 		return nil, "", environmentNotFound(err, req.EnvironmentID)
 	}

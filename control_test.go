@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -260,6 +261,7 @@ func TestControlRefusals(t *testing.T) {
 				{"automation with a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, UserID: "bob"}), "invalid_token", kilolock.ErrInvalid},
 				{"PAT without a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal}), "invalid_token", kilolock.ErrInvalid},
 				{"PAT with an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
+				{"token with a negative lifetime", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", ExpiresIn: -time.Hour}), "invalid_token", kilolock.ErrInvalid},
 				{"PAT with a scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Scope: kilolock.ScopeRead}), "invalid_token", kilolock.ErrInvalid},
 				{"invalid state name", func() error { return c.ArchiveState(ctx, by, ws.ID, env.PublicID, "../x") }, "invalid_state_name", kilolock.ErrInvalid},
 
@@ -323,5 +325,38 @@ func TestControlTokenForMissingEnvironment(t *testing.T) {
 	_, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_nope"})
 	if want := `there is no environment "env_nope"`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+func TestParseExpiry(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "720h": 720 * time.Hour, "30m": 30 * time.Minute, "2160h0m0s": 2160 * time.Hour} {
+		if got, err := kilolock.ParseExpiry(in); err != nil || got != want {
+			t.Errorf("ParseExpiry(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"soon", "0d", "-1d", "0s", "-5m", "1.5d", "d", "01d", "90 d"} {
+		if _, err := kilolock.ParseExpiry(in); !errors.Is(err, kilolock.ErrInvalid) {
+			t.Errorf("ParseExpiry(%q) = %v, want ErrInvalid", in, err)
+		}
+	}
+}
+
+// TestControlTokenExpiry: a lifetime becomes an expiry that far from now,
+// and the token is expired from then on.
+func TestControlTokenExpiry(t *testing.T) {
+	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	before := time.Now()
+	tok, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice", ExpiresIn: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Expires.Before(before.Add(time.Hour).Truncate(time.Microsecond)) || tok.Expires.After(time.Now().Add(time.Hour)) {
+		t.Fatalf("Expires = %v, want an hour from %v", tok.Expires, before)
+	}
+	if tok.Expired(tok.Expires.Add(-time.Nanosecond)) || !tok.Expired(tok.Expires) || !tok.Expired(tok.Expires.Add(time.Second)) {
+		t.Error("Expired: want false before the expiry, true at and after it")
+	}
+	if never := (&kilolock.Token{}); never.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Error("a token without an expiry expired")
 	}
 }

@@ -141,7 +141,12 @@ type Token struct {
 	UserID        string    `json:"user_id,omitempty"`
 	Created       time.Time `json:"created"`
 	LastUsed      time.Time `json:"last_used,omitzero"`
+	// Expires is when the token stops working; zero means never.
+	Expires time.Time `json:"expires,omitzero"`
 }
+
+// Expired reports whether t no longer works at now.
+func (t *Token) Expired(now time.Time) bool { return !t.Expires.IsZero() && !now.Before(t.Expires) }
 
 // NewToken returns a token of kind with a fresh ID and secret. The secret
 // is shown once, to whoever asked for the token; t.Hash is what is kept.

@@ -202,7 +202,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		ri.actor = tokenActor(a.Token)
 	}
 	kind := classifyAccess(r, suffix)
-	if err := decide(a, user, wsID, envID, kind); err != nil {
+	if err := decide(a, user, wsID, envID, kind, time.Now()); err != nil {
 		return nil, err
 	}
 	if name == "" {
@@ -231,17 +231,21 @@ func tokenActor(t *kilolock.Token) string {
 	return t.ID
 }
 
-// decide is the authenticated lane's decision on a request that does kind
-// to the state at wsID/envID, with basic-auth username user ("" for a
-// Bearer token). It returns nil when the request may go on.
+// decide is the authenticated lane's decision, at now, on a request that
+// does kind to the state at wsID/envID, with basic-auth username user (""
+// for a Bearer token). It returns nil when the request may go on.
 //
 // A scope the token cannot see answers 404 without telling whether it
 // exists; a hint names what the token does reach. Entitlement and
 // lifecycle denials answer 403 with their own codes.
-func decide(a *kilolock.Access, user, wsID, envID string, kind access) error {
+func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.Time) error {
 	tok := a.Token
 	if tok == nil || tok.Kind == kilolock.TokenOperator {
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue, kl pat create)")
+	}
+	if tok.Expired(now) {
+		return denial(http.StatusUnauthorized, "credentials_expired", fmt.Sprintf("token %s expired at %s", tok.ID, tok.Expires.Format(time.RFC3339)),
+			"ask for a new token (kl token issue, kl pat create); the expired one can be revoked (kl token revoke "+tok.ID+")")
 	}
 	if user != "" && user != wsID {
 		return denial(http.StatusForbidden, "scope_mismatch", "the basic-auth username is not the workspace id of the path", "set the username (TF_HTTP_USERNAME) to the workspace id of the path")

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -112,6 +113,9 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	mustDo(t, ts.CreateToken(ctx, gone))
 	mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: gone.ID, EnvironmentID: a.envs[0].PublicID}))
 	mustDo(t, ts.DeleteToken(ctx, gone.ID))
+	expired, expiredSecret, _ := kilolock.NewToken(kilolock.TokenAutomation)
+	expired.EnvironmentID, expired.Scope, expired.Expires = a.envs[0].PublicID, kilolock.ScopeReadWrite, time.Now().Add(-time.Minute)
+	mustDo(t, ts.CreateToken(ctx, expired))
 	leaver := seedTenant(t, ts, "leaver", "prod")
 	mustDo(t, ts.RemoveMember(ctx, leaver.ws.ID, leaver.user))
 
@@ -132,6 +136,7 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"no credentials", "GET", a.path(0, "app"), nil, 401, "credentials_missing", "TF_HTTP_PASSWORD"},
 		{"unknown token", "GET", a.path(0, "app"), bearer("klt_nope"), 401, "credentials_invalid", "new token"},
 		{"operator token on a state", "GET", a.path(0, "app"), bearer(operatorSecret), 401, "credentials_invalid", ""},
+		{"expired token", "GET", a.path(0, "app"), bearer(expiredSecret), 401, "credentials_expired", "new token"},
 		{"revoked PAT", "GET", a.path(0, "app"), basic(a.ws.ID, goneSecret), 401, "credentials_invalid", ""},
 		{"PAT without a grant", "GET", a.path(0, "app"), basic(a.ws.ID, bareSecret), 403, "grant_missing", a.envs[0].PublicID},
 		{"removed member", "GET", leaver.path(0, "app"), basic(leaver.ws.ID, leaver.pat), 403, "membership_missing", "kl member add"},

@@ -154,7 +154,7 @@ type issuedToken struct {
 }
 
 // issueToken issues an automation token (environment_id, scope) or a PAT
-// (user_id).
+// (user_id), expiring after expires_in when given.
 func (h *Handler) issueToken(r *http.Request, c *kilolock.Control, by kilolock.Caller) (int, any, error) {
 	var req struct {
 		Kind          kilolock.TokenKind `json:"kind"`
@@ -162,11 +162,17 @@ func (h *Handler) issueToken(r *http.Request, c *kilolock.Control, by kilolock.C
 		EnvironmentID string             `json:"environment_id"`
 		Scope         kilolock.Scope     `json:"scope"`
 		UserID        string             `json:"user_id"`
+		ExpiresIn     string             `json:"expires_in"` // "90d", "720h"; empty: never
 	}
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
-	tok, secret, err := c.IssueToken(r.Context(), by, kilolock.TokenRequest(req))
+	expiresIn, err := kilolock.ParseExpiry(req.ExpiresIn)
+	if err != nil {
+		return 0, nil, err
+	}
+	tok, secret, err := c.IssueToken(r.Context(), by, kilolock.TokenRequest{Kind: req.Kind, Name: req.Name,
+		EnvironmentID: req.EnvironmentID, Scope: req.Scope, UserID: req.UserID, ExpiresIn: expiresIn})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -15,7 +16,7 @@ var decideSeed = flag.Uint64("decide.seed", 0, "seed of TestDecideProperties (0:
 
 // TestDecideProperties draws random Access reads and requests and checks
 // the lane's decision against what the checklist promises: nothing passes
-// without a live token, a workspace it belongs to, its environment by
+// without a live, unexpired token, a workspace it belongs to, its environment by
 // public id and (for a PAT) membership and grant; no write passes a hold;
 // every refusal has the status its code implies, a message and a hint, and
 // names a public id only to a caller who may use that environment (or to a
@@ -36,7 +37,7 @@ func TestDecideProperties(t *testing.T) {
 		{PublicID: "env_3333333333333333", Slug: "prod", WorkspaceID: otherWS},
 	}
 	statusOf := map[string]int{
-		"credentials_invalid": 401, "scope_mismatch": 403, "token_read_only": 403, "grant_missing": 403,
+		"credentials_invalid": 401, "credentials_expired": 401, "scope_mismatch": 403, "token_read_only": 403, "grant_missing": 403,
 		"membership_missing": 403, "workspace_suspended": 403, "state_archived": 403,
 		"workspace_not_found": 404, "environment_not_found": 404,
 	}
@@ -84,14 +85,18 @@ func TestDecideProperties(t *testing.T) {
 		if pick(4) == 0 {
 			a.State = kilolock.LifecycleArchived
 		}
+		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		if a.Token != nil && pick(4) == 0 {
+			a.Token.Expires = now.Add(time.Duration(pick(3)-1) * time.Hour) // past, now, or future
+		}
 		user := []string{"", pathWS, otherWS}[pick(3)]
 		kind := access(pick(4))
 
-		err := decide(a, user, pathWS, seg, kind)
+		err := decide(a, user, pathWS, seg, kind, now)
 		if err == nil {
 			passed++
 			tok := a.Token
-			ok := tok != nil && (user == "" || user == pathWS)
+			ok := tok != nil && !tok.Expired(now) && (user == "" || user == pathWS)
 			switch {
 			case !ok:
 			case tok.Kind == kilolock.TokenAutomation:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock/internal/tofu"
 )
@@ -52,6 +53,22 @@ func TestAuthBootstrapFromDatabase(t *testing.T) {
 		}
 		db(nil, "workspace", "resume", ws.ID)
 		wd.Must("apply", "-auto-approve", "-no-color")
+
+		// A token with a lifetime works until it ends, then is refused.
+		var brief struct {
+			Secret  string
+			Expires time.Time
+		}
+		db(&brief, "token", "issue", "--env", env.PublicID, "--expires-in", "10s", "--json")
+		wd.Setenv("TF_HTTP_PASSWORD", brief.Secret)
+		wd.Must("plan", "-no-color")
+		time.Sleep(time.Until(brief.Expires) + 100*time.Millisecond)
+		if _, stderr, code := wd.Run("plan", "-no-color"); code != 1 || !strings.Contains(stderr, "requires auth") {
+			t.Errorf("plan with an expired token: exit %d, want 1 with tofu's 401 message\n%s", code, stderr)
+		}
+		if !srv.WaitLog(t.Context(), "reason=credentials_expired", 0) {
+			t.Error("kld did not log credentials_expired")
+		}
 
 		// Without an operator token the control API is closed.
 		if code, _ := request(t, "GET", srv.URL+"/v1/api/workspaces", nil); code != 401 {

@@ -178,8 +178,8 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 
 // IssueToken issues an automation token (env, scope) or a personal access
 // token (user) and shows its secret, this once.
-func (c *Control) IssueToken(ctx context.Context, kind kilolock.TokenKind, name, env string, scope kilolock.Scope, user string) error {
-	tok, err := c.API.IssueToken(ctx, kilolock.TokenRequest{Kind: kind, Name: name, EnvironmentID: env, Scope: scope, UserID: user})
+func (c *Control) IssueToken(ctx context.Context, req kilolock.TokenRequest) error {
+	tok, err := c.API.IssueToken(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -196,6 +196,9 @@ func (c *Control) IssueToken(ctx context.Context, kind kilolock.TokenKind, name,
 		fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
 	case tok.UserID != "":
 		fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
+	}
+	if !tok.Expires.IsZero() {
+		fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
 	}
 	fmt.Fprintln(c.Out, ".")
 	fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
@@ -216,9 +219,9 @@ func (c *Control) Tokens(ctx context.Context, kind kilolock.TokenKind) error {
 		return c.cli().writeJSON(out)
 	}
 	tw := c.cli().table()
-	row(tw, "ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED")
+	row(tw, "ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES")
 	for _, t := range out {
-		row(tw, t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed))
+		row(tw, t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires))
 	}
 	return tw.Flush()
 }
@@ -515,6 +518,9 @@ func (s serverControl) Environments(ctx context.Context, ws string) ([]kilolock.
 
 func (s serverControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
 	body := map[string]string{"kind": string(req.Kind)}
+	if req.ExpiresIn > 0 {
+		body["expires_in"] = req.ExpiresIn.String()
+	}
 	for k, v := range map[string]string{"name": req.Name, "environment_id": req.EnvironmentID, "scope": string(req.Scope), "user_id": req.UserID} {
 		if v != "" {
 			body[k] = v

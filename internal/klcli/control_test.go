@@ -385,6 +385,10 @@ func TestControlTranscript(t *testing.T) {
 		tok := find(kl("token", "issue", "--env", env, "--name", "ci", "--scope", "read"), "tok")
 		kl("token", "issue", "--env", "env_missing")
 		kl("token", "list")
+		// Tokens list by their random ids: the one that expires comes after
+		// the first listing, and the last listing shows only it.
+		kl("token", "issue", "--env", env, "--name", "quarter", "--expires-in", "90d")
+		kl("token", "issue", "--env", env, "--expires-in", "soon")
 		pat := find(kl("pat", "create", "--user", "alice", "--name", "laptop"), "tok")
 		kl("pat", "list")
 		kl("pat", "list", "--json")

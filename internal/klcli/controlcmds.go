@@ -102,15 +102,20 @@ type TokenCmds struct {
 // TokenIssueCmd is kl token issue.
 type TokenIssueCmd struct {
 	JSONFlag
-	Env   string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
-	Scope string `help:"read or read-write." default:"read-write" enum:"read,read-write"`
-	Name  string `help:"A name to recognize the token by."`
+	Env       string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
+	Scope     string `help:"read or read-write." default:"read-write" enum:"read,read-write"`
+	Name      string `help:"A name to recognize the token by."`
+	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h; the token stops working after it (default: never)." placeholder:"DURATION"`
 }
 
 // Run runs the command.
 func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.IssueToken(ctx, kilolock.TokenAutomation, c.Name, c.Env, kilolock.Scope(c.Scope), "")
+		expiresIn, err := kilolock.ParseExpiry(c.ExpiresIn)
+		if err != nil {
+			return err
+		}
+		return ct.IssueToken(ctx, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: kilolock.Scope(c.Scope), ExpiresIn: expiresIn})
 	})
 }
 
@@ -143,14 +148,19 @@ type PATCmds struct {
 // PATCreateCmd is kl pat create.
 type PATCreateCmd struct {
 	JSONFlag
-	User string `required:"" help:"The user the token acts as." placeholder:"USER"`
-	Name string `help:"A name to recognize the token by."`
+	User      string `required:"" help:"The user the token acts as." placeholder:"USER"`
+	Name      string `help:"A name to recognize the token by."`
+	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h; the token stops working after it (default: never)." placeholder:"DURATION"`
 }
 
 // Run runs the command.
 func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.IssueToken(ctx, kilolock.TokenPersonal, c.Name, "", "", c.User)
+		expiresIn, err := kilolock.ParseExpiry(c.ExpiresIn)
+		if err != nil {
+			return err
+		}
+		return ct.IssueToken(ctx, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, Name: c.Name, UserID: c.User, ExpiresIn: expiresIn})
 	})
 }
 

@@ -230,9 +230,13 @@ func (s *Store) Members(ctx context.Context, workspaceID string) ([]kilolock.Mem
 // is missing; ErrConflict when its id or hash is taken.
 func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
 	t.Created = now()
-	var env any
+	var env, expires any
 	if t.EnvironmentID != "" {
 		env = t.EnvironmentID
+	}
+	if !t.Expires.IsZero() {
+		t.Expires = t.Expires.UTC().Truncate(time.Microsecond)
+		expires = t.Expires
 	}
 	return s.write(ctx, func(tx pgx.Tx) error {
 		if env != nil {
@@ -240,13 +244,13 @@ func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, name, secret_hash, environment_id, scope, user_id, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, t.ID, string(t.Kind), t.Name, t.Hash.String(), env, string(t.Scope), t.UserID, t.Created)
+		_, err := tx.Exec(ctx, `INSERT INTO tokens (id, kind, name, secret_hash, environment_id, scope, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, t.ID, string(t.Kind), t.Name, t.Hash.String(), env, string(t.Scope), t.UserID, t.Created, expires)
 		return err
 	})
 }
 
-const tokenColumns = `id, kind, name, secret_hash, coalesce(environment_id, ''), scope, user_id, created_at, last_used_at`
+const tokenColumns = `id, kind, name, secret_hash, coalesce(environment_id, ''), scope, user_id, created_at, last_used_at, expires_at`
 
 func scanTokens(rows pgx.Rows, err error) ([]kilolock.Token, error) {
 	if err != nil {
@@ -257,9 +261,12 @@ func scanTokens(rows pgx.Rows, err error) ([]kilolock.Token, error) {
 	for rows.Next() {
 		var t kilolock.Token
 		var hash string
-		var used *time.Time
-		if err := rows.Scan(&t.ID, &t.Kind, &t.Name, &hash, &t.EnvironmentID, &t.Scope, &t.UserID, &t.Created, &used); err != nil {
+		var used, expires *time.Time
+		if err := rows.Scan(&t.ID, &t.Kind, &t.Name, &hash, &t.EnvironmentID, &t.Scope, &t.UserID, &t.Created, &used, &expires); err != nil {
 			return nil, err
+		}
+		if expires != nil {
+			t.Expires = expires.UTC()
 		}
 		if t.Hash, err = kilolock.ParseTokenHash(hash); err != nil {
 			return nil, err
@@ -435,7 +442,7 @@ FROM audit_log WHERE NOT $1 OR denied ORDER BY id DESC LIMIT $2`, f.DeniedOnly, 
 // or else by slug, an automation token's own environment, membership,
 // grant, and the state's hold. $1 hash, $2 workspace id, $3 environment
 // segment, $4 internal state name.
-const accessQuery = `SELECT t.secret_hash, t.id, t.kind, t.name, coalesce(t.environment_id, ''), t.scope, t.user_id, t.created_at, t.last_used_at,
+const accessQuery = `SELECT t.secret_hash, t.id, t.kind, t.name, coalesce(t.environment_id, ''), t.scope, t.user_id, t.created_at, t.last_used_at, t.expires_at,
 	coalesce(w.id, ''), coalesce(w.name, ''), coalesce(w.kind, ''), coalesce(w.lifecycle, ''), w.created_at,
 	coalesce(e.public_id, ''), coalesce(e.slug, ''), e.created_at,
 	coalesce(h.public_id, ''), coalesce(h.slug, ''), coalesce(h.workspace_id, ''), h.created_at,
@@ -454,15 +461,16 @@ WHERE t.secret_hash = $1`
 // authenticated lane decides req on. An unknown hash gives a nil Token.
 func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolock.Access, error) {
 	var (
-		a                   kilolock.Access
-		t                   kilolock.Token
-		w                   kilolock.Workspace
-		e, h                kilolock.Environment
-		used, wAt, eAt, hAt *time.Time
-		hash                string
+		a             kilolock.Access
+		t             kilolock.Token
+		w             kilolock.Workspace
+		e, h          kilolock.Environment
+		used, expires *time.Time
+		wAt, eAt, hAt *time.Time
+		hash          string
 	)
 	err := s.pool.QueryRow(ctx, accessQuery, req.Hash.String(), req.WorkspaceID, req.Environment, req.StateName).Scan(&hash,
-		&t.ID, &t.Kind, &t.Name, &t.EnvironmentID, &t.Scope, &t.UserID, &t.Created, &used,
+		&t.ID, &t.Kind, &t.Name, &t.EnvironmentID, &t.Scope, &t.UserID, &t.Created, &used, &expires,
 		&w.ID, &w.Name, &w.Kind, &w.Lifecycle, &wAt,
 		&e.PublicID, &e.Slug, &eAt,
 		&h.PublicID, &h.Slug, &h.WorkspaceID, &hAt,
@@ -483,6 +491,9 @@ func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolo
 	t.Created = t.Created.UTC()
 	if used != nil {
 		t.LastUsed = used.UTC()
+	}
+	if expires != nil {
+		t.Expires = expires.UTC()
 	}
 	a.Token = &t
 	if w.ID != "" {

@@ -213,9 +213,13 @@ func (s *Store) Members(ctx context.Context, workspaceID string) ([]kilolock.Mem
 // is missing; ErrConflict when its id or hash is taken.
 func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
 	t.Created = now()
-	var env any
+	var env, expires any
 	if t.EnvironmentID != "" {
 		env = t.EnvironmentID
+	}
+	if !t.Expires.IsZero() {
+		t.Expires = t.Expires.UTC().Truncate(time.Microsecond)
+		expires = formatTime(t.Expires)
 	}
 	return s.update(ctx, "create token", func(tx *sql.Tx) error {
 		if env != nil {
@@ -223,13 +227,13 @@ func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, kind, name, secret_hash, environment_id, scope, user_id, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)`, t.ID, string(t.Kind), t.Name, t.Hash.String(), env, string(t.Scope), t.UserID, formatTime(t.Created))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, kind, name, secret_hash, environment_id, scope, user_id, created_at, expires_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`, t.ID, string(t.Kind), t.Name, t.Hash.String(), env, string(t.Scope), t.UserID, formatTime(t.Created), expires)
 		return err
 	})
 }
 
-const tokenColumns = `id, kind, name, secret_hash, coalesce(environment_id, ''), scope, user_id, created_at, coalesce(last_used_at, '')`
+const tokenColumns = `id, kind, name, secret_hash, coalesce(environment_id, ''), scope, user_id, created_at, coalesce(last_used_at, ''), coalesce(expires_at, '')`
 
 func scanTokens(rows *sql.Rows, err error) ([]kilolock.Token, error) {
 	if err != nil {
@@ -239,9 +243,14 @@ func scanTokens(rows *sql.Rows, err error) ([]kilolock.Token, error) {
 	out := []kilolock.Token{}
 	for rows.Next() {
 		var t kilolock.Token
-		var hash, created, used string
-		if err := rows.Scan(&t.ID, &t.Kind, &t.Name, &hash, &t.EnvironmentID, &t.Scope, &t.UserID, &created, &used); err != nil {
+		var hash, created, used, expires string
+		if err := rows.Scan(&t.ID, &t.Kind, &t.Name, &hash, &t.EnvironmentID, &t.Scope, &t.UserID, &created, &used, &expires); err != nil {
 			return nil, err
+		}
+		if expires != "" {
+			if t.Expires, err = parseTime(expires); err != nil {
+				return nil, err
+			}
 		}
 		if t.Hash, err = kilolock.ParseTokenHash(hash); err != nil {
 			return nil, err
@@ -433,7 +442,7 @@ FROM audit_log WHERE NOT ?1 OR denied ORDER BY id DESC LIMIT ?2`, f.DeniedOnly, 
 // or else by slug, an automation token's own environment, membership,
 // grant, and the state's hold. ?1 hash, ?2 workspace id, ?3 environment
 // segment, ?4 internal state name.
-const accessQuery = `SELECT t.secret_hash, t.id, t.kind, t.name, coalesce(t.environment_id, ''), t.scope, t.user_id, t.created_at, coalesce(t.last_used_at, ''),
+const accessQuery = `SELECT t.secret_hash, t.id, t.kind, t.name, coalesce(t.environment_id, ''), t.scope, t.user_id, t.created_at, coalesce(t.last_used_at, ''), coalesce(t.expires_at, ''),
 	coalesce(w.id, ''), coalesce(w.name, ''), coalesce(w.kind, ''), coalesce(w.lifecycle, ''), coalesce(w.created_at, ''),
 	coalesce(e.public_id, ''), coalesce(e.slug, ''), coalesce(e.created_at, ''),
 	coalesce(h.public_id, ''), coalesce(h.slug, ''), coalesce(h.workspace_id, ''), coalesce(h.created_at, ''),
@@ -452,18 +461,19 @@ WHERE t.secret_hash = ?1`
 // on. An unknown hash gives a nil Token.
 func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolock.Access, error) {
 	var (
-		a                                  kilolock.Access
-		t                                  kilolock.Token
-		w                                  kilolock.Workspace
-		e, h                               kilolock.Environment
-		hash, created, used, wAt, eAt, hAt string
+		a                            kilolock.Access
+		t                            kilolock.Token
+		w                            kilolock.Workspace
+		e, h                         kilolock.Environment
+		hash, created, used, expires string
+		wAt, eAt, hAt                string
 	)
 	s.accessOnce.Do(func() { s.access, s.accessErr = s.read.PrepareContext(context.Background(), accessQuery) })
 	if s.accessErr != nil {
 		return nil, translate("access", s.accessErr)
 	}
 	err := s.access.QueryRowContext(ctx, req.Hash.String(), req.WorkspaceID, req.Environment, req.StateName).Scan(&hash,
-		&t.ID, &t.Kind, &t.Name, &t.EnvironmentID, &t.Scope, &t.UserID, &created, &used,
+		&t.ID, &t.Kind, &t.Name, &t.EnvironmentID, &t.Scope, &t.UserID, &created, &used, &expires,
 		&w.ID, &w.Name, &w.Kind, &w.Lifecycle, &wAt,
 		&e.PublicID, &e.Slug, &eAt,
 		&h.PublicID, &h.Slug, &h.WorkspaceID, &hAt,
@@ -484,7 +494,7 @@ func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolo
 	times := []struct {
 		s  string
 		to *time.Time
-	}{{created, &t.Created}, {used, &t.LastUsed}, {wAt, &w.Created}, {eAt, &e.Created}, {hAt, &h.Created}}
+	}{{created, &t.Created}, {used, &t.LastUsed}, {expires, &t.Expires}, {wAt, &w.Created}, {eAt, &e.Created}, {hAt, &h.Created}}
 	for _, x := range times {
 		if x.s == "" {
 			continue

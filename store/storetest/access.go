@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -114,7 +115,29 @@ func testAccess(t *testing.T, open Opener) {
 	check("automation, revoked", access(autoSecret, ws.ID, prod.PublicID), summary{State: active})
 
 	a := access(patSecret, ws.ID, prod.PublicID)
-	if a.Token.Kind != kilolock.TokenPersonal || a.Token.UserID != "alice" || !a.Token.Hash.Equal(pat.Hash) || a.Token.Created.IsZero() {
+	if a.Token.Kind != kilolock.TokenPersonal || a.Token.UserID != "alice" || !a.Token.Hash.Equal(pat.Hash) || a.Token.Created.IsZero() || !a.Token.Expires.IsZero() {
 		t.Errorf("Access.Token = %+v", a.Token)
+	}
+
+	// An expiry is kept to the microsecond and read back by every lookup.
+	expires := time.Date(2031, 2, 3, 4, 5, 6, 789012345, time.UTC)
+	brief, briefSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	brief.UserID, brief.Expires = "alice", expires
+	must(t, s.CreateToken(ctx, brief))
+	want := expires.Truncate(time.Microsecond)
+	if got := access(briefSecret, ws.ID, prod.PublicID).Token.Expires; !got.Equal(want) {
+		t.Errorf("Access: Expires = %v, want %v", got, want)
+	}
+	if found, err := s.TokenByHash(ctx, brief.Hash); err != nil || !found.Expires.Equal(want) {
+		t.Errorf("TokenByHash: Expires = %v, %v; want %v", found.Expires, err, want)
+	}
+	if all, err := s.Tokens(ctx, kilolock.TokenPersonal); err != nil || len(all) != 2 {
+		t.Errorf("Tokens = %+v, %v", all, err)
+	} else {
+		for _, tok := range all {
+			if tok.ID == brief.ID && !tok.Expires.Equal(want) || tok.ID == pat.ID && !tok.Expires.IsZero() {
+				t.Errorf("Tokens: %s expires %v", tok.ID, tok.Expires)
+			}
+		}
 	}
 }
