@@ -407,3 +407,87 @@ func tokenNotFound(err error, id string) error {
 func (c *Control) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
 	return c.store.Audit(ctx, f)
 }
+
+// Reach is what one token may use: each environment with the backend path
+// of its states, and, for a PAT, the grants that give nothing and why. It
+// is what `kl whoami` shows a token's holder, since the CLIs print only a
+// status when a request is refused.
+type Reach struct {
+	Token        Token           `json:"token"`
+	Expired      bool            `json:"expired,omitempty"`
+	Environments []ReachableEnv  `json:"environments"`
+	Unusable     []UnusableGrant `json:"unusable,omitempty"`
+}
+
+// ReachableEnv is an environment a token reaches.
+type ReachableEnv struct {
+	Environment
+	// Path is the backend address of a state in it, with {state_name}
+	// to fill in.
+	Path string `json:"path"`
+	// Writable is false for a read-scoped token or a suspended workspace.
+	Writable bool `json:"writable"`
+}
+
+// UnusableGrant is a PAT's grant that reaches nothing, and why.
+type UnusableGrant struct {
+	EnvironmentID string `json:"environment_id"`
+	Reason        string `json:"reason"` // "membership_missing"
+}
+
+// Reach returns what the token whose secret hashes to h reaches, at now.
+// ErrNotFound when no live token has that hash.
+func (c *Control) Reach(ctx context.Context, h TokenHash, now time.Time) (*Reach, error) {
+	tok, err := c.store.TokenByHash(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reach{Token: *tok, Expired: tok.Expired(now), Environments: []ReachableEnv{}}
+	add := func(envID string, writable bool) error {
+		env, err := c.store.Environment(ctx, envID)
+		if err != nil {
+			return err
+		}
+		ws, err := c.store.Workspace(ctx, env.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		r.Environments = append(r.Environments, ReachableEnv{Environment: *env,
+			Path:     "/v1/states/" + env.WorkspaceID + "/" + env.PublicID + "/{state_name}",
+			Writable: writable && ws.Lifecycle == LifecycleActive})
+		return nil
+	}
+	switch tok.Kind {
+	case TokenAutomation:
+		if err := add(tok.EnvironmentID, tok.Scope == ScopeReadWrite); err != nil {
+			return nil, err
+		}
+	case TokenPersonal:
+		grants, err := c.store.Grants(ctx, tok.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range grants {
+			env, err := c.store.Environment(ctx, g.EnvironmentID)
+			if err != nil {
+				return nil, err
+			}
+			members, err := c.store.Members(ctx, env.WorkspaceID)
+			if err != nil {
+				return nil, err
+			}
+			member := false
+			for _, m := range members {
+				member = member || m.UserID == tok.UserID
+			}
+			if !member {
+				r.Unusable = append(r.Unusable, UnusableGrant{EnvironmentID: g.EnvironmentID, Reason: "membership_missing"})
+				continue
+			}
+			if err := add(g.EnvironmentID, true); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}

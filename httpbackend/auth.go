@@ -37,6 +37,12 @@ const touchEvery = time.Minute
 // tenantPath is the authenticated lane's path form, for hints.
 const tenantPath = "/v1/states/{workspace_id}/{env_public_id}/{state_name}"
 
+// errTenancyDisabled answers the tenancy routes of a server without
+// authentication.
+var errTenancyDisabled = &httpError{status: http.StatusNotFound, code: "tenancy_disabled",
+	message: "this server runs without authentication (--auth=none): it serves no workspaces, tokens or audit log",
+	hint:    "start kld with --auth=token --operator-token klo_…, or manage tenancy on the database directly (kl --database … workspace create)"}
+
 // denial is a refused request of the authenticated lane: its answer, and
 // the reason logged and audited.
 func denial(status int, code, message, hint string) error {
@@ -269,7 +275,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 	case kilolock.TokenPersonal:
 		if a.Workspace == nil || (!a.Member && !a.Granted) {
 			return denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
-				"check the workspace id; an operator adds members (kl member add --workspace WS USER)")
+				"check the workspace id (kl whoami --token <token> lists what the token reaches); an operator adds members (kl member add --workspace WS USER)")
 		}
 		if !a.Member {
 			return denial(http.StatusForbidden, "membership_missing",
@@ -279,7 +285,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		env := a.Environment
 		if env == nil || (env.PublicID != envID && !a.Granted) {
 			return denial(http.StatusNotFound, "environment_not_found", "no environment by that id in the workspace",
-				"use the environment's public id (env_…); kl env list --workspace WS shows them")
+				"use the environment's public id (env_…); kl whoami --token <token> lists the ones the token reaches")
 		}
 		if env.PublicID != envID {
 			return envNotFound(envID, env)
@@ -326,5 +332,35 @@ func localName(path string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// whoami answers GET /v1/whoami: what the token the request carries
+// reaches (kilolock.Reach), for its holder — tofu prints only a status
+// when the lane refuses it. An expired token is answered, marked expired.
+func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
+	if h.auth != AuthToken {
+		return errTenancyDisabled
+	}
+	ts, ok := h.engine.Store().(kilolock.TenantStore)
+	if !ok {
+		return errors.New("whoami: the store does not keep workspaces (kilolock.TenantStore)")
+	}
+	_, secret := credentials(r)
+	if secret == "" {
+		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no token",
+			"send the token as Authorization: Bearer <token> (kl --token), or as the basic-auth password"))
+		return nil
+	}
+	reach, err := kilolock.NewControl(ts).Reach(r.Context(), kilolock.HashSecret(secret), time.Now())
+	if errors.Is(err, kilolock.ErrNotFound) {
+		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked (the operator token reaches the control API, not states)",
+			"ask for a new token (kl token issue, kl pat create)"))
+		return nil
+	} else if err != nil {
+		return err
+	}
+	info(r).actor = tokenActor(&reach.Token)
+	writeJSON(w, http.StatusOK, reach)
 	return nil
 }

@@ -147,7 +147,7 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"wrong environment id", "GET", "/v1/states/" + a.ws.ID + "/env_0000/app", bearer(a.auto[0]), 404, "environment_not_found", a.envs[0].PublicID},
 		{"env slug, automation", "GET", "/v1/states/" + a.ws.ID + "/prod/app", bearer(a.auto[0]), 404, "environment_not_found", "public id " + a.envs[0].PublicID},
 		{"env slug, PAT with access", "GET", "/v1/states/" + a.ws.ID + "/staging/app", basic(a.ws.ID, a.pat), 404, "environment_not_found", "public id " + a.envs[1].PublicID},
-		{"env slug, PAT without access", "GET", "/v1/states/" + a.ws.ID + "/prod/app", basic(a.ws.ID, bareSecret), 404, "environment_not_found", "kl env list"},
+		{"env slug, PAT without access", "GET", "/v1/states/" + a.ws.ID + "/prod/app", basic(a.ws.ID, bareSecret), 404, "environment_not_found", "kl whoami"},
 		{"other tenant's env under own workspace", "GET", "/v1/states/" + a.ws.ID + "/" + b.envs[0].PublicID + "/app", basic(a.ws.ID, a.pat), 404, "environment_not_found", ""},
 		{"username is not the workspace", "GET", a.path(0, "app"), basic(b.ws.ID, a.auto[0]), 403, "scope_mismatch", "TF_HTTP_USERNAME"},
 		{"read-only token writes", "POST", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "read-write"},
@@ -430,5 +430,53 @@ func testAuthStoreDown(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	}
 	if strings.Contains(env.logs.String(), "request denied") {
 		t.Errorf("a database failure was logged as a denial:\n%s", env.logs)
+	}
+}
+
+// TestWhoamiRoute: GET /v1/whoami answers a token's holder with what it
+// reaches, never its secret or hash; a suspended workspace reads as not
+// writable, an expired token is answered and marked; an unknown or missing
+// token is a logged 401; a server without auth has no tenancy to show.
+func TestWhoamiRoute(t *testing.T) {
+	env, ts := newAuthEnv(t)
+	ctx := context.Background()
+	a := seedTenant(t, ts, "acme", "prod")
+	get := func(header ...string) (int, kilolock.Reach, string) {
+		w := env.do("GET", "/v1/whoami", nil, header...)
+		var r kilolock.Reach
+		if w.Code == 200 {
+			mustDo(t, json.Unmarshal(w.Body.Bytes(), &r))
+		}
+		return w.Code, r, w.Body.String()
+	}
+	code, r, body := get(bearer(a.auto[0])...)
+	if code != 200 || len(r.Environments) != 1 || !r.Environments[0].Writable || r.Environments[0].Path != a.path(0, "{state_name}") {
+		t.Fatalf("whoami (automation) = %d %s", code, body)
+	}
+	if strings.Contains(body, a.auto[0]) || strings.Contains(body, "hash") {
+		t.Errorf("whoami shows the secret or its hash: %s", body)
+	}
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, a.ws.ID, kilolock.LifecycleSuspended))
+	if code, r, body := get(basic(a.ws.ID, a.pat)...); code != 200 || len(r.Environments) != 1 || r.Environments[0].Writable || r.Token.UserID != a.user {
+		t.Errorf("whoami (PAT, suspended workspace) = %d %s", code, body)
+	}
+	old, oldSecret, _ := kilolock.NewToken(kilolock.TokenAutomation)
+	old.EnvironmentID, old.Scope, old.Expires = a.envs[0].PublicID, kilolock.ScopeReadWrite, time.Now().Add(-time.Hour)
+	mustDo(t, ts.CreateToken(ctx, old))
+	if code, r, body := get(bearer(oldSecret)...); code != 200 || !r.Expired {
+		t.Errorf("whoami (expired) = %d %s; want 200 marked expired", code, body)
+	}
+	if code, _, body := get(bearer("klt_nope")...); code != 401 || !strings.Contains(body, "credentials_invalid") {
+		t.Errorf("whoami (unknown token) = %d %s", code, body)
+	}
+	if code, _, _ := get(); code != 401 {
+		t.Errorf("whoami (no token) = %d, want 401", code)
+	}
+	if !strings.Contains(env.logs.String(), "reason=credentials_invalid") {
+		t.Error("the refused whoami was not logged")
+	}
+	open := newEnv(t, "", Options{})
+	if w := open.do("GET", "/v1/whoami", nil, bearer(a.auto[0])...); w.Code != 404 || !strings.Contains(w.Body.String(), "tenancy_disabled") {
+		t.Errorf("whoami without auth = %d %s", w.Code, w.Body)
 	}
 }

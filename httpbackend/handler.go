@@ -151,15 +151,12 @@ func (h *Handler) routes() {
 	if h.auth == AuthToken {
 		h.controlRoutes()
 	} else {
-		disabled := func(w http.ResponseWriter, r *http.Request) error {
-			return &httpError{status: http.StatusNotFound, code: "tenancy_disabled",
-				message: "this server runs without authentication (--auth=none): it serves no workspaces, tokens or audit log",
-				hint:    "start kld with --auth=token --operator-token klo_…, or manage tenancy on the database directly (kl --database … workspace create)"}
-		}
+		disabled := func(w http.ResponseWriter, r *http.Request) error { return errTenancyDisabled }
 		for _, p := range []string{"/v1/api/workspaces", "/v1/api/workspaces/", "/v1/api/tokens", "/v1/api/tokens/", "/v1/api/audit"} {
 			h.api(p, disabled)
 		}
 	}
+	h.api("GET /v1/whoami", h.whoami)
 
 	h.api("GET /healthz", h.healthz)
 	h.api("GET /readyz", h.readyz)

@@ -35,6 +35,7 @@ type App struct {
 	Grant     GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
 	Member    MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
 	Audit     AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
+	Whoami    WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
 	State     struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`

@@ -2,12 +2,14 @@ package klcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -48,6 +50,8 @@ type ControlAPI interface {
 	// state.
 	SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error
 	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
+	// Reach is what the token with secret reaches (kilolock.Reach).
+	Reach(ctx context.Context, secret string) (*kilolock.Reach, error)
 }
 
 // IssuedToken is a token as it is issued: with its secret, shown once.
@@ -465,6 +469,14 @@ func (d databaseControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]k
 	return d.c.Audit(ctx, f)
 }
 
+func (d databaseControl) Reach(ctx context.Context, secret string) (*kilolock.Reach, error) {
+	r, err := d.c.Reach(ctx, kilolock.HashSecret(secret), time.Now())
+	if errors.Is(err, kilolock.ErrNotFound) {
+		return nil, &UsageError{Message: "the token is unknown or revoked", Hint: "ask for a new token (kl token issue, kl pat create)"}
+	}
+	return r, err
+}
+
 // serverControl is the ControlAPI of a server: its operator control API
 // under /v1/api/.
 type serverControl struct{ b *HTTPBackend }
@@ -611,4 +623,60 @@ func (s serverControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kil
 	var out []kilolock.AuditEntry
 	err := s.b.do(ctx, http.MethodGet, "/v1/api/audit", q, nil, &out)
 	return out, err
+}
+
+// whoamiPath is where a server tells a token what it reaches.
+const whoamiPath = "/v1/whoami"
+
+func (s serverControl) Reach(ctx context.Context, _ string) (*kilolock.Reach, error) {
+	var r kilolock.Reach
+	err := s.b.do(ctx, http.MethodGet, whoamiPath, nil, nil, &r) // with kl's --token
+	return &r, err
+}
+
+// Whoami shows what the token with secret reaches: each environment with
+// its backend path, and the grants that reach nothing.
+func (c *Control) Whoami(ctx context.Context, secret string) error {
+	if secret == "" {
+		return &UsageError{Message: "kl whoami needs the token to look at", Hint: "give it with --token klt_… or klp_… (KL_TOKEN)"}
+	}
+	r, err := c.API.Reach(ctx, secret)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.cli().writeJSON(r)
+	}
+	what := "automation token, " + string(r.Token.Scope)
+	if r.Token.Kind == kilolock.TokenPersonal {
+		what = "personal access token of " + cell(r.Token.UserID)
+	}
+	expiry := "never expires"
+	switch {
+	case r.Expired:
+		expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
+	case !r.Token.Expires.IsZero():
+		expiry = "expires " + formatTime(r.Token.Expires)
+	}
+	fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
+	if len(r.Environments) == 0 {
+		fmt.Fprintln(c.Out, "It reaches no environment.")
+	} else {
+		tw := c.cli().table()
+		row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
+		for _, e := range r.Environments {
+			access := "read"
+			if e.Writable {
+				access = "read-write"
+			}
+			row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, u := range r.Unusable {
+		fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
+	}
+	return nil
 }

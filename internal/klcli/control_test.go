@@ -424,3 +424,45 @@ func TestControlTranscript(t *testing.T) {
 		golden(t, "control_transcript", normalizeTranscript(b.String()))
 	})
 }
+
+// TestWhoami: kl whoami tells a token's holder what it reaches, alike on
+// a server (GET /v1/whoami, authenticated by the token itself) and on a
+// database: the environments with their backend paths and access, the
+// grants that reach nothing and why, and the expiry.
+func TestWhoami(t *testing.T) {
+	forEachControlTarget(t, func(t *testing.T, s *klSession) {
+		var ws, other kilolock.Workspace
+		decodeJSON(t, s.kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
+		decodeJSON(t, s.kl("workspace", "create", "globex", "--owner", "bob", "--json"), &other)
+		var env, theirs kilolock.Environment
+		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
+		decodeJSON(t, s.kl("env", "create", "--workspace", other.ID, "prod", "--json"), &theirs)
+		var pat, auto klcli.IssuedToken
+		decodeJSON(t, s.kl("pat", "create", "--user", "alice", "--expires-in", "30d", "--json"), &pat)
+		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--scope", "read", "--json"), &auto)
+		s.kl("grant", "add", pat.ID, env.PublicID)
+		s.kl("grant", "add", pat.ID, theirs.PublicID) // alice is no member of globex
+
+		out := s.kl("--token", pat.Secret, "whoami")
+		for _, want := range []string{
+			"Token " + pat.ID + " (personal access token of alice); expires ",
+			env.PublicID, "read-write", "/v1/states/" + ws.ID + "/" + env.PublicID + "/{state_name}",
+			"Its grant to " + theirs.PublicID + " reaches nothing: alice is not a member",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kl whoami (PAT) lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "/v1/states/"+other.ID) || strings.Contains(out, pat.Secret) {
+			t.Errorf("kl whoami shows a path it cannot use, or the secret:\n%s", out)
+		}
+		var r kilolock.Reach
+		decodeJSON(t, s.kl("--token", auto.Secret, "whoami", "--json"), &r)
+		if r.Token.ID != auto.ID || len(r.Environments) != 1 || r.Environments[0].Writable || r.Expired {
+			t.Errorf("kl whoami --json (read token) = %+v", r)
+		}
+		if _, err := s.run("--token", "klt_nope", "whoami"); klcli.ExitCode(err) == klcli.ExitOK {
+			t.Error("kl whoami with an unknown token succeeded")
+		}
+	})
+}

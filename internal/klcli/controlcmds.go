@@ -307,3 +307,11 @@ type AuditCmd struct {
 func (c *AuditCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Audit(ctx, c.Denied, c.Limit) })
 }
+
+// WhoamiCmd is kl whoami.
+type WhoamiCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *WhoamiCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Whoami(ctx, g.Token) })
+}
