@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,8 @@ type cli struct {
 	Auth            string               `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
 	OperatorToken   string               `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
+	TLSCert         string               `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
+	TLSKey          string               `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
 
@@ -98,6 +101,17 @@ func newLogger(level, format string) *log.Logger {
 func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	var tlsConfig *tls.Config
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return &exitError{exitConfig, errors.New("--tls-cert and --tls-key go together")}
+	}
+	if c.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return &exitError{exitConfig, fmt.Errorf("--tls-cert and --tls-key: %w", err)}
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	st, err := store.Open(openCtx, c.Database)
@@ -127,15 +141,21 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 1 << 20,
 		ErrorLog:       logger.StandardLog(log.StandardLogOptions{ForceLevel: log.WarnLevel}),
+		TLSConfig:      tlsConfig,
 	}
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return &exitError{exitListen, err}
 	}
-	addr := ln.Addr().String()
+	addr, scheme := ln.Addr().String(), "http"
+	if tlsConfig != nil {
+		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
+	} else if host, _, _ := net.SplitHostPort(addr); c.Auth == "token" && !net.ParseIP(host).IsLoopback() {
+		logger.Warn("tokens travel in clear: serve HTTPS (--tls-cert, --tls-key) or put TLS in front")
+	}
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
-		fmt.Printf("http://%s\n", addr) // for scripts and tests that asked for any port
+		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
 	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "default_lock_mode", c.DefaultLockMode)
 

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/log"
+	"github.com/kilolock/kilolock/internal/buildinfo"
 )
 
 // TestDefaultLockMode checks --default-lock-mode and KL_DEFAULT_LOCK_MODE:
@@ -30,5 +37,28 @@ func TestDefaultLockMode(t *testing.T) {
 	t.Setenv("KL_DEFAULT_LOCK_MODE", "optimistic")
 	if c, err := parse(); err != nil || c.DefaultLockMode != "optimistic" {
 		t.Errorf("KL_DEFAULT_LOCK_MODE: %q, %v", c.DefaultLockMode, err)
+	}
+}
+
+// TestTLSFlags: a certificate without its key, or a pair that does not
+// load, is a configuration error (exit 78) before any database is opened.
+func TestTLSFlags(t *testing.T) {
+	dir := t.TempDir()
+	cert := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(cert, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []cli{
+		{TLSCert: cert, Database: filepath.Join(dir, "never.db")},
+		{TLSCert: cert, TLSKey: cert, Database: filepath.Join(dir, "never.db")},
+	} {
+		err := run(&c, log.New(io.Discard), buildinfo.BuildInfo{})
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitConfig || !strings.Contains(err.Error(), "--tls-") {
+			t.Errorf("run with --tls-cert %q --tls-key %q = %v; want a configuration error naming the flags", c.TLSCert, c.TLSKey, err)
+		}
+		if _, err := os.Stat(c.Database); !os.IsNotExist(err) {
+			t.Errorf("a database was opened despite the TLS error (%v)", err)
+		}
 	}
 }

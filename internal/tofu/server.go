@@ -3,6 +3,7 @@ package tofu
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -15,7 +16,8 @@ import (
 
 // Server is a running kld.
 type Server struct {
-	// URL is its base URL, http://127.0.0.1:PORT, without a trailing slash.
+	// URL is its base URL, http://127.0.0.1:PORT (https:// when started
+	// with --tls-cert), without a trailing slash.
 	URL string
 	// Addr is its listen address, 127.0.0.1:PORT.
 	Addr string
@@ -78,10 +80,13 @@ func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
 }
 
 // listenLine is what kld prints on stdout when asked for port 0.
-var listenLine = regexp.MustCompile(`(?m)^http://(127\.0\.0\.1:[0-9]+)$`)
+var listenLine = regexp.MustCompile(`(?m)^(https?)://(127\.0\.0\.1:[0-9]+)$`)
 
 func (s *Server) waitReady() error {
-	client := &http.Client{Timeout: 2 * time.Second}
+	// Readiness only: a kld serving HTTPS (--tls-cert) is probed without
+	// checking its certificate; the tests that start one check it with the
+	// client under test.
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(ReadyTimeout)
 	var last string
 	for {
@@ -92,7 +97,7 @@ func (s *Server) waitReady() error {
 		}
 		if s.URL == "" {
 			if m := listenLine.FindStringSubmatch(s.Log()); m != nil {
-				s.Addr, s.URL = m[1], "http://"+m[1]
+				s.Addr, s.URL = m[2], m[1]+"://"+m[2]
 			} else {
 				last = "kld has not printed its URL"
 			}
