@@ -24,7 +24,7 @@ type metrics struct {
 	mu        sync.Mutex
 	requests  map[requestKey]uint64
 	durations map[string]*histogram // by route
-	commits   map[kilolock.Source]uint64
+	commits   map[string]uint64 // by kilolock.Source
 	refusals  map[string]uint64 // by conflict reason
 	denials   map[string]uint64 // by the lane's denial code
 
@@ -50,7 +50,7 @@ func newMetrics() *metrics {
 	return &metrics{
 		requests:  map[requestKey]uint64{},
 		durations: map[string]*histogram{},
-		commits:   map[kilolock.Source]uint64{},
+		commits:   map[string]uint64{},
 		refusals:  map[string]uint64{},
 		denials:   map[string]uint64{},
 	}
@@ -81,7 +81,7 @@ func (m *metrics) observeRequest(route, method string, status int, d time.Durati
 
 func (m *metrics) observeCommit(source kilolock.Source, stats kilolock.WriteStats) {
 	m.mu.Lock()
-	m.commits[source]++
+	m.commits[string(source)]++
 	m.mu.Unlock()
 	m.commitRows.Add(uint64(stats.Rows))
 	m.commitBytes.Add(uint64(stats.Bytes))
@@ -156,38 +156,29 @@ func (m *metrics) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "kl_locks_refused_total %d\n", m.locksRefused.Load())
 
 	header(b, "kl_commits_total", "counter", "Versions committed through this server, by source.")
-	sources := make([]string, 0, len(m.commits))
-	for s := range m.commits {
-		sources = append(sources, string(s))
-	}
-	slices.Sort(sources)
-	for _, s := range sources {
-		fmt.Fprintf(b, "kl_commits_total{source=%s} %d\n", quote(s), m.commits[kilolock.Source(s)])
-	}
+	byLabel(b, "kl_commits_total", "source", m.commits)
 	header(b, "kl_commits_refused_total", "counter", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).")
-	reasons := make([]string, 0, len(m.refusals))
-	for r := range m.refusals {
-		reasons = append(reasons, r)
-	}
-	slices.Sort(reasons)
-	for _, r := range reasons {
-		fmt.Fprintf(b, "kl_commits_refused_total{reason=%s} %d\n", quote(r), m.refusals[r])
-	}
+	byLabel(b, "kl_commits_refused_total", "reason", m.refusals)
 	header(b, "kl_auth_denials_total", "counter", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).")
-	reasons = reasons[:0]
-	for r := range m.denials {
-		reasons = append(reasons, r)
-	}
-	slices.Sort(reasons)
-	for _, r := range reasons {
-		fmt.Fprintf(b, "kl_auth_denials_total{reason=%s} %d\n", quote(r), m.denials[r])
-	}
+	byLabel(b, "kl_auth_denials_total", "reason", m.denials)
 	header(b, "kl_auth_denials_unaudited_total", "counter", "Anonymous denials over the per-host audit budget: logged, not kept in the audit log.")
 	fmt.Fprintf(b, "kl_auth_denials_unaudited_total %d\n", m.denialsUnaudited.Load())
 	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
 	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())
 	header(b, "kl_commit_bytes_total", "counter", "Bytes of values written by commits.")
 	fmt.Fprintf(b, "kl_commit_bytes_total %d\n", m.commitBytes.Load())
+}
+
+// byLabel writes one sample of name per key of counts, sorted, under label.
+func byLabel(b *bytes.Buffer, name, label string, counts map[string]uint64) {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(b, "%s{%s=%s} %d\n", name, label, quote(k), counts[k])
+	}
 }
 
 func header(b *bytes.Buffer, name, typ, help string) {

@@ -124,18 +124,7 @@ func (c *checklist) internalPath(t *testing.T, state string) string {
 
 // backendBlock is the http backend block for path with attrs
 // (credentials, headers) added.
-func (c *checklist) backendBlock(path, attrs string) string {
-	return fmt.Sprintf(`terraform {
-  backend "http" {
-    address        = %[1]q
-    lock_address   = %[1]q
-    unlock_address = %[1]q
-    lock_method    = "LOCK"
-    unlock_method  = "UNLOCK"
-%[2]s  }
-}
-`, c.srv.StateURL(path), attrs)
-}
+func (c *checklist) backendBlock(path, attrs string) string { return c.srv.BackendWith(path, attrs) }
 
 // tfdir is a tofu working directory whose main.tf is its backend block and
 // a configuration.

@@ -39,12 +39,10 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("kld with --tls-cert serves %s", srv.URL)
 	}
 	backend := func(withCA bool) string {
-		ca := ""
-		if withCA {
-			ca = fmt.Sprintf("    client_ca_certificate_pem = <<EOT\n%sEOT\n", certPEM)
+		if !withCA {
+			return srv.Backend("secure")
 		}
-		u := srv.StateURL("secure")
-		return fmt.Sprintf("terraform {\n  backend \"http\" {\n    address = %[1]q\n    lock_address = %[1]q\n    unlock_address = %[1]q\n    lock_method = \"LOCK\"\n    unlock_method = \"UNLOCK\"\n%[2]s  }\n}\n", u, ca)
+		return srv.BackendWith("secure", fmt.Sprintf("    client_ca_certificate_pem = <<EOT\n%sEOT\n", certPEM))
 	}
 	wd := tofu.NewWorkdir(t, backend(true)+smallConfig("v1"))
 	wd.Must("init", "-no-color")

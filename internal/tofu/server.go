@@ -191,8 +191,11 @@ func (s *Server) StateURL(name string) string { return s.URL + "/v1/states/" + n
 
 // Backend returns the terraform block a user writes to keep state name on
 // this server.
-func (s *Server) Backend(name string) string {
-	u := s.StateURL(name)
+func (s *Server) Backend(name string) string { return s.BackendWith(name, "") }
+
+// BackendWith is Backend with more attributes of the http backend (lines
+// such as credentials, headers or a CA) inside its block.
+func (s *Server) BackendWith(name, attrs string) string {
 	return fmt.Sprintf(`terraform {
   backend "http" {
     address        = %[1]q
@@ -200,9 +203,9 @@ func (s *Server) Backend(name string) string {
     unlock_address = %[1]q
     lock_method    = "LOCK"
     unlock_method  = "UNLOCK"
-  }
+%[2]s  }
 }
-`, u)
+`, s.StateURL(name), attrs)
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer process and readers.
