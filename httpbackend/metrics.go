@@ -24,9 +24,9 @@ type metrics struct {
 	mu        sync.Mutex
 	requests  map[requestKey]uint64
 	durations map[string]*histogram // by route
-	commits   map[string]uint64 // by kilolock.Source
-	refusals  map[string]uint64 // by conflict reason
-	denials   map[string]uint64 // by the lane's denial code
+	commits   map[string]uint64     // by kilolock.Source
+	refusals  map[string]uint64     // by conflict reason
+	denials   map[string]uint64     // by the lane's denial code
 
 	denialsUnaudited atomic.Uint64
 	lockWaits        atomic.Uint64
