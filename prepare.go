@@ -123,3 +123,38 @@ func invalidCommit(format string, args ...any) error {
 		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
 	}
 }
+
+// EncodeRejection checks r for a store's RecordRejection and returns its
+// Addresses as the JSON array stores keep ("[]" for none). A nil r, or a
+// serial above math.MaxInt64, is an *InvalidError (code
+// "invalid_rejection").
+func EncodeRejection(r *Rejection) (addresses string, err error) {
+	switch {
+	case r == nil:
+		return "", &InvalidError{Code: "invalid_rejection", Message: "nil rejection"}
+	case r.LatestSerial > math.MaxInt64 || r.BaseSerial > math.MaxInt64:
+		return "", &InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
+	}
+	b, err := json.Marshal(nonNil(r.Addresses))
+	if err != nil {
+		return "", &InvalidError{Code: "invalid_rejection", Message: err.Error()}
+	}
+	return string(b), nil
+}
+
+// DecodeAddresses reads back the Addresses EncodeRejection encoded: never
+// nil.
+func DecodeAddresses(stored string) ([]string, error) {
+	var a []string
+	if err := json.Unmarshal([]byte(stored), &a); err != nil {
+		return nil, fmt.Errorf("stored rejection addresses: %v", err)
+	}
+	return nonNil(a), nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -154,3 +154,24 @@ func TestPrepareCommit(t *testing.T) {
 		})
 	}
 }
+
+func TestEncodeRejection(t *testing.T) {
+	for _, r := range []*Rejection{nil, {LatestSerial: math.MaxInt64 + 1}, {BaseSerial: math.MaxUint64}} {
+		if _, err := EncodeRejection(r); !errors.Is(err, ErrInvalid) {
+			t.Errorf("EncodeRejection(%+v) = %v, want ErrInvalid", r, err)
+		}
+	}
+	for _, addrs := range [][]string{nil, {}, {"aws_instance.a", `module.m["x"].aws_instance.b[0]`}} {
+		enc, err := EncodeRejection(&Rejection{Addresses: addrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeAddresses(enc)
+		if err != nil || got == nil || len(got) != len(addrs) || (len(addrs) > 0 && got[1] != addrs[1]) {
+			t.Errorf("round trip of %q via %s = %q, %v", addrs, enc, got, err)
+		}
+	}
+	if _, err := DecodeAddresses("{"); err == nil {
+		t.Error("DecodeAddresses of garbage succeeded")
+	}
+}

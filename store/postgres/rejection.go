@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,12 +16,9 @@ import (
 // above math.MaxInt64, is ErrInvalid; ErrNotFound when the state does not
 // exist (or is deleted meanwhile).
 func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Rejection) error {
-	if err := checkRejection(r); err != nil {
-		return err
-	}
-	addresses, err := json.Marshal(nonNil(r.Addresses))
+	addresses, err := kilolock.EncodeRejection(r)
 	if err != nil {
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: err.Error()}
+		return err
 	}
 	var winnerActor, winnerLockID *string
 	var winnerVersion *int64
@@ -40,7 +34,7 @@ func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Re
 				latest_serial, base_serial, winner_actor, winner_lock_id, winner_version, hint)
 			SELECT s.id, clock_timestamp(), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM states s WHERE s.name = $1
 			RETURNING id, created_at`,
-			name, r.LockID, r.Actor, r.Reason, string(addresses), int64(r.LatestSerial), int64(r.BaseSerial),
+			name, r.LockID, r.Actor, r.Reason, addresses, int64(r.LatestSerial), int64(r.BaseSerial),
 			winnerActor, winnerLockID, winnerVersion, r.Hint).Scan(&id, &created)
 		var pe *pgconn.PgError
 		switch {
@@ -56,24 +50,6 @@ func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Re
 	}
 	r.ID, r.State, r.Created = id, name, created.UTC()
 	return nil
-}
-
-// checkRejection refuses what the rejected_commits table cannot hold.
-func checkRejection(r *kilolock.Rejection) error {
-	switch {
-	case r == nil:
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: "nil rejection"}
-	case r.LatestSerial > math.MaxInt64 || r.BaseSerial > math.MaxInt64:
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
-	}
-	return nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // sqlRejections reads a state's newest rejections backwards along the
@@ -116,10 +92,10 @@ func (s *Store) Rejections(ctx context.Context, name string, limit int) ([]kilol
 				&winnerActor, &winnerLockID, &winnerVersion, &r.Hint); err != nil {
 				return err
 			}
-			if err := json.Unmarshal([]byte(addresses), &r.Addresses); err != nil {
-				return corrupt("stored addresses of rejection %d: %v", r.ID, err)
+			var err error
+			if r.Addresses, err = kilolock.DecodeAddresses(addresses); err != nil {
+				return corrupt("rejection %d: %v", r.ID, err)
 			}
-			r.Addresses = nonNil(r.Addresses)
 			r.State, r.Created, r.LatestSerial, r.BaseSerial = name, r.Created.UTC(), uint64(latest), uint64(base)
 			if winnerVersion != nil {
 				r.Winner = &kilolock.Winner{Version: *winnerVersion}

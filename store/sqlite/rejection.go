@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -16,12 +14,9 @@ import (
 // above math.MaxInt64, is ErrInvalid; ErrNotFound when the state does not
 // exist.
 func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Rejection) error {
-	if err := checkRejection(r); err != nil {
-		return err
-	}
-	addresses, err := json.Marshal(nonNil(r.Addresses))
+	addresses, err := kilolock.EncodeRejection(r)
 	if err != nil {
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: err.Error()}
+		return err
 	}
 	var winnerActor, winnerLockID, winnerVersion any
 	if w := r.Winner; w != nil {
@@ -42,7 +37,7 @@ func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Re
 (state_id, created_at, lock_id, actor, reason, addresses, latest_serial, base_serial,
  winner_actor, winner_lock_id, winner_version, hint)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			stateID, formatTime(created), r.LockID, r.Actor, r.Reason, string(addresses),
+			stateID, formatTime(created), r.LockID, r.Actor, r.Reason, addresses,
 			int64(r.LatestSerial), int64(r.BaseSerial), winnerActor, winnerLockID, winnerVersion, r.Hint)
 		if err != nil {
 			return err
@@ -55,24 +50,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	r.ID, r.State, r.Created = id, name, created
 	return nil
-}
-
-// checkRejection refuses what the rejected_commits table cannot hold.
-func checkRejection(r *kilolock.Rejection) error {
-	switch {
-	case r == nil:
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: "nil rejection"}
-	case r.LatestSerial > math.MaxInt64 || r.BaseSerial > math.MaxInt64:
-		return &kilolock.InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
-	}
-	return nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // sqlRejections reads a state's newest rejections backwards along the
@@ -115,10 +92,9 @@ func (s *Store) Rejections(ctx context.Context, name string, limit int) ([]kilol
 			if r.Created, err = parseTime(created); err != nil {
 				return err
 			}
-			if err := json.Unmarshal([]byte(addresses), &r.Addresses); err != nil {
-				return fmt.Errorf("stored addresses of rejection %d: %v", r.ID, err)
+			if r.Addresses, err = kilolock.DecodeAddresses(addresses); err != nil {
+				return fmt.Errorf("rejection %d: %w", r.ID, err)
 			}
-			r.Addresses = nonNil(r.Addresses)
 			r.State, r.LatestSerial, r.BaseSerial = name, uint64(latest), uint64(base)
 			if winnerVersion.Valid {
 				r.Winner = &kilolock.Winner{Actor: winnerActor.String, LockID: winnerLockID.String, Version: winnerVersion.Int64}
