@@ -59,7 +59,7 @@ func TestAuthBootstrapFromDatabase(t *testing.T) {
 			Secret  string
 			Expires time.Time
 		}
-		db(&brief, "token", "issue", "--env", env.PublicID, "--expires-in", "10s", "--json")
+		db(&brief, "token", "issue", "--env", env.PublicID, "--expires-in", "20s", "--json")
 		wd.Setenv("TF_HTTP_PASSWORD", brief.Secret)
 		wd.Must("plan", "-no-color")
 		time.Sleep(time.Until(brief.Expires) + 100*time.Millisecond)
