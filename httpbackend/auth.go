@@ -124,11 +124,15 @@ func credentials(r *http.Request) (user, secret string) {
 
 // authorizeOperator admits the operator token to the JSON API.
 func (h *Handler) authorizeOperator(r *http.Request) error {
+	if h.operator == nil {
+		return denial(http.StatusForbidden, "control_api_closed", "this server was started without an operator token: its control API is closed",
+			"start kld with --operator-token klo_… (KL_OPERATOR_TOKEN), or manage tenancy on the database directly (kl --database …)")
+	}
 	_, secret := credentials(r)
 	if secret == "" {
 		return denial(http.StatusUnauthorized, "credentials_missing", "the API requires the operator token", "send Authorization: Bearer klo_… (kld --operator-token)")
 	}
-	if h.operator == nil || !h.operator.Equal(kilolock.HashSecret(secret)) {
+	if !h.operator.Equal(kilolock.HashSecret(secret)) {
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the credentials are not the operator token", "the API takes the operator token given to kld (--operator-token or KL_OPERATOR_TOKEN)")
 	}
 	return nil

@@ -480,3 +480,16 @@ func TestWhoamiRoute(t *testing.T) {
 		t.Errorf("whoami without auth = %d %s", w.Code, w.Body)
 	}
 }
+
+// TestControlAPIClosedWithoutOperator: a token-mode server started without
+// an operator token says its control API is closed and how to open it,
+// whatever credentials come.
+func TestControlAPIClosedWithoutOperator(t *testing.T) {
+	env := newEnv(t, "", Options{Auth: AuthToken})
+	for _, h := range [][]string{nil, bearer("klo_anything")} {
+		w := env.do("GET", "/v1/api/workspaces", nil, h...)
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "control_api_closed") || !strings.Contains(w.Body.String(), "--operator-token") {
+			t.Errorf("GET /v1/api/workspaces = %d %s; want 403 control_api_closed naming --operator-token", w.Code, w.Body)
+		}
+	}
+}

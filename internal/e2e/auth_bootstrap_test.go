@@ -71,8 +71,8 @@ func TestAuthBootstrapFromDatabase(t *testing.T) {
 		}
 
 		// Without an operator token the control API is closed.
-		if code, _ := request(t, "GET", srv.URL+"/v1/api/workspaces", nil); code != 401 {
-			t.Errorf("GET /v1/api/workspaces without an operator token = %d, want 401", code)
+		if code, body := request(t, "GET", srv.URL+"/v1/api/workspaces", nil); code != 403 || !strings.Contains(string(body), "control_api_closed") {
+			t.Errorf("GET /v1/api/workspaces on a kld without an operator token = %d %s, want 403 control_api_closed", code, body)
 		}
 		out := mustKL(t, "--database", databaseURL, "query", "SELECT actor, action FROM audit_log WHERE NOT denied ORDER BY id")
 		for _, want := range []string{"db:ops", "workspace.create", "environment.create", "token.issue", "workspace.suspend", "workspace.resume"} {
