@@ -154,7 +154,7 @@ func TestServe(t *testing.T) {
 			{"wrong password", "GET", p.Address, p.Username, "klt_" + strings.Repeat("0", 64), http.StatusUnauthorized, "credentials_invalid"},
 			{"local lane", "GET", base + "/v1/states/" + stateName, p.Username, p.Password, http.StatusUnauthorized, "auth_required"},
 			{"no credentials", "POST", p.Address, "", "", http.StatusUnauthorized, "credentials_missing"},
-			{"control API with a state token", "GET", base + "/v1/api/states", "bearer", p.Password, http.StatusUnauthorized, "credentials_invalid"},
+			{"control API with a state token (no operator token set)", "GET", base + "/v1/api/states", "bearer", p.Password, http.StatusForbidden, "control_api_closed"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				code, body := call(t, tc.method, tc.url, tc.user, tc.password, []byte(stateDoc))
