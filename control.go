@@ -443,11 +443,7 @@ func (c *Control) Reach(ctx context.Context, h TokenHash, now time.Time) (*Reach
 		return nil, err
 	}
 	r := &Reach{Token: *tok, Expired: tok.Expired(now), Environments: []ReachableEnv{}}
-	add := func(envID string, writable bool) error {
-		env, err := c.store.Environment(ctx, envID)
-		if err != nil {
-			return err
-		}
+	add := func(env *Environment, writable bool) error {
 		ws, err := c.store.Workspace(ctx, env.WorkspaceID)
 		if err != nil {
 			return err
@@ -459,7 +455,11 @@ func (c *Control) Reach(ctx context.Context, h TokenHash, now time.Time) (*Reach
 	}
 	switch tok.Kind {
 	case TokenAutomation:
-		if err := add(tok.EnvironmentID, tok.Scope == ScopeReadWrite); err != nil {
+		env, err := c.store.Environment(ctx, tok.EnvironmentID)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(env, tok.Scope == ScopeReadWrite); err != nil {
 			return nil, err
 		}
 	case TokenPersonal:
@@ -484,7 +484,7 @@ func (c *Control) Reach(ctx context.Context, h TokenHash, now time.Time) (*Reach
 				r.Unusable = append(r.Unusable, UnusableGrant{EnvironmentID: g.EnvironmentID, Reason: "membership_missing"})
 				continue
 			}
-			if err := add(g.EnvironmentID, true); err != nil {
+			if err := add(env, true); err != nil {
 				return nil, err
 			}
 		}

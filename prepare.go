@@ -135,7 +135,7 @@ func EncodeRejection(r *Rejection) (addresses string, err error) {
 	case r.LatestSerial > math.MaxInt64 || r.BaseSerial > math.MaxInt64:
 		return "", &InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
 	}
-	b, err := json.Marshal(nonNil(r.Addresses))
+	b, err := json.Marshal(nonNilStrings(r.Addresses))
 	if err != nil {
 		return "", &InvalidError{Code: "invalid_rejection", Message: err.Error()}
 	}
@@ -149,12 +149,5 @@ func DecodeAddresses(stored string) ([]string, error) {
 	if err := json.Unmarshal([]byte(stored), &a); err != nil {
 		return nil, fmt.Errorf("stored rejection addresses: %v", err)
 	}
-	return nonNil(a), nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return nonNilStrings(a), nil
 }

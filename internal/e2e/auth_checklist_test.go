@@ -1,10 +1,8 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -331,42 +329,19 @@ type errorAnswer struct {
 // auth and requestID as X-Request-Id, and returns the status and body.
 func (c *checklist) stateRequest(t *testing.T, method, path, user, secret, requestID string, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, c.srv.StateURL(path), bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.SetBasicAuth(user, secret)
-	if requestID != "" {
-		req.Header.Set("X-Request-Id", requestID)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read answer: %v", method, path, err)
-	}
-	return resp.StatusCode, b
+	return send(t, method, c.srv.StateURL(path), body, func(r *http.Request) {
+		r.SetBasicAuth(user, secret)
+		if requestID != "" {
+			r.Header.Set("X-Request-Id", requestID)
+		}
+	})
 }
 
 // control calls the control API with the operator token and returns the
 // status and body, whatever the status.
 func (c *checklist) control(t *testing.T, method, path string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, c.srv.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+operatorSecret)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return send(t, method, c.srv.URL+path, nil, asOperator)
 }
 
 // TestAuthChecklist1HappyPath: an automation token and a PAT with a grant

@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,23 +11,16 @@ import (
 
 const operatorSecret = "klo_e2e-operator-secret"
 
+// asOperator sends a request with the operator token.
+func asOperator(r *http.Request) { r.Header.Set("Authorization", "Bearer "+operatorSecret) }
+
 // operator calls the control API with the operator token and decodes the
 // answer into v, failing the test unless the status is want.
 func operator(t *testing.T, srv *tofu.Server, method, path, body string, want int, v any) {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+operatorSecret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s = %d %s; want %d", method, path, resp.StatusCode, b, want)
+	code, b := send(t, method, srv.URL+path, []byte(body), asOperator)
+	if code != want {
+		t.Fatalf("%s %s = %d %s; want %d", method, path, code, b, want)
 	}
 	if v != nil {
 		if err := json.Unmarshal(b, v); err != nil {

@@ -170,12 +170,23 @@ var client = &http.Client{Timeout: 30 * time.Second}
 // answer's body.
 func request(t *testing.T, method, url string, body []byte) (int, []byte) {
 	t.Helper()
+	return send(t, method, url, body, func(r *http.Request) {
+		if body != nil {
+			r.Header.Set("Content-Type", "application/json")
+		}
+	})
+}
+
+// send sends method to url with body, each of with applied to the request
+// first (credentials, headers), and returns the status and body.
+func send(t *testing.T, method, url string, body []byte, with ...func(*http.Request)) (int, []byte) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	for _, f := range with {
+		f(req)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
