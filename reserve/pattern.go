@@ -65,6 +65,15 @@ func Parse(s string) (Pattern, error) {
 		p.res = r.Address()
 		p.key, p.hasKey = a.Key, a.HasKey
 	}
+	keyed := 0
+	for _, m := range p.modules {
+		if m.HasKey {
+			keyed++
+		}
+	}
+	if keyed > MaxKeyedModules {
+		return Pattern{}, fmt.Errorf("%q: at most %d module calls with an index key are supported in one address", s, MaxKeyedModules)
+	}
 	p.text = p.format()
 	return p, nil
 }
@@ -222,4 +231,55 @@ func ParseKey(id string) (Pattern, error) {
 		id = id[:i]
 	}
 	return Parse(id)
+}
+
+// MaxKeyedModules is the most module steps with an index key a pattern
+// may have: CoveringSpellings lists 2^n spellings for n of them.
+const MaxKeyedModules = 8
+
+// CoveringSpellings returns the canonical spellings of every pattern that
+// covers what p names: "*", the module patterns of each prefix of its
+// module path (each step with its key or without), and, for a resource or
+// an instance, its resource with and without the instance key. A store
+// finds the reservations covering a changed address with one indexed
+// lookup of these spellings, at a cost independent of how many
+// reservations are held.
+func CoveringSpellings(p Pattern) []string {
+	out := []string{"*"}
+	switch {
+	case p.all:
+		return out
+	case p.output != "":
+		return append(out, p.text)
+	}
+	paths := []string{""} // the spellings of the module steps so far
+	for _, m := range p.modules {
+		next := make([]string, 0, 2*len(paths))
+		for _, a := range paths {
+			if a != "" {
+				a += "."
+			}
+			next = append(next, a+"module."+m.Name)
+			if m.HasKey {
+				next = append(next, a+m.String())
+			}
+		}
+		paths = next
+		for _, a := range paths {
+			out = append(out, a+".*")
+		}
+	}
+	if p.open {
+		return out
+	}
+	for _, a := range paths {
+		if a != "" {
+			a += "."
+		}
+		out = append(out, a+p.res)
+		if p.hasKey {
+			out = append(out, a+p.res+p.key.String())
+		}
+	}
+	return out
 }

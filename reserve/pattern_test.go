@@ -293,3 +293,23 @@ func TestNormalize(t *testing.T) {
 		t.Error("a zero pattern was accepted")
 	}
 }
+
+func TestCoveringSpellings(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		p, q := randomPattern(r), randomPattern(r)
+		in := false
+		for _, s := range CoveringSpellings(q) {
+			if s == p.String() {
+				in = true
+			}
+		}
+		if in != p.Covers(q) {
+			t.Fatalf("%s covers %s: %v, but CoveringSpellings(%s) lists it: %v (%q)", p, q, p.Covers(q), q, in, CoveringSpellings(q))
+		}
+	}
+	deep := "module.a[0].module.a[1].module.a[2].module.a[3].module.a[4].module.a[5].module.a[6].module.a[7].module.a[8].t.n"
+	if _, err := Parse(deep); err == nil {
+		t.Error("a pattern with 9 keyed module calls was accepted")
+	}
+}
