@@ -59,6 +59,21 @@ type Lock struct {
 	BaseVersion int64     `json:"base_version"`
 	BaseSerial  uint64    `json:"base_serial"`
 	Acquired    time.Time `json:"acquired"`
+	// Shared marks a plan's read lock: granted beside a writer and other
+	// readers, and never allowed to write.
+	Shared bool `json:"shared,omitempty"`
+	// Run is the apply run whose apply took the lock ("" for a plain
+	// lock): it writes within the run's reservations.
+	Run string `json:"run,omitempty"`
+}
+
+// LockOptions say how Store.Lock takes a lock.
+type LockOptions struct {
+	// Mode is the lock mode of a state the lock creates (LockExclusive
+	// when empty); an existing state keeps its own.
+	Mode LockMode
+	// Run is the apply run the lock is taken for ("" for a plain lock).
+	Run string
 }
 
 // Version is the record of one immutable version of a state.
