@@ -122,9 +122,9 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 	t.Run("columns", func(t *testing.T) {
 		views := map[string][]string{
 			"resources": {"state", "address", "instance_id", "module", "mode", "type", "name", "index_key", "deposed",
-				"provider", "status", "attributes", "sensitive_attributes", "dependencies"},
+				"provider", "status", "attributes", "sensitive_attributes", "dependencies", "raw_json"},
 			"resource_dependencies": {"state", "address", "depends_on"},
-			"outputs":               {"state", "name", "value", "type", "sensitive"},
+			"outputs":               {"state", "name", "value", "type", "sensitive", "raw_json"},
 			"resource_history":      {"state", "address", "instance_id", "type", "valid_from", "valid_to", "hash"},
 			"version_history": {"state", "number", "serial", "source", "actor", "lock_id", "base_serial", "created_at",
 				"added", "changed", "removed", "instance_count"},

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		{"Lookups", testLookups},
 		{"Tenant", testTenant},
 		{"Access", testAccess},
+		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
 	}
 	for _, g := range groups {
