@@ -27,6 +27,12 @@ type Options struct {
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// QueryLimits bound every Query (zero fields mean their defaults).
+	QueryLimits QueryLimits
+	// MaxLockHolders caps the holders of one optimistic state (see
+	// LockOptions.MaxHolders: 0 means DefaultMaxLockHolders, negative no
+	// cap).
+	MaxLockHolders int
 }
 
 // Engine ties a Store to the state model: it parses what clients write,
@@ -36,11 +42,13 @@ type Options struct {
 // must be atomic is taken by the Store inside a transaction, and the Engine's
 // cache is only ever trusted after the Store confirms it is current.
 type Engine struct {
-	store Store
-	log   *log.Logger
-	mode  LockMode
-	now   func() time.Time
-	cache *docCache
+	store   Store
+	log     *log.Logger
+	mode    LockMode
+	now     func() time.Time
+	cache   *docCache
+	limits  QueryLimits
+	holders int
 	// writers queues this process's writes to one state (name →
 	// *sync.Mutex), so concurrent writers commit one after another instead
 	// of recomputing against each other; across processes the store's
@@ -50,7 +58,7 @@ type Engine struct {
 
 // NewEngine returns an Engine on s.
 func NewEngine(s Store, o Options) *Engine {
-	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now}
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders}
 	if e.log == nil {
 		e.log = log.New(discard{})
 	}
@@ -171,7 +179,7 @@ func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, e
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, e.mode)
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
@@ -464,9 +472,10 @@ func (e *Engine) SetAllowLineageChange(ctx context.Context, name string, allow b
 	return e.store.SetAllowLineageChange(ctx, name, allow)
 }
 
-// Query runs a read-only SQL statement against the store.
+// Query runs a read-only SQL statement against the store, within the
+// engine's QueryLimits.
 func (e *Engine) Query(ctx context.Context, sql string, args ...any) (*QueryResult, error) {
-	return e.store.Query(ctx, sql, args...)
+	return e.store.Query(ctx, e.limits, sql, args...)
 }
 
 // TypeCount is how many instances of one resource type a state holds.

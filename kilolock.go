@@ -39,6 +39,21 @@ const (
 	SourceImport   Source = "import"   // kl import
 )
 
+// DefaultMaxLockHolders is how many holders an optimistic state admits at
+// once when LockOptions.MaxHolders is 0.
+const DefaultMaxLockHolders = 100
+
+// LockOptions say how Store.Lock takes a lock.
+type LockOptions struct {
+	// Mode is the lock mode of a state the lock creates (LockExclusive
+	// when empty); an existing state keeps its own.
+	Mode LockMode
+	// MaxHolders caps the holders of an optimistic state: a lock past it
+	// is refused with a *LockedError whose MaxHolders is set. 0 means
+	// DefaultMaxLockHolders; a negative value, no cap.
+	MaxHolders int
+}
+
 // LockInfo is the lock document Terraform and OpenTofu send with LOCK and
 // UNLOCK, with their field names.
 type LockInfo struct {

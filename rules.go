@@ -26,15 +26,27 @@ func ValidStateName(name string) error {
 }
 
 // CheckLock decides whether info may be taken as a new lock on st, whose
-// current holders are st.Locks. It returns nil or a *LockedError.
-func CheckLock(st *StateInfo, info LockInfo) error {
+// current holders are st.Locks: not when its id is held, nor beside an
+// exclusive holder, nor past opts.MaxHolders holders of an optimistic
+// state (see LockOptions). It returns nil or a *LockedError.
+func CheckLock(st *StateInfo, info LockInfo, opts LockOptions) error {
 	for _, l := range st.Locks {
 		if l.Info.ID == info.ID {
 			return &LockedError{State: st.Name, Holder: l.Info}
 		}
 	}
-	if len(st.Locks) > 0 && st.LockMode != LockOptimistic {
+	if len(st.Locks) == 0 {
+		return nil
+	}
+	if st.LockMode != LockOptimistic {
 		return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+	}
+	limit := opts.MaxHolders
+	if limit == 0 {
+		limit = DefaultMaxLockHolders
+	}
+	if limit > 0 && len(st.Locks) >= limit {
+		return &LockedError{State: st.Name, Holder: st.Locks[0].Info, MaxHolders: limit}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -27,26 +28,47 @@ func TestValidStateName(t *testing.T) {
 
 func TestCheckLock(t *testing.T) {
 	alice := Lock{Info: LockInfo{ID: "a", Who: "alice"}}
+	// holders returns alice's lock and n-1 others.
+	holders := func(n int) []Lock {
+		ls := []Lock{alice}
+		for i := 1; i < n; i++ {
+			ls = append(ls, Lock{Info: LockInfo{ID: fmt.Sprint("h", i)}})
+		}
+		return ls
+	}
 	tests := []struct {
-		name    string
-		st      StateInfo
-		id      string
-		blocked bool
+		name       string
+		st         StateInfo
+		id         string
+		maxHolders int
+		blocked    bool
+		capped     int // the LockedError's MaxHolders
 	}{
-		{"unlocked", StateInfo{LockMode: LockExclusive}, "b", false},
-		{"exclusive held", StateInfo{LockMode: LockExclusive, Locks: []Lock{alice}}, "b", true},
-		{"same id again", StateInfo{LockMode: LockOptimistic, Locks: []Lock{alice}}, "a", true},
-		{"optimistic admits", StateInfo{LockMode: LockOptimistic, Locks: []Lock{alice}}, "b", false},
+		{"unlocked", StateInfo{LockMode: LockExclusive}, "b", 0, false, 0},
+		{"exclusive held", StateInfo{LockMode: LockExclusive, Locks: []Lock{alice}}, "b", 0, true, 0},
+		{"same id again", StateInfo{LockMode: LockOptimistic, Locks: []Lock{alice}}, "a", 0, true, 0},
+		{"optimistic admits", StateInfo{LockMode: LockOptimistic, Locks: []Lock{alice}}, "b", 0, false, 0},
+		{"optimistic below the cap", StateInfo{LockMode: LockOptimistic, Locks: holders(2)}, "b", 3, false, 0},
+		{"optimistic at the cap", StateInfo{LockMode: LockOptimistic, Locks: holders(3)}, "b", 3, true, 3},
+		{"default cap", StateInfo{LockMode: LockOptimistic, Locks: holders(DefaultMaxLockHolders)}, "b", 0, true, DefaultMaxLockHolders},
+		{"below the default cap", StateInfo{LockMode: LockOptimistic, Locks: holders(DefaultMaxLockHolders - 1)}, "b", 0, false, 0},
+		{"no cap", StateInfo{LockMode: LockOptimistic, Locks: holders(DefaultMaxLockHolders + 1)}, "b", -1, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckLock(&tt.st, LockInfo{ID: tt.id})
+			err := CheckLock(&tt.st, LockInfo{ID: tt.id}, LockOptions{MaxHolders: tt.maxHolders})
 			var le *LockedError
 			if got := errors.As(err, &le); got != tt.blocked {
 				t.Fatalf("CheckLock = %v, want blocked=%v", err, tt.blocked)
 			}
 			if tt.blocked && (le.Holder.ID != "a" || !errors.Is(err, ErrLocked)) {
 				t.Fatalf("holder = %+v, want alice's lock", le.Holder)
+			}
+			if tt.blocked && le.MaxHolders != tt.capped {
+				t.Fatalf("MaxHolders = %d, want %d", le.MaxHolders, tt.capped)
+			}
+			if tt.capped > 0 && !strings.Contains(err.Error(), fmt.Sprint(tt.capped, " holders")) {
+				t.Errorf("message %q does not name the cap", err)
 			}
 		})
 	}

@@ -107,6 +107,7 @@ func classify(err error) answer {
 		mismatch *kilolock.LockMismatchError
 		conflict *kilolock.ConflictError
 		invalid  *kilolock.InvalidError
+		refused  *kilolock.RefusedError
 		tooLarge *http.MaxBytesError
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
@@ -116,6 +117,14 @@ func classify(err error) answer {
 		return answer{status: he.status, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
 	case errors.As(err, &tooLarge):
 		return answer{status: http.StatusRequestEntityTooLarge, body: errorBody{Error: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Hint: "raise the server's limit (kld --body-limit); nothing was stored"}}
+	case errors.As(err, &locked) && locked.MaxHolders > 0:
+		h := locked.Holder
+		return answer{status: http.StatusLocked, body: errorBody{
+			Error:   "too_many_holders",
+			Message: locked.Error(),
+			Hint:    fmt.Sprintf("the state admits at most %d holders at once: wait for one to finish (retry with -lock-timeout=10m; `kl status %s` lists them), or have the operator raise the cap (kld --max-lock-holders)", locked.MaxHolders, locked.State),
+			Holder:  &h,
+		}}
 	case errors.As(err, &locked):
 		h := locked.Holder
 		return answer{status: http.StatusLocked, body: errorBody{
@@ -136,6 +145,8 @@ func classify(err error) answer {
 		return answer{status: http.StatusConflict, body: b}
 	case errors.As(err, &conflict):
 		return answer{status: http.StatusConflict, body: conflictBody(conflict)}
+	case errors.As(err, &refused):
+		return answer{status: http.StatusForbidden, body: errorBody{Error: refused.Code, Message: refused.Message, Hint: refused.Hint}}
 	case errors.As(err, &invalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
 	case errors.As(err, &control):
