@@ -142,7 +142,7 @@ func (h *Handler) authorizeOperator(r *http.Request) error {
 type access int
 
 const (
-	accessRead     access = iota // GET
+	accessRead     access = iota // GET, HEAD
 	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
 	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
 	accessWrite                  // POST of a state, DELETE, any other LOCK
@@ -157,7 +157,7 @@ const planOperation = "OperationTypePlan"
 // hold, so `tofu plan` works in a suspended workspace) from an apply's.
 func classifyAccess(r *http.Request, suffix string) access {
 	switch {
-	case r.Method == http.MethodGet:
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return accessRead
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
 		return accessUnlock
