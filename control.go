@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -259,21 +260,47 @@ type TokenRequest struct {
 	ExpiresIn time.Duration
 }
 
+// MaxTokenLifetime is the longest lifetime a token may be issued with: ten
+// years of 365 days. A token that should outlive it is one that should not
+// expire (a zero lifetime).
+const MaxTokenLifetime = 3650 * 24 * time.Hour
+
+// errLifetimeTooLong refuses a lifetime past MaxTokenLifetime, given as
+// what.
+func errLifetimeTooLong(what string) error {
+	return &InvalidError{Code: "invalid_token",
+		Message: fmt.Sprintf("a token lifetime of %s is longer than the maximum of 3650 days (10 years)", what),
+		Hint:    "give at most 3650d (87600h), or no lifetime for a token that does not expire"}
+}
+
 // ParseExpiry parses a token lifetime: a Go duration ("720h") or a number
-// of days ("90d"). An empty string means never (zero).
+// of days ("90d"). An empty string means never (zero). A lifetime past
+// MaxTokenLifetime is refused, however many digits it has.
 func ParseExpiry(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
-		var n int
-		if _, serr := fmt.Sscanf(days, "%d", &n); serr == nil && fmt.Sprint(n) == days {
-			d, err = time.Duration(n)*24*time.Hour, nil
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil && days != "" && days[0] != '0' && strings.Trim(days, "0123456789") == "" {
+		// Compared as digits, not multiplied: a count of days can overflow
+		// a Duration (213503983d wraps around to 16 hours).
+		const maxDays = int64(MaxTokenLifetime / (24 * time.Hour))
+		n, perr := strconv.ParseInt(days, 10, 64)
+		if perr != nil || n > maxDays {
+			return 0, errLifetimeTooLong(s)
 		}
+		d, err = time.Duration(n)*24*time.Hour, nil
+	}
+	if err != nil && strings.Contains(err.Error(), "invalid duration") && strings.Trim(s, "0123456789.hmsuµn") == "" {
+		// time.ParseDuration refuses a well-formed duration past 292
+		// years as invalid.
+		return 0, errLifetimeTooLong(s)
 	}
 	if err != nil || d <= 0 {
 		return 0, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%q is not a token lifetime", s), Hint: "give a positive duration: 90d, 720h, 30m"}
+	}
+	if d > MaxTokenLifetime {
+		return 0, errLifetimeTooLong(s)
 	}
 	return d, nil
 }
@@ -309,6 +336,9 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 	tok.Name, tok.EnvironmentID, tok.Scope, tok.UserID = req.Name, req.EnvironmentID, req.Scope, req.UserID
 	if req.ExpiresIn < 0 {
 		return nil, "", invalid("expires_in must be positive, or zero for a token that does not expire")
+	}
+	if req.ExpiresIn > MaxTokenLifetime {
+		return nil, "", errLifetimeTooLong(req.ExpiresIn.String())
 	}
 	if req.ExpiresIn > 0 {
 		tok.Expires = time.Now().Add(req.ExpiresIn)

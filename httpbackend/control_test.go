@@ -46,6 +46,12 @@ func TestControlAPI(t *testing.T) {
 	call("POST", "/v1/api/tokens", `{"kind":"automation","environment_id":"`+e.PublicID+`"}`, 201, &auto)
 	call("POST", "/v1/api/tokens", `{"kind":"personal","user_id":"alice"}`, 201, &pat)
 	call("POST", "/v1/api/tokens", `{"kind":"personal"}`, 400, nil)
+	for _, lifetime := range []string{"213503983d", "99999999999d", "3651d", "2562047h"} {
+		w := env.do("POST", "/v1/api/tokens", []byte(`{"kind":"personal","user_id":"alice","expires_in":"`+lifetime+`"}`), op...)
+		if e := errorOf(t, w); w.Code != 400 || e.Error != "invalid_token" || !strings.Contains(e.Message, "3650 days") {
+			t.Errorf("expires_in %s: %d %s; want 400 invalid_token naming the maximum", lifetime, w.Code, w.Body)
+		}
+	}
 	if !strings.HasPrefix(auto.Secret, "klt_") || !strings.HasPrefix(pat.Secret, "klp_") {
 		t.Fatalf("secrets %q %q", auto.Secret, pat.Secret)
 	}
