@@ -203,7 +203,16 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		name = "" // a malformed segment: decided below, once the token is known
 	}
-	a, err := ts.Access(ctx, kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name})
+	req := kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name}
+	// A segment no store could hold (a NUL byte, 100 KB) names nothing: it
+	// is looked up as no id, and decided as an unknown one.
+	if kilolock.ValidID("workspace", wsID) != nil {
+		req.WorkspaceID = ""
+	}
+	if kilolock.ValidID("environment", envID) != nil {
+		req.Environment = ""
+	}
+	a, err := ts.Access(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -497,3 +497,28 @@ func TestControlAPIClosedWithoutOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthMalformedIDs: a path whose workspace or environment segment no
+// store could hold (a NUL byte, 100 KB) is answered like any unknown id,
+// never with the database's error.
+func TestAuthMalformedIDs(t *testing.T) { eachAuthEnv(t, testAuthMalformedIDs) }
+
+func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	huge := strings.Repeat("a", 100<<10)
+	for _, tt := range []struct{ name, target, code string }{
+		{"NUL in the workspace", "/v1/states/ws_%00/" + a.envs[0].PublicID + "/app", "workspace_not_found"},
+		{"NUL in the environment", "/v1/states/" + a.ws.ID + "/env_%00/app", "environment_not_found"},
+		{"100 KB workspace", "/v1/states/ws_" + huge + "/" + a.envs[0].PublicID + "/app", "workspace_not_found"},
+		{"invalid UTF-8 in the environment", "/v1/states/" + a.ws.ID + "/env_%FF/app", "environment_not_found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cred := range [][]string{bearer(a.auto[0]), bearer(a.pat)} {
+				w := env.do("GET", tt.target, nil, cred...)
+				if e := errorOf(t, w); w.Code != http.StatusNotFound || e.Error != tt.code || len(w.Body.String()) > 2000 {
+					t.Errorf("GET %.80s = %d %.300s; want 404 %s", tt.target, w.Code, w.Body, tt.code)
+				}
+			}
+		})
+	}
+}

@@ -135,3 +135,42 @@ func TestControlAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestControlAPINames: the control API refuses oversized names and NUL
+// bytes in names and ids with a 400 that does not echo them, on each store
+// (PostgreSQL would otherwise fail the statement), and creates nothing.
+func TestControlAPINames(t *testing.T) { eachAuthEnv(t, testControlAPINames) }
+
+func testControlAPINames(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	op := bearer(operatorSecret)
+	a := seedTenant(t, ts, "acme", "prod")
+	huge := strings.Repeat("x", 100<<10)
+	for _, tt := range []struct {
+		name, method, target, body, code string
+	}{
+		{"100 KB workspace name", "POST", "/v1/api/workspaces", `{"name":"` + huge + `"}`, "invalid_workspace"},
+		{"NUL in a workspace name", "POST", "/v1/api/workspaces", `{"name":"ac\u0000me"}`, "invalid_workspace"},
+		{"NUL in an owner", "POST", "/v1/api/workspaces", `{"name":"acme","owner":"al\u0000ice"}`, "invalid_member"},
+		{"100 KB slug", "POST", "/v1/api/workspaces/" + a.ws.ID + "/environments", `{"slug":"` + huge + `"}`, "invalid_slug"},
+		{"NUL in a member", "PUT", "/v1/api/workspaces/" + a.ws.ID + "/members/b%00b", `{}`, "invalid_member"},
+		{"NUL in a token name", "POST", "/v1/api/tokens", `{"kind":"personal","user_id":"bob","name":"ci\u0000"}`, "invalid_token"},
+		{"NUL in a workspace id", "GET", "/v1/api/workspaces/ws_%00/environments", "", "invalid_id"},
+		{"NUL in a token kind", "GET", "/v1/api/tokens?kind=a%00", "", "invalid_token"},
+		{"NUL in a grant", "PUT", "/v1/api/tokens/" + a.patTok.ID + "/grants/env_%00", "", "invalid_id"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var body []byte
+			if tt.body != "" {
+				body = []byte(tt.body)
+			}
+			w := env.do(tt.method, tt.target, body, op...)
+			if e := errorOf(t, w); w.Code != http.StatusBadRequest || e.Error != tt.code || w.Body.Len() > 1000 {
+				t.Errorf("%s %.60s = %d %.300s; want 400 %s", tt.method, tt.target, w.Code, w.Body, tt.code)
+			}
+		})
+	}
+	var wss []kilolock.Workspace
+	if err := json.Unmarshal(env.do("GET", "/v1/api/workspaces", nil, op...).Body.Bytes(), &wss); err != nil || len(wss) != 1 {
+		t.Errorf("workspaces after the refusals: %+v, %v; want only acme", wss, err)
+	}
+}
