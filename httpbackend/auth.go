@@ -79,7 +79,8 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 
 // deny answers err, logs it with the request id, reason and hint, and
 // audits it. Anonymous denials are audited at most anonymousAuditBurst a
-// minute per remote host; every one is logged.
+// minute per remote host, a credential's at most identifiedAuditBurst a
+// minute per credential; every one is logged and counted.
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
@@ -88,10 +89,12 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	actor := ri.actor
-	audited := true
+	var audited bool
 	if actor == "" {
 		actor = "anonymous"
-		audited = h.anonymous.allow(r.RemoteAddr, time.Now())
+		audited = h.anonymous.allowHost(r.RemoteAddr, time.Now())
+	} else {
+		audited = h.identified.allow(actor, time.Now())
 	}
 	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "status", a.status, "actor", actor,
 		"method", r.Method, "path", r.URL.Path, "hint", a.body.Hint, "audited", audited)

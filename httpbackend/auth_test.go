@@ -419,6 +419,60 @@ func TestAnonymousDenialsAuditBounded(t *testing.T) {
 	}
 }
 
+// TestIdentifiedDenialsAuditBounded floods the authenticated lane with
+// writes from a read-only token: every denial is answered 403 and logged,
+// but one credential writes at most identifiedAuditBurst audit rows a
+// minute; the rest are counted as unaudited, and another credential is
+// still audited.
+func TestIdentifiedDenialsAuditBounded(t *testing.T) {
+	eachAuthEnv(t, testIdentifiedDenialsAuditBounded)
+}
+
+func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	doc := stateDoc(t, "lin", 1, map[string]string{"web": "v1"})
+	post := func(f *tenantFixture, secret string) {
+		t.Helper()
+		if w := env.do("POST", f.path(0, "app"), doc, bearer(secret)...); w.Code != http.StatusForbidden {
+			t.Fatalf("POST with a read-only token = %d %s", w.Code, w.Body)
+		}
+	}
+	const flood = identifiedAuditBurst + 40
+	for range flood {
+		post(a, a.autoRead[0])
+	}
+	other := seedTenant(t, ts, "globex", "prod")
+	for range 3 {
+		post(other, other.autoRead[0])
+	}
+	rows, err := ts.Audit(context.Background(), kilolock.AuditFilter{DeniedOnly: true, Limit: 1000})
+	mustDo(t, err)
+	byActor := map[string]int{}
+	for _, e := range rows {
+		byActor[e.Actor]++
+	}
+	actor := func(secret string) string {
+		tok, err := ts.TokenByHash(context.Background(), kilolock.HashSecret(secret))
+		mustDo(t, err)
+		return tok.ID
+	}
+	if want := map[string]int{actor(a.autoRead[0]): identifiedAuditBurst, actor(other.autoRead[0]): 3}; !maps.Equal(byActor, want) {
+		t.Errorf("audited denials by actor = %v, want %v", byActor, want)
+	}
+	if n := strings.Count(env.logs.String(), "reason=token_read_only"); n != flood+3 {
+		t.Errorf("logged %d token_read_only denials, want %d", n, flood+3)
+	}
+	metrics := env.do("GET", "/metrics", nil, bearer(operatorSecret)...).Body.String()
+	for _, want := range []string{
+		fmt.Sprintf(`kl_auth_denials_total{reason="token_read_only"} %d`, flood+3),
+		fmt.Sprintf("kl_auth_denials_unaudited_total %d", flood-identifiedAuditBurst),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
 // TestAuthStoreDown: when the database cannot answer, the lane says 503
 // with Retry-After; it is not logged or audited as a denial of the caller.
 func TestAuthStoreDown(t *testing.T) { eachAuthEnv(t, testAuthStoreDown) }

@@ -53,18 +53,19 @@ type Options struct {
 // concurrent use; several Handlers on Engines sharing one database (several
 // kld replicas) stay correct, since every decision is taken by the store.
 type Handler struct {
-	engine    *kilolock.Engine
-	log       *log.Logger
-	bodyLimit int64
-	version   VersionInfo
-	ready     func(ctx context.Context) error
-	mux       *http.ServeMux
-	metrics   *metrics
-	refused   *refusedLocks
-	warming   sync.Map // version id -> struct{}: gzip being computed
-	auth      AuthMode
-	operator  *kilolock.TokenHash // nil: no operator token
-	anonymous *auditLimiter       // bounds audit rows of anonymous denials
+	engine     *kilolock.Engine
+	log        *log.Logger
+	bodyLimit  int64
+	version    VersionInfo
+	ready      func(ctx context.Context) error
+	mux        *http.ServeMux
+	metrics    *metrics
+	refused    *refusedLocks
+	warming    sync.Map // version id -> struct{}: gzip being computed
+	auth       AuthMode
+	operator   *kilolock.TokenHash // nil: no operator token
+	anonymous  *auditLimiter       // bounds audit rows of anonymous denials, per host
+	identified *auditLimiter       // and of a credential's denials, per credential
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -72,15 +73,16 @@ var _ http.Handler = (*Handler)(nil)
 // New returns a Handler serving e.
 func New(e *kilolock.Engine, o Options) *Handler {
 	h := &Handler{
-		engine:    e,
-		log:       o.Logger,
-		bodyLimit: o.BodyLimit,
-		version:   o.Version,
-		ready:     o.Ready,
-		mux:       http.NewServeMux(),
-		metrics:   newMetrics(),
-		refused:   newRefusedLocks(4096),
-		anonymous: newAuditLimiter(),
+		engine:     e,
+		log:        o.Logger,
+		bodyLimit:  o.BodyLimit,
+		version:    o.Version,
+		ready:      o.Ready,
+		mux:        http.NewServeMux(),
+		metrics:    newMetrics(),
+		refused:    newRefusedLocks(4096),
+		anonymous:  newAuditLimiter(anonymousAuditBurst),
+		identified: newAuditLimiter(identifiedAuditBurst),
 	}
 	h.auth = o.Auth
 	if o.OperatorToken != "" {

@@ -161,7 +161,7 @@ func (m *metrics) write(b *bytes.Buffer) {
 	byLabel(b, "kl_commits_refused_total", "reason", m.refusals)
 	header(b, "kl_auth_denials_total", "counter", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).")
 	byLabel(b, "kl_auth_denials_total", "reason", m.denials)
-	header(b, "kl_auth_denials_unaudited_total", "counter", "Anonymous denials over the per-host audit budget: logged, not kept in the audit log.")
+	header(b, "kl_auth_denials_unaudited_total", "counter", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log.")
 	fmt.Fprintf(b, "kl_auth_denials_unaudited_total %d\n", m.denialsUnaudited.Load())
 	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
 	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())
