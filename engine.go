@@ -17,7 +17,9 @@ import (
 // Options configure an Engine. The zero value is usable.
 type Options struct {
 	// Logger receives one line per notable event (forced unlocks, refused
-	// commits). Nil discards.
+	// commits). Nil discards. Logged values carry what clients sent (a
+	// lock's Who, a lineage); httpbackend.NewLogger keeps each entry on one
+	// line whatever they hold.
 	Logger *log.Logger
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.

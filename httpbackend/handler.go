@@ -29,7 +29,8 @@ type VersionInfo struct {
 // Options configure a Handler. The zero value is usable.
 type Options struct {
 	// Logger receives one line per request and the stack of any panic.
-	// Nil discards.
+	// Nil discards. Logged values carry what clients send; NewLogger makes
+	// a logger that keeps each entry on one line whatever they hold.
 	Logger *log.Logger
 	// BodyLimit is the largest request body accepted for a state, in bytes.
 	// Zero means DefaultBodyLimit.

@@ -95,7 +95,8 @@ func main() {
 func newLogger(level, format string) *log.Logger {
 	lvl, _ := log.ParseLevel(level) // kong checked the enum
 	formatter := map[string]log.Formatter{"text": log.TextFormatter, "logfmt": log.LogfmtFormatter, "json": log.JSONFormatter}[format]
-	return log.NewWithOptions(os.Stderr, log.Options{Level: lvl, ReportTimestamp: true, TimeFormat: time.RFC3339, Formatter: formatter})
+	// One line per entry, whatever the values clients send hold.
+	return httpbackend.NewLogger(os.Stderr, log.Options{Level: lvl, ReportTimestamp: true, TimeFormat: time.RFC3339, Formatter: formatter})
 }
 
 func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
