@@ -424,7 +424,11 @@ func diffInto(c *Commit, prev, next *graph.State) {
 func parseError(err error) error {
 	var syn *graph.SyntaxError
 	var ver *graph.VersionError
+	var enc *graph.EncryptionError
 	switch {
+	case errors.As(err, &enc):
+		return &InvalidError{Code: "ambiguous_encryption", Message: enc.Error(),
+			Hint: "nothing was stored; a client-side encrypted state is sent exactly as tofu encrypts it ({\"serial\", \"lineage\", \"meta\", \"encrypted_data\", \"encryption_version\"}), and a plaintext state carries no encryption_version: remove that key"}
 	case errors.As(err, &syn):
 		return &InvalidError{Code: "malformed_json", Message: "the state is not valid JSON: " + syn.Error(), Hint: "send the state file exactly as terraform/tofu wrote it; nothing was stored"}
 	case errors.As(err, &ver):

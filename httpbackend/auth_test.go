@@ -38,16 +38,9 @@ func newAuthEnv(t testing.TB) (*testEnv, kilolock.TenantStore) {
 // eachAuthEnv runs test on an AuthToken handler over each store: the lane
 // decides on TenantStore.Access, whose SQL each store writes its own way.
 func eachAuthEnv(t *testing.T, test func(t *testing.T, env *testEnv, ts kilolock.TenantStore)) {
-	for _, be := range benchBackends {
-		t.Run(be.name, func(t *testing.T) {
-			st, err := be.open(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := newEnvOn(t, st, Options{Auth: AuthToken, OperatorToken: operatorSecret})
-			test(t, env, st.(kilolock.TenantStore))
-		})
-	}
+	eachEnv(t, Options{Auth: AuthToken, OperatorToken: operatorSecret}, func(t *testing.T, env *testEnv) {
+		test(t, env, env.store.(kilolock.TenantStore))
+	})
 }
 
 func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...string) *tenantFixture {
