@@ -266,15 +266,15 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 // TestNumberSpellings: a number spelled otherwise (1.0 as 1, 2^53+1 with a
 // fraction of zero) is no change; 2^53+1 written back as 2^53, which is
 // what decoding into a float64 does, is one changed instance, and kl diff
-// names the one attribute.
+// names that one attribute, not the re-spelled number beside it.
 func TestNumberSpellings(t *testing.T) {
 	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	doc := func(serial int, big, small string) []byte {
 		return []byte(fmt.Sprintf(`{"version":4,"terraform_version":"1.10.10","serial":%d,"lineage":"l","outputs":{"n":{"value":%s,"type":"number"}},"resources":[`+
-			`{"mode":"managed","type":"terraform_data","name":"big","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"b","input":{"value":%s,"type":"number"}},"sensitive_attributes":[]}]},`+
+			`{"mode":"managed","type":"terraform_data","name":"big","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"b","input":{"value":%s,"type":"number"},"ratio":%s},"sensitive_attributes":[]}]},`+
 			`{"mode":"managed","type":"terraform_data","name":"small","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"s","input":{"value":%s,"type":"number"}},"sensitive_attributes":[]}]}`+
-			`],"check_results":null}`+"\n", serial, small, big, small))
+			`],"check_results":null}`+"\n", serial, small, big, small, small))
 	}
 	write(t, e, "n", doc(1, "9007199254740993", "1.0"))
 	if res := write(t, e, "n", doc(2, "9007199254740993.0", "1")); res.Version.Changed != 0 {

@@ -75,12 +75,18 @@ func Make(base, target []byte) []byte {
 			lastEnd = from + n
 		}
 	}
-	// The common prefix needs no anchor.
+	// The common prefix and suffix need no anchor (and a document without
+	// anchors, such as a highly repetitive one, still gets them).
 	if n := common(base, target); n >= minMatch {
 		emit(0, 0, n)
 		lit = n
 	}
-	for i := lit; i < len(target); {
+	suffix := commonSuffix(base[lit:], target[lit:])
+	if suffix < minMatch {
+		suffix = 0
+	}
+	end := len(target) - suffix
+	for i := lit; i < end; {
 		h = h<<1 + gear[target[i]]
 		i++
 		if h&anchorMask != 0 || idx.slots == nil {
@@ -100,8 +106,28 @@ func Make(base, target []byte) []byte {
 		emit(s, b, n)
 		lit, i, h = s+n, s+n, 0
 	}
-	emit(len(target), 0, 0)
+	if suffix > 0 && lit < len(target) {
+		// A match may have run into the suffix: what is left of it is
+		// still the end of the base.
+		at := max(lit, end)
+		emit(at, len(base)-(len(target)-at), len(target)-at)
+	} else {
+		emit(len(target), 0, 0)
+	}
 	return d
+}
+
+// commonSuffix returns the length of the common suffix of a and b.
+func commonSuffix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && binary.LittleEndian.Uint64(a[len(a)-i-8:]) == binary.LittleEndian.Uint64(b[len(b)-i-8:]) {
+		i += 8
+	}
+	for i < n && a[len(a)-i-1] == b[len(b)-i-1] {
+		i++
+	}
+	return i
 }
 
 // common returns the length of the common prefix of a and b.

@@ -75,6 +75,17 @@ func TestDeltaIsSmallForLocalEdits(t *testing.T) {
 	}
 }
 
+// TestDeltaRepetitive: a base so regular that no position is an anchor
+// still gets its common prefix and suffix copied around one edit.
+func TestDeltaRepetitive(t *testing.T) {
+	base := []byte(strings.Repeat(`{"index_key":1,"schema_version":0,"attributes":{"id":"abcdefghij"}},`, 2000))
+	mid := len(base) / 2
+	target := append(append(bytes.Clone(base[:mid]), "an edit in the middle"...), base[mid+7:]...)
+	if d := roundTrip(t, base, target); len(d) > 200 {
+		t.Errorf("delta of %d bytes for one edit of a %d-byte repetitive base", len(d), len(base))
+	}
+}
+
 func TestDeltaUnrelated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	base, target := document(rng, 1000), document(rng, 1000)
