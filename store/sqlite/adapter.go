@@ -55,13 +55,14 @@ func (p *pool) close() error {
 }
 
 // tx runs the shared SQL on a transaction of p, or on p itself when tx is
-// nil. Outside a transaction its statements are prepared once for the
-// pool; within one, once for the transaction (preparing for the pool would
-// wait for another of its connections, which the write pool has not).
+// nil, with statements prepared once for the pool. A statement first met
+// within a transaction is prepared for it alone (preparing for the pool
+// would wait for one of its connections, which the one of the write pool
+// is not), and for the pool once the transaction is over (see done).
 type tx struct {
-	p     *pool
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt // of tx, closed with it
+	p       *pool
+	tx      *sql.Tx
+	pending []string
 }
 
 var _ sqlstore.Tx = (*tx)(nil)
@@ -72,18 +73,19 @@ func (t *tx) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	if t.tx == nil {
 		return t.p.stmt(ctx, query)
 	}
-	if st, ok := t.stmts[query]; ok {
-		return st, nil
+	if st, ok := t.p.stmts.Load(query); ok {
+		return t.tx.StmtContext(ctx, st.(*sql.Stmt)), nil
 	}
-	st, err := t.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
+	t.pending = append(t.pending, query)
+	return t.tx.PrepareContext(ctx, query)
+}
+
+// done prepares for the pool the statements t met first, now that t's
+// transaction is over and its connection free.
+func (t *tx) done(ctx context.Context) {
+	for _, q := range t.pending {
+		t.p.stmt(ctx, q) // on failure, the next transaction prepares it again
 	}
-	if t.stmts == nil {
-		t.stmts = map[string]*sql.Stmt{}
-	}
-	t.stmts[query] = st
-	return st, nil
 }
 
 func (t *tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {

@@ -148,6 +148,7 @@ func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) (err er
 	if err != nil {
 		return err
 	}
+	run := &tx{p: d.write, tx: t}
 	defer func() {
 		if p := recover(); p != nil {
 			t.Rollback()
@@ -156,8 +157,9 @@ func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) (err er
 		if err != nil {
 			t.Rollback()
 		}
+		run.done(context.WithoutCancel(ctx))
 	}()
-	if err := fn(&tx{p: d.write, tx: t}); err != nil {
+	if err := fn(run); err != nil {
 		return err
 	}
 	return t.Commit()
@@ -170,8 +172,10 @@ func (d *dialect) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	run := &tx{p: d.read, tx: t}
+	defer run.done(context.WithoutCancel(ctx))
 	defer t.Rollback()
-	return fn(&tx{p: d.read, tx: t})
+	return fn(run)
 }
 
 // Pool runs single statements on the read connections.
