@@ -186,22 +186,34 @@ func (e *Engine) SharedPlans() bool { return e.sharedPlans }
 // where plans share (see Options.ClassicPlanLocks). See Store.Lock for the
 // errors.
 func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
-	return e.lock(ctx, name, info, "")
+	return e.LockWith(ctx, name, info, LockRequest{})
 }
 
 // LockRun takes the lock of an apply run's CLI apply: granted beside the
 // locks of other runs on an exclusive state too, as long as the run holds
 // its reservations; what it writes is held to them.
 func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
-	if err := ValidRunID(run); err != nil {
-		return nil, err
-	}
-	return e.lock(ctx, name, info, run)
+	return e.LockWith(ctx, name, info, LockRequest{Run: run})
 }
 
-func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run string) (*Lock, error) {
+// LockRequest says who asks for a lock, beyond its LockInfo.
+type LockRequest struct {
+	// Run is the apply run whose CLI apply locks ("" for none).
+	Run string
+	// ReadOnly is a caller that may only read: it gets a plan's shared
+	// read lock or a *ReadOnlyLockError.
+	ReadOnly bool
+}
+
+// LockWith takes a lock as Lock does, for the caller r describes.
+func (e *Engine) LockWith(ctx context.Context, name string, info LockInfo, r LockRequest) (*Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
+	}
+	if r.Run != "" {
+		if err := ValidRunID(r.Run); err != nil {
+			return nil, err
+		}
 	}
 	if info.ID == "" {
 		return nil, &InvalidError{Code: "lock_id_missing", Message: "the lock info has no ID", Hint: `send LockInfo JSON with an "ID", as terraform and tofu do`}
@@ -209,20 +221,25 @@ func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run strin
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: run, SharedPlans: e.sharedPlans})
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
-// every holder; a forced unlock is logged with who held what.
+// every write lock; a forced unlock is logged with who held what.
 func (e *Engine) Unlock(ctx context.Context, name, id string, force bool) ([]Lock, error) {
+	return e.UnlockWith(ctx, name, id, UnlockOptions{Force: force})
+}
+
+// UnlockWith releases locks as Store.Unlock does with opts.
+func (e *Engine) UnlockWith(ctx context.Context, name, id string, opts UnlockOptions) ([]Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
-	released, err := e.store.Unlock(ctx, name, id, force)
+	released, err := e.store.Unlock(ctx, name, id, opts)
 	if err != nil {
 		return nil, err
 	}
-	if force {
+	if opts.Force {
 		for _, l := range released {
 			e.log.Warn("forced unlock", "state", name, "lock_id", l.Info.ID, "holder", l.Info.Who, "operation", l.Info.Operation, "held_for", e.now().Sub(l.Acquired).Round(time.Second))
 		}
@@ -560,6 +577,15 @@ func (e *Engine) SetAllowLineageChange(ctx context.Context, name string, allow b
 		return err
 	}
 	return e.store.SetAllowLineageChange(ctx, name, allow)
+}
+
+// SetSharedPlanLocks sets whether plans take shared read locks on a state;
+// nil follows the engine's default (Options.ClassicPlanLocks).
+func (e *Engine) SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error {
+	if err := ValidStateName(name); err != nil {
+		return err
+	}
+	return e.store.SetSharedPlanLocks(ctx, name, shared)
 }
 
 // Query runs a read-only SQL statement against the store, within the

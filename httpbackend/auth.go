@@ -151,6 +151,9 @@ const (
 	accessWrite                  // POST of a state, DELETE, any other LOCK
 )
 
+// readOnlyHint is what a read-scope token may do instead.
+const readOnlyHint = "use a read-write token to apply; a read token reads the state and runs tofu plan (a plan's lock is a shared read lock)"
+
 // planOperation is the Operation of the LockInfo tofu and terraform send
 // when they lock for a plan.
 const planOperation = "OperationTypePlan"
@@ -239,6 +242,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		return nil, err
 	}
 	tok := a.Token
+	ri.readOnly = tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite
 	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
 		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
 			h.log.Warn("record token use", "request_id", ri.id, "err", err)
@@ -297,8 +301,10 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		if envID != home.PublicID {
 			return envNotFound(envID, home)
 		}
-		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead {
-			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
+		// A read token takes a plan's lock (a shared read lock; the store
+		// refuses it anything else) and releases it.
+		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessPlanLock && kind != accessUnlock {
+			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot take an apply's lock or write", readOnlyHint)
 		}
 	case kilolock.TokenPersonal:
 		if a.Workspace == nil || (!a.Member && !a.Granted) {

@@ -145,7 +145,8 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"username is not the workspace", "GET", a.path(0, "app"), basic(b.ws.ID, a.auto[0]), 403, "scope_mismatch", "TF_HTTP_USERNAME"},
 		{"read-only token writes", "POST", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "read-write"},
 		{"read-only token locks", "LOCK", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", ""},
-		{"read-only token takes no plan lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "-lock=false"},
+		{"read-only token takes a plan's read lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
+		{"read-only token releases it", "UNLOCK", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads", "GET", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads the headers", "HEAD", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads headers of a missing state", "HEAD", a.path(0, "none"), bearer(a.autoRead[0]), 404, "", ""},
@@ -567,5 +568,54 @@ func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadTokenPlans: a read-scope token runs a plan beside an apply (its
+// LOCK is a shared read lock), but can neither take a write lock nor
+// release one, not even with an empty force-unlock body; and where a state
+// makes plans lock like applies, its plan's LOCK is refused too.
+func TestReadTokenPlans(t *testing.T) { eachAuthEnv(t, testReadTokenPlans) }
+
+func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	path := a.path(0, "app")
+	apply := lockInfo("apply-1", "alice")
+	plan := lockInfo("plan-1", "ci")
+	plan.Operation = kilolock.OperationPlan
+	status := func(w *httptest.ResponseRecorder) string {
+		var eb errorBody
+		_ = json.Unmarshal(w.Body.Bytes(), &eb)
+		return fmt.Sprint(w.Code, " ", eb.Error)
+	}
+	if w := env.do("LOCK", path, mustJSON(t, apply), bearer(a.auto[0])...); w.Code != http.StatusOK {
+		t.Fatalf("apply's LOCK = %d %s", w.Code, w.Body)
+	}
+	if w := env.do("LOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); w.Code != http.StatusOK {
+		t.Fatalf("a read token's plan LOCK beside the apply = %s, want 200", status(w))
+	}
+	for _, body := range [][]byte{nil, mustJSON(t, kilolock.LockInfo{ID: "apply-1"}), mustJSON(t, apply)} {
+		if w := env.do("UNLOCK", path, body, bearer(a.autoRead[0])...); status(w) != "403 token_read_only" {
+			t.Errorf("a read token's UNLOCK %s of the writer = %s, want 403 token_read_only", body, status(w))
+		}
+	}
+	name, err := kilolock.TenantStateName(a.ws.ID, a.envs[0].PublicID, "app")
+	mustDo(t, err)
+	st, err := env.engine.Store().State(context.Background(), name)
+	mustDo(t, err)
+	if len(st.Locks) != 2 || st.Locks[0].Info.ID != "apply-1" || st.Locks[0].Shared || !st.Locks[1].Shared {
+		t.Fatalf("locks after the refused unlocks: %+v", st.Locks)
+	}
+	if w := env.do("UNLOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); w.Code != http.StatusOK {
+		t.Errorf("a read token's UNLOCK of its own plan lock = %s", status(w))
+	}
+	if w := env.do("UNLOCK", path, mustJSON(t, apply), bearer(a.auto[0])...); w.Code != http.StatusOK {
+		t.Fatalf("apply's UNLOCK = %s", status(w))
+	}
+
+	off := false
+	mustDo(t, env.engine.SetSharedPlanLocks(context.Background(), name, &off))
+	if w := env.do("LOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); status(w) != "403 token_read_only" {
+		t.Errorf("a read token's plan LOCK where plans lock like applies = %s, want 403 token_read_only", status(w))
 	}
 }

@@ -101,7 +101,7 @@ func TestDecideProperties(t *testing.T) {
 			case !ok:
 			case tok.Kind == kilolock.TokenAutomation:
 				ok = a.Home != nil && a.Home.WorkspaceID == pathWS && a.Home.PublicID == seg &&
-					(tok.Scope == kilolock.ScopeReadWrite || kind == accessRead)
+					(tok.Scope == kilolock.ScopeReadWrite || kind == accessRead || kind == accessPlanLock || kind == accessUnlock)
 			case tok.Kind == kilolock.TokenPersonal:
 				ok = a.Workspace != nil && a.Member && a.Granted && a.Environment != nil && a.Environment.PublicID == seg
 			default:

@@ -27,7 +27,7 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).lockID = li.ID
-	lock, err := h.engine.Lock(r.Context(), name, *li)
+	lock, err := h.engine.LockWith(r.Context(), name, *li, kilolock.LockRequest{ReadOnly: info(r).readOnly})
 	var locked *kilolock.LockedError
 	switch {
 	case errors.As(err, &locked) && locked.Holder.ID == li.ID:
@@ -133,7 +133,7 @@ func (h *Handler) stateUnlock(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) unlock(w http.ResponseWriter, r *http.Request, name, id string, force bool) error {
 	ri := info(r)
 	ri.lockID = id
-	released, err := h.engine.Unlock(r.Context(), name, id, force)
+	released, err := h.engine.UnlockWith(r.Context(), name, id, kilolock.UnlockOptions{Force: force, ReadOnly: ri.readOnly})
 	var mismatch *kilolock.LockMismatchError
 	switch {
 	case errors.Is(err, kilolock.ErrNotFound), errors.As(err, &mismatch) && mismatch.Holder.ID == "":

@@ -48,6 +48,9 @@ type StateSettings struct {
 	ExclusiveLocks *bool
 	// AllowLineageChange lets the next writes carry another lineage.
 	AllowLineageChange *bool
+	// SharedPlanLocks true lets plans take shared read locks, granted
+	// beside an apply; false makes them wait like applies.
+	SharedPlanLocks *bool
 }
 
 // ServerVersioner is implemented by backends that reach a server, which has

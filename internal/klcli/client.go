@@ -150,6 +150,9 @@ func (b *HTTPBackend) ConfigureState(ctx context.Context, name string, s StateSe
 	if s.AllowLineageChange != nil {
 		body["allow_lineage_change"] = *s.AllowLineageChange
 	}
+	if s.SharedPlanLocks != nil {
+		body["shared_plan_locks"] = *s.SharedPlanLocks
+	}
 	var out struct {
 		OK bool `json:"ok"`
 	}

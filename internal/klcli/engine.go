@@ -124,6 +124,11 @@ func (b *EngineBackend) ConfigureState(ctx context.Context, name string, s State
 			return stateError(name, err)
 		}
 	}
+	if s.SharedPlanLocks != nil {
+		if err := b.engine.SetSharedPlanLocks(ctx, name, s.SharedPlanLocks); err != nil {
+			return stateError(name, err)
+		}
+	}
 	return nil
 }
 
