@@ -203,17 +203,24 @@ func lookup(x *graph.DepIndex, name string, v *Version, addresses []string) (can
 		return nil, nil, &InvalidError{Code: "address_missing", Message: "no address was given", Hint: "name at least one instance or resource: " + hint}
 	}
 	canon = make([]string, len(addresses))
+	var unknown []string
 	for i, a := range addresses {
+		if x.Holds(a) {
+			canon[i] = a // spelled as the state does: no need to parse it
+			continue
+		}
 		p, err := graph.ParseAddress(a)
 		if err != nil {
 			return nil, nil, &InvalidError{Code: "invalid_address", Message: fmt.Sprintf("address %q: %v", a, err), Hint: hint}
 		}
-		canon[i] = p.String()
+		if canon[i] = p.String(); !x.Holds(canon[i]) {
+			unknown = append(unknown, canon[i])
+		}
 	}
-	indexes, unknown := x.Lookup(canon)
 	if len(unknown) > 0 {
 		return nil, nil, &InvalidError{Code: "unknown_address",
 			Message: fmt.Sprintf("version @%d of state %s holds nothing at %s", v.Number, name, strings.Join(unknown, ", ")), Hint: hint}
 	}
+	indexes, _ = x.Lookup(canon)
 	return canon, indexes, nil
 }

@@ -113,6 +113,12 @@ func NewDepIndex(s *State) *DepIndex {
 // cache's budget.
 func (x *DepIndex) Bytes() int64 { return x.bytes }
 
+// Holds reports whether address, an instance or resource address spelled
+// canonically, names anything in the state.
+func (x *DepIndex) Holds(address string) bool {
+	return len(x.byAddress[address]) > 0 || len(x.byResource[address]) > 0
+}
+
 // Lookup returns the positions in the state's Instances of what addresses
 // name (an instance address names its current and deposed objects, a
 // resource address all its instances), each once and in the order found,

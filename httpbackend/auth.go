@@ -146,6 +146,7 @@ const (
 	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
 	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
 	accessWrite                  // POST of a state, DELETE, any other LOCK
+	accessOutputs                // GET …/outputs: the outputs alone
 )
 
 // planOperation is the Operation of the LockInfo tofu and terraform send
@@ -157,6 +158,8 @@ const planOperation = "OperationTypePlan"
 // hold, so `tofu plan` works in a suspended workspace) from an apply's.
 func classifyAccess(r *http.Request, suffix string) access {
 	switch {
+	case r.Method == http.MethodGet && suffix == "/outputs":
+		return accessOutputs
 	case r.Method == http.MethodGet:
 		return accessRead
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
@@ -181,7 +184,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
 	segs := strings.Split(rest, "/")
 	suffix := ""
-	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock") {
+	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock" || segs[3] == "outputs") {
 		suffix, segs = "/"+segs[3], segs[:3]
 	}
 	if len(segs) != 3 {
@@ -273,7 +276,11 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		if envID != home.PublicID {
 			return envNotFound(envID, home)
 		}
-		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead {
+		if tok.Scope == kilolock.ScopeOutputs && kind != accessOutputs {
+			return denial(http.StatusForbidden, "token_outputs_only", "the token's scope is outputs: it reads a state's outputs and nothing else",
+				fmt.Sprintf("read the outputs at /v1/states/%s/%s/{state_name}/outputs (terraform_remote_state with backend \"http\" and that address); use a read or read-write token for the whole state", home.WorkspaceID, home.PublicID))
+		}
+		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessOutputs {
 			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
 		}
 	case kilolock.TokenPersonal:
@@ -302,7 +309,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
 	}
 	if kind != accessWrite {
-		return nil // reads, plan locks and unlocks are allowed under every hold
+		return nil // reads, outputs, plan locks and unlocks are allowed under every hold
 	}
 	if a.Workspace.Lifecycle == kilolock.LifecycleSuspended {
 		return denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or apply locks", "reads and plans still work; an operator resumes it (kl workspace resume)")
