@@ -53,6 +53,7 @@ func BenchmarkSlice(b *testing.B) {
 					}
 					b.Logf("%s: %d bytes of %d", c.name, w.Body.Len(), len(benchBase()))
 					var get time.Duration
+					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
 						b.StopTimer()
