@@ -22,8 +22,9 @@ type Options struct {
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
 	DefaultLockMode LockMode
-	// CacheBytes bounds the memory kept for current versions (their bytes
-	// and parsed graphs). Zero means 512 MiB.
+	// CacheBytes bounds the memory kept for current versions (their bytes,
+	// parsed graphs and, once a cone or slice asked, dependency indexes).
+	// Zero means 512 MiB.
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
