@@ -25,8 +25,9 @@ type Options struct {
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
 	DefaultLockMode LockMode
-	// CacheBytes bounds the memory kept for current versions (their bytes
-	// and parsed graphs). Zero means 512 MiB.
+	// CacheBytes bounds the memory kept for current versions (their bytes,
+	// parsed graphs and, once a cone or slice asked, dependency indexes).
+	// Zero means 512 MiB.
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -118,45 +119,63 @@ func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*D
 // current returns the current document and, unless the state is opaque, its
 // graph, from the cache when the store confirms it is still current.
 func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.State, error) {
-	if err := ValidStateName(name); err != nil {
+	ent, err := e.currentEntry(ctx, name)
+	if err != nil {
 		return nil, nil, err
+	}
+	return ent.doc, ent.graph, nil
+}
+
+// currentEntry is current's cache entry.
+func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
 	}
 	// The hot path of every GET: one cheap read proves the cached copy is
 	// still current, even when other processes write to the same database.
 	id, number, err := e.store.CurrentVersion(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if number == 0 {
-		return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
 	}
 	if c := e.cache.get(name, id); c != nil {
-		return c.doc, c.graph, nil
+		return c, nil
 	}
 	st, err := e.store.State(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return e.load(ctx, st)
+	return e.loadEntry(ctx, st)
 }
 
 func (e *Engine) load(ctx context.Context, st *StateInfo) (*Document, *graph.State, error) {
+	ent, err := e.loadEntry(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ent.doc, ent.graph, nil
+}
+
+// loadEntry returns the cache entry of st's current version, loading it
+// from the store when it is not cached.
+func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
 	if st.Current == 0 {
-		return nil, nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
+		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
 	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
-		return c.doc, c.graph, nil
+		return c, nil
 	}
 	snap, err := e.store.Snapshot(ctx, st.Name, st.Current)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d, g, err := e.documentOf(snap)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	e.cache.put(st.Name, d, g)
-	return d, g, nil
+	return e.cache.put(st.Name, d, g), nil
 }
 
 // Graph returns the parsed current version of a state. ErrEncrypted when

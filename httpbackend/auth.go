@@ -149,6 +149,7 @@ const (
 	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
 	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
 	accessWrite                  // POST of a state, DELETE, any other LOCK
+	accessOutputs                // GET …/outputs: the outputs alone
 )
 
 // readOnlyHint is what a read-scope token may do instead.
@@ -164,6 +165,8 @@ const planOperation = "OperationTypePlan"
 // body that cannot be read is an apply's, and the handler answers why.
 func (h *Handler) classifyAccess(r *http.Request, suffix string) access {
 	switch {
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && suffix == "/outputs":
+		return accessOutputs
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return accessRead
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
@@ -192,7 +195,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
 	segs := strings.Split(rest, "/")
 	suffix := ""
-	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock") {
+	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock" || segs[3] == "outputs") {
 		suffix, segs = "/"+segs[3], segs[:3]
 	}
 	if len(segs) != 3 {
@@ -301,9 +304,13 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		if envID != home.PublicID {
 			return envNotFound(envID, home)
 		}
+		if tok.Scope == kilolock.ScopeOutputs && kind != accessOutputs {
+			return denial(http.StatusForbidden, "token_outputs_only", "the token's scope is outputs: it reads a state's outputs and nothing else",
+				fmt.Sprintf("read the outputs at /v1/states/%s/%s/{state_name}/outputs (terraform_remote_state with backend \"http\" and that address); use a read or read-write token for the whole state", home.WorkspaceID, home.PublicID))
+		}
 		// A read token takes a plan's lock (a shared read lock; the store
 		// refuses it anything else) and releases it.
-		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessPlanLock && kind != accessUnlock {
+		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessOutputs && kind != accessPlanLock && kind != accessUnlock {
 			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot take an apply's lock or write", readOnlyHint)
 		}
 	case kilolock.TokenPersonal:
@@ -332,7 +339,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
 	}
 	if kind != accessWrite {
-		return nil // reads, plan locks and unlocks are allowed under every hold
+		return nil // reads, outputs, plan locks and unlocks are allowed under every hold
 	}
 	if a.Workspace.Lifecycle == kilolock.LifecycleSuspended {
 		return denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or apply locks", "reads and plans still work; an operator resumes it (kl workspace resume)")

@@ -148,6 +148,8 @@ func (h *Handler) routes() {
 	h.protocol("POST "+state, h.postState)
 	h.protocol("PUT "+state, h.postState) // update_method = "PUT"
 	h.protocol("DELETE "+state, h.deleteState)
+	// Outputs only, for terraform_remote_state (slice.go).
+	h.protocol("GET "+state+"/outputs", h.getOutputs)
 	h.protocol("LOCK "+state, h.lockState)
 	h.protocol("UNLOCK "+state, h.unlockState)
 	// lock_method/unlock_method = "POST" with lock_address/unlock_address
@@ -179,6 +181,9 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/state/list", h.stateList)
 	h.api("GET /v1/api/states/{name}/export", h.export)
 	h.api("POST /v1/api/states/{name}/import", h.importState)
+	// Dependency cones and sliced reads (slice.go).
+	h.api("GET /v1/api/states/{name}/graph", h.stateGraph)
+	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

@@ -21,6 +21,7 @@ type App struct {
 	History   HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
 	Show      ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
 	Diff      DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
+	Graph     GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
 	Rollback  RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
 	Conflicts ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
 	States    StatesCmd     `cmd:"" help:"List the states."`
@@ -42,7 +43,7 @@ type App struct {
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
 		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
-		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout."`
+		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
 		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
 	} `cmd:"" help:"Operate on one state."`
@@ -378,11 +379,29 @@ func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 
 // StatePullCmd is kl state pull.
 type StatePullCmd struct {
-	Name    string `arg:"" help:"State name."`
-	Version int64  `help:"Version number (default: the current one)." placeholder:"N"`
+	Name    string   `arg:"" help:"State name."`
+	Version int64    `help:"Version number (default: the current one)." placeholder:"N"`
+	Address []string `sep:"none" help:"Pull a slice: only this instance or resource (repeat the flag for more) and its cone, with every output, the same lineage and serial." placeholder:"ADDR"`
+	Cone    string   `help:"What the slice adds to the addresses: dependencies (what they rest on, the default), dependents (what rests on them) or none." placeholder:"CONE"`
 }
 
 // Run runs the command.
 func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+	if len(c.Address) == 0 {
+		if c.Cone != "" {
+			return &UsageError{Message: "--cone shapes a slice, and no --address was given", Hint: "use kl state pull NAME --address ADDR --cone " + c.Cone}
+		}
+		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+	}
+	cone, err := kilolock.ParseSliceCone(c.Cone)
+	if err != nil {
+		return err
+	}
+	ref := kilolock.Latest
+	if c.Version < 0 {
+		return &UsageError{Message: "a version number is positive", Hint: "see the numbers with `kl history NAME`"}
+	} else if c.Version > 0 {
+		ref = kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(c.Version)}
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.PullSlice(ctx, c.Name, ref, c.Address, cone) })
 }

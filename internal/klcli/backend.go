@@ -35,6 +35,7 @@ type Backend interface {
 	// ErrNotFound when the state or the version does not exist.
 	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
 	StateOps
+	GraphOps
 	// Close releases the backend's resources.
 	Close() error
 }

@@ -436,3 +436,23 @@ func (b *HTTPBackend) Import(ctx context.Context, name string, data []byte, forc
 	}
 	return &res, nil
 }
+
+// Cone implements GraphOps.
+func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
+	q := url.Values{"ref": {ref.String()}, "address": addresses, "direction": {dir.String()}, "depth": {strconv.Itoa(depth)}}
+	var v kilolock.ConeView
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/graph", q, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Slice implements GraphOps.
+func (b *HTTPBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
+	var buf bytes.Buffer
+	q := url.Values{"ref": {ref.String()}, "address": addresses, "cone": {string(cone)}}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/slice", q, nil, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -283,3 +283,18 @@ func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, fo
 	}
 	return &ImportResult{Version: res.Version, Stats: res.Stats, Unchanged: res.Unchanged}, nil
 }
+
+// Cone implements GraphOps.
+func (b *EngineBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
+	v, err := b.engine.Cone(ctx, name, ref, addresses, dir, depth)
+	return sameAsServer(v, stateError(name, err))
+}
+
+// Slice implements GraphOps.
+func (b *EngineBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
+	d, err := b.engine.Slice(ctx, name, ref, addresses, cone)
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	return d.Bytes, nil
+}
