@@ -24,11 +24,17 @@ const searchDoc = `{"version":4,"terraform_version":"1.10.10","serial":1,"lineag
 "check_results":null}
 `
 
-func TestSearch(t *testing.T) {
-	ctx := context.Background()
+// searchEngine is an engine on a fresh store holding searchDoc as "net".
+func searchEngine(t testing.TB) *kilolock.Engine {
+	t.Helper()
 	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	write(t, e, "net", []byte(searchDoc))
+	return e
+}
+
+func TestSearch(t *testing.T) {
+	ctx, e := context.Background(), searchEngine(t)
 	tests := []struct {
 		name string
 		q    kilolock.SearchQuery
@@ -78,10 +84,7 @@ func TestSearch(t *testing.T) {
 }
 
 func TestCone(t *testing.T) {
-	ctx := context.Background()
-	st, _ := openSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "net", []byte(searchDoc))
+	ctx, e := context.Background(), searchEngine(t)
 	tests := []struct {
 		name  string
 		start string
