@@ -197,6 +197,7 @@ func (h *Handler) routes() {
 	h.api("GET /readyz", h.readyz)
 	h.api("GET /versionz", h.versionz)
 	h.api("GET /metrics", h.serveMetrics)
+	h.uiRoutes()
 
 	h.mux.HandleFunc("/", h.fallback)
 }
