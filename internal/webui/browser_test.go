@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,18 @@ type browser struct {
 	ctx  context.Context
 	mu   sync.Mutex
 	errs []string
-	shot string // the test's screenshot directory
+	// expected are the failed loads the next check lets pass: an error
+	// page the test asked for is answered with its status, which Chromium
+	// logs.
+	expected []string
+	shot     string // the test's screenshot directory
+}
+
+// expectStatus lets the next checkConsole pass the one log line Chromium
+// writes for a page at url answered with status (an error page the test
+// means to open).
+func (b *browser) expectStatus(url string, status int) {
+	b.expected = append(b.expected, fmt.Sprintf("the server responded with a status of %d", status)+"\x00"+url)
 }
 
 // newBrowser starts a fresh Chromium (its own profile) for t.
@@ -144,8 +156,22 @@ func (b *browser) checkConsole(where string) {
 	errs := b.errs
 	b.errs = nil
 	b.mu.Unlock()
+	expected := b.expected
+	b.expected = nil
+next:
 	for _, e := range errs {
+		for i, x := range expected {
+			status, url, _ := strings.Cut(x, "\x00")
+			if strings.Contains(e, status) && strings.HasSuffix(e, " "+url) {
+				expected = slices.Delete(expected, i, i+1)
+				continue next
+			}
+		}
 		b.t.Errorf("%s: %s", where, e)
+	}
+	for _, x := range expected {
+		status, url, _ := strings.Cut(x, "\x00")
+		b.t.Errorf("%s: expected %s for %s, which Chromium did not report", where, status, url)
 	}
 }
 
