@@ -40,8 +40,8 @@ type drawing struct {
 	Width, Height int
 	// NodeWidth and NodeHeight are every node's box.
 	NodeWidth, NodeHeight int
-	Nodes         []drawnNode
-	Edges         []drawnEdge
+	Nodes                 []drawnNode
+	Edges                 []drawnEdge
 }
 
 // layOut places a cone in layers: one layer per depth from the start, left

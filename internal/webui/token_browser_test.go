@@ -16,8 +16,8 @@ import (
 // tenancy is two workspaces: acme (environments prod and dev, a state in
 // each) and rival (prod, one state whose attributes hold rivalMarker).
 type tenancy struct {
-	acmeProd, acmeDev, rivalProd string // internal state names
-	prodRead, acmePAT, rivalToken   string // token secrets
+	acmeProd, acmeDev, rivalProd  string // internal state names
+	prodRead, acmePAT, rivalToken string // token secrets
 }
 
 const rivalMarker = "rival-marker-7f3a"
