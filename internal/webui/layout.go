@@ -15,7 +15,6 @@ const (
 	rowGap        = 8
 	columnGap     = 90
 	margin        = 16
-	perColumn     = 30 // nodes stacked in one column before a layer wraps
 	labelChars    = 40
 	orderingSweep = 4
 )
@@ -44,10 +43,10 @@ type drawing struct {
 	Edges                 []drawnEdge
 }
 
-// layOut places a cone in layers: one layer per depth from the start, left
-// to right, each wrapped into columns of at most perColumn nodes. Within
-// a layer, nodes are ordered by the mean position of their neighbours in
-// the layers beside it (a few barycentre sweeps, down and up), which keeps
+// layOut places a cone in layers, as a layered (Sugiyama-style) drawing:
+// one column per depth from the start, left to right. Within a column,
+// nodes are ordered by the mean position of their neighbours in the
+// columns beside it (a few barycentre sweeps, down and up), which keeps
 // most edges short and uncrossed; ties keep the cone's order (by ID).
 func layOut(c *kilolock.Cone) *drawing {
 	layers := map[int][]int{} // depth -> node indexes
@@ -105,23 +104,52 @@ func layOut(c *kilolock.Cone) *drawing {
 		}
 	}
 
-	dr := &drawing{Nodes: make([]drawnNode, len(c.Nodes)), NodeWidth: nodeWidth, NodeHeight: nodeHeight}
-	col, rows := 0, 0
+	// Rows: the largest layer is stacked top to bottom; every other layer,
+	// from the largest outwards, puts each node at the mean row of its
+	// neighbours in the layer already placed, pushed down just enough to
+	// keep its order and the gap between boxes.
+	big := 0
 	for d := 0; d <= maxDepth; d++ {
-		l := layers[d]
-		for k, i := range l {
-			n := c.Nodes[i]
-			x := margin + (col+k/perColumn)*(nodeWidth+columnGap)
-			y := margin + (k%perColumn)*(nodeHeight+rowGap)
-			dr.Nodes[i] = drawnNode{ID: n.ID, Address: n.Address, Type: n.Type, Label: short(labelChars, n.ID), Depth: n.Depth, X: x, Y: y, Fill: typeColor(n.Type), Start: n.Depth == 0}
-			rows = max(rows, k%perColumn+1)
-		}
-		if len(l) > 0 {
-			col += (len(l) + perColumn - 1) / perColumn
+		if len(layers[d]) > len(layers[big]) {
+			big = d
 		}
 	}
-	dr.Width = 2*margin + col*(nodeWidth+columnGap) - columnGap
-	dr.Height = 2*margin + rows*(nodeHeight+rowGap) - rowGap
+	y := make([]float64, len(c.Nodes))
+	place := func(d, from int) {
+		next := 0.0
+		for _, i := range layers[d] {
+			want, sum, n := next, 0.0, 0
+			for _, j := range nbrs[i] {
+				if c.Nodes[j].Depth == from {
+					sum += y[j]
+					n++
+				}
+			}
+			if n > 0 {
+				want = max(next, sum/float64(n))
+			}
+			y[i] = want
+			next = want + 1
+		}
+	}
+	place(big, -1)
+	for d := big - 1; d >= 0; d-- {
+		place(d, d+1)
+	}
+	for d := big + 1; d <= maxDepth; d++ {
+		place(d, d-1)
+	}
+
+	dr := &drawing{Nodes: make([]drawnNode, len(c.Nodes)), NodeWidth: nodeWidth, NodeHeight: nodeHeight}
+	rows := 0.0
+	for i, n := range c.Nodes {
+		x := margin + n.Depth*(nodeWidth+columnGap)
+		yy := margin + int(y[i]*float64(nodeHeight+rowGap))
+		dr.Nodes[i] = drawnNode{ID: n.ID, Address: n.Address, Type: n.Type, Label: short(labelChars, n.ID), Depth: n.Depth, X: x, Y: yy, Fill: typeColor(n.Type), Start: n.Depth == 0}
+		rows = max(rows, y[i]+1)
+	}
+	dr.Width = 2*margin + (maxDepth+1)*(nodeWidth+columnGap) - columnGap
+	dr.Height = 2*margin + int(rows*float64(nodeHeight+rowGap)) - rowGap
 	for _, e := range c.Edges {
 		a, b := dr.Nodes[index[e.From]], dr.Nodes[index[e.To]]
 		dr.Edges = append(dr.Edges, drawnEdge{From: e.From, To: e.To, Path: edgePath(a, b)})

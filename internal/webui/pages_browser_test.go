@@ -90,7 +90,7 @@ func TestBrowserPages(t *testing.T) {
 			if edges := b.attrs("#cone path.edge", "data-to"); len(edges) != 3 {
 				t.Errorf("graph edges to %v, want 3", edges)
 			}
-			b.screenshot("graph", readme)
+			b.screenshot("graph", false)
 
 			b.open(srv.URL + "/ui/live")
 			if got := b.attrs("#holders tbody tr", "data-lock"); !slices.Equal(got, []string{"l7"}) {
