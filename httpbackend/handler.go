@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
@@ -64,6 +65,11 @@ type Options struct {
 	// OperatorToken is the secret of the operator token (klo_…), which alone
 	// may use the JSON API in AuthToken mode. Only its hash is kept.
 	OperatorToken string
+	// Registry is where the server's series are registered and what
+	// /metrics serves: an embedding service's own registry. Nil means a
+	// registry of the Handler's own, with the Go runtime and process
+	// collectors.
+	Registry *prometheus.Registry
 }
 
 // Handler serves the Terraform/OpenTofu HTTP backend protocol, the JSON API,
@@ -81,12 +87,14 @@ type Handler struct {
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
 	metrics     *metrics
-	refused     *refusedLocks
-	warming     sync.Map // version id -> struct{}: gzip being computed
-	auth        AuthMode
-	operator    *kilolock.TokenHash // nil: no operator token
-	anonymous   *auditLimiter       // bounds audit rows of anonymous denials, per host
-	identified  *auditLimiter       // and of a credential's denials, per credential
+	// metricsHandler serves the registry at /metrics.
+	metricsHandler http.Handler
+	refused        *refusedLocks
+	warming        sync.Map // version id -> struct{}: gzip being computed
+	auth           AuthMode
+	operator       *kilolock.TokenHash // nil: no operator token
+	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
+	identified     *auditLimiter       // and of a credential's denials, per credential
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -100,7 +108,6 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		version:    o.Version,
 		ready:      o.Ready,
 		mux:        http.NewServeMux(),
-		metrics:    newMetrics(),
 		refused:    newRefusedLocks(4096),
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
@@ -135,6 +142,13 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	if h.ready == nil {
 		h.ready = e.Store().Ping
 	}
+	reg := o.Registry
+	if reg == nil {
+		reg = newRegistry()
+	}
+	h.metrics = newMetrics(reg)
+	h.registerServerGauges(reg)
+	h.metricsHandler = h.newMetricsHandler(reg)
 	h.routes()
 	return h
 }
