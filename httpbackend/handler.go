@@ -23,8 +23,10 @@ const lockBodyLimit int64 = 1 << 20
 
 // VersionInfo is what GET /versionz reports.
 type VersionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Date is the build date, or the commit's (see buildinfo.BuildInfo).
+	Date      string `json:"date,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 
@@ -137,7 +139,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	}
 	if h.version == (VersionInfo{}) {
 		bi := buildinfo.Info()
-		h.version = VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}
+		h.version = VersionInfo{Version: bi.Version, Commit: bi.Commit, Date: bi.Date, GoVersion: bi.GoVersion}
 	}
 	if h.ready == nil {
 		h.ready = e.Store().Ping

@@ -300,7 +300,7 @@ type VersionCmd struct {
 // Run runs the command.
 func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
 	info := buildinfo.Info()
-	client := VersionInfo{Version: info.Version, Commit: info.Commit, GoVersion: info.GoVersion}
+	client := VersionInfo{Version: info.Version, Commit: info.Commit, Date: info.Date, GoVersion: info.GoVersion}
 	if g.Server == "" {
 		// No server named: show kl's own version without dialing anyone.
 		cli := &CLI{Out: g.out(), JSON: c.JSON}
