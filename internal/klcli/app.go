@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // App is kl's command grammar, parsed by kong: global flags and one struct
@@ -59,6 +60,19 @@ type Globals struct {
 
 	// Out receives the commands' output; nil means os.Stdout.
 	Out io.Writer `kong:"-"`
+	// Stderr receives the progress of long work, shown only when it is a
+	// terminal; nil means os.Stderr.
+	Stderr *os.File `kong:"-"`
+}
+
+// progress is how long work shows its progress: on Stderr when it is a
+// terminal and the output is not --json, else not at all.
+func (g *Globals) progress(json bool) progress.Reporter {
+	f := g.Stderr
+	if f == nil {
+		f = os.Stderr
+	}
+	return progress.Auto(f, json)
 }
 
 // with opens the backend g names, runs f on a CLI over it and closes it.
@@ -68,7 +82,7 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 		return err
 	}
 	defer b.Close()
-	return f(&CLI{Backend: b, Out: g.out(), JSON: json})
+	return f(&CLI{Backend: b, Out: g.out(), JSON: json, Progress: g.progress(json)})
 }
 
 func (g *Globals) out() io.Writer {
@@ -285,7 +299,7 @@ func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
 	if c.File == "-" {
 		data, err = io.ReadAll(os.Stdin)
 	} else {
-		data, err = os.ReadFile(c.File)
+		data, err = readFile(c.File, g.progress(c.JSON))
 	}
 	if err != nil {
 		return withHint(err, "name a state file, e.g. one written by `tofu state pull` or `kl export`")
