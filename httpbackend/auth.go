@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/webui"
 )
 
 // AuthMode is how a Handler authenticates state requests.
@@ -82,10 +83,17 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 // minute per remote host, a credential's at most identifiedAuditBurst a
 // minute per credential; every one is logged and counted.
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
+	h.recordDenial(r, err)
+	h.writeError(w, r, err)
+}
+
+// recordDenial logs, counts and audits a denial, as deny does, for a caller
+// that answers it itself (the web view's pages). An error of the database
+// (5xx) is no denial and is not recorded.
+func (h *Handler) recordDenial(r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
-	if a.status >= 500 { // the database, not the caller: not a denial
-		h.writeError(w, r, err)
+	if a.status >= 500 {
 		return
 	}
 	actor := ri.actor
@@ -105,12 +113,14 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 			h.log.Error("audit a denial", "request_id", ri.id, "err", aerr)
 		}
 	}
-	h.writeError(w, r, err)
 }
 
 func routeKind(path string) string {
-	if strings.HasPrefix(path, "/v1/api/") {
+	switch {
+	case strings.HasPrefix(path, "/v1/api/"):
 		return "api"
+	case strings.HasPrefix(path, webui.Prefix):
+		return "ui"
 	}
 	return "state"
 }

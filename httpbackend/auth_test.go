@@ -253,7 +253,10 @@ func cloned(s []string) []string { return append([]string(nil), s...) }
 // no answer carries another tenant's state or ids.
 func TestAuthCrossTenant(t *testing.T) { eachAuthEnv(t, testAuthCrossTenant) }
 
-func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+// seedCrossTenant makes three tenants with environments prod and dev and
+// a state "main" in each, whose content holds marker(tenant, env).
+func seedCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
+	t.Helper()
 	var tenants []*tenantFixture
 	for i := range 3 {
 		tenants = append(tenants, seedTenant(t, ts, fmt.Sprintf("tenant%d", i), "prod", "dev"))
@@ -267,6 +270,11 @@ func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 			}
 		}
 	}
+	return tenants, marker
+}
+
+func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	tenants, marker := seedCrossTenant(t, env, ts)
 	type cred struct {
 		tenant      int
 		envs        map[int]bool // environments it reaches

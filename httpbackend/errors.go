@@ -75,6 +75,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	ri := info(r)
 	ri.errCode = a.body.Error
 	a.body.RequestID = ri.id
+	h.metrics.observeAnswer(a.status, a.body.Error)
 	var conflict *kilolock.ConflictError
 	if errors.As(err, &conflict) {
 		ri.conflict = &a.body

@@ -64,8 +64,11 @@ type ServerVersioner interface {
 // VersionInfo is the build information of kl or of a server, in the shape of
 // the server's /versionz.
 type VersionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Date is the build date, or the commit's when the build was not
+	// stamped.
+	Date      string `json:"date,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // DefaultTimeout bounds one request to the server, from dialing to the last
@@ -223,7 +224,10 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	}
 	var body io.Reader
 	if raw, ok := in.([]byte); ok {
-		body = bytes.NewReader(raw) // a state file, sent as it is
+		// A state file, sent as it is; a large one shows its progress.
+		send := progress.From(ctx).Start("send "+path, int64(len(raw)), progress.Bytes)
+		defer send.Done()
+		body = send.Reader(bytes.NewReader(raw))
 	} else if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
@@ -255,7 +259,9 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 		return decodeError(resp)
 	}
 	if buf, ok := out.(*bytes.Buffer); ok {
-		if _, err := buf.ReadFrom(resp.Body); err != nil {
+		receive := progress.From(ctx).Start("receive "+path, max(resp.ContentLength, 0), progress.Bytes)
+		defer receive.Done()
+		if _, err := buf.ReadFrom(receive.Reader(resp.Body)); err != nil {
 			return b.transportError(err)
 		}
 		return nil

@@ -258,7 +258,7 @@ func TestStateConfig(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	client := klcli.VersionInfo{Version: "v1.2.3", Commit: "deadbee", GoVersion: "go1.26.0"}
+	client := klcli.VersionInfo{Version: "v1.2.3", Commit: "deadbee", Date: "2026-11-30T12:00:00Z", GoVersion: "go1.26.0"}
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		var out strings.Builder
 		c := &klcli.CLI{Backend: h.raw, Out: &out, JSON: true}

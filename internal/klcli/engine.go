@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/progress"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -271,13 +272,18 @@ func (b *EngineBackend) StateMv(ctx context.Context, name, from, to string, dryR
 
 // Export implements StateOps.
 func (b *EngineBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
+	step := progress.From(ctx).Start("read and render "+name, 0, progress.Bytes)
+	defer step.Done()
 	data, err := b.engine.Export(ctx, name, ref)
+	step.Add(int64(len(data)))
 	return data, stateError(name, err)
 }
 
 // Import implements StateOps.
 func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
+	step := progress.From(ctx).Start("parse and store "+name, 0, progress.Bytes)
 	res, err := b.engine.Import(ctx, name, data, kilolock.ImportOptions{Actor: actorOr(b.Actor), Force: force})
+	step.Done()
 	if err != nil {
 		return nil, stateError(name, err)
 	}

@@ -1,14 +1,20 @@
 // Package kldconfig holds kld's flags that bound what one request may make
-// the store do, with what they set, so that cmd/kld stays small:
+// the store do, and those of how it serves (authentication, TLS), with
+// what they set, so that cmd/kld stays small:
 //
 //	type cli struct {
-//		Limits kldconfig.Limits `embed:""`
+//		Limits  kldconfig.Limits  `embed:""`
+//		Serving kldconfig.Serving `embed:""`
 //	}
 //	st, err := store.Open(ctx, url, c.Limits.StoreOptions()...)
 //	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger}))
 package kldconfig
 
 import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -43,4 +49,44 @@ func (l *Limits) StoreOptions() []store.Option {
 		return nil
 	}
 	return []store.Option{store.WithQueryURL(l.QueryDatabase)}
+}
+
+// Serving are the flags of how kld serves: authentication and TLS.
+type Serving struct {
+	Auth          string `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
+	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
+	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
+	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+}
+
+// AuthMode is the handler's authentication mode --auth asks for.
+func (s *Serving) AuthMode() httpbackend.AuthMode {
+	if s.Auth == "token" {
+		return httpbackend.AuthToken
+	}
+	return httpbackend.AuthNone
+}
+
+// TLSConfig loads --tls-cert and --tls-key: nil when neither is given, an
+// error when only one is or they cannot be read.
+func (s *Serving) TLSConfig() (*tls.Config, error) {
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if s.TLSCert == "" {
+		return nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert and --tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Redact hides a password in a database URL, for the log.
+func Redact(database string) string {
+	if u, err := url.Parse(database); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return database
 }
