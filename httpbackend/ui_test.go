@@ -197,7 +197,7 @@ func TestUIBadInput(t *testing.T) {
 		{"/ui/states/demo/instance?address=" + strings.Repeat("a", 5000), http.StatusBadRequest, "invalid_parameter"},
 		{"/ui/states/demo/graph?address=terraform_data.web&direction=up", http.StatusBadRequest, "invalid_parameter"},
 		{"/ui/states/demo/graph?address=terraform_data.web&depth=-1", http.StatusBadRequest, "invalid_parameter"},
-		{"/ui/states/demo/graph?address=terraform_data.none", http.StatusNotFound, "not_found"},
+		{"/ui/states/demo/graph?address=terraform_data.none", http.StatusBadRequest, "unknown_address"},
 		{"/ui/states/demo/search?text=" + strings.Repeat("a", 2000), http.StatusBadRequest, "invalid_parameter"},
 		{"/ui/nowhere", http.StatusNotFound, "page_not_found"},
 		{"/ui/login", http.StatusSeeOther, ""}, // no sign-in without auth
