@@ -56,7 +56,7 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 	err = s.write(ctx, "commit", func(tx Tx) error {
 		stats = kilolock.WriteStats{}
 		var err error
-		v, err = apply(ctx, tx, name, c, p, &stats)
+		v, err = apply(ctx, tx, name, c, p, &stats, s.leaseNow())
 		return err
 	})
 	if err != nil {
@@ -66,9 +66,8 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 }
 
 // apply runs the commit c, prepared as p, in tx.
-func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats) (*kilolock.Version, error) {
+func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
 	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
-	now := now()
 	more := cur.lookups(name, p)
 	// The runs in flight, and the run of the commit's lock whatever its
 	// status: what kilolock.CheckRunCommit decides on.

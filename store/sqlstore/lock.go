@@ -30,7 +30,7 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 	}
 	var lock *kilolock.Lock
 	err = s.write(ctx, "lock", func(tx Tx) error {
-		now := now()
+		now := s.leaseNow()
 		var runs []kilolock.ApplyRun
 		b := &Batch{}
 		queueRunRows(b, &runs, inFlight+` OR (s.name = $1 AND a.id = $3)`, `ORDER BY a.created_at, a.id{C}`, name, now, opts.Run)

@@ -22,6 +22,23 @@ type Store struct {
 	// stored string (PostgreSQL's of escaped text), so reads that promise
 	// byte order check it.
 	resort bool
+	// clock is what leases are compared with in locks and commits (nil:
+	// the real time); RunStore methods take the caller's time instead.
+	clock func() time.Time
+}
+
+// SetClock makes the store compare apply runs' leases, in locks and
+// commits, with now rather than the real time: for tests that move time,
+// and for an Engine whose Options.Now is not the real time. Set it before
+// the store is used.
+func (s *Store) SetClock(now func() time.Time) { s.clock = now }
+
+// leaseNow is the time leases are compared with.
+func (s *Store) leaseNow() time.Time {
+	if s.clock != nil {
+		return s.clock().UTC()
+	}
+	return now()
 }
 
 // New returns the Store of d. With resort, reads that promise byte order
