@@ -100,7 +100,7 @@ func openEngine(t testing.TB, url string) *kilolock.Engine {
 // the Engine, as terraform's LOCK/POST/UNLOCK would:
 //
 //	prod     3 versions (alice, bob under locks; then a push), locked by carol
-//	staging  1 version in OpenTofu's compact layout, unlocked
+//	staging  1 version in OpenTofu's compact layout, a plan reading it
 //	empty    locked once and unlocked: a state with no version
 //	shared   optimistic lock mode, no version, two holders
 func seededEngine(t testing.TB, url string) *kilolock.Engine {
@@ -134,6 +134,10 @@ func seededEngine(t testing.TB, url string) *kilolock.Engine {
 	must(err)
 
 	apply("staging", "alice", "lock-5", "staging-1")
+	plan := lockInfo("gina", "lock-9")
+	plan.Operation = kilolock.OperationPlan
+	_, err = e.Lock(ctx, "staging", plan) // a plan's shared read lock
+	must(err)
 
 	_, err = e.Lock(ctx, "empty", lockInfo("dave", "lock-6"))
 	must(err)
