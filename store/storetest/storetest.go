@@ -47,6 +47,8 @@ func Run(t *testing.T, open Opener) {
 		{"Runs", testRuns},
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
+		{"Tags", testTags},
+		{"Drift", testDrift},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
