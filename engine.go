@@ -626,6 +626,9 @@ type Status struct {
 	Instances int         `json:"instances"`
 	Types     []TypeCount `json:"types"`
 	Encrypted bool        `json:"encrypted"`
+	// Drifted is how many instances the open drift records say differ
+	// from the real infrastructure; nil when no drift check ran.
+	Drifted *int `json:"drifted,omitempty"`
 }
 
 // Status summarizes a state: current version, lock mode and holders, and
@@ -639,6 +642,13 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	drift, err := e.DriftCounts(ctx, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := drift[name]; ok {
+		s.Drifted = &n
+	}
 	if st.Current == 0 {
 		return s, nil
 	}

@@ -251,10 +251,16 @@ func unlock(t *testing.T, srv *tofu.Server, name string, l lockInfo) (int, []byt
 // code.
 func kl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return klEnv(t, cleanKLEnv(), args...)
+}
+
+// klEnv is kl with the environment env.
+func klEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tofu.BuildKL(t), args...)
-	cmd.Env = append(cleanKLEnv(), "NO_COLOR=1")
+	cmd.Env = append(env, "NO_COLOR=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

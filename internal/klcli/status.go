@@ -55,6 +55,13 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	case s.Version != nil:
 		row(w, "instances:", strconv.Itoa(s.Instances))
 	}
+	switch {
+	case s.Drifted == nil: // never checked
+	case *s.Drifted == 0:
+		row(w, "drift:", "none open")
+	default:
+		row(w, "drift:", plural(*s.Drifted, "instance differs", "instances differ")+" from the real infrastructure (kl drift list "+cell(s.Name)+")")
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
