@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"QuerySafety", testQuerySafety},
 		{"Tags", testTags},
 		{"Drift", testDrift},
+		{"TenantQueries", testTenantQueries},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })

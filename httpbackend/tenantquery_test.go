@@ -1,0 +1,100 @@
+package httpbackend
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/storetest"
+)
+
+// TestTenantQueryMatrix extends the cross-tenant matrix to kl query: for
+// each kind of credential, the views hold exactly the states it may read,
+// and every hostile statement answers only those or a refusal, never a
+// 5xx; an outputs token may not query; the operator still sees everything.
+func TestTenantQueryMatrix(t *testing.T) { eachAuthEnv(t, testTenantQueryMatrix) }
+
+func testTenantQueryMatrix(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	tenants, marker := seedCrossTenant(t, env, ts)
+	query := func(sql string, header []string) (int, string) {
+		w := env.do("POST", "/v1/api/query", mustJSON(t, map[string]string{"sql": sql}), header...)
+		return w.Code, w.Body.String()
+	}
+	type cred struct {
+		tenant int
+		envs   map[int]bool
+		header []string
+		kind   string
+	}
+	var creds []cred
+	for ti, f := range tenants {
+		for ei := range f.envs {
+			creds = append(creds,
+				cred{ti, map[int]bool{ei: true}, bearer(f.auto[ei]), "read-write token"},
+				cred{ti, map[int]bool{ei: true}, basic(f.ws.ID, f.autoRead[ei]), "read token"})
+		}
+		creds = append(creds, cred{ti, map[int]bool{0: true, 1: true}, bearer(f.pat), "PAT"})
+	}
+	battery := append([]string{`SELECT state, attributes FROM resources`}, storetest.HostileQueries...)
+	for _, c := range creds {
+		code, body := query(`SELECT state, attributes FROM resources ORDER BY state`, c.header)
+		if code != http.StatusOK {
+			t.Fatalf("%s (tenant %d): %d %s", c.kind, c.tenant, code, body)
+		}
+		for ei := range tenants[c.tenant].envs {
+			if got := strings.Contains(body, marker(c.tenant, ei)); got != c.envs[ei] {
+				t.Errorf("%s (tenant %d) sees environment %d: %v, want %v: %s", c.kind, c.tenant, ei, got, c.envs[ei], body)
+			}
+		}
+		for _, q := range battery {
+			code, body := query(q, c.header)
+			if code >= 500 || (code != http.StatusOK && code != http.StatusBadRequest && code != http.StatusForbidden) {
+				t.Errorf("%s: %s = %d %s", c.kind, q, code, body)
+			}
+			leaks(t, body, c.tenant, c.envs, tenants, marker)
+		}
+	}
+	// An outputs token reads no resources; a PAT whose user left reaches
+	// nothing; neither may query.
+	f := tenants[0]
+	if code, body := query(`SELECT 1`, basic(f.ws.ID, f.autoOut[0])); code != http.StatusForbidden || !strings.Contains(body, "query_scope_empty") {
+		t.Errorf("an outputs token's query = %d %s", code, body)
+	}
+	mustDo(t, ts.RemoveMember(t.Context(), f.ws.ID, f.user))
+	if code, body := query(`SELECT 1`, bearer(f.pat)); code != http.StatusForbidden {
+		t.Errorf("a removed member's PAT's query = %d %s", code, body)
+	}
+	if code, body := query(`SELECT 1`, bearer("klt_nope")); code != http.StatusUnauthorized {
+		t.Errorf("an unknown token's query = %d %s", code, body)
+	}
+	// The operator's query is unchanged: every state.
+	code, body := query(`SELECT count(*) AS n FROM resources`, bearer(operatorSecret))
+	if code != http.StatusOK || !strings.Contains(body, fmt.Sprintf("[%d]", 3*2)) {
+		t.Errorf("the operator's query = %d %s", code, body)
+	}
+}
+
+// FuzzTenantQuery: whatever SQL a read token of tenant 0's first
+// environment sends, the lane answers it without a 5xx and without a byte
+// of another environment's states.
+func FuzzTenantQuery(f *testing.F) {
+	for _, q := range storetest.HostileQueries {
+		f.Add(q)
+	}
+	env, ts := newAuthEnv(f)
+	tenants, marker := seedCrossTenant(f, env, ts)
+	f.Fuzz(func(t *testing.T, sql string) {
+		req := httptest.NewRequest("POST", "/v1/api/query", bytes.NewReader(mustJSON(t, map[string]string{"sql": sql})))
+		req.Header.Set("Authorization", "Bearer "+tenants[0].autoRead[0])
+		w := httptest.NewRecorder()
+		env.h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%q = %d %s", sql, w.Code, w.Body)
+		}
+		leaks(t, w.Body.String(), 0, map[int]bool{0: true}, tenants, marker)
+	})
+}
