@@ -28,7 +28,7 @@ type App struct {
 	Drift      DriftCmds     `cmd:"" help:"Check a state against the real infrastructure (the CLI's refresh-only plan) and list what drifted."`
 	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
 	States     StatesCmd     `cmd:"" help:"List the states."`
-	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store."`
+	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store; with an automation token or a PAT (--token), on the states it may read."`
 	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
 	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
 	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
