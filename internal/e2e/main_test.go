@@ -251,13 +251,13 @@ func unlock(t *testing.T, srv *tofu.Server, name string, l lockInfo) (int, []byt
 // code.
 func kl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return klEnv(t, cleanKLEnv(), args...)
+	return klEnv(t, cleanKLEnv(), 2*time.Minute, args...)
 }
 
-// klEnv is kl with the environment env.
-func klEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+// klEnv is kl with the environment env, stopped after timeout.
+func klEnv(t *testing.T, env []string, timeout time.Duration, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tofu.BuildKL(t), args...)
 	cmd.Env = append(env, "NO_COLOR=1")
