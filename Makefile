@@ -43,10 +43,11 @@ gotest: tofu
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## fuzz: a short run of the state parser's and the canonicalizer's fuzz targets (FUZZTIME=30s each)
+## fuzz: a short run of the state parser's, the canonicalizer's and the tenant query lane's fuzz targets (FUZZTIME=30s each)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./graph
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./graph
+	$(GO) test -run '^$$' -fuzz '^FuzzTenantQuery$$' -fuzztime $(FUZZTIME) ./httpbackend
 
 clean:
 	rm -rf bin .cache/kltest

@@ -143,6 +143,10 @@ func (s *Store) runScoped(ctx context.Context, l kilolock.QueryLimits, scope kil
 			// A connection whose authorizer cannot be reset is not reused.
 			conn.Raw(func(any) error { return driver.ErrBadConn })
 			err = errors.Join(err, aerr)
+		} else if ctx.Err() != nil {
+			// An interrupted statement can leave its transaction open on
+			// the connection; the next tenant gets a fresh one.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 	}()
 	if err := authorize(conn, setUpAuthorizer); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -147,6 +148,17 @@ func testTenantQueries(t *testing.T, open Opener) {
 		if err := CheckTenantAnswer(res, err); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
+	}
+	// The limits hold as for the operator's queries.
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{Timeout: 200 * time.Millisecond}, scopeA,
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`); errorAs[*kilolock.InvalidError](t, err).Code != "query_timeout" {
+		t.Errorf("an endless tenant query: %v", err)
+	}
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 1 << 10}, scopeA, `SELECT $1 AS pad`, strings.Repeat("x", 4<<10)); errorAs[*kilolock.InvalidError](t, err).Code != "query_too_large" {
+		t.Errorf("a tenant answer past the byte cap: %v", err)
+	}
+	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxRows: 2}, scopeA, `SELECT * FROM version_history, resources, outputs, resource_history`); err != nil || len(res.Rows) > 2 {
+		t.Errorf("a tenant answer past the row cap: %v, %v", res, err)
 	}
 	// A refused statement left the connection clean for the next one.
 	if n := count(scopeA); n != 1 {
