@@ -170,31 +170,21 @@ func (t *tx) Send(ctx context.Context, b *sqlstore.Batch) error {
 // values are args as SQLite keeps them: timestamps as text, lists as JSON
 // arrays (byte strings in hex).
 func values(args []any) []any {
-	out, copied := args, false
-	for i, a := range args {
-		var v any
+	return sqlstore.MapArgs(args, func(a any) (any, bool) {
 		switch a := a.(type) {
 		case time.Time:
-			v = a.UTC().Format(timeFormat)
-		case []string:
-			v = jsonText(a)
-		case []any:
-			v = jsonText(a)
+			return a.UTC().Format(timeFormat), true
+		case []string, []any:
+			return jsonText(a), true
 		case [][]byte:
 			hexes := make([]string, len(a))
 			for j, b := range a {
 				hexes[j] = hex.EncodeToString(b)
 			}
-			v = jsonText(hexes)
-		default:
-			continue
+			return jsonText(hexes), true
 		}
-		if !copied {
-			out, copied = append([]any(nil), args...), true
-		}
-		out[i] = v
-	}
-	return out
+		return nil, false
+	})
 }
 
 func jsonText(v any) string {
