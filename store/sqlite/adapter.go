@@ -198,16 +198,21 @@ func (r rows) Close() { r.Rows.Close() }
 
 // Scan reads timestamps from their text; NULL is the zero time.
 func (r rows) Scan(dest ...any) error {
-	var texts []sql.NullString
-	var times []*time.Time
+	n := 0
+	for _, d := range dest {
+		if _, ok := d.(*time.Time); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return r.Rows.Scan(dest...)
+	}
+	texts := make([]sql.NullString, n)
+	times := make([]*time.Time, 0, n)
 	for i, d := range dest {
 		if p, ok := d.(*time.Time); ok {
-			if texts == nil {
-				texts = make([]sql.NullString, 0, len(dest)-i)
-			}
-			texts = append(texts, sql.NullString{})
+			dest[i] = &texts[len(times)]
 			times = append(times, p)
-			dest[i] = &texts[len(texts)-1]
 		}
 	}
 	if err := r.Rows.Scan(dest...); err != nil {
