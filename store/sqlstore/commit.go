@@ -178,18 +178,20 @@ type interval struct {
 
 // The lookups of a commit probe an index once per key: a subquery in the
 // select list is a probe per row on both databases, whatever their
-// statistics say (right after a first big write they say nothing yet).
+// statistics say (right after a first big write they say nothing yet). A
+// state without a version has nothing to find: its first write skips them
+// (the condition is evaluated once, before the keys are read).
 const (
 	sqlCurrentInstances = `SELECT u.k,
 		(SELECT i.hash FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL),
 		(SELECT i.{rowid} FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL)
-		FROM {texts $2} AS u`
+		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 	sqlCurrentOutputs = `SELECT u.k,
 		(SELECT o.hash FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL),
 		(SELECT o.{rowid} FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL)
-		FROM {texts $2} AS u`
+		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 	sqlStoredPayloads = `SELECT u.k, (SELECT 1 FROM payloads p WHERE p.state_id = ` + sqlStateID + ` AND p.hash = u.k)
-		FROM {bytes $2} AS u`
+		FROM {bytes $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 )
 
 // lookups are the queries that fill cur, sent with the row lock.
