@@ -27,6 +27,17 @@ type Options struct {
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// QueryLimits bound every Query (zero fields mean their defaults).
+	QueryLimits QueryLimits
+	// MaxLockHolders caps the holders of one optimistic state (see
+	// LockOptions.MaxHolders: 0 means DefaultMaxLockHolders, negative no
+	// cap).
+	MaxLockHolders int
+	// ClassicPlanLocks makes plans take write locks, as Terraform does,
+	// on states that do not choose for themselves (StateInfo.
+	// SharedPlanLocks). By default a plan's lock is a shared read lock,
+	// granted beside an apply and other plans.
+	ClassicPlanLocks bool
 }
 
 // Engine ties a Store to the state model: it parses what clients write,
@@ -36,11 +47,15 @@ type Options struct {
 // must be atomic is taken by the Store inside a transaction, and the Engine's
 // cache is only ever trusted after the Store confirms it is current.
 type Engine struct {
-	store Store
-	log   *log.Logger
-	mode  LockMode
-	now   func() time.Time
-	cache *docCache
+	store   Store
+	log     *log.Logger
+	mode    LockMode
+	now     func() time.Time
+	cache   *docCache
+	limits  QueryLimits
+	holders int
+	// sharedPlans is the default of StateInfo.SharedPlanLocks.
+	sharedPlans bool
 	// writers queues this process's writes to one state (name →
 	// *sync.Mutex), so concurrent writers commit one after another instead
 	// of recomputing against each other; across processes the store's
@@ -50,7 +65,7 @@ type Engine struct {
 
 // NewEngine returns an Engine on s.
 func NewEngine(s Store, o Options) *Engine {
-	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now}
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks}
 	if e.log == nil {
 		e.log = log.New(discard{})
 	}
@@ -159,9 +174,29 @@ func encryptedError(name string) error {
 	return fmt.Errorf("state %q: %w: its resources cannot be read by the server; history, locking and whole-version rollback still work", name, ErrEncrypted)
 }
 
+// SharedPlans reports whether plans take shared read locks on states that
+// do not choose for themselves.
+func (e *Engine) SharedPlans() bool { return e.sharedPlans }
+
 // Lock takes a lock on a state, creating the state in the engine's default
-// lock mode when it does not exist. See Store.Lock for the errors.
+// lock mode when it does not exist. A plan's lock is a shared read lock
+// where plans share (see Options.ClassicPlanLocks). See Store.Lock for the
+// errors.
 func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
+	return e.lock(ctx, name, info, "")
+}
+
+// LockRun takes the lock of an apply run's CLI apply: granted beside the
+// locks of other runs on an exclusive state too, as long as the run holds
+// its reservations; what it writes is held to them.
+func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
+	if err := ValidRunID(run); err != nil {
+		return nil, err
+	}
+	return e.lock(ctx, name, info, run)
+}
+
+func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run string) (*Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
@@ -171,7 +206,7 @@ func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, e
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, e.mode)
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: run, SharedPlans: e.sharedPlans})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
@@ -334,7 +369,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	} else {
 		diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
-		if st.LockMode == LockOptimistic && prevGraph != nil && !o.Force {
+		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevGraph != nil && !o.Force {
 			merged, err := e.rebase(ctx, st, c, prevGraph, g, o)
 			if err != nil {
 				return nil, err
@@ -361,6 +396,18 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	doc := &Document{Version: *v, Bytes: body}
 	e.cache.put(name, doc, g)
 	return &WriteResult{Version: *v, Stats: stats}, nil
+}
+
+// runLock reports whether id is an apply run's lock on st: its writes are
+// merged onto what other runs committed since its base, as on an
+// optimistic state.
+func runLock(st *StateInfo, id string) bool {
+	for i := range st.Locks {
+		if st.Locks[i].Info.ID == id {
+			return st.Locks[i].Run != ""
+		}
+	}
+	return false
 }
 
 // diffInto fills c with the changes that turn prev (nil for none) into next,
@@ -464,9 +511,10 @@ func (e *Engine) SetAllowLineageChange(ctx context.Context, name string, allow b
 	return e.store.SetAllowLineageChange(ctx, name, allow)
 }
 
-// Query runs a read-only SQL statement against the store.
+// Query runs a read-only SQL statement against the store, within the
+// engine's QueryLimits.
 func (e *Engine) Query(ctx context.Context, sql string, args ...any) (*QueryResult, error) {
-	return e.store.Query(ctx, sql, args...)
+	return e.store.Query(ctx, e.limits, sql, args...)
 }
 
 // TypeCount is how many instances of one resource type a state holds.

@@ -76,23 +76,12 @@ func tfstate(tb testing.TB, compact bool, serial int, lineage string, values ...
 	return append(b, '\n')
 }
 
-func rawVersions(tb testing.TB, st kilolock.Store) int64 {
-	tb.Helper()
-	res, err := st.Query(context.Background(), "SELECT COUNT(*) FROM version_raw")
-	if err != nil {
-		tb.Fatalf("count version_raw: %v", err)
-	}
-	n, _ := json.Marshal(res.Rows[0][0])
-	var c int64
-	json.Unmarshal(n, &c)
-	return c
-}
-
 func TestEngineServesTheWrittenBytes(t *testing.T) {
 	ctx := context.Background()
 	for _, compact := range []bool{true, false} {
 		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
-			st, _ := openSQLite(t)
+			st, path := openSQLite(t)
+			storeURLs.Store(st, path)
 			e := kilolock.NewEngine(st, kilolock.Options{})
 			var last []byte
 			for serial := 1; serial <= 3; serial++ {

@@ -31,15 +31,24 @@ var (
 	ErrReadOnly = errors.New("read-only query")
 	// ErrUnavailable: the database cannot be reached.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrRefused: the server refuses the request, whoever asks, as it is
+	// configured (see *RefusedError).
+	ErrRefused = errors.New("refused")
 )
 
-// LockedError is returned when a lock or write meets another holder.
+// LockedError is returned when a lock or write meets another holder, or
+// when an optimistic state already has MaxHolders holders (Holder is then
+// the first of them).
 type LockedError struct {
-	State  string
-	Holder LockInfo
+	State      string
+	Holder     LockInfo
+	MaxHolders int
 }
 
 func (e *LockedError) Error() string {
+	if e.MaxHolders > 0 {
+		return fmt.Sprintf("state %q already has %d holders, the most it admits at once (the first is %s, lock id %s)", e.State, e.MaxHolders, e.Holder.Who, e.Holder.ID)
+	}
 	return fmt.Sprintf("state %q is locked by %s (lock id %s, operation %s)", e.State, e.Holder.Who, e.Holder.ID, e.Holder.Operation)
 }
 
@@ -73,6 +82,8 @@ const (
 	ReasonWriteConflict = "conflict"
 	// ReasonLocksHeld: the lock mode cannot change while locks are held.
 	ReasonLocksHeld = "locks_held"
+	// ReasonReadLock: a write under a plan's shared read lock.
+	ReasonReadLock = "read_lock"
 )
 
 // ConflictError is a refused write, with what the writer needs to decide
@@ -112,3 +123,21 @@ func (e *InvalidError) Error() string { return e.Message }
 
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// RefusedError is a request the server refuses, whoever asks, as it is
+// configured (a 403), with what to do next. It matches ErrRefused, and Err
+// too when set.
+type RefusedError struct {
+	Code    string // machine-readable, e.g. "query_role_unavailable"
+	Message string
+	Hint    string
+	Err     error
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrRefused) true.
+func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
+
+// Unwrap returns Err.
+func (e *RefusedError) Unwrap() error { return e.Err }

@@ -39,6 +39,27 @@ const (
 	SourceImport   Source = "import"   // kl import
 )
 
+// DefaultMaxLockHolders is how many holders a state admits at once when
+// LockOptions.MaxHolders is 0.
+const DefaultMaxLockHolders = 100
+
+// LockOptions say how Store.Lock takes a lock.
+type LockOptions struct {
+	// Mode is the lock mode of a state the lock creates (LockExclusive
+	// when empty); an existing state keeps its own.
+	Mode LockMode
+	// MaxHolders caps the holders of a state (optimistic holders, plans'
+	// read locks, apply runs' locks): a lock past it is refused with a
+	// *LockedError whose MaxHolders is set. 0 means DefaultMaxLockHolders;
+	// a negative value, no cap.
+	MaxHolders int
+	// Run is the apply run the lock is taken for ("" for a plain lock).
+	Run string
+	// SharedPlans is the server's default for states that set no
+	// SharedPlanLocks of their own: whether plans take shared read locks.
+	SharedPlans bool
+}
+
 // LockInfo is the lock document Terraform and OpenTofu send with LOCK and
 // UNLOCK, with their field names.
 type LockInfo struct {
@@ -65,15 +86,6 @@ type Lock struct {
 	// Run is the apply run whose apply took the lock ("" for a plain
 	// lock): it writes within the run's reservations.
 	Run string `json:"run,omitempty"`
-}
-
-// LockOptions say how Store.Lock takes a lock.
-type LockOptions struct {
-	// Mode is the lock mode of a state the lock creates (LockExclusive
-	// when empty); an existing state keeps its own.
-	Mode LockMode
-	// Run is the apply run the lock is taken for ("" for a plain lock).
-	Run string
 }
 
 // Version is the record of one immutable version of a state.
@@ -113,7 +125,10 @@ type StateInfo struct {
 	Serial             uint64    `json:"serial"`
 	LockMode           LockMode  `json:"lock_mode"`
 	AllowLineageChange bool      `json:"allow_lineage_change"`
-	Locks              []Lock    `json:"locks"`
+	// SharedPlanLocks says whether plans take shared read locks on this
+	// state; nil follows the server's default (see LockOptions.SharedPlans).
+	SharedPlanLocks *bool  `json:"shared_plan_locks,omitempty"`
+	Locks           []Lock `json:"locks"`
 }
 
 // Snapshot is everything stored for one version: enough to render it.

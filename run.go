@@ -253,4 +253,3 @@ func (e *Engine) ChangedSince(ctx context.Context, name string, serial uint64, p
 	}
 	return out, nil
 }
-

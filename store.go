@@ -27,10 +27,11 @@ type Store interface {
 	// States lists every state, by name.
 	States(ctx context.Context) ([]StateInfo, error)
 
-	// Lock takes a lock, creating the state (in mode) when it does not exist.
-	// A held exclusive lock gives a *LockedError; taking a lock id that is
-	// already held on the state gives a *LockedError too.
-	Lock(ctx context.Context, name string, info LockInfo, mode LockMode) (*Lock, error)
+	// Lock takes a lock, creating the state (in opts.Mode) when it does not
+	// exist. A held exclusive lock gives a *LockedError; so do a lock id
+	// that is already held on the state and an optimistic state with
+	// opts.MaxHolders holders (CheckLock decides, in the transaction).
+	Lock(ctx context.Context, name string, info LockInfo, opts LockOptions) (*Lock, error)
 
 	// Unlock releases the lock with the given id and returns it. With force,
 	// an empty id releases every holder. A lock id that is not held gives a
@@ -113,9 +114,14 @@ type Store interface {
 	// with the state. ErrNotFound when it does not exist.
 	Delete(ctx context.Context, name string, opts DeleteOptions) (versions int64, err error)
 
-	// Query runs one SQL statement in a read-only transaction. Writes are
-	// refused by the database and reported as ErrReadOnly.
-	Query(ctx context.Context, sql string, args ...any) (*QueryResult, error)
+	// Query runs one SQL statement in a read-only transaction, as a
+	// database user (or on a connection) that may read QueryRelations and
+	// nothing else, within limits (see QueryLimits). Writes are refused by
+	// the database and reported as ErrReadOnly; reading anything else is a
+	// *RefusedError (code query_denied) that matches ErrReadOnly too; a
+	// statement the database rejects is an *InvalidError; a store that
+	// cannot run users' SQL safely as configured answers a *RefusedError.
+	Query(ctx context.Context, limits QueryLimits, sql string, args ...any) (*QueryResult, error)
 
 	// Ping reports whether the database answers (ErrUnavailable if not).
 	Ping(ctx context.Context) error

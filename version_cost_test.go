@@ -3,9 +3,13 @@ package kilolock_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -18,15 +22,48 @@ func TestMain(m *testing.M) { testpg.Main(m) }
 
 // eachStore runs f on a fresh SQLite store and a fresh PostgreSQL database.
 func eachStore[T testing.TB](tb T, run func(T, string, func(testing.TB) kilolock.Store) bool) {
-	run(tb, "sqlite", func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	run(tb, "sqlite", func(tb testing.TB) kilolock.Store {
+		st, path := openSQLite(tb)
+		storeURLs.Store(st, path)
+		return st
+	})
 	run(tb, "postgres", func(tb testing.TB) kilolock.Store {
-		st, err := postgres.Open(context.Background(), testpg.URL(tb))
+		url := testpg.URL(tb)
+		st, err := postgres.Open(context.Background(), url)
 		if err != nil {
 			tb.Fatalf("open postgres: %v", err)
 		}
 		tb.Cleanup(func() { st.Close() })
+		storeURLs.Store(kilolock.Store(st), url)
 		return st
 	})
+}
+
+// storeURLs maps the stores eachStore opened to their database.
+var storeURLs sync.Map
+
+// rawVersions counts the rows of version_raw, which users' queries may not
+// read: on the store's database itself.
+func rawVersions(tb testing.TB, st kilolock.Store) int64 {
+	tb.Helper()
+	url, ok := storeURLs.Load(st)
+	if !ok {
+		tb.Fatalf("no database known for %T", st)
+	}
+	driver := "sqlite"
+	if _, ok := st.(*postgres.Store); ok {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, url.(string))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var c int64
+	if err := db.QueryRow("SELECT COUNT(*) FROM version_raw").Scan(&c); err != nil {
+		tb.Fatalf("count version_raw: %v", err)
+	}
+	return c
 }
 
 // changed returns the two instance positions version i changes: spread over

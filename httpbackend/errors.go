@@ -112,6 +112,7 @@ func classify(err error) answer {
 		mismatch *kilolock.LockMismatchError
 		conflict *kilolock.ConflictError
 		invalid  *kilolock.InvalidError
+		refused  *kilolock.RefusedError
 		tooLarge *http.MaxBytesError
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
@@ -135,6 +136,14 @@ func classify(err error) answer {
 			Hint:    fmt.Sprintf("an orchestrated apply by %s holds reservations on this state: wait for it (retry with -lock-timeout=10m); if it is stuck, abort it with `kl apply abort --apply-id %s`", orUnknown(h.Who), h.ID),
 			Holder:  &h,
 		}}
+	case errors.As(err, &locked) && locked.MaxHolders > 0:
+		h := locked.Holder
+		return answer{status: http.StatusLocked, body: errorBody{
+			Error:   "too_many_holders",
+			Message: locked.Error(),
+			Hint:    fmt.Sprintf("the state admits at most %d holders at once: wait for one to finish (retry with -lock-timeout=10m; `kl status %s` lists them), or have the operator raise the cap (kld --max-lock-holders)", locked.MaxHolders, locked.State),
+			Holder:  &h,
+		}}
 	case errors.As(err, &locked):
 		h := locked.Holder
 		return answer{status: http.StatusLocked, body: errorBody{
@@ -155,6 +164,8 @@ func classify(err error) answer {
 		return answer{status: http.StatusConflict, body: b}
 	case errors.As(err, &conflict):
 		return answer{status: http.StatusConflict, body: conflictBody(conflict)}
+	case errors.As(err, &refused):
+		return answer{status: http.StatusForbidden, body: errorBody{Error: refused.Code, Message: refused.Message, Hint: refused.Hint}}
 	case errors.As(err, &invalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: invalid.Code, Message: invalid.Message, Hint: invalid.Hint}}
 	case errors.As(err, &control):

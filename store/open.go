@@ -37,14 +37,31 @@ import (
 // Everything after "sqlite://" is the path, so a third slash makes it
 // absolute. SQLite URLs take no query parameters; a file is created when
 // missing, its directory is not. Any other scheme is ErrInvalid.
-func Open(ctx context.Context, rawURL string) (kilolock.Store, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	scheme, rest, hasScheme := strings.Cut(rawURL, "://")
 	if !hasScheme || strings.ContainsAny(scheme, `/\`) {
 		scheme, rest = "", rawURL
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
-		return postgres.Open(ctx, rawURL)
+		var po []postgres.Option
+		if o.queryURL != "" {
+			po = append(po, postgres.WithQueryURL(o.queryURL))
+		}
+		return postgres.Open(ctx, rawURL, po...)
+	}
+	if o.queryURL != "" {
+		return nil, &kilolock.InvalidError{
+			Code:    "invalid_query_url",
+			Message: "a query URL is for a PostgreSQL store: the SQLite store runs users' queries on read-only connections of its own",
+			Hint:    "leave the query URL (kld --query-database-url) out with a SQLite database",
+		}
+	}
+	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3":
 		return openSQLite(ctx, rawURL, rest)
 	case "file":
@@ -64,6 +81,15 @@ func Open(ctx context.Context, rawURL string) (kilolock.Store, error) {
 	}
 	return nil, badURL(rawURL, fmt.Sprintf("unknown scheme %q", scheme))
 }
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct{ queryURL string }
+
+// WithQueryURL runs users' queries of a PostgreSQL store on another URL
+// (see postgres.WithQueryURL).
+func WithQueryURL(url string) Option { return func(o *options) { o.queryURL = url } }
 
 func openSQLite(ctx context.Context, rawURL, path string) (kilolock.Store, error) {
 	if strings.ContainsAny(path, "?#") {

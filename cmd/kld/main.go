@@ -30,6 +30,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/kldconfig"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -54,6 +55,7 @@ type cli struct {
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	TLSCert         string               `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey          string               `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+	Limits          kldconfig.Limits     `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
 
@@ -114,7 +116,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := store.Open(openCtx, c.Database)
+	st, err := store.Open(openCtx, c.Database, c.Limits.StoreOptions()...)
 	cancel()
 	switch {
 	case errors.Is(err, kilolock.ErrInvalid):
@@ -124,7 +126,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	defer st.Close()
 
-	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)})
+	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)}))
 	handler := httpbackend.New(engine, httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),

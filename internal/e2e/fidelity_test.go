@@ -56,15 +56,21 @@ func (r *postRecorder) start(t *testing.T, target string) *httptest.Server {
 	return s
 }
 
+// recordedBackend returns the backend block of state name on srv through a
+// postRecorder, and the recorder.
+func recordedBackend(t *testing.T, srv *tofu.Server, name string) (*postRecorder, string) {
+	rec := &postRecorder{}
+	proxy := rec.start(t, srv.URL)
+	return rec, strings.ReplaceAll(srv.Backend(name), srv.URL, proxy.URL)
+}
+
 // TestByteFidelity checks that GET answers exactly the bytes tofu POSTed,
 // plain and gzip-compressed, after a create and after an update.
 func TestByteFidelity(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
 		srv := setup(t, databaseURL)
-		var rec postRecorder
-		proxy := rec.start(t, srv.URL)
-		backend := strings.ReplaceAll(srv.Backend("example"), srv.URL, proxy.URL)
+		rec, backend := recordedBackend(t, srv, "example")
 		wd := tofu.NewWorkdir(t, backend+smallConfig("v1"))
 		wd.Must("init", "-no-color")
 
@@ -115,4 +121,42 @@ func getGzip(t *testing.T, u string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestNulInAKey is OpenTofu with `for_each = toset(["a\u0000b"])`: the
+// apply must save its state on every store (PostgreSQL's text holds no
+// NUL), GET must answer it byte for byte, and the next plan must find
+// nothing to do.
+func TestNulInAKey(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		srv := setup(t, databaseURL)
+		rec, backend := recordedBackend(t, srv, "nul")
+		config := backend + `
+resource "terraform_data" "keyed" {
+  for_each = toset(["a\u0000b", "plain"])
+  input    = "in-${each.key}"
+}
+
+output "keys" {
+  value = { for k, v in terraform_data.keyed : k => v.output }
+}
+`
+		wd := tofu.NewWorkdir(t, config)
+		wd.Must("init", "-no-color")
+		wd.Must("apply", "-auto-approve", "-no-color")
+		posted := rec.last(t)
+		if !bytes.Contains(posted, []byte(`a\u0000b`)) {
+			t.Fatalf("tofu's state has no NUL key: %.300q", posted)
+		}
+		if got := getState(t, srv, "nul"); !bytes.Equal(got, posted) {
+			t.Errorf("GET is not what tofu POSTed:\nPOST %.300q\nGET  %.300q", posted, got)
+		}
+		if list := wd.Must("state", "list", "-no-color"); !strings.Contains(list, `terraform_data.keyed["plain"]`) || strings.Count(list, "terraform_data.keyed") != 2 {
+			t.Errorf("state list:\n%s", list)
+		}
+		if _, stderr, code := wd.Run("plan", "-detailed-exitcode", "-no-color"); code != 0 {
+			t.Errorf("plan after the apply exited %d (0: nothing to do):\n%s", code, stderr)
+		}
+	})
 }

@@ -95,7 +95,10 @@ func URL(tb testing.TB) string {
 
 	name := fmt.Sprintf("kl_test_%d_%d", os.Getpid(), dbSeq.Add(1))
 	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+name); err == nil {
-		tb.Cleanup(func() { s.drop("DROP DATABASE IF EXISTS "+name+" WITH (FORCE)", "DROP DATABASE IF EXISTS "+name) })
+		tb.Cleanup(func() {
+			s.drop("DROP DATABASE IF EXISTS "+name+" WITH (FORCE)", "DROP DATABASE IF EXISTS "+name)
+			s.drop("DROP ROLE IF EXISTS " + queryRole(name))
+		})
 		u, err := withDatabase(s.baseURL, name)
 		if err != nil {
 			tb.Fatalf("testpg: %v", err)
@@ -110,7 +113,13 @@ func URL(tb testing.TB) string {
 	if _, err := s.admin.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
 		tb.Fatalf("testpg: the role may not create databases, and create schema %s: %v", name, err)
 	}
-	tb.Cleanup(func() { s.drop("DROP SCHEMA IF EXISTS " + name + " CASCADE") })
+	tb.Cleanup(func() {
+		s.drop("DROP SCHEMA IF EXISTS " + name + " CASCADE")
+		var db string
+		if s.admin.QueryRow(context.Background(), "SELECT current_database()").Scan(&db) == nil {
+			s.drop("DROP ROLE IF EXISTS " + queryRole(db+"_"+name))
+		}
+	})
 	u, err := withParam(s.baseURL, "search_path", name)
 	if err != nil {
 		tb.Fatalf("testpg: %v", err)
@@ -193,6 +202,11 @@ func connect(u string, wait time.Duration) (*pgxpool.Pool, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// queryRole is the name of the login role a PostgreSQL store makes for
+// users' queries on database (and schema) name, when it is a plain name
+// (see store/postgres).
+func queryRole(name string) string { return `"kl_query_` + name + `"` }
 
 func inCI() bool {
 	v := strings.ToLower(os.Getenv("CI"))

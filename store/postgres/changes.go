@@ -85,6 +85,7 @@ func (s *Store) ChangesSince(ctx context.Context, name string, after int64) ([]k
 		}); err != nil {
 			return err
 		}
+		sortChanges(out)
 		return br.Close()
 	})
 	if err != nil {

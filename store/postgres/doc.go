@@ -8,7 +8,7 @@
 //		return err // errors.Is(err, kilolock.ErrUnavailable) when unreachable
 //	}
 //	defer st.Close()
-//	lock, err := st.Lock(ctx, "network", info, kilolock.LockExclusive)
+//	lock, err := st.Lock(ctx, "network", info, kilolock.LockOptions{Mode: kilolock.LockExclusive})
 //
 // # Schema
 //
@@ -33,6 +33,8 @@
 //     their state.
 //   - views for Query: resources, resource_dependencies, outputs,
 //     resource_history, version_history, rejected_commit_history.
+//   - kl_settings: the query role's login, readable by the store's role
+//     only.
 //
 // A version costs rows in proportion to its changes, not to the state: see
 // Commit for the WriteStats rule. What versions changed is read back at the
@@ -50,10 +52,19 @@
 // refused write (SQLSTATE 25006) to kilolock.ErrReadOnly and any other
 // rejected statement to kilolock.ErrInvalid.
 //
+// # Users' queries
+//
+// Query runs users' SQL as a login role of its own (kl_query_DB), made at
+// Open when the store's role may, with a random password in kl_settings;
+// it may read the views and audit_log and nothing else, and no connection
+// of a superuser or of a role that may read tokens runs user SQL. See
+// Query and docs/queries.md.
+//
 // # Caveats
 //
-// Query runs users' SQL in a read-only transaction on the store's role; a
-// read-only transaction still lets a statement call functions such as
-// pg_terminate_backend. Give Query a role that may only read the views with
-// WithQueryURL when users are not trusted.
+// PostgreSQL's text holds neither NUL nor bytes that are not UTF-8: the
+// store writes such strings escaped (DEL and two hex digits per byte) and
+// reads them back exactly; users' queries see the escaped text. The views
+// give NULL jsonb, and the object's text in raw_json, for an object jsonb
+// cannot hold.
 package postgres

@@ -134,11 +134,11 @@ const maxAttempts = 5
 
 // inTx runs fn in a transaction, committed when fn returns nil and rolled
 // back otherwise (or on panic), retried on serialization failures and
-// deadlocks. Its error is translated.
+// deadlocks. Its error is translated. Its strings travel escaped (textTx).
 func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, opts, fn)
+		err = pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error { return fn(textTx{tx}) })
 		if err == nil || attempt == maxAttempts || !retryable(err) || ctx.Err() != nil {
 			break
 		}

@@ -27,14 +27,14 @@ func ExampleOpen() {
 	defer st.Close()
 
 	info := kilolock.LockInfo{ID: "5f3c…", Operation: "OperationTypeApply", Who: "alice@laptop"}
-	if _, err := st.Lock(ctx, "network", info, kilolock.LockExclusive); err != nil {
+	if _, err := st.Lock(ctx, "network", info, kilolock.LockOptions{Mode: kilolock.LockExclusive}); err != nil {
 		var locked *kilolock.LockedError
 		if errors.As(err, &locked) {
 			fmt.Println("held by", locked.Holder.Who)
 		}
 		return
 	}
-	res, err := st.Query(ctx, `SELECT address, attributes ->> 'id' FROM resources WHERE state = $1 ORDER BY address`, "network")
+	res, err := st.Query(ctx, kilolock.QueryLimits{}, `SELECT address, attributes ->> 'id' FROM resources WHERE state = $1 ORDER BY address`, "network")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -84,6 +84,7 @@ func (s *Store) InstanceHistory(ctx context.Context, name, address string) ([]ki
 				out = append(out, iv)
 			}
 		}
+		sortIntervals(out)
 		return rows.Err()
 	})
 	if err != nil {

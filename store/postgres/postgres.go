@@ -24,9 +24,10 @@ var _ kilolock.Store = (*Store)(nil)
 // Defaults of the Options.
 const (
 	// DefaultQueryTimeout bounds one Query statement.
-	DefaultQueryTimeout = 30 * time.Second
-	// MaxQueryRows is the most rows Query returns; the rest are dropped.
-	MaxQueryRows = 10000
+	DefaultQueryTimeout = kilolock.DefaultQueryTimeout
+	// MaxQueryRows is the most rows Query returns by default; the rest are
+	// dropped.
+	MaxQueryRows = kilolock.DefaultQueryMaxRows
 )
 
 // Store is a kilolock.Store on PostgreSQL. It is safe for concurrent use,
@@ -34,7 +35,8 @@ const (
 // database: every invariant is checked under the state's row lock.
 type Store struct {
 	pool         *pgxpool.Pool
-	queryPool    *pgxpool.Pool // Query's own connections, reset after each use
+	queryPool    *pgxpool.Pool // Query's own connections, reset after each use; nil when off
+	queryRefusal error         // why Query is off
 	queryTimeout time.Duration
 }
 
@@ -46,16 +48,16 @@ type options struct {
 	queryURL     string
 }
 
-// WithQueryTimeout sets the statement_timeout of Query (DefaultQueryTimeout
-// when not given).
+// WithQueryTimeout sets the statement_timeout of a Query whose
+// QueryLimits.Timeout is 0 (DefaultQueryTimeout when not given).
 func WithQueryTimeout(d time.Duration) Option {
 	return func(o *options) { o.queryTimeout = d }
 }
 
-// WithQueryURL runs Query on another connection URL than the store's: a
-// role that may only read, or a read replica. The read-only transaction
-// already refuses writes; a read-only role also refuses what a read-only
-// transaction allows (e.g. session advisory locks, pg_terminate_backend).
+// WithQueryURL runs Query on another connection URL than the store's own
+// query role (see Query): a role of the operator's that may read only the
+// views, or a read replica. Its role must be no superuser and may not read
+// the table tokens, or Query refuses to run users' SQL on it.
 func WithQueryURL(url string) Option {
 	return func(o *options) { o.queryURL = url }
 }
@@ -66,7 +68,7 @@ func WithQueryURL(url string) Option {
 // time under an advisory lock. A database that cannot be reached gives an
 // error matching kilolock.ErrUnavailable.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := options{queryTimeout: DefaultQueryTimeout, queryURL: url}
+	o := options{queryTimeout: DefaultQueryTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -74,29 +76,27 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, parseError(err)
 	}
-	qcfg, err := pgxpool.ParseConfig(o.queryURL)
-	if err != nil {
-		return nil, parseError(err)
-	}
-	// Users' statements are one-offs: no statement cache, whose prepared
-	// statements a user's DEALLOCATE could pull from under it, and a
-	// DISCARD ALL after each (see Query).
-	qcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
-	qcfg.ConnConfig.StatementCacheCapacity = 0
-	qcfg.ConnConfig.DescriptionCacheCapacity = 0
-	qcfg.MaxConns = 4
-
 	s := &Store{queryTimeout: o.queryTimeout}
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, translate(err)
 	}
-	if s.queryPool, err = pgxpool.NewWithConfig(ctx, qcfg); err != nil {
-		s.pool.Close()
-		return nil, translate(err)
-	}
-	if err := s.migrate(ctx); err != nil {
+	role, err := s.migrate(ctx, o.queryURL == "")
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if o.queryURL == "" && role.refusal != nil {
+		s.queryRefusal = role.refusal
+		return s, nil
+	}
+	qcfg, err := queryPoolConfig(cfg, o.queryURL, role.login)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.queryPool, err = pgxpool.NewWithConfig(ctx, qcfg); err != nil {
+		s.Close()
+		return nil, translate(err)
 	}
 	return s, nil
 }
@@ -120,7 +120,9 @@ func parseError(err error) error {
 // Close releases the store's connections.
 func (s *Store) Close() error {
 	s.pool.Close()
-	s.queryPool.Close()
+	if s.queryPool != nil {
+		s.queryPool.Close()
+	}
 	return nil
 }
 
@@ -174,16 +176,25 @@ func migrations() ([]migration, error) {
 // in ASCII.
 const migrateLockKey int64 = 0x6b696c6f6c6f636b
 
+// roleSetUp is what migrate found of the query role: its login, or why
+// there is none.
+type roleSetUp struct {
+	login   *queryRole
+	refusal error
+}
+
 // migrate applies the migrations the database lacks, all in one
 // transaction under a transaction-scoped advisory lock, so that replicas
-// starting together apply each migration exactly once. A database migrated
-// by a newer release is left as it is: migrations only ever add.
-func (s *Store) migrate(ctx context.Context) error {
+// starting together apply each migration exactly once, and (withRole)
+// sets up the query role in the same transaction. A database migrated by a
+// newer release is left as it is: migrations only ever add.
+func (s *Store) migrate(ctx context.Context, withRole bool) (roleSetUp, error) {
+	var role roleSetUp
 	ms, err := migrations()
 	if err != nil {
-		return err
+		return role, err
 	}
-	return s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+	return role, s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
 			return err
 		}
@@ -209,6 +220,13 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO kl_schema_version (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
 				return err
+			}
+		}
+		if withRole {
+			role.login, role.refusal = setUpQueryRole(ctx, tx)
+			var refused *kilolock.RefusedError
+			if role.refusal != nil && !errors.As(role.refusal, &refused) {
+				return role.refusal
 			}
 		}
 		return nil

@@ -44,7 +44,7 @@ func TestLockExclusiveOneWinner(t *testing.T) {
 						defer wg.Done()
 						<-start
 						id := fmt.Sprintf("lock-%d-%d", round, g)
-						_, err := stores[g%len(stores)].Lock(ctx, "race", lockInfo(id), kilolock.LockExclusive)
+						_, err := stores[g%len(stores)].Lock(ctx, "race", lockInfo(id), kilolock.LockOptions{Mode: kilolock.LockExclusive})
 						mu.Lock()
 						defer mu.Unlock()
 						if err == nil {
@@ -93,7 +93,7 @@ func TestLockOptimistic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Lock(ctx, "opt", lockInfo(fmt.Sprint("o", g)), kilolock.LockExclusive)
+			_, err := s.Lock(ctx, "opt", lockInfo(fmt.Sprint("o", g)), kilolock.LockOptions{Mode: kilolock.LockExclusive})
 			errs <- err
 		}()
 	}
@@ -108,7 +108,7 @@ func TestLockOptimistic(t *testing.T) {
 	if err != nil || len(st.Locks) != 16 || st.LockMode != kilolock.LockOptimistic {
 		t.Fatalf("state %+v, %v: want 16 optimistic holders", st, err)
 	}
-	if _, err := s.Lock(ctx, "opt", lockInfo("o3"), ""); !errors.Is(err, kilolock.ErrLocked) {
+	if _, err := s.Lock(ctx, "opt", lockInfo("o3"), kilolock.LockOptions{}); !errors.Is(err, kilolock.ErrLocked) {
 		t.Errorf("taking a held lock id again: %v, want ErrLocked", err)
 	}
 	released, err := s.Unlock(ctx, "opt", "", true)
@@ -120,10 +120,10 @@ func TestLockOptimistic(t *testing.T) {
 func TestLockErrors(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
-	if _, err := s.Lock(ctx, "a", kilolock.LockInfo{}, ""); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := s.Lock(ctx, "a", kilolock.LockInfo{}, kilolock.LockOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Errorf("lock without id: %v, want ErrInvalid", err)
 	}
-	if _, err := s.Lock(ctx, "a", lockInfo("x"), "bogus"); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := s.Lock(ctx, "a", lockInfo("x"), kilolock.LockOptions{Mode: "bogus"}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Errorf("bogus mode: %v, want ErrInvalid", err)
 	}
 	if _, err := s.Unlock(ctx, "missing", "x", false); !errors.Is(err, kilolock.ErrNotFound) {
@@ -138,7 +138,7 @@ func TestLockErrors(t *testing.T) {
 	if _, err := s.Delete(ctx, "missing", kilolock.DeleteOptions{}); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("Delete of a missing state: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Lock(ctx, "a", lockInfo("x"), ""); err != nil {
+	if _, err := s.Lock(ctx, "a", lockInfo("x"), kilolock.LockOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Unlock(ctx, "a", "y", false)
@@ -174,7 +174,7 @@ func TestCommitRules(t *testing.T) {
 		t.Fatalf("first version %+v", v1)
 	}
 
-	lock, err := s.Lock(ctx, "st", lockInfo("L"), "")
+	lock, err := s.Lock(ctx, "st", lockInfo("L"), kilolock.LockOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestDelete(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	v1, _ := mustCommit(t, s, "gone", commit(0, instance(t, "a", nil, "1")))
-	if _, err := s.Lock(ctx, "gone", lockInfo("L"), ""); err != nil {
+	if _, err := s.Lock(ctx, "gone", lockInfo("L"), kilolock.LockOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Delete(ctx, "gone", kilolock.DeleteOptions{}); !errors.Is(err, kilolock.ErrLocked) {
@@ -303,9 +303,10 @@ func TestDelete(t *testing.T) {
 	if _, err := s.History(ctx, "gone", kilolock.HistoryOptions{}); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("history after delete: %v", err)
 	}
-	res, err := s.Query(ctx, `SELECT (SELECT count(*) FROM payloads) + (SELECT count(*) FROM instance_intervals) + (SELECT count(*) FROM locks)`)
-	if err != nil || res.Rows[0][0] != int64(0) {
-		t.Errorf("rows left after delete: %v %v", res, err)
+	var left int64
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payloads) + (SELECT count(*) FROM instance_intervals) + (SELECT count(*) FROM locks)`).Scan(&left)
+	if err != nil || left != 0 {
+		t.Errorf("rows left after delete: %d %v", left, err)
 	}
 	v2, _ := mustCommit(t, s, "gone", commit(0, instance(t, "a", nil, "1")))
 	if v2.ID == v1.ID || v2.Number != 1 {
@@ -340,9 +341,10 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openURL(t, url)
-	res, err := s.Query(context.Background(), `SELECT count(*), max(version) FROM kl_schema_version`)
-	if n := int64(len(ms)); err != nil || res.Rows[0][0] != n || res.Rows[0][1] != int64(ms[len(ms)-1].version) {
-		t.Errorf("kl_schema_version: %v %v, want %d migrations", res, err, n)
+	var count, latest int64
+	err = s.pool.QueryRow(context.Background(), `SELECT count(*), max(version) FROM kl_schema_version`).Scan(&count, &latest)
+	if n := int64(len(ms)); err != nil || count != n || latest != int64(ms[len(ms)-1].version) {
+		t.Errorf("kl_schema_version: %d %d %v, want %d migrations", count, latest, err, n)
 	}
 }
 

@@ -12,31 +12,53 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // Query runs one SQL statement in a read-only transaction (BEGIN READ
-// ONLY) with a statement_timeout, so the database itself refuses any write:
-// that gives ErrReadOnly with PostgreSQL's message. A statement PostgreSQL
-// rejects (a syntax error, an unknown table, a timeout) is ErrInvalid.
+// ONLY) with a statement_timeout, on connections of its own as a role that
+// may read kilolock's QueryRelations and nothing else: the login role Open
+// keeps for it (see Open), or the one WithQueryURL names. Each new query
+// connection is checked first: a superuser, a member of
+// pg_read_server_files, pg_write_server_files or pg_execute_server_program,
+// or a role that may read the table tokens gets no user SQL (a
+// *kilolock.RefusedError, code query_role_unsafe). So the database itself
+// refuses any write (ErrReadOnly with PostgreSQL's message), and any read
+// of a table, a file or a program beyond the views (code query_denied,
+// which matches ErrReadOnly too). A statement PostgreSQL rejects (a syntax
+// error, an unknown table) is ErrInvalid.
+//
+// Within limits: statement_timeout is limits.Timeout (code query_timeout);
+// no message of the answer may pass limits.MaxBytes (checked on its header,
+// before it is read), nor its values all together (code query_too_large);
+// rows past limits.MaxRows are dropped (the connection is closed rather
+// than read to the end).
 //
 // Parameters are $1, $2… Values come back as the SQLite store gives them,
 // so a result reads the same on both: int64, float64, string, bool or nil;
 // json and jsonb as their JSON text; bytea as "\x" and lowercase hex;
 // timestamps as UTC RFC 3339 text with microseconds; numeric as a
-// json.Number; arrays as []any. At most MaxQueryRows rows are returned: the
-// rest are dropped (the connection is closed rather than read to the end).
+// json.Number; arrays as []any.
 //
-// Queries run on connections of their own, which are reset with DISCARD
-// ALL after each query, so that nothing a statement leaves on its session
-// (a session advisory lock, a setting, a prepared statement) outlives it.
-func (s *Store) Query(ctx context.Context, query string, args ...any) (*kilolock.QueryResult, error) {
+// The query connections are reset with DISCARD ALL after each query, so
+// that nothing a statement leaves on its session (a session advisory lock,
+// a setting, a prepared statement) outlives it.
+func (s *Store) Query(ctx context.Context, limits kilolock.QueryLimits, query string, args ...any) (*kilolock.QueryResult, error) {
+	if s.queryPool == nil {
+		return nil, s.queryRefusal
+	}
+	if limits.Timeout <= 0 {
+		limits.Timeout = s.queryTimeout
+	}
+	l := limits.Resolved()
 	conn, err := s.queryPool.Acquire(ctx)
 	if err != nil {
-		return nil, translate(err)
+		return nil, s.acquireError(err)
 	}
 	keep := false
 	defer func() {
@@ -49,10 +71,13 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*kilolock
 		conn.Release()
 	}()
 
-	res, truncated, err := s.query(ctx, conn.Conn(), query, args)
+	// A message larger than the answer may be is refused on its header:
+	// a huge value is never read into memory.
+	conn.Conn().PgConn().Frontend().SetMaxBodyLen(l.MaxBytes + 1<<10)
+	res, truncated, err := runQuery(ctx, conn.Conn(), l, query, args)
 	if err != nil {
 		keep = !conn.Conn().IsClosed()
-		return nil, queryError(ctx, conn.Conn(), err, s.queryTimeout)
+		return nil, queryError(ctx, conn.Conn(), err, l)
 	}
 	// A truncated result's remaining rows would have to be read to reuse
 	// the connection: closing it is cheaper.
@@ -60,7 +85,7 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*kilolock
 	return res, nil
 }
 
-func (s *Store) query(ctx context.Context, conn *pgx.Conn, query string, args []any) (res *kilolock.QueryResult, truncated bool, err error) {
+func runQuery(ctx context.Context, conn *pgx.Conn, l kilolock.QueryLimits, query string, args []any) (res *kilolock.QueryResult, truncated bool, err error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, false, err
@@ -73,7 +98,7 @@ func (s *Store) query(ctx context.Context, conn *pgx.Conn, query string, args []
 	// A SELECT (not a SET) so that the transaction has taken its snapshot
 	// before the user's statement runs: set_config('transaction_read_only',
 	// 'off') is refused after the first query.
-	timeout := strconv.FormatInt(max(s.queryTimeout.Milliseconds(), 1), 10)
+	timeout := strconv.FormatInt(max(l.Timeout.Milliseconds(), 1), 10)
 	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, timeout); err != nil {
 		return nil, false, err
 	}
@@ -87,28 +112,35 @@ func (s *Store) query(ctx context.Context, conn *pgx.Conn, query string, args []
 		}
 	}()
 	fields := rows.FieldDescriptions()
-	res = &kilolock.QueryResult{Columns: make([]string, len(fields)), Rows: [][]any{}}
+	columns := make([]string, len(fields))
 	for i, f := range fields {
-		res.Columns[i] = f.Name
+		columns[i] = f.Name
 	}
+	ans := sqlstore.NewAnswer(l, columns)
 	for rows.Next() {
-		if len(res.Rows) == MaxQueryRows {
-			return res, true, nil
+		if ans.Full() {
+			return ans.Result, true, nil
+		}
+		raw := rows.RawValues()
+		size := 0
+		for _, r := range raw {
+			size += len(r)
 		}
 		vals, err := rows.Values()
 		if err != nil {
 			return nil, false, err
 		}
-		raw := rows.RawValues()
 		for i, v := range vals {
 			vals[i] = queryValue(v, fields[i], raw[i])
 		}
-		res.Rows = append(res.Rows, vals)
+		if err := ans.Add(vals, size); err != nil {
+			return nil, false, err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
-	return res, false, nil
+	return ans.Result, false, nil
 }
 
 // reset ends what the user's statement may have left on the session and
@@ -130,19 +162,24 @@ func reset(conn *pgxpool.Conn) bool {
 }
 
 // queryError translates an error of a user's statement.
-func queryError(ctx context.Context, conn *pgx.Conn, err error, timeout time.Duration) error {
-	var pe *pgconn.PgError
+func queryError(ctx context.Context, conn *pgx.Conn, err error, l kilolock.QueryLimits) error {
+	var (
+		pe  *pgconn.PgError
+		big *pgproto3.ExceededMaxBodyLenErr
+	)
 	switch {
 	case ctx.Err() != nil:
 		return translate(err)
+	case errors.As(err, &big):
+		return l.TooLarge(-1)
 	case errors.As(err, &pe) && pe.Code == "25006":
 		return fmt.Errorf("%w: %s", kilolock.ErrReadOnly, pe.Message)
+	case errors.As(err, &pe) && pe.Code == "42501": // insufficient_privilege
+		return kilolock.QueryDenied(pe.Message)
 	case errors.As(err, &pe) && pe.Code == "57014":
-		return &kilolock.InvalidError{
-			Code:    "query_timeout",
-			Message: fmt.Sprintf("query: %s (the limit is %s)", pe.Message, timeout),
-			Hint:    "narrow the query with WHERE and LIMIT",
-		}
+		return l.TimedOut()
+	case errors.As(err, &pe) && pe.Code == "54000": // program_limit_exceeded: a value too large to build
+		return l.TooLarge(-1)
 	case errors.As(err, &pe) && unavailableCode(pe.Code):
 		return translate(err)
 	case errors.As(err, &pe):
@@ -150,12 +187,8 @@ func queryError(ctx context.Context, conn *pgx.Conn, err error, timeout time.Dur
 		if pe.Detail != "" {
 			msg += " (" + pe.Detail + ")"
 		}
-		return &kilolock.InvalidError{
-			Code:    "invalid_query",
-			Message: msg,
-			Hint:    "query the views resources, resource_dependencies, outputs, resource_history, version_history and rejected_commit_history with SELECT",
-		}
-	case conn.IsClosed():
+		return &kilolock.InvalidError{Code: "invalid_query", Message: msg, Hint: kilolock.QueryHint}
+	case isKilolock(err), conn.IsClosed():
 		return translate(err)
 	}
 	// pgx refused the arguments before sending anything.

@@ -106,6 +106,7 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		}); err != nil {
 			return err
 		}
+		sortInstances(snap.Instances)
 		snap.Outputs = []kilolock.Output{}
 		if err := eachRow(br, func(rows pgx.Rows) error {
 			var name, body string
@@ -117,6 +118,7 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		}); err != nil {
 			return err
 		}
+		sortOutputs(snap.Outputs)
 		return br.Close()
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // Commit appends a version made of c's changes against c.Parent, creating
@@ -265,22 +266,9 @@ func (w *writer) write(query string, set []any, where ...any) (sql.Result, int64
 	}
 	size := 0
 	for _, v := range set {
-		size += valueSize(v)
+		size += sqlstore.ValueSize(v)
 	}
 	w.stats.Rows += int(n)
 	w.stats.Bytes += int(n) * size
 	return res, n, nil
-}
-
-// valueSize is what a value counts in WriteStats.Bytes.
-func valueSize(v any) int {
-	switch v := v.(type) {
-	case nil:
-		return 0
-	case string:
-		return len(v)
-	case []byte:
-		return len(v)
-	}
-	return 8
 }

@@ -6,7 +6,7 @@
 //		return err
 //	}
 //	defer st.Close()
-//	lock, err := st.Lock(ctx, "network", info, kilolock.LockExclusive)
+//	lock, err := st.Lock(ctx, "network", info, kilolock.LockOptions{Mode: kilolock.LockExclusive})
 //
 // # Basics
 //
@@ -25,8 +25,10 @@
 //   - read connections, opened mode=ro, for State, History, Snapshot…;
 //     every read runs in one transaction, so it sees one version;
 //   - query connections for users' SQL (Query), opened mode=ro with
-//     query_only and an authorizer that refuses ATTACH, DETACH and PRAGMAs
-//     that change a setting: the database itself refuses every write.
+//     query_only and an authorizer that lets a statement only read the
+//     views and audit_log (kilolock.QueryRelations): the database itself
+//     refuses every write and every other table. A query is interrupted at
+//     its deadline, and no value it builds may pass its byte cap.
 //
 // # Schema
 //
@@ -49,6 +51,6 @@
 //
 // The file must be on a local file system (WAL needs shared memory), and
 // an in-memory database is refused: the pools could not share it. Query
-// returns at most MaxQueryRows rows. Driver errors never leave the package:
+// returns at most MaxQueryRows rows by default. Driver errors never leave the package:
 // they are translated to kilolock's sentinels (see translate).
 package sqlite

@@ -35,7 +35,7 @@ func ExampleOpen() {
 	}
 	fmt.Println("version", v.Number, "wrote", stats.Rows, "rows")
 
-	res, err := s.Query(ctx, `SELECT address, attributes ->> '$.input' FROM resources WHERE state = $1`, "demo")
+	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT address, attributes ->> '$.input' FROM resources WHERE state = $1`, "demo")
 	if err != nil {
 		log.Fatal(err)
 	}

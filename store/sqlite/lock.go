@@ -8,11 +8,13 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
-// Lock takes a lock, creating the state in mode (exclusive when mode is "")
+// Lock takes a lock, creating the state in opts.Mode (exclusive when "")
 // when it does not exist; an existing state keeps its mode. A held
-// exclusive lock, or a lock id already held on the state, gives a
-// *kilolock.LockedError naming the holder. An empty lock id is ErrInvalid.
-func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, mode kilolock.LockMode) (*kilolock.Lock, error) {
+// exclusive lock, a lock id already held on the state, or an optimistic
+// state with opts.MaxHolders holders gives a *kilolock.LockedError naming
+// the (first) holder. An empty lock id is ErrInvalid.
+func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, opts kilolock.LockOptions) (*kilolock.Lock, error) {
+	mode := opts.Mode
 	if mode == "" {
 		mode = kilolock.LockExclusive
 	}
@@ -32,7 +34,7 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, m
 		if err != nil {
 			return err
 		}
-		if err := kilolock.CheckLock(&st.info, info); err != nil {
+		if err := kilolock.CheckLock(&st.info, info, opts); err != nil {
 			return err
 		}
 		l := kilolock.Lock{Info: info, BaseVersion: st.info.Current, BaseSerial: st.info.Serial, Acquired: now()}

@@ -188,9 +188,11 @@ func parseTime(s string) (time.Time, error) {
 }
 
 // queryDriver opens the connections of users' queries. Beyond mode=ro and
-// query_only, an authorizer on each refuses what a read-only connection
-// still allows: ATTACH and DETACH (which create files) and PRAGMAs that
-// change a setting, such as query_only itself.
+// query_only, an authorizer on each lets a statement do nothing but read:
+// SELECT, the transaction the store opens around it, functions but
+// load_extension, the PRAGMAs that only describe the schema, and reads of
+// kilolock.QueryRelations; a table (tokens, payloads…) only through one of
+// those views. Writes, DDL, ATTACH and DETACH are refused.
 var queryDriver = func() *sqlite.Driver {
 	d := &sqlite.Driver{}
 	d.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, _ string) error {
@@ -210,16 +212,37 @@ var introspection = map[string]bool{
 	"index_list": true, "foreign_key_list": true,
 }
 
-func queryAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite.AuthorizerReturnCode {
+// readable are what a query may read directly: kilolock.QueryRelations
+// (a read through one of the views names it as the view), the schema, and
+// the table-valued functions that read only their arguments.
+var readable = func() map[string]bool {
+	m := map[string]bool{"sqlite_master": true, "sqlite_schema": true, "json_each": true, "json_tree": true}
+	for _, r := range kilolock.QueryRelations {
+		m[r] = true
+	}
+	return m
+}()
+
+func queryAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, _, view string) sqlite.AuthorizerReturnCode {
 	switch action {
-	case sqlite.AuthAttach, sqlite.AuthDetach:
-		return sqlite.AuthorizerDeny
+	case sqlite.AuthSelect, sqlite.AuthRecursive, sqlite.AuthTransaction:
+		return sqlite.AuthorizerOK
+	case sqlite.AuthRead:
+		// A table a statement reads no column of (count(*) through a
+		// view) comes without the view's name, and gives away no value.
+		if readable[view] || readable[arg1] || strings.HasPrefix(arg1, "pragma_") || arg2 == "" {
+			return sqlite.AuthorizerOK
+		}
+	case sqlite.AuthFunction:
+		if !strings.EqualFold(arg2, "load_extension") {
+			return sqlite.AuthorizerOK
+		}
 	case sqlite.AuthPragma:
-		if arg2 != "" && !introspection[strings.ToLower(arg1)] {
-			return sqlite.AuthorizerDeny
+		if arg2 == "" || introspection[strings.ToLower(arg1)] {
+			return sqlite.AuthorizerOK
 		}
 	}
-	return sqlite.AuthorizerOK
+	return sqlite.AuthorizerDeny
 }
 
 // connector opens connections of a constructed driver for sql.OpenDB.

@@ -52,7 +52,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 
 	_, _, err = s.Commit(t.Context(), "busy", &kilolock.Commit{Version: kilolock.Version{Serial: 1}})
 	checkUnavailable(t, err)
-	_, err = s.Lock(t.Context(), "busy", kilolock.LockInfo{ID: "a"}, kilolock.LockExclusive)
+	_, err = s.Lock(t.Context(), "busy", kilolock.LockInfo{ID: "a"}, kilolock.LockOptions{})
 	checkUnavailable(t, err)
 	// Readers are not held up by a writer.
 	if _, err := s.States(t.Context()); err != nil {
@@ -160,7 +160,7 @@ func TestQueryAuthorizer(t *testing.T) {
 		"PRAGMA query_only = 0",
 		"PRAGMA journal_mode = DELETE",
 	} {
-		if _, err := s.Query(t.Context(), q); !errors.Is(err, kilolock.ErrReadOnly) {
+		if _, err := s.Query(t.Context(), kilolock.QueryLimits{}, q); !errors.Is(err, kilolock.ErrReadOnly) {
 			t.Errorf("%s: %v, want ErrReadOnly", q, err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestQueryAuthorizer(t *testing.T) {
 		"COMMIT; VACUUM INTO '" + filepath.Join(dir, "evil.db") + "'",
 		"SELECT 1; VACUUM INTO '" + filepath.Join(dir, "evil.db") + "'",
 	} {
-		if _, err := s.Query(t.Context(), q); err == nil {
+		if _, err := s.Query(t.Context(), kilolock.QueryLimits{}, q); err == nil {
 			t.Errorf("%s succeeded", q)
 		}
 	}
@@ -177,7 +177,7 @@ func TestQueryAuthorizer(t *testing.T) {
 		t.Error("a query created a file")
 	}
 	for _, q := range []string{"PRAGMA table_info(states)", "SELECT * FROM pragma_table_info('resources')", "PRAGMA journal_mode"} {
-		if _, err := s.Query(t.Context(), q); err != nil {
+		if _, err := s.Query(t.Context(), kilolock.QueryLimits{}, q); err != nil {
 			t.Errorf("%s: %v", q, err)
 		}
 	}

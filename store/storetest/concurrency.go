@@ -12,6 +12,27 @@ import (
 )
 
 func testConcurrency(t *testing.T, open Opener) {
+	t.Run("the holders cap holds under contention", func(t *testing.T) {
+		s := open(t)
+		const name, lockers, limit = "capped", 16, 5
+		if err := s.SetLockMode(context.Background(), name, kilolock.LockOptimistic); err != nil {
+			t.Fatal(err)
+		}
+		errs := raceLocks(s, name, lockers, kilolock.LockOptions{MaxHolders: limit})
+		won := 0
+		for i, err := range errs {
+			var e *kilolock.LockedError
+			switch {
+			case err == nil:
+				won++
+			case !errors.As(err, &e) || e.MaxHolders != limit:
+				t.Errorf("locker %d: %v, want a LockedError naming the cap", i, err)
+			}
+		}
+		if n := len(state(t, s, name).Locks); won != limit || n != limit {
+			t.Errorf("%d lockers won and %d hold the state, want %d", won, n, limit)
+		}
+	})
 	t.Run("one of many lockers wins", func(t *testing.T) {
 		s := open(t)
 		for _, existing := range []bool{false, true} {
@@ -19,18 +40,7 @@ func testConcurrency(t *testing.T, open Opener) {
 			if existing {
 				commit(t, s, name, next(t, s, name))
 			}
-			const lockers = 16
-			errs := make([]error, lockers)
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i := range lockers {
-				wg.Go(func() {
-					<-start
-					_, errs[i] = s.Lock(context.Background(), name, lockInfo(fmt.Sprintf("lock-%02d", i), "w"), kilolock.LockExclusive)
-				})
-			}
-			close(start)
-			wg.Wait()
+			errs := raceLocks(s, name, 16, kilolock.LockOptions{Mode: kilolock.LockExclusive})
 			winner := -1
 			for i, err := range errs {
 				switch {
@@ -194,4 +204,21 @@ func testWriteStats(t *testing.T, open Opener) {
 	if stats.Rows > 3 {
 		t.Errorf("a commit that changes nothing wrote %d rows, want at most 3", stats.Rows)
 	}
+}
+
+// raceLocks has n lockers take locks lock-00, lock-01… on name at once,
+// and returns what each got.
+func raceLocks(s kilolock.Store, name string, n int, opts kilolock.LockOptions) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = s.Lock(context.Background(), name, lockInfo(fmt.Sprintf("lock-%02d", i), "w"), opts)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }

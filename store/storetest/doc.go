@@ -27,8 +27,15 @@
 //     truncate to microseconds before returning).
 //   - Query answers JSON values as JSON text (string), booleans as bool, the
 //     integers of any width; parameters are written $1, $2…; a refused write
-//     is ErrReadOnly, a statement the database rejects is ErrInvalid; at most
-//     MaxQueryRows rows come back.
+//     is ErrReadOnly, a read beyond kilolock.QueryRelations a RefusedError
+//     (query_denied) that is ErrReadOnly too, a statement the database
+//     rejects is ErrInvalid; at most MaxQueryRows rows come back by default;
+//     QueryLimits hold (query_timeout, query_too_large), and the memory a
+//     refused query takes stays bounded.
+//   - A state's strings are kept byte for byte, NULs and bytes that are not
+//     UTF-8 included, and every view answers whatever a state holds.
+//   - An optimistic state admits LockOptions.MaxHolders holders at most,
+//     even under contention.
 //   - A commit changing 2 instances of 1,000 writes at most 10 rows and
 //     64 KiB (WriteStats).
 //   - ChangesSince orders records by version, then instances before

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func testLock(t *testing.T, open Opener) {
 			if diff := cmp.Diff(lockInfo("a", "a"), a.Info); diff != "" {
 				t.Errorf("Lock returned info (-want +got):\n%s", diff)
 			}
-			_, err := s.Lock(ctx, name, lockInfo("b", "b"), kilolock.LockExclusive)
+			_, err := s.Lock(ctx, name, lockInfo("b", "b"), kilolock.LockOptions{Mode: kilolock.LockExclusive})
 			errorIs(t, err, kilolock.ErrLocked)
 			e := errorAs[*kilolock.LockedError](t, err)
 			if diff := cmp.Diff(lockInfo("a", "a"), e.Holder); diff != "" {
@@ -76,7 +77,7 @@ func testLock(t *testing.T, open Opener) {
 					t.Fatal(err)
 				}
 				lock(t, s, name, "a-"+string(mode), mode)
-				_, err := s.Lock(ctx, name, lockInfo("a-"+string(mode), "other"), mode)
+				_, err := s.Lock(ctx, name, lockInfo("a-"+string(mode), "other"), kilolock.LockOptions{Mode: mode})
 				e := errorAs[*kilolock.LockedError](t, err)
 				if e.Holder.ID != "a-"+string(mode) || e.Holder.Who != "a-"+string(mode)+"@host" {
 					t.Errorf("%s: holder = %+v", mode, e.Holder)
@@ -99,6 +100,48 @@ func testLock(t *testing.T, open Opener) {
 			}
 			if diff := cmp.Diff([]string{"a", "b", "c"}, lockIDs(t, name)); diff != "" {
 				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		}},
+		{"optimistic holders are capped", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			capped := kilolock.LockOptions{Mode: kilolock.LockOptimistic, MaxHolders: 3}
+			for _, id := range []string{"a", "b", "c"} {
+				if _, err := s.Lock(ctx, name, lockInfo(id, id), capped); err != nil {
+					t.Fatalf("lock %s: %v", id, err)
+				}
+			}
+			before := freeze(t, s, name)
+			_, err := s.Lock(ctx, name, lockInfo("d", "d"), capped)
+			errorIs(t, err, kilolock.ErrLocked)
+			if e := errorAs[*kilolock.LockedError](t, err); e.MaxHolders != 3 || e.Holder.ID != "a" {
+				t.Errorf("LockedError = %+v, want MaxHolders 3 naming the first holder", e)
+			}
+			before.unchanged(t, s, name)
+			if _, err := s.Unlock(ctx, name, "b", false); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Lock(ctx, name, lockInfo("d", "d"), capped); err != nil {
+				t.Errorf("lock d once b left: %v", err)
+			}
+			if diff := cmp.Diff([]string{"a", "c", "d"}, lockIDs(t, name)); diff != "" {
+				t.Errorf("holders (-want +got):\n%s", diff)
+			}
+		}},
+		{"the default cap holds", func(t *testing.T, name string) {
+			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
+				t.Fatal(err)
+			}
+			for i := range kilolock.DefaultMaxLockHolders {
+				lock(t, s, name, fmt.Sprint("h", i), kilolock.LockOptimistic)
+			}
+			_, err := s.Lock(ctx, name, lockInfo("one-more", "x"), kilolock.LockOptions{})
+			if e := errorAs[*kilolock.LockedError](t, err); e.MaxHolders != kilolock.DefaultMaxLockHolders {
+				t.Errorf("LockedError = %+v, want MaxHolders %d", e, kilolock.DefaultMaxLockHolders)
+			}
+			if _, err := s.Lock(ctx, name, lockInfo("one-more", "x"), kilolock.LockOptions{MaxHolders: -1}); err != nil {
+				t.Errorf("no cap: %v", err)
 			}
 		}},
 		{"unlock releases the lock", func(t *testing.T, name string) {

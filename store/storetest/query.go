@@ -99,7 +99,7 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 	}
 	for i, tt := range tests {
 		t.Run(fmt.Sprintf("select %d", i), func(t *testing.T) {
-			res, err := s.Query(ctx, tt.query, tt.args...)
+			res, err := s.Query(ctx, kilolock.QueryLimits{}, tt.query, tt.args...)
 			if err != nil {
 				t.Fatalf("%s: %v", tt.query, err)
 			}
@@ -122,9 +122,9 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 	t.Run("columns", func(t *testing.T) {
 		views := map[string][]string{
 			"resources": {"state", "address", "instance_id", "module", "mode", "type", "name", "index_key", "deposed",
-				"provider", "status", "attributes", "sensitive_attributes", "dependencies"},
+				"provider", "status", "attributes", "sensitive_attributes", "dependencies", "raw_json"},
 			"resource_dependencies": {"state", "address", "depends_on"},
-			"outputs":               {"state", "name", "value", "type", "sensitive"},
+			"outputs":               {"state", "name", "value", "type", "sensitive", "raw_json"},
 			"resource_history":      {"state", "address", "instance_id", "type", "valid_from", "valid_to", "hash"},
 			"version_history": {"state", "number", "serial", "source", "actor", "lock_id", "base_serial", "created_at",
 				"added", "changed", "removed", "instance_count"},
@@ -132,7 +132,7 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 				"base_serial", "winner_actor", "winner_lock_id", "winner_version", "hint"},
 		}
 		for view, want := range views {
-			res, err := s.Query(ctx, "SELECT * FROM "+view)
+			res, err := s.Query(ctx, kilolock.QueryLimits{}, "SELECT * FROM "+view)
 			if err != nil {
 				t.Fatalf("%s: %v", view, err)
 			}
@@ -161,7 +161,7 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 	for _, q := range writes {
 		t.Run("refuses "+q, func(t *testing.T) {
 			before := freeze(t, s, name)
-			_, err := s.Query(ctx, q)
+			_, err := s.Query(ctx, kilolock.QueryLimits{}, q)
 			errorIs(t, err, kilolock.ErrReadOnly)
 			before.unchanged(t, s, name)
 			if _, err := s.State(ctx, "evil"); err == nil {
@@ -172,13 +172,13 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 
 	t.Run("bad statement is invalid", func(t *testing.T) {
 		for _, q := range []string{"SELEC 1", "SELECT * FROM no_such_view"} {
-			_, err := s.Query(ctx, q)
+			_, err := s.Query(ctx, kilolock.QueryLimits{}, q)
 			errorIs(t, err, kilolock.ErrInvalid)
 		}
 	})
 
 	t.Run("rows are capped", func(t *testing.T) {
-		res, err := s.Query(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) SELECT i FROM n`, MaxQueryRows+50)
+		res, err := s.Query(ctx, kilolock.QueryLimits{}, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $1) SELECT i FROM n`, MaxQueryRows+50)
 		if err != nil {
 			t.Fatal(err)
 		}

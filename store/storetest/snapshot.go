@@ -294,7 +294,7 @@ func testDelete(t *testing.T, open Opener) {
 	_, err = s.Rejections(ctx, "doomed", 0)
 	errorIs(t, err, kilolock.ErrNotFound)
 	for _, view := range []string{"resources", "resource_dependencies", "outputs", "resource_history", "version_history", "rejected_commit_history"} {
-		res, err := s.Query(ctx, "SELECT count(*) FROM "+view+" WHERE state = $1", "doomed")
+		res, err := s.Query(ctx, kilolock.QueryLimits{}, "SELECT count(*) FROM "+view+" WHERE state = $1", "doomed")
 		if err != nil {
 			t.Fatalf("query %s: %v", view, err)
 		}

@@ -43,6 +43,8 @@ func Run(t *testing.T, open Opener) {
 		{"Lookups", testLookups},
 		{"Tenant", testTenant},
 		{"Access", testAccess},
+		{"OddBytes", testOddBytes},
+		{"QuerySafety", testQuerySafety},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
@@ -168,7 +170,7 @@ func state(t testing.TB, s kilolock.Store, name string) *kilolock.StateInfo {
 // lock takes lock id on name and fails the test when it is refused.
 func lock(t testing.TB, s kilolock.Store, name, id string, mode kilolock.LockMode) *kilolock.Lock {
 	t.Helper()
-	l, err := s.Lock(context.Background(), name, lockInfo(id, id), mode)
+	l, err := s.Lock(context.Background(), name, lockInfo(id, id), kilolock.LockOptions{Mode: mode})
 	if err != nil {
 		t.Fatalf("Lock(%q, %q): %v", name, id, err)
 	}
