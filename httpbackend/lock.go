@@ -36,7 +36,7 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 		// The lock of an orchestrated apply: the run's backend address
 		// carries ?run=RUN_ID, and its writes stay within the run's
 		// reservations.
-		lock, err = lockRun(r.Context(), h.engine, name, run, *li)
+		lock, err = h.engine.LockRun(r.Context(), name, run, *li)
 	} else {
 		lock, err = h.engine.Lock(r.Context(), name, *li)
 	}
