@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,7 +27,9 @@ type Caller struct {
 // audited the same whichever way it comes.
 //
 // Invalid input is an *InvalidError with a code (invalid_workspace,
-// invalid_slug, invalid_role, invalid_member, invalid_token) and a hint.
+// invalid_slug, invalid_role, invalid_member, invalid_token, invalid_id,
+// invalid_state_name) and a hint: names are bounded and validated (see
+// ValidWorkspaceName, ValidUserID) before anything reaches the store.
 // Store errors are returned as the store words them: ErrNotFound for a
 // missing workspace, environment, token, member or grant, ErrConflict for
 // something already there.
@@ -101,6 +104,14 @@ func (c *Control) CreateWorkspace(ctx context.Context, by Caller, name string, k
 	if kind == WorkspacePersonal && owner == "" {
 		return nil, &InvalidError{Code: "invalid_workspace", Message: "a personal workspace needs its owner", Hint: `send {"name": "alice", "kind": "personal", "owner": "alice"}`}
 	}
+	if err := ValidWorkspaceName(name); err != nil {
+		return nil, err
+	}
+	if owner != "" {
+		if err := ValidUserID(owner); err != nil {
+			return nil, err
+		}
+	}
 	ws := &Workspace{ID: NewID("ws_"), Name: name, Kind: kind}
 	if err := c.store.CreateWorkspace(ctx, ws); err != nil {
 		return nil, err
@@ -132,6 +143,9 @@ func (c *Control) ResumeWorkspace(ctx context.Context, by Caller, id string) (*W
 }
 
 func (c *Control) setWorkspaceLifecycle(ctx context.Context, by Caller, id string, l Lifecycle, action string) (*Workspace, error) {
+	if err := ValidID("workspace", id); err != nil {
+		return nil, err
+	}
 	if err := c.store.SetWorkspaceLifecycle(ctx, id, l); err != nil {
 		return nil, workspaceNotFound(err, id)
 	}
@@ -148,7 +162,10 @@ func (c *Control) setWorkspaceLifecycle(ctx context.Context, by Caller, id strin
 // taken in it. Audited as environment.create.
 func (c *Control) CreateEnvironment(ctx context.Context, by Caller, workspaceID, slug string) (*Environment, error) {
 	if ValidStateName(slug) != nil || strings.HasPrefix(slug, "env_") {
-		return nil, &InvalidError{Code: "invalid_slug", Message: fmt.Sprintf("%q is not a valid environment slug", slug), Hint: "use letters, digits, '.', '-' or '_', not starting with env_ (the prefix of public ids)"}
+		return nil, &InvalidError{Code: "invalid_slug", Message: fmt.Sprintf("%s is not a valid environment slug", clip(slug)), Hint: "use 1 to 128 letters, digits, '.', '-' or '_', not starting with env_ (the prefix of public ids)"}
+	}
+	if err := ValidID("workspace", workspaceID); err != nil {
+		return nil, err
 	}
 	e := &Environment{PublicID: NewID("env_"), Slug: slug, WorkspaceID: workspaceID}
 	if err := c.store.CreateEnvironment(ctx, e); err != nil {
@@ -161,6 +178,9 @@ func (c *Control) CreateEnvironment(ctx context.Context, by Caller, workspaceID,
 // Environments lists a workspace's environments by slug. ErrNotFound when
 // the workspace is missing.
 func (c *Control) Environments(ctx context.Context, workspaceID string) ([]Environment, error) {
+	if err := ValidID("workspace", workspaceID); err != nil {
+		return nil, err
+	}
 	if _, err := c.store.Workspace(ctx, workspaceID); err != nil {
 		return nil, workspaceNotFound(err, workspaceID)
 	}
@@ -179,8 +199,8 @@ func (c *Control) PutMember(ctx context.Context, by Caller, workspaceID, userID 
 	default:
 		return Member{}, &InvalidError{Code: "invalid_role", Message: fmt.Sprintf("unknown role %q", role), Hint: "use owner, admin or member"}
 	}
-	if userID == "" {
-		return Member{}, &InvalidError{Code: "invalid_member", Message: "a member needs a user id", Hint: "name the user, e.g. alice"}
+	if err := ValidUserID(userID); err != nil {
+		return Member{}, err
 	}
 	m := Member{UserID: userID, Role: role}
 	if err := c.checkMembers(ctx, workspaceID, userID, role); err != nil {
@@ -196,6 +216,9 @@ func (c *Control) PutMember(ctx context.Context, by Caller, workspaceID, userID 
 // personal access tokens stop reaching it at once. ErrNotFound when the
 // user is not a member. Audited as member.remove, on "WORKSPACE/USER".
 func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, userID string) error {
+	if err := ValidUserID(userID); err != nil {
+		return err
+	}
 	if err := c.checkMembers(ctx, workspaceID, userID, ""); err != nil {
 		return err
 	}
@@ -209,6 +232,9 @@ func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, user
 // role (removing userID when role is ""): a personal workspace has one
 // member, its owner; an organization keeps at least one owner.
 func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, role Role) error {
+	if err := ValidID("workspace", workspaceID); err != nil {
+		return err
+	}
 	ws, err := c.store.Workspace(ctx, workspaceID)
 	if err != nil {
 		return workspaceNotFound(err, workspaceID)
@@ -240,6 +266,9 @@ func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, 
 // Members lists a workspace's members by user id (empty when the workspace
 // is missing).
 func (c *Control) Members(ctx context.Context, workspaceID string) ([]Member, error) {
+	if err := ValidID("workspace", workspaceID); err != nil {
+		return nil, err
+	}
 	return c.store.Members(ctx, workspaceID)
 }
 
@@ -259,21 +288,47 @@ type TokenRequest struct {
 	ExpiresIn time.Duration
 }
 
+// MaxTokenLifetime is the longest lifetime a token may be issued with: ten
+// years of 365 days. A token that should outlive it is one that should not
+// expire (a zero lifetime).
+const MaxTokenLifetime = 3650 * 24 * time.Hour
+
+// errLifetimeTooLong refuses a lifetime past MaxTokenLifetime, given as
+// what.
+func errLifetimeTooLong(what string) error {
+	return &InvalidError{Code: "invalid_token",
+		Message: fmt.Sprintf("a token lifetime of %s is longer than the maximum of 3650 days (10 years)", what),
+		Hint:    "give at most 3650d (87600h), or no lifetime for a token that does not expire"}
+}
+
 // ParseExpiry parses a token lifetime: a Go duration ("720h") or a number
-// of days ("90d"). An empty string means never (zero).
+// of days ("90d"). An empty string means never (zero). A lifetime past
+// MaxTokenLifetime is refused, however many digits it has.
 func ParseExpiry(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
-		var n int
-		if _, serr := fmt.Sscanf(days, "%d", &n); serr == nil && fmt.Sprint(n) == days {
-			d, err = time.Duration(n)*24*time.Hour, nil
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil && days != "" && days[0] != '0' && strings.Trim(days, "0123456789") == "" {
+		// Compared as digits, not multiplied: a count of days can overflow
+		// a Duration (213503983d wraps around to 16 hours).
+		const maxDays = int64(MaxTokenLifetime / (24 * time.Hour))
+		n, perr := strconv.ParseInt(days, 10, 64)
+		if perr != nil || n > maxDays {
+			return 0, errLifetimeTooLong(s)
 		}
+		d, err = time.Duration(n)*24*time.Hour, nil
+	}
+	if err != nil && strings.Contains(err.Error(), "invalid duration") && strings.Trim(s, "0123456789.hmsuµn") == "" {
+		// time.ParseDuration refuses a well-formed duration past 292
+		// years as invalid.
+		return 0, errLifetimeTooLong(s)
 	}
 	if err != nil || d <= 0 {
 		return 0, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%q is not a token lifetime", s), Hint: "give a positive duration: 90d, 720h, 30m"}
+	}
+	if d > MaxTokenLifetime {
+		return 0, errLifetimeTooLong(s)
 	}
 	return d, nil
 }
@@ -300,7 +355,20 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 			return nil, "", invalid("a personal access token needs a user_id; its access comes from grants")
 		}
 	default:
-		return nil, "", invalid(fmt.Sprintf("kind %q: want automation or personal", req.Kind))
+		return nil, "", invalid(fmt.Sprintf("kind %s: want automation or personal", clip(string(req.Kind))))
+	}
+	if err := validTokenName(req.Name); err != nil {
+		return nil, "", err
+	}
+	if req.UserID != "" {
+		if err := ValidUserID(req.UserID); err != nil {
+			return nil, "", err
+		}
+	}
+	if req.EnvironmentID != "" {
+		if err := ValidID("environment", req.EnvironmentID); err != nil {
+			return nil, "", err
+		}
 	}
 	tok, secret, err = NewToken(req.Kind)
 	if err != nil {
@@ -309,6 +377,9 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 	tok.Name, tok.EnvironmentID, tok.Scope, tok.UserID = req.Name, req.EnvironmentID, req.Scope, req.UserID
 	if req.ExpiresIn < 0 {
 		return nil, "", invalid("expires_in must be positive, or zero for a token that does not expire")
+	}
+	if req.ExpiresIn > MaxTokenLifetime {
+		return nil, "", errLifetimeTooLong(req.ExpiresIn.String())
 	}
 	if req.ExpiresIn > 0 {
 		tok.Expires = time.Now().Add(req.ExpiresIn)
@@ -322,12 +393,18 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 // Tokens lists the tokens of kind (every kind when empty) by id. Their
 // secrets are not kept, so not listed.
 func (c *Control) Tokens(ctx context.Context, kind TokenKind) ([]Token, error) {
+	if kind != "" && kind.Prefix() == "" {
+		return nil, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%s is not a kind of token", clip(string(kind))), Hint: "list kind automation, personal or operator, or every kind"}
+	}
 	return c.store.Tokens(ctx, kind)
 }
 
 // RevokeToken revokes a token and its grants at once. ErrNotFound when
 // missing. Audited as token.revoke.
 func (c *Control) RevokeToken(ctx context.Context, by Caller, id string) error {
+	if err := ValidID("token", id); err != nil {
+		return err
+	}
 	if err := c.store.DeleteToken(ctx, id); err != nil {
 		return tokenNotFound(err, id)
 	}
@@ -338,6 +415,9 @@ func (c *Control) RevokeToken(ctx context.Context, by Caller, id string) error {
 // envID; granting again changes nothing. ErrNotFound when either is
 // missing. Audited as grant.add, on "TOKEN->ENV".
 func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string) (*Grant, error) {
+	if err := validGrant(tokenID, envID); err != nil {
+		return nil, err
+	}
 	if _, err := c.store.Environment(ctx, envID); err != nil {
 		return nil, environmentNotFound(err, envID)
 	}
@@ -355,6 +435,9 @@ func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string
 // RevokeGrant takes a grant away. ErrNotFound when there is none. Audited
 // as grant.revoke, on "TOKEN->ENV".
 func (c *Control) RevokeGrant(ctx context.Context, by Caller, tokenID, envID string) error {
+	if err := validGrant(tokenID, envID); err != nil {
+		return err
+	}
 	if err := c.store.DeleteGrant(ctx, tokenID, envID); err != nil {
 		return explain(err, ErrNotFound, "grant_not_found", fmt.Sprintf("token %s has no grant to environment %s", tokenID, envID), "kl grant list "+tokenID+" shows its grants")
 	}
@@ -363,7 +446,20 @@ func (c *Control) RevokeGrant(ctx context.Context, by Caller, tokenID, envID str
 
 // Grants lists a token's grants (every grant when tokenID is empty).
 func (c *Control) Grants(ctx context.Context, tokenID string) ([]Grant, error) {
+	if tokenID != "" {
+		if err := ValidID("token", tokenID); err != nil {
+			return nil, err
+		}
+	}
 	return c.store.Grants(ctx, tokenID)
+}
+
+// validGrant checks the two ids of a grant.
+func validGrant(tokenID, envID string) error {
+	if err := ValidID("token", tokenID); err != nil {
+		return err
+	}
+	return ValidID("environment", envID)
 }
 
 // ArchiveState archives state of environment envID in workspace
@@ -382,6 +478,12 @@ func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envI
 }
 
 func (c *Control) setStateLifecycle(ctx context.Context, by Caller, workspaceID, envID, state string, l Lifecycle, action string) error {
+	if err := ValidID("workspace", workspaceID); err != nil {
+		return err
+	}
+	if err := ValidID("environment", envID); err != nil {
+		return err
+	}
 	env, err := c.store.Environment(ctx, envID)
 	if err == nil && env.WorkspaceID != workspaceID {
 		err = fmt.Errorf("environment %q in workspace %q: %w", env.PublicID, workspaceID, ErrNotFound)

@@ -262,6 +262,8 @@ func TestControlRefusals(t *testing.T) {
 				{"PAT without a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal}), "invalid_token", kilolock.ErrInvalid},
 				{"PAT with an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
 				{"token with a negative lifetime", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", ExpiresIn: -time.Hour}), "invalid_token", kilolock.ErrInvalid},
+				{"token living past the maximum", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", ExpiresIn: kilolock.MaxTokenLifetime + time.Nanosecond}), "invalid_token", kilolock.ErrInvalid},
+				{"automation token living 200 years", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, ExpiresIn: 200 * 365 * 24 * time.Hour}), "invalid_token", kilolock.ErrInvalid},
 				{"PAT with a scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Scope: kilolock.ScopeRead}), "invalid_token", kilolock.ErrInvalid},
 				{"invalid state name", func() error { return c.ArchiveState(ctx, by, ws.ID, env.PublicID, "../x") }, "invalid_state_name", kilolock.ErrInvalid},
 
@@ -337,6 +339,18 @@ func TestParseExpiry(t *testing.T) {
 	for _, in := range []string{"soon", "0d", "-1d", "0s", "-5m", "1.5d", "d", "01d", "90 d"} {
 		if _, err := kilolock.ParseExpiry(in); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("ParseExpiry(%q) = %v, want ErrInvalid", in, err)
+		}
+	}
+	// Ten years is the longest lifetime; past it, and where the number of
+	// days overflows a Duration (213503983d wrapped to 16 hours,
+	// 99999999999d to 2224 years), the error names the maximum.
+	if got, err := kilolock.ParseExpiry("3650d"); err != nil || got != kilolock.MaxTokenLifetime {
+		t.Errorf("ParseExpiry(3650d) = %v, %v; want the maximum %v", got, err, kilolock.MaxTokenLifetime)
+	}
+	for _, in := range []string{"3651d", "87601h", "213503983d", "99999999999d", "106751d", "9223372036854775807d", "99999999999999999999d", "2562047h"} {
+		_, err := kilolock.ParseExpiry(in)
+		if !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(err.Error(), "3650 days") {
+			t.Errorf("ParseExpiry(%q) = %v, want ErrInvalid naming the maximum of 3650 days", in, err)
 		}
 	}
 }

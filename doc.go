@@ -52,7 +52,10 @@ SHA-256 hashes.
 # Caveats
 
 Client-side encrypted OpenTofu states are stored as opaque blobs: locking and
-history work, graph features answer ErrEncrypted.
+history work, graph features answer ErrEncrypted. Only OpenTofu's envelope is
+opaque (the keys serial, lineage, meta, encrypted_data and encryption_version,
+nothing else); any other document with an encryption_version is refused
+(ambiguous_encryption), so it cannot pass for opaque to skip the guards.
 
 Rolling back state does not roll back infrastructure.
 */

@@ -17,7 +17,9 @@ import (
 // Options configure an Engine. The zero value is usable.
 type Options struct {
 	// Logger receives one line per notable event (forced unlocks, refused
-	// commits). Nil discards.
+	// commits). Nil discards. Logged values carry what clients sent (a
+	// lock's Who, a lineage); httpbackend.NewLogger keeps each entry on one
+	// line whatever they hold.
 	Logger *log.Logger
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
@@ -469,7 +471,11 @@ func diffInto(c *Commit, prev, next *graph.State) {
 func parseError(err error) error {
 	var syn *graph.SyntaxError
 	var ver *graph.VersionError
+	var enc *graph.EncryptionError
 	switch {
+	case errors.As(err, &enc):
+		return &InvalidError{Code: "ambiguous_encryption", Message: enc.Error(),
+			Hint: "nothing was stored; a client-side encrypted state is sent exactly as tofu encrypts it ({\"serial\", \"lineage\", \"meta\", \"encrypted_data\", \"encryption_version\"}), and a plaintext state carries no encryption_version: remove that key"}
 	case errors.As(err, &syn):
 		return &InvalidError{Code: "malformed_json", Message: "the state is not valid JSON: " + syn.Error(), Hint: "send the state file exactly as terraform/tofu wrote it; nothing was stored"}
 	case errors.As(err, &ver):

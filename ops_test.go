@@ -529,7 +529,7 @@ func TestRollbackEncrypted(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	plain := tfstate(t, true, 1, "lin", "x", "y")
 	blob := []byte(`{"serial":2,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
-	blob2 := []byte(`{"serial":3,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"bW9yZQ","encryption_version":"v0"}` + "\n")
+	blob2 := []byte(`{"serial":3,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"bW9yZQ==","encryption_version":"v0"}` + "\n")
 	write(t, e, "enc", plain)
 	write(t, e, "enc", blob)
 	write(t, e, "enc", blob2)

@@ -39,6 +39,8 @@ Resources without instances are dropped: an instance graph has nothing to
 hold them, and Terraform prunes them on its next write anyway. Unknown
 top-level and resource-level fields are dropped too, as both CLIs drop them;
 unknown instance fields are kept. A client-side encrypted OpenTofu state
-cannot be read at all: Parse returns ErrEncrypted.
+cannot be read at all: Parse returns ErrEncrypted for exactly OpenTofu's
+envelope, and an *EncryptionError for any other document with a top-level
+encryption_version.
 */
 package graph

@@ -9,8 +9,8 @@ import (
 // Sentinel errors of Parse and ParseReusing.
 var (
 	// ErrEncrypted: the document is an OpenTofu client-side encrypted state
-	// (it has a top-level "encryption_version"), so its contents cannot be
-	// read. Store it as an opaque blob.
+	// (exactly OpenTofu's envelope, see EncryptionError), so its contents
+	// cannot be read. Store it as an opaque blob.
 	ErrEncrypted = errors.New("state is client-side encrypted")
 	// ErrNoLineage: the state has no "lineage", or an empty one. Both CLIs
 	// always write one, and versions of one state are told apart from
@@ -58,4 +58,22 @@ type FieldError struct {
 // Error says which field is wrong and why.
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("invalid state: %s (byte %d): %s", e.Path, e.Offset, e.Reason)
+}
+
+// EncryptionError is a document with a top-level "encryption_version" (in
+// any spelling) that is not exactly the envelope OpenTofu writes for a
+// client-side encrypted state: the keys "serial" (an integer or null) and
+// "lineage" (a string), which OpenTofu may leave out, and "meta" (an
+// object), "encrypted_data" (base64) and "encryption_version" (a non-empty
+// string), each once, and nothing else. Such a document is neither: OpenTofu
+// with encryption configured would try to decrypt it, and stored as opaque
+// it would skip the lineage and serial guards, so it is refused.
+type EncryptionError struct {
+	// Reason says how the document departs from the envelope.
+	Reason string
+}
+
+// Error says how the document departs from the envelope.
+func (e *EncryptionError) Error() string {
+	return "the state has an encryption_version but is not OpenTofu's encrypted envelope: " + e.Reason
 }

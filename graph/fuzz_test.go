@@ -26,6 +26,8 @@ var malformed = []string{
 	`{"version":4,"lineage":"l"}}`, `{"version":4,"lineage":"l",}`, `{"version":4.0,"lineage":"l"}`,
 	`{"version":3,"lineage":"l","modules":[]}`, `{"version":5,"lineage":"l"}`, `{"version":4}`,
 	`{"serial":1,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}`,
+	`{"serial":1,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"YWJjZA==","encryption_version":"v0"}`,
+	`{"version":4,"serial":0,"lineage":"bbbb","resources":[],"encryption_version":"v0"}`,
 	`{"version":4,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":1.5}]}]}`,
 	`{"version":4,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":1},{"index_key":1}]}]}`,
 	`{"version":4,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":"a\u0000b","status":"tainted","deposed":"x","dependencies":["a.b"]}]}]}`,

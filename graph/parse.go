@@ -15,8 +15,10 @@ import (
 // kept, in the writer's key order, in Instance.Object; Instances and Outputs
 // are in document order.
 //
-// Errors: malformed JSON is a *SyntaxError; a document with a top-level
-// "encryption_version" is ErrEncrypted; a "version" other than 4 is a
+// Errors: malformed JSON is a *SyntaxError; OpenTofu's client-side
+// encrypted envelope is ErrEncrypted, and any other document with a
+// top-level "encryption_version" an *EncryptionError; a "version" other
+// than 4 is a
 // *VersionError; a missing or empty lineage is ErrNoLineage; anything else
 // that is not a valid version 4 state (a field of the wrong type, a
 // duplicate instance) is a *FieldError. Parse never panics.
@@ -120,7 +122,7 @@ type parser struct {
 	prevOuts map[string]int
 
 	notObject   error
-	encrypted   bool
+	env         envelope
 	haveVersion bool
 	version     int64
 	versionErr  error
@@ -145,7 +147,10 @@ func parse(data []byte, prev *State) (*State, error) {
 	switch {
 	case p.notObject != nil:
 		return nil, p.notObject
-	case p.encrypted:
+	case p.env.marked:
+		if reason := p.env.departure(); reason != "" {
+			return nil, &EncryptionError{Reason: reason}
+		}
 		return nil, ErrEncrypted
 	case p.versionErr != nil:
 		return nil, p.versionErr
@@ -297,13 +302,15 @@ func (p *parser) document() bool {
 		return s.end()
 	}
 	for {
-		f, _, ok := p.key(topFields)
+		f, lit, ok := p.key(topFields)
 		if !ok {
 			return false
 		}
+		at := s.pos
 		if !p.topField(f) {
 			return false
 		}
+		p.env.note(f, lit, s.data[at:s.pos])
 		more, ok := p.next('}')
 		if !ok {
 			return false
@@ -378,8 +385,6 @@ func (p *parser) topField(f int) bool {
 		}
 		p.fieldf(at, "must be an array or null", "check_results")
 		return true
-	case fEncryptionVersion:
-		p.encrypted = true
 	}
 	return s.value(1, 1)
 }

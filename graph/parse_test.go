@@ -393,8 +393,33 @@ func TestParseErrors(t *testing.T) {
 		{"missing lineage", `{"version":4,"serial":1}`, is(ErrNoLineage), "lineage"},
 		{"empty lineage", `{"version":4,"lineage":""}`, is(ErrNoLineage), "lineage"},
 		{"lineage not a string", `{"version":4,"lineage":5}`, isField, "must be a string"},
-		{"encrypted", `{"serial":1,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"abc","encryption_version":"v0"}`, is(ErrEncrypted), "encrypted"},
-		{"encrypted with version", `{"version":4,"encryption_version":"v0"}`, is(ErrEncrypted), ""},
+		{"encrypted", `{"serial":1,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"YWJj","encryption_version":"v0"}`, is(ErrEncrypted), "encrypted"},
+		{"encrypted by OpenTofu 1.7 alpha", `{"meta":{},"encrypted_data":"YQ==","encryption_version":"v0"}`, is(ErrEncrypted), "encrypted"},
+		{"encrypted, null serial", `{"serial":null,"lineage":"","meta":{},"encrypted_data":"YWI=","encryption_version":"v1"}`, is(ErrEncrypted), "encrypted"},
+		// Anything else with an encryption_version is neither opaque nor
+		// plaintext: OpenTofu with encryption configured would try to
+		// decrypt it, the server would otherwise skip its guards.
+		{"plaintext with an encryption_version", `{"version":4,"serial":0,"lineage":"bbbb","resources":[],"encryption_version":"v0"}`, isAmbiguous, `"version" is not part of it`},
+		{"version and encryption_version", `{"version":4,"encryption_version":"v0"}`, isAmbiguous, `"version"`},
+		{"envelope with resources", `{"serial":1,"lineage":"l","meta":{},"encrypted_data":"YWJj","encryption_version":"v0","resources":[]}`, isAmbiguous, `"resources"`},
+		{"envelope with an unknown key", `{"meta":{},"encrypted_data":"YWJj","encryption_version":"v0","x":1}`, isAmbiguous, `"x"`},
+		{"encryption_version spelt otherwise", `{"meta":{},"encrypted_data":"YWJj","Encryption_Version":"v0"}`, isAmbiguous, `"Encryption_Version"`},
+		{"encryption_version escaped", `{"meta":{},"encrypted_data":"YWJj","encryption\u005fversion":"v0"}`, isAmbiguous, `encryption\u005fversion`},
+		{"encryption_version twice", `{"meta":{},"encrypted_data":"YWJj","encryption_version":"v0","encryption_version":""}`, isAmbiguous, "more than once"},
+		{"empty encryption_version", `{"meta":{},"encrypted_data":"YWJj","encryption_version":""}`, isAmbiguous, "encryption_version must be a non-empty string"},
+		{"encryption_version not a string", `{"meta":{},"encrypted_data":"YWJj","encryption_version":0}`, isAmbiguous, "encryption_version must be a non-empty string"},
+		{"encryption_version null", `{"version":4,"lineage":"l","encryption_version":null}`, isAmbiguous, ""},
+		{"no encrypted_data", `{"meta":{},"encryption_version":"v0"}`, isAmbiguous, "encrypted_data is missing"},
+		{"encrypted_data not base64", `{"meta":{},"encrypted_data":"abc","encryption_version":"v0"}`, isAmbiguous, "encrypted_data must be base64"},
+		{"encrypted_data with a bad character", `{"meta":{},"encrypted_data":"ab-c","encryption_version":"v0"}`, isAmbiguous, "encrypted_data must be base64"},
+		{"encrypted_data empty", `{"meta":{},"encrypted_data":"","encryption_version":"v0"}`, isAmbiguous, "encrypted_data must be base64"},
+		{"encrypted_data an object", `{"meta":{},"encrypted_data":{},"encryption_version":"v0"}`, isAmbiguous, "encrypted_data must be base64"},
+		{"no meta", `{"encrypted_data":"YWJj","encryption_version":"v0"}`, isAmbiguous, "meta is missing"},
+		{"meta an array", `{"meta":[],"encrypted_data":"YWJj","encryption_version":"v0"}`, isAmbiguous, "meta must be an object"},
+		{"serial a string", `{"serial":"1","meta":{},"encrypted_data":"YWJj","encryption_version":"v0"}`, isAmbiguous, "serial must be"},
+		{"serial negative", `{"serial":-1,"meta":{},"encrypted_data":"YWJj","encryption_version":"v0"}`, isAmbiguous, "serial must be"},
+		{"lineage a number", `{"lineage":1,"meta":{},"encrypted_data":"YWJj","encryption_version":"v0"}`, isAmbiguous, "lineage must be a string"},
+		{"syntax beats ambiguity", `{"version":4,"encryption_version":"v0",]`, isSyntax, ""},
 		{"index_key float", `{"version":4,` + lineage + `,"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":1.5}]}]}`, isField, "index_key 1.5"},
 		{"index_key bool", `{"version":4,` + lineage + `,"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":true}]}]}`, isField, "index_key true"},
 		{"index_key object", `{"version":4,` + lineage + `,"resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":{}}]}]}`, isField, "index_key"},
@@ -449,6 +474,11 @@ func isSyntax(err error) bool {
 func isField(err error) bool {
 	var e *FieldError
 	return errors.As(err, &e)
+}
+
+func isAmbiguous(err error) bool {
+	var e *EncryptionError
+	return errors.As(err, &e) && !errors.Is(err, ErrEncrypted)
 }
 
 func isVersion(v int) func(error) bool {

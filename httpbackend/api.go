@@ -84,7 +84,7 @@ type queryRequest struct {
 
 // query answers POST /v1/api/query with the result of a read-only query.
 func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}

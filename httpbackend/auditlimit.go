@@ -6,53 +6,67 @@ import (
 	"time"
 )
 
-// Anonymous denials (no credentials, an unknown token, the local lane on
-// an authenticated server) cost nothing to send, so their audit rows are
-// bounded per remote host: at most anonymousAuditBurst a minute each. The
-// rest are still logged, marked audited=false, and counted.
+// Denials are cheap to send and each would write an audit row, so the rows
+// are bounded: anonymous denials (no credentials, an unknown token, the
+// local lane on an authenticated server) at most anonymousAuditBurst a
+// minute per remote host, denials of an identified credential (a read-only
+// token writing, a PAT without a grant) at most identifiedAuditBurst a
+// minute per credential. The rest are still logged, marked audited=false,
+// and counted (kl_auth_denials_unaudited_total).
 const (
 	anonymousAuditBurst  = 60
-	anonymousAuditWindow = time.Minute
-	anonymousAuditHosts  = 10000 // hosts tracked before old windows are dropped
+	identifiedAuditBurst = 60
+	auditWindow          = time.Minute
+	auditKeys            = 10000 // hosts or credentials tracked before old windows are dropped
 )
 
-// auditLimiter counts anonymous denials per remote host and window.
+// auditLimiter counts denials per key (a remote host, a credential) and
+// window.
 type auditLimiter struct {
+	burst int
 	mu    sync.Mutex
-	hosts map[string]*auditWindow
+	keys  map[string]*auditCount
 }
 
-type auditWindow struct {
+type auditCount struct {
 	start time.Time
 	n     int
 }
 
-func newAuditLimiter() *auditLimiter { return &auditLimiter{hosts: make(map[string]*auditWindow)} }
+func newAuditLimiter(burst int) *auditLimiter {
+	return &auditLimiter{burst: burst, keys: make(map[string]*auditCount)}
+}
 
-// allow reports whether an anonymous denial from remoteAddr at now may
+// allowHost reports whether an anonymous denial from remoteAddr at now may
 // write an audit row.
-func (l *auditLimiter) allow(remoteAddr string, now time.Time) bool {
+func (l *auditLimiter) allowHost(remoteAddr string, now time.Time) bool {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
 		host = remoteAddr
 	}
+	return l.allow(host, now)
+}
+
+// allow reports whether a denial counted under key at now may write an
+// audit row.
+func (l *auditLimiter) allow(key string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w := l.hosts[host]
-	if w == nil || now.Sub(w.start) >= anonymousAuditWindow {
-		if w == nil && len(l.hosts) >= anonymousAuditHosts {
-			for h, old := range l.hosts {
-				if now.Sub(old.start) >= anonymousAuditWindow {
-					delete(l.hosts, h)
+	w := l.keys[key]
+	if w == nil || now.Sub(w.start) >= auditWindow {
+		if w == nil && len(l.keys) >= auditKeys {
+			for k, old := range l.keys {
+				if now.Sub(old.start) >= auditWindow {
+					delete(l.keys, k)
 				}
 			}
-			if len(l.hosts) >= anonymousAuditHosts {
-				return false // a flood from many hosts: log only
+			if len(l.keys) >= auditKeys {
+				return false // a flood from many keys: log only
 			}
 		}
-		w = &auditWindow{start: now}
-		l.hosts[host] = w
+		w = &auditCount{start: now}
+		l.keys[key] = w
 	}
 	w.n++
-	return w.n <= anonymousAuditBurst
+	return w.n <= l.burst
 }

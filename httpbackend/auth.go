@@ -79,7 +79,8 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 
 // deny answers err, logs it with the request id, reason and hint, and
 // audits it. Anonymous denials are audited at most anonymousAuditBurst a
-// minute per remote host; every one is logged.
+// minute per remote host, a credential's at most identifiedAuditBurst a
+// minute per credential; every one is logged and counted.
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
@@ -88,10 +89,12 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	actor := ri.actor
-	audited := true
+	var audited bool
 	if actor == "" {
 		actor = "anonymous"
-		audited = h.anonymous.allow(r.RemoteAddr, time.Now())
+		audited = h.anonymous.allowHost(r.RemoteAddr, time.Now())
+	} else {
+		audited = h.identified.allow(actor, time.Now())
 	}
 	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "status", a.status, "actor", actor,
 		"method", r.Method, "path", r.URL.Path, "hint", a.body.Hint, "audited", audited)
@@ -142,7 +145,7 @@ func (h *Handler) authorizeOperator(r *http.Request) error {
 type access int
 
 const (
-	accessRead     access = iota // GET
+	accessRead     access = iota // GET, HEAD
 	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
 	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
 	accessWrite                  // POST of a state, DELETE, any other LOCK
@@ -154,19 +157,24 @@ const planOperation = "OperationTypePlan"
 
 // classifyAccess says what r does. A LOCK's body is read, and put back for
 // the handler, to tell a plan's lock (a read: allowed under a lifecycle
-// hold, so `tofu plan` works in a suspended workspace) from an apply's.
-func classifyAccess(r *http.Request, suffix string) access {
+// hold, so `tofu plan` works in a suspended workspace) from an apply's. A
+// body that cannot be read is an apply's, and the handler answers why.
+func (h *Handler) classifyAccess(r *http.Request, suffix string) access {
 	switch {
-	case r.Method == http.MethodGet:
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return accessRead
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
 		return accessUnlock
 	case r.Method == "LOCK" || (r.Method == http.MethodPost && suffix == "/lock"):
-		body, err := io.ReadAll(io.LimitReader(r.Body, lockBodyLimit+1))
+		body, err := h.readBody(r, lockBodyLimit)
 		r.Body.Close()
+		if err != nil {
+			r.Body = failedBody{err}
+			return accessWrite
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var li kilolock.LockInfo
-		if err == nil && json.Unmarshal(body, &li) == nil && li.Operation == planOperation {
+		if json.Unmarshal(body, &li) == nil && li.Operation == planOperation {
 			return accessPlanLock
 		}
 	}
@@ -203,7 +211,16 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		name = "" // a malformed segment: decided below, once the token is known
 	}
-	a, err := ts.Access(ctx, kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name})
+	req := kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name}
+	// A segment no store could hold (a NUL byte, 100 KB) names nothing: it
+	// is looked up as no id, and decided as an unknown one.
+	if kilolock.ValidID("workspace", wsID) != nil {
+		req.WorkspaceID = ""
+	}
+	if kilolock.ValidID("environment", envID) != nil {
+		req.Environment = ""
+	}
+	a, err := ts.Access(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +228,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if a.Token != nil {
 		ri.actor = tokenActor(a.Token)
 	}
-	kind := classifyAccess(r, suffix)
+	kind := h.classifyAccess(r, suffix)
 	if err := decide(a, user, wsID, envID, kind, time.Now()); err != nil {
 		return nil, err
 	}
@@ -231,6 +248,13 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	r2.URL.Path, r2.URL.RawPath = "/v1/states/"+name+suffix, ""
 	return r2, nil
 }
+
+// failedBody is a request body that was already read and failed: reading
+// it again answers the same error.
+type failedBody struct{ err error }
+
+func (b failedBody) Read([]byte) (int, error) { return 0, b.err }
+func (b failedBody) Close() error             { return nil }
 
 // tokenActor names a token in logs and the audit log; a PAT's requests
 // are named as PAT-backed, with their user.

@@ -38,16 +38,9 @@ func newAuthEnv(t testing.TB) (*testEnv, kilolock.TenantStore) {
 // eachAuthEnv runs test on an AuthToken handler over each store: the lane
 // decides on TenantStore.Access, whose SQL each store writes its own way.
 func eachAuthEnv(t *testing.T, test func(t *testing.T, env *testEnv, ts kilolock.TenantStore)) {
-	for _, be := range benchBackends {
-		t.Run(be.name, func(t *testing.T) {
-			st, err := be.open(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			env := newEnvOn(t, st, Options{Auth: AuthToken, OperatorToken: operatorSecret})
-			test(t, env, st.(kilolock.TenantStore))
-		})
-	}
+	eachEnv(t, Options{Auth: AuthToken, OperatorToken: operatorSecret}, func(t *testing.T, env *testEnv) {
+		test(t, env, env.store.(kilolock.TenantStore))
+	})
 }
 
 func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...string) *tenantFixture {
@@ -154,17 +147,21 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"read-only token locks", "LOCK", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", ""},
 		{"read-only token takes no plan lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "-lock=false"},
 		{"read-only token reads", "GET", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
+		{"read-only token reads the headers", "HEAD", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
+		{"read-only token reads headers of a missing state", "HEAD", a.path(0, "none"), bearer(a.autoRead[0]), 404, "", ""},
 		{"suspended workspace refuses writes", "POST", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", "resume"},
 		{"suspended workspace refuses locks", "LOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
 		{"suspended workspace takes a plan's lock", "LOCK plan", suspended.path(0, "app"), bearer(suspended.auto[0]), 200, "", ""},
 		{"suspended workspace releases it", "UNLOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 200, "", ""},
 		{"suspended workspace refuses a DELETE", "DELETE", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
 		{"suspended workspace reads", "GET", suspended.path(0, "app"), bearer(suspended.auto[0]), 404, "state_not_found", ""},
+		{"suspended workspace answers HEAD", "HEAD", suspended.path(0, "app"), bearer(suspended.auto[0]), 404, "", ""},
 		{"archived state refuses writes", "POST", a.path(1, "old"), basic(a.ws.ID, a.pat), 403, "state_archived", "restore"},
 		{"archived state refuses an apply's lock", "LOCK", a.path(1, "old"), basic(a.ws.ID, a.pat), 403, "state_archived", "plans still work"},
 		{"archived state takes a plan's lock", "LOCK plan", a.path(1, "old"), basic(a.ws.ID, a.pat), 200, "", ""},
 		{"archived state releases it", "UNLOCK", a.path(1, "old"), basic(a.ws.ID, a.pat), 200, "", ""},
 		{"archived state reads", "GET", a.path(1, "old"), basic(a.ws.ID, a.pat), 404, "state_not_found", ""},
+		{"archived state answers HEAD", "HEAD", a.path(1, "old"), basic(a.ws.ID, a.pat), 404, "", ""},
 		{"local lane", "GET", "/v1/states/app", bearer(a.auto[0]), 401, "auth_required", tenantPath},
 		{"local lane lock path", "LOCK", "/v1/states/app/lock", nil, 401, "auth_required", tenantPath},
 		{"local unlock", "POST", "/v1/state-unlock/app", nil, 401, "auth_required", tenantPath},
@@ -415,6 +412,60 @@ func TestAnonymousDenialsAuditBounded(t *testing.T) {
 	}
 }
 
+// TestIdentifiedDenialsAuditBounded floods the authenticated lane with
+// writes from a read-only token: every denial is answered 403 and logged,
+// but one credential writes at most identifiedAuditBurst audit rows a
+// minute; the rest are counted as unaudited, and another credential is
+// still audited.
+func TestIdentifiedDenialsAuditBounded(t *testing.T) {
+	eachAuthEnv(t, testIdentifiedDenialsAuditBounded)
+}
+
+func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	doc := stateDoc(t, "lin", 1, map[string]string{"web": "v1"})
+	post := func(f *tenantFixture, secret string) {
+		t.Helper()
+		if w := env.do("POST", f.path(0, "app"), doc, bearer(secret)...); w.Code != http.StatusForbidden {
+			t.Fatalf("POST with a read-only token = %d %s", w.Code, w.Body)
+		}
+	}
+	const flood = identifiedAuditBurst + 40
+	for range flood {
+		post(a, a.autoRead[0])
+	}
+	other := seedTenant(t, ts, "globex", "prod")
+	for range 3 {
+		post(other, other.autoRead[0])
+	}
+	rows, err := ts.Audit(context.Background(), kilolock.AuditFilter{DeniedOnly: true, Limit: 1000})
+	mustDo(t, err)
+	byActor := map[string]int{}
+	for _, e := range rows {
+		byActor[e.Actor]++
+	}
+	actor := func(secret string) string {
+		tok, err := ts.TokenByHash(context.Background(), kilolock.HashSecret(secret))
+		mustDo(t, err)
+		return tok.ID
+	}
+	if want := map[string]int{actor(a.autoRead[0]): identifiedAuditBurst, actor(other.autoRead[0]): 3}; !maps.Equal(byActor, want) {
+		t.Errorf("audited denials by actor = %v, want %v", byActor, want)
+	}
+	if n := strings.Count(env.logs.String(), "reason=token_read_only"); n != flood+3 {
+		t.Errorf("logged %d token_read_only denials, want %d", n, flood+3)
+	}
+	metrics := env.do("GET", "/metrics", nil, bearer(operatorSecret)...).Body.String()
+	for _, want := range []string{
+		fmt.Sprintf(`kl_auth_denials_total{reason="token_read_only"} %d`, flood+3),
+		fmt.Sprintf("kl_auth_denials_unaudited_total %d", flood-identifiedAuditBurst),
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
 // TestAuthStoreDown: when the database cannot answer, the lane says 503
 // with Retry-After; it is not logged or audited as a denial of the caller.
 func TestAuthStoreDown(t *testing.T) { eachAuthEnv(t, testAuthStoreDown) }
@@ -491,5 +542,30 @@ func TestControlAPIClosedWithoutOperator(t *testing.T) {
 		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "control_api_closed") || !strings.Contains(w.Body.String(), "--operator-token") {
 			t.Errorf("GET /v1/api/workspaces = %d %s; want 403 control_api_closed naming --operator-token", w.Code, w.Body)
 		}
+	}
+}
+
+// TestAuthMalformedIDs: a path whose workspace or environment segment no
+// store could hold (a NUL byte, 100 KB) is answered like any unknown id,
+// never with the database's error.
+func TestAuthMalformedIDs(t *testing.T) { eachAuthEnv(t, testAuthMalformedIDs) }
+
+func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	huge := strings.Repeat("a", 100<<10)
+	for _, tt := range []struct{ name, target, code string }{
+		{"NUL in the workspace", "/v1/states/ws_%00/" + a.envs[0].PublicID + "/app", "workspace_not_found"},
+		{"NUL in the environment", "/v1/states/" + a.ws.ID + "/env_%00/app", "environment_not_found"},
+		{"100 KB workspace", "/v1/states/ws_" + huge + "/" + a.envs[0].PublicID + "/app", "workspace_not_found"},
+		{"invalid UTF-8 in the environment", "/v1/states/" + a.ws.ID + "/env_%FF/app", "environment_not_found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, cred := range [][]string{bearer(a.auto[0]), bearer(a.pat)} {
+				w := env.do("GET", tt.target, nil, cred...)
+				if e := errorOf(t, w); w.Code != http.StatusNotFound || e.Error != tt.code || len(w.Body.String()) > 2000 {
+					t.Errorf("GET %.80s = %d %.300s; want 404 %s", tt.target, w.Code, w.Body, tt.code)
+				}
+			}
+		})
 	}
 }

@@ -151,3 +151,52 @@ func TestOversizeChunkedBody(t *testing.T) {
 		t.Errorf("chunked oversize body: %d %s, want 413 body_too_large", w.Code, w.Body)
 	}
 }
+
+// TestEncryptionVersionInPlaintext is the reproduction of issue 9, item 7,
+// on each store: a plaintext state of another lineage with a top-level
+// encryption_version replaced the state (200) as if it were opaque. It is
+// refused with a 400 naming the envelope, GET still serves the state of
+// the first lineage and the history is untouched; OpenTofu's real envelope
+// is still stored as an opaque version.
+func TestEncryptionVersionInPlaintext(t *testing.T) {
+	eachEnv(t, Options{}, func(t *testing.T, env *testEnv) {
+		ours := stateDoc(t, "aaaa", 1, map[string]string{"web": "a"})
+		env.post("prod", "", ours)
+		history := func() []kilolock.Version {
+			h, err := env.engine.History(t.Context(), "prod", kilolock.HistoryOptions{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		before := history()
+
+		for _, doc := range []string{
+			`{"version":4,"serial":0,"lineage":"bbbb","resources":[],"encryption_version":"v0"}`,
+			`{"version":4,"serial":5,"lineage":"aaaa","resources":[],"ENCRYPTION_VERSION":"v0"}`,
+			`{"serial":5,"lineage":"bbbb","meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0","resources":[]}`,
+		} {
+			w := env.do("POST", "/v1/states/prod", []byte(doc))
+			if e := errorOf(t, w); w.Code != http.StatusBadRequest || e.Error != "ambiguous_encryption" || !strings.Contains(e.Hint, "encrypted_data") {
+				t.Errorf("POST %s = %d %s; want 400 ambiguous_encryption", doc, w.Code, w.Body)
+			}
+		}
+		if got := env.do("GET", "/v1/states/prod", nil).Body.Bytes(); !bytes.Equal(got, ours) {
+			t.Errorf("GET after the refused writes = %s, want the state of lineage aaaa", got)
+		}
+		if diff := cmp.Diff(before, history()); diff != "" {
+			t.Errorf("history changed (-before +after):\n%s", diff)
+		}
+
+		// The envelope OpenTofu writes (serial and lineage passed
+		// through, meta, base64 data, version) is opaque.
+		envelope := []byte(`{"serial":2,"lineage":"aaaa","meta":{"key_provider.pbkdf2.k":"eyJzYWx0IjoiIn0="},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`)
+		env.post("prod", "", envelope)
+		if got := env.do("GET", "/v1/states/prod", nil).Body.Bytes(); !bytes.Equal(got, envelope) {
+			t.Errorf("GET after the envelope = %s, want its bytes", got)
+		}
+		if v := history()[0]; v.Format != kilolock.FormatOpaque {
+			t.Errorf("the envelope's version has format %q, want opaque", v.Format)
+		}
+	})
+}

@@ -35,7 +35,7 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func (h *Handler) control(pattern string, fn controlFunc) {
 
 // controlRequest decodes a control request body.
 func (h *Handler) controlRequest(r *http.Request, v any) error {
-	body, err := h.readBody(nil, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,12 @@ func TestControlAPI(t *testing.T) {
 	call("POST", "/v1/api/tokens", `{"kind":"automation","environment_id":"`+e.PublicID+`"}`, 201, &auto)
 	call("POST", "/v1/api/tokens", `{"kind":"personal","user_id":"alice"}`, 201, &pat)
 	call("POST", "/v1/api/tokens", `{"kind":"personal"}`, 400, nil)
+	for _, lifetime := range []string{"213503983d", "99999999999d", "3651d", "2562047h"} {
+		w := env.do("POST", "/v1/api/tokens", []byte(`{"kind":"personal","user_id":"alice","expires_in":"`+lifetime+`"}`), op...)
+		if e := errorOf(t, w); w.Code != 400 || e.Error != "invalid_token" || !strings.Contains(e.Message, "3650 days") {
+			t.Errorf("expires_in %s: %d %s; want 400 invalid_token naming the maximum", lifetime, w.Code, w.Body)
+		}
+	}
 	if !strings.HasPrefix(auto.Secret, "klt_") || !strings.HasPrefix(pat.Secret, "klp_") {
 		t.Fatalf("secrets %q %q", auto.Secret, pat.Secret)
 	}
@@ -127,5 +133,44 @@ func TestControlAPI(t *testing.T) {
 		if !a.Denied {
 			t.Errorf("denied=true listed %+v", a)
 		}
+	}
+}
+
+// TestControlAPINames: the control API refuses oversized names and NUL
+// bytes in names and ids with a 400 that does not echo them, on each store
+// (PostgreSQL would otherwise fail the statement), and creates nothing.
+func TestControlAPINames(t *testing.T) { eachAuthEnv(t, testControlAPINames) }
+
+func testControlAPINames(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	op := bearer(operatorSecret)
+	a := seedTenant(t, ts, "acme", "prod")
+	huge := strings.Repeat("x", 100<<10)
+	for _, tt := range []struct {
+		name, method, target, body, code string
+	}{
+		{"100 KB workspace name", "POST", "/v1/api/workspaces", `{"name":"` + huge + `"}`, "invalid_workspace"},
+		{"NUL in a workspace name", "POST", "/v1/api/workspaces", `{"name":"ac\u0000me"}`, "invalid_workspace"},
+		{"NUL in an owner", "POST", "/v1/api/workspaces", `{"name":"acme","owner":"al\u0000ice"}`, "invalid_member"},
+		{"100 KB slug", "POST", "/v1/api/workspaces/" + a.ws.ID + "/environments", `{"slug":"` + huge + `"}`, "invalid_slug"},
+		{"NUL in a member", "PUT", "/v1/api/workspaces/" + a.ws.ID + "/members/b%00b", `{}`, "invalid_member"},
+		{"NUL in a token name", "POST", "/v1/api/tokens", `{"kind":"personal","user_id":"bob","name":"ci\u0000"}`, "invalid_token"},
+		{"NUL in a workspace id", "GET", "/v1/api/workspaces/ws_%00/environments", "", "invalid_id"},
+		{"NUL in a token kind", "GET", "/v1/api/tokens?kind=a%00", "", "invalid_token"},
+		{"NUL in a grant", "PUT", "/v1/api/tokens/" + a.patTok.ID + "/grants/env_%00", "", "invalid_id"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var body []byte
+			if tt.body != "" {
+				body = []byte(tt.body)
+			}
+			w := env.do(tt.method, tt.target, body, op...)
+			if e := errorOf(t, w); w.Code != http.StatusBadRequest || e.Error != tt.code || w.Body.Len() > 1000 {
+				t.Errorf("%s %.60s = %d %.300s; want 400 %s", tt.method, tt.target, w.Code, w.Body, tt.code)
+			}
+		})
+	}
+	var wss []kilolock.Workspace
+	if err := json.Unmarshal(env.do("GET", "/v1/api/workspaces", nil, op...).Body.Bytes(), &wss); err != nil || len(wss) != 1 {
+		t.Errorf("workspaces after the refusals: %+v, %v; want only acme", wss, err)
 	}
 }

@@ -23,6 +23,8 @@ type httpError struct {
 	message string
 	hint    string
 	allow   []string // for a 405
+	// retryAfter asks the client to retry in retryAfterSeconds (a 503).
+	retryAfter bool
 }
 
 func (e *httpError) Error() string { return e.message }
@@ -121,7 +123,7 @@ func classify(err error) answer {
 	)
 	switch {
 	case errors.As(err, &he):
-		return answer{status: he.status, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
+		return answer{status: he.status, retryAfter: he.retryAfter, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
 	case errors.As(err, &tooLarge):
 		return answer{status: http.StatusRequestEntityTooLarge, body: errorBody{Error: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Hint: "raise the server's limit (kld --body-limit); nothing was stored"}}
 	case errors.As(err, &reserved):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/charmbracelet/log"
 
@@ -29,11 +30,28 @@ type VersionInfo struct {
 // Options configure a Handler. The zero value is usable.
 type Options struct {
 	// Logger receives one line per request and the stack of any panic.
-	// Nil discards.
+	// Nil discards. Logged values carry what clients send; NewLogger makes
+	// a logger that keeps each entry on one line whatever they hold.
 	Logger *log.Logger
 	// BodyLimit is the largest request body accepted for a state, in bytes.
 	// Zero means DefaultBodyLimit.
 	BodyLimit int64
+	// BodyMemory bounds the bytes of request bodies held at once across
+	// all requests; a body that does not fit is answered 503 with
+	// Retry-After. A body takes memory as its bytes arrive, never because
+	// its Content-Length announces them. Zero means four times BodyLimit;
+	// it is raised to BodyLimit, so that one body of the largest size
+	// always fits.
+	BodyMemory int64
+	// BodyIdleTimeout is how long a body may pause (its first bytes
+	// included) before it is answered 408. Zero means
+	// DefaultBodyIdleTimeout.
+	BodyIdleTimeout time.Duration
+	// BodyMinRate is the average rate, in bytes a second, a body must keep
+	// once BodyIdleTimeout has passed since its start, or be answered 408:
+	// a slow client holds memory only so long. Zero means
+	// DefaultBodyMinRate.
+	BodyMinRate int64
 	// Version is reported by /versionz. Zero means the build information of
 	// the running binary.
 	Version VersionInfo
@@ -53,18 +71,22 @@ type Options struct {
 // concurrent use; several Handlers on Engines sharing one database (several
 // kld replicas) stay correct, since every decision is taken by the store.
 type Handler struct {
-	engine    *kilolock.Engine
-	log       *log.Logger
-	bodyLimit int64
-	version   VersionInfo
-	ready     func(ctx context.Context) error
-	mux       *http.ServeMux
-	metrics   *metrics
-	refused   *refusedLocks
-	warming   sync.Map // version id -> struct{}: gzip being computed
-	auth      AuthMode
-	operator  *kilolock.TokenHash // nil: no operator token
-	anonymous *auditLimiter       // bounds audit rows of anonymous denials
+	engine      *kilolock.Engine
+	log         *log.Logger
+	bodyLimit   int64
+	bodies      *bodyBudget
+	bodyIdle    time.Duration
+	bodyMinRate int64
+	version     VersionInfo
+	ready       func(ctx context.Context) error
+	mux         *http.ServeMux
+	metrics     *metrics
+	refused     *refusedLocks
+	warming     sync.Map // version id -> struct{}: gzip being computed
+	auth        AuthMode
+	operator    *kilolock.TokenHash // nil: no operator token
+	anonymous   *auditLimiter       // bounds audit rows of anonymous denials, per host
+	identified  *auditLimiter       // and of a credential's denials, per credential
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -72,15 +94,16 @@ var _ http.Handler = (*Handler)(nil)
 // New returns a Handler serving e.
 func New(e *kilolock.Engine, o Options) *Handler {
 	h := &Handler{
-		engine:    e,
-		log:       o.Logger,
-		bodyLimit: o.BodyLimit,
-		version:   o.Version,
-		ready:     o.Ready,
-		mux:       http.NewServeMux(),
-		metrics:   newMetrics(),
-		refused:   newRefusedLocks(4096),
-		anonymous: newAuditLimiter(),
+		engine:     e,
+		log:        o.Logger,
+		bodyLimit:  o.BodyLimit,
+		version:    o.Version,
+		ready:      o.Ready,
+		mux:        http.NewServeMux(),
+		metrics:    newMetrics(),
+		refused:    newRefusedLocks(4096),
+		anonymous:  newAuditLimiter(anonymousAuditBurst),
+		identified: newAuditLimiter(identifiedAuditBurst),
 	}
 	h.auth = o.Auth
 	if o.OperatorToken != "" {
@@ -92,6 +115,18 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	}
 	if h.bodyLimit <= 0 {
 		h.bodyLimit = DefaultBodyLimit
+	}
+	h.bodies = &bodyBudget{limit: o.BodyMemory}
+	if h.bodies.limit <= 0 {
+		h.bodies.limit = 4 * h.bodyLimit
+	}
+	h.bodies.limit = max(h.bodies.limit, h.bodyLimit)
+	h.bodyIdle, h.bodyMinRate = o.BodyIdleTimeout, o.BodyMinRate
+	if h.bodyIdle <= 0 {
+		h.bodyIdle = DefaultBodyIdleTimeout
+	}
+	if h.bodyMinRate <= 0 {
+		h.bodyMinRate = DefaultBodyMinRate
 	}
 	if h.version == (VersionInfo{}) {
 		bi := buildinfo.Info()

@@ -48,6 +48,20 @@ func newEnv(t testing.TB, path string, o Options) *testEnv {
 	return env
 }
 
+// eachEnv runs test as a subtest on a Handler with o over a fresh store of
+// each kind.
+func eachEnv(t *testing.T, o Options, test func(t *testing.T, env *testEnv)) {
+	for _, be := range benchBackends {
+		t.Run(be.name, func(t *testing.T) {
+			st, err := be.open(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			test(t, newEnvOn(t, st, o))
+		})
+	}
+}
+
 // newEnvOn serves the store st, logging at debug level to env.logs.
 func newEnvOn(t testing.TB, st kilolock.Store, o Options) *testEnv {
 	t.Helper()

@@ -18,7 +18,7 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (h *Handler) unlockState(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,8 @@ type metrics struct {
 	refusals  map[string]uint64     // by conflict reason
 	denials   map[string]uint64     // by the lane's denial code
 
+	bodyRefusals map[string]uint64 // by code: body_memory_full, body_timeout, body_too_large
+
 	denialsUnaudited atomic.Uint64
 	lockWaits        atomic.Uint64
 	locksRefused     atomic.Uint64
@@ -53,6 +55,8 @@ func newMetrics() *metrics {
 		commits:   map[string]uint64{},
 		refusals:  map[string]uint64{},
 		denials:   map[string]uint64{},
+
+		bodyRefusals: map[string]uint64{},
 	}
 }
 
@@ -106,10 +110,23 @@ func (m *metrics) observeDenial(reason string, audited bool) {
 	}
 }
 
+// observeBodyRefusal counts a request body refused while it was read.
+func (m *metrics) observeBodyRefusal(code string) {
+	m.mu.Lock()
+	m.bodyRefusals[code]++
+	m.mu.Unlock()
+}
+
 // serveMetrics answers GET /metrics in the Prometheus text format 0.0.4.
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	var b bytes.Buffer
 	h.metrics.write(&b)
+	header(&b, "kl_request_body_bytes", "gauge", "Bytes of request bodies held now, of the budget kld --body-memory sets.")
+	fmt.Fprintf(&b, "kl_request_body_bytes %d\n", h.bodies.held.Load())
+	header(&b, "kl_request_body_memory_bytes", "gauge", "The budget of request body bytes held at once (kld --body-memory).")
+	fmt.Fprintf(&b, "kl_request_body_memory_bytes %d\n", h.bodies.limit)
+	header(&b, "kl_request_bodies_reading", "gauge", "Request bodies being received now.")
+	fmt.Fprintf(&b, "kl_request_bodies_reading %d\n", h.bodies.count.Load())
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(b.Bytes())
@@ -161,8 +178,10 @@ func (m *metrics) write(b *bytes.Buffer) {
 	byLabel(b, "kl_commits_refused_total", "reason", m.refusals)
 	header(b, "kl_auth_denials_total", "counter", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).")
 	byLabel(b, "kl_auth_denials_total", "reason", m.denials)
-	header(b, "kl_auth_denials_unaudited_total", "counter", "Anonymous denials over the per-host audit budget: logged, not kept in the audit log.")
+	header(b, "kl_auth_denials_unaudited_total", "counter", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log.")
 	fmt.Fprintf(b, "kl_auth_denials_unaudited_total %d\n", m.denialsUnaudited.Load())
+	header(b, "kl_request_bodies_refused_total", "counter", "Request bodies refused while being received, by code (body_memory_full: 503, body_timeout: 408, body_too_large: 413).")
+	byLabel(b, "kl_request_bodies_refused_total", "code", m.bodyRefusals)
 	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
 	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())
 	header(b, "kl_commit_bytes_total", "counter", "Bytes of values written by commits.")

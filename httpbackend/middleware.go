@@ -25,6 +25,20 @@ type reqInfo struct {
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.
 	conflict *errorBody
+	// w is the request's ResponseWriter, for reading its body (deadlines);
+	// nil outside ServeHTTP.
+	w http.ResponseWriter
+	// bodyBytes is what its bodies hold of the body budget, given back
+	// when the request ends.
+	bodyBytes int64
+}
+
+// closeAfter asks the server to close the connection after the answer: a
+// body was left unread.
+func (ri *reqInfo) closeAfter() {
+	if ri.w != nil {
+		ri.w.Header().Set("Connection", "close")
+	}
 }
 
 type reqInfoKey struct{}
@@ -45,6 +59,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ri := &reqInfo{id: requestID(r)}
 	w.Header().Set("X-Request-Id", ri.id)
 	rec := &recorder{ResponseWriter: w}
+	ri.w = rec
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 
 	defer func() {
@@ -57,6 +72,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.writeError(rec, r, &httpError{status: http.StatusInternalServerError, code: "internal", message: "the server failed while handling the request", hint: "this is a bug in kilolock: report it with the request id " + ri.id + " (its stack is in the server log); nothing was half-written, each write is one transaction"})
 			}
 		}
+		h.releaseBodies(ri)
 		h.finish(rec, r, ri, time.Since(start))
 	}()
 

@@ -58,7 +58,7 @@ type ChangedSinceRequest struct {
 // startRun answers POST /v1/api/states/{name}/runs with 201 and the run,
 // waiting: take its reservations with …/acquire.
 func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, runBodyLimit)
+	body, err := h.readBody(r, runBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (h *Handler) renewRun(w http.ResponseWriter, r *http.Request) error {
 // endRun answers POST /v1/api/runs/{id}/end: the run ended as the body
 // says, its reservations released.
 func (h *Handler) endRun(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (h *Handler) abortRun(w http.ResponseWriter, r *http.Request) error {
 // addresses among the patterns that changed after the serial:
 // {"addresses": […]}, empty when a plan made at that serial still holds.
 func (h *Handler) changedSince(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, runBodyLimit)
+	body, err := h.readBody(r, runBodyLimit)
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	lockID := r.URL.Query().Get("ID")
 	info(r).lockID = lockID
-	body, err := h.readBody(w, r, h.bodyLimit)
+	body, err := h.readBody(r, h.bodyLimit)
 	if err != nil {
 		return err
 	}

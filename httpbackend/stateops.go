@@ -129,7 +129,7 @@ type RollbackResponse struct {
 
 // rollback answers POST /v1/api/states/{name}/rollback.
 func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ type StateRmRequest struct {
 
 // stateRm answers POST /v1/api/states/{name}/state/rm.
 func (h *Handler) stateRm(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ type StateMvRequest struct {
 
 // stateMv answers POST /v1/api/states/{name}/state/mv.
 func (h *Handler) stateMv(w http.ResponseWriter, r *http.Request) error {
-	body, err := h.readBody(w, r, lockBodyLimit)
+	body, err := h.readBody(r, lockBodyLimit)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (h *Handler) importState(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return &kilolock.InvalidError{Code: "invalid_parameter", Message: "force " + f + " is not true or false", Hint: "use ?force=true"}
 	}
-	body, err := h.readBody(w, r, h.bodyLimit)
+	body, err := h.readBody(r, h.bodyLimit)
 	if err != nil {
 		return err
 	}

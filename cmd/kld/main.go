@@ -50,6 +50,7 @@ type cli struct {
 	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
 	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
+	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry."`
 	Auth            string               `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
 	OperatorToken   string               `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
@@ -97,7 +98,8 @@ func main() {
 func newLogger(level, format string) *log.Logger {
 	lvl, _ := log.ParseLevel(level) // kong checked the enum
 	formatter := map[string]log.Formatter{"text": log.TextFormatter, "logfmt": log.LogfmtFormatter, "json": log.JSONFormatter}[format]
-	return log.NewWithOptions(os.Stderr, log.Options{Level: lvl, ReportTimestamp: true, TimeFormat: time.RFC3339, Formatter: formatter})
+	// One line per entry, whatever the values clients send hold.
+	return httpbackend.NewLogger(os.Stderr, log.Options{Level: lvl, ReportTimestamp: true, TimeFormat: time.RFC3339, Formatter: formatter})
 }
 
 func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
@@ -130,6 +132,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	handler := httpbackend.New(engine, httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
+		BodyMemory:    int64(c.BodyMemory),
 		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion},
 		Auth:          authMode(c.Auth),
 		OperatorToken: c.OperatorToken,
@@ -159,7 +162,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "default_lock_mode", c.DefaultLockMode)
+	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -33,7 +33,7 @@ import (
 const prefix = "/terraform"
 
 func main() {
-	logger := log.New(os.Stderr)
+	logger := httpbackend.NewLogger(os.Stderr, log.Options{}) // one line per entry, whatever clients send
 	cfg := config{
 		Addr:     envOr("EMBED_ADDR", "127.0.0.1:8090"),
 		Database: envOr("EMBED_DATABASE", "embed.db"),

@@ -38,7 +38,7 @@ import (
 const stateName = "main"
 
 func main() {
-	logger := log.New(os.Stderr)
+	logger := httpbackend.NewLogger(os.Stderr, log.Options{}) // one line per entry, whatever clients send
 	cfg := config{
 		Addr:          envOr("TENANCY_ADDR", "127.0.0.1:8091"),
 		Database:      envOr("TENANCY_DATABASE", "tenancy.db"),

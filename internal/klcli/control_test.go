@@ -389,6 +389,8 @@ func TestControlTranscript(t *testing.T) {
 		// the first listing, and the last listing shows only it.
 		kl("token", "issue", "--env", env, "--name", "quarter", "--expires-in", "90d")
 		kl("token", "issue", "--env", env, "--expires-in", "soon")
+		kl("token", "issue", "--env", env, "--expires-in", "213503983d")
+		kl("pat", "create", "--user", "alice", "--expires-in", "99999999999d")
 		pat := find(kl("pat", "create", "--user", "alice", "--name", "laptop"), "tok")
 		kl("pat", "list")
 		kl("pat", "list", "--json")

@@ -105,7 +105,7 @@ type TokenIssueCmd struct {
 	Env       string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
 	Scope     string `help:"read or read-write." default:"read-write" enum:"read,read-write"`
 	Name      string `help:"A name to recognize the token by."`
-	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h; the token stops working after it (default: never)." placeholder:"DURATION"`
+	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
 }
 
 // Run runs the command.
@@ -150,7 +150,7 @@ type PATCreateCmd struct {
 	JSONFlag
 	User      string `required:"" help:"The user the token acts as." placeholder:"USER"`
 	Name      string `help:"A name to recognize the token by."`
-	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h; the token stops working after it (default: never)." placeholder:"DURATION"`
+	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
 }
 
 // Run runs the command.

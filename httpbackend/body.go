@@ -1,0 +1,276 @@
+package httpbackend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the Options that bound request bodies.
+const (
+	// DefaultBodyIdleTimeout is how long a body may pause, and how long
+	// its first bytes may take.
+	DefaultBodyIdleTimeout = 15 * time.Second
+	// DefaultBodyMinRate is the average rate, in bytes a second, a body
+	// must keep after its first DefaultBodyIdleTimeout: 1 Mbit/s, so that
+	// a 13 MB state may take 100 s, and a client that stalls after sending
+	// half of a body holds its memory for seconds, not minutes.
+	DefaultBodyMinRate int64 = 128 << 10
+)
+
+// firstBodyChunk is the most read into a body's first buffer: a body gets
+// memory as its bytes arrive (the buffer doubles when full), never because
+// its Content-Length announces them.
+const firstBodyChunk = 32 << 10
+
+// bodyBudget bounds the bytes of request bodies held at once, across all
+// requests: the capacity of their buffers, from the first byte read until
+// the request ends.
+type bodyBudget struct {
+	limit int64
+	held  atomic.Int64
+	count atomic.Int64 // bodies being read
+}
+
+// take reserves n bytes; false when they do not fit.
+func (b *bodyBudget) take(n int64) bool {
+	for {
+		held := b.held.Load()
+		if held+n > b.limit {
+			return false
+		}
+		if b.held.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
+}
+
+func (b *bodyBudget) give(n int64) { b.held.Add(-n) }
+
+// releaseBodies gives back what the request's bodies held.
+func (h *Handler) releaseBodies(ri *reqInfo) {
+	h.bodies.give(ri.bodyBytes)
+	ri.bodyBytes = 0
+}
+
+// readBody reads a request body of at most limit bytes. Memory is taken as
+// the bytes arrive, from the budget shared by all requests (503 with
+// Retry-After when it is spent), and the body must keep arriving (408 when
+// it pauses longer than the idle timeout or falls below the minimum rate).
+// Past the limit it answers 413 with a hint naming the server flag that
+// raises it.
+func (h *Handler) readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, h.tooLarge(limit)
+	}
+	ri := info(r)
+	body := http.MaxBytesReader(ri.w, r.Body, limit)
+	most := r.ContentLength // what the buffer may have to hold
+	if most < 0 {
+		most = limit
+	}
+	h.bodies.count.Add(1)
+	defer h.bodies.count.Add(-1)
+	clock := h.startBodyClock(ri.w, r)
+	defer clock.stop()
+
+	b := bodyBuffer{h: h, ri: ri, size: r.ContentLength}
+	for {
+		if b.full() {
+			if b.received() >= most {
+				// Full: nothing may follow.
+				var one [1]byte
+				clock.next(b.received())
+				n, err := body.Read(one[:])
+				switch {
+				case n > 0 && r.ContentLength >= 0:
+					return nil, &httpError{status: http.StatusBadRequest, code: "body_unreadable", message: "the request body is longer than its Content-Length", hint: "send the body again with its own length; nothing was stored"}
+				case err == io.EOF:
+					return b.buf, nil
+				case err != nil:
+					return nil, h.bodyError(ri, err, limit, b.received(), clock)
+				}
+				continue // a zero-byte read
+			}
+			if !b.grow(most) {
+				h.metrics.observeBodyRefusal("body_memory_full")
+				ri.closeAfter()
+				return nil, &httpError{status: http.StatusServiceUnavailable, code: "body_memory_full", retryAfter: true,
+					message: fmt.Sprintf("the server holds as many request bodies as it may (%s, kld --body-memory): this one does not fit now", ByteSize(h.bodies.limit)),
+					hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry a 503 by themselves); if it lasts, an operator can raise kld --body-memory (KL_BODY_MEMORY)", retryAfterSeconds)}
+			}
+		}
+		clock.next(b.received())
+		n, err := body.Read(b.buf[len(b.buf):cap(b.buf)])
+		b.buf = b.buf[:len(b.buf)+n]
+		switch {
+		case err == io.EOF && r.ContentLength > b.received():
+			return nil, &httpError{status: http.StatusBadRequest, code: "body_unreadable",
+				message: fmt.Sprintf("the request body ended after %d of the %d bytes its Content-Length announces", b.received(), r.ContentLength),
+				hint:    "send the body again; nothing was stored"}
+		case err == io.EOF:
+			return b.buf, nil
+		case err != nil:
+			return nil, h.bodyError(ri, err, limit, b.received(), clock)
+		}
+	}
+}
+
+// bodyBuffer is the memory of one body, taken from the budget as its bytes
+// arrive, so that it never holds more than twice what arrived. A body of
+// announced size is read into chunks of doubling size until half of it has
+// arrived, then into one buffer of its size, into which the chunks are
+// copied once (half the copying of a buffer that doubles); a body of no
+// announced size, into a buffer that doubles.
+type bodyBuffer struct {
+	h      *Handler
+	ri     *reqInfo
+	size   int64    // the announced size; -1 when none
+	buf    []byte   // being read into, up to its capacity
+	chunks [][]byte // full chunks before buf
+	inCh   int64    // bytes in chunks
+}
+
+func (b *bodyBuffer) received() int64 { return b.inCh + int64(len(b.buf)) }
+func (b *bodyBuffer) full() bool      { return len(b.buf) == cap(b.buf) }
+
+// grow makes room for the next bytes of a body of at most most bytes;
+// false when the budget has none.
+func (b *bodyBuffer) grow(most int64) bool {
+	got, half := b.received(), (b.size+1)/2
+	switch {
+	case b.size >= 0 && (b.size <= firstBodyChunk || got >= half):
+		// Small, or half of it arrived: its own buffer.
+		b.h.bodies.give(b.inCh) // the chunks are garbage once copied
+		b.ri.bodyBytes -= b.inCh
+		if !b.take(b.size) {
+			return false
+		}
+		whole := make([]byte, got, b.size)
+		at := 0
+		for _, c := range b.chunks {
+			at += copy(whole[at:], c)
+		}
+		copy(whole[at:], b.buf)
+		b.buf, b.chunks, b.inCh = whole, nil, 0
+	case b.size >= 0:
+		next := min(max(2*int64(cap(b.buf)), firstBodyChunk), half-got)
+		if !b.take(next) {
+			return false
+		}
+		if cap(b.buf) > 0 {
+			b.chunks = append(b.chunks, b.buf)
+			b.inCh += int64(len(b.buf))
+		}
+		b.buf = make([]byte, 0, next)
+	default:
+		next := min(most, max(2*int64(cap(b.buf)), firstBodyChunk))
+		if !b.take(next - int64(cap(b.buf))) {
+			return false
+		}
+		grown := make([]byte, len(b.buf), next)
+		copy(grown, b.buf)
+		b.buf = grown
+	}
+	return true
+}
+
+// take reserves n bytes of the budget for the request.
+func (b *bodyBuffer) take(n int64) bool {
+	if !b.h.bodies.take(n) {
+		return false
+	}
+	b.ri.bodyBytes += n
+	return true
+}
+
+// bodyError translates the error of reading a body after received bytes.
+func (h *Handler) bodyError(ri *reqInfo, err error, limit, received int64, clock *bodyClock) error {
+	var (
+		mbe *http.MaxBytesError
+		he  *httpError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(err, &he):
+		return he // decided by an earlier read of the same body
+	case errors.As(err, &mbe):
+		return h.tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		h.metrics.observeBodyRefusal("body_timeout")
+		ri.closeAfter()
+		return &httpError{status: http.StatusRequestTimeout, code: "body_timeout",
+			message: fmt.Sprintf("the request body arrived too slowly: %s in %s; the server waits at most %s for its next bytes and, after that long, needs %s a second on average",
+				ByteSize(max(received, 1)), time.Since(clock.start).Round(time.Millisecond), clock.idle, ByteSize(clock.rate)),
+			hint: "nothing was stored; send it again (a stalled or very slow link?)"}
+	}
+	return &httpError{status: http.StatusBadRequest, code: "body_unreadable", message: "the request body could not be read: " + err.Error(), hint: "send the body again; nothing was stored"}
+}
+
+// tooLarge is the 413 of a body over limit.
+func (h *Handler) tooLarge(limit int64) error {
+	h.metrics.observeBodyRefusal("body_too_large")
+	e := &httpError{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
+		message: fmt.Sprintf("the request body is larger than the server's limit of %s", ByteSize(limit)),
+		hint:    "nothing was stored; an operator can raise the limit with kld --body-limit (KL_BODY_LIMIT), e.g. --body-limit=256MiB"}
+	if limit < h.bodyLimit {
+		e.hint = "nothing was stored; this endpoint takes a small JSON document"
+	}
+	return e
+}
+
+// bodyClock sets the read deadline of a body before each read: its next
+// bytes must come within the idle timeout, and by then it must have kept
+// the minimum rate since the idle timeout after its start; never past the
+// server's own ReadTimeout. Where the connection takes no deadline (a
+// ResponseRecorder) it does nothing.
+type bodyClock struct {
+	rc    *http.ResponseController
+	start time.Time
+	end   time.Time // the server's ReadTimeout, zero when none
+	idle  time.Duration
+	rate  int64
+	off   bool
+}
+
+func (h *Handler) startBodyClock(w http.ResponseWriter, r *http.Request) *bodyClock {
+	c := &bodyClock{start: time.Now(), idle: h.bodyIdle, rate: h.bodyMinRate, off: w == nil}
+	if !c.off {
+		c.rc = http.NewResponseController(w)
+	}
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv.ReadTimeout > 0 {
+		c.end = c.start.Add(srv.ReadTimeout)
+	}
+	return c
+}
+
+// next sets the deadline of the read that follows received bytes.
+func (c *bodyClock) next(received int64) {
+	if c.off {
+		return
+	}
+	deadline := time.Now().Add(c.idle)
+	if byRate := c.start.Add(c.idle + time.Duration(float64(received)/float64(c.rate)*float64(time.Second))); byRate.Before(deadline) {
+		deadline = byRate
+	}
+	if !c.end.IsZero() && c.end.Before(deadline) {
+		deadline = c.end
+	}
+	if err := c.rc.SetReadDeadline(deadline); err != nil {
+		c.off = true // not supported here
+	}
+}
+
+// stop lifts the deadline once the body is read: with it, the server's
+// watch for a closed connection would fail when it passes, and cancel the
+// request while the handler works.
+func (c *bodyClock) stop() {
+	if !c.off {
+		c.rc.SetReadDeadline(time.Time{})
+	}
+}
