@@ -39,9 +39,10 @@ gotest: tofu
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## fuzz: a short run of the state parser's fuzz target (FUZZTIME=30s)
+## fuzz: a short run of the state parser's and the canonicalizer's fuzz targets (FUZZTIME=30s each)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./graph
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./graph
 
 clean:
 	rm -rf bin .cache/kltest

@@ -18,7 +18,8 @@ import (
 const SensitiveMask = "(sensitive)"
 
 // masked is a sensitive value: it encodes as SensitiveMask. It keeps a
-// digest of the value so that a diff still sees that a secret changed.
+// digest of the value's canonical form so that a diff still sees that a
+// secret changed, and only when it did (not when it was re-spelled).
 type masked struct{ digest [sha256.Size]byte }
 
 func maskOf(v any) masked {
@@ -26,6 +27,9 @@ func maskOf(v any) masked {
 		return m
 	}
 	b, _ := marshalValue(v)
+	if c, err := graph.Canonical(b); err == nil {
+		b = c
+	}
 	return masked{digest: sha256.Sum256(b)}
 }
 
@@ -309,7 +313,20 @@ func diffValues(path string, a, b any, out *[]AttributeChange) {
 		}
 		return
 	}
-	if !reflect.DeepEqual(a, b) {
+	if !reflect.DeepEqual(a, b) && !sameNumber(a, b) {
 		*out = append(*out, AttributeChange{Path: path, Kind: "changed", Before: a, After: b})
 	}
+}
+
+// sameNumber reports whether a and b are numbers of one value, however
+// spelled (1 and 1.0): what Terraform compares, and graph.Equal too.
+func sameNumber(a, b any) bool {
+	x, ok1 := a.(json.Number)
+	y, ok2 := b.(json.Number)
+	if !ok1 || !ok2 {
+		return false
+	}
+	cx, err1 := graph.Canonical([]byte(x))
+	cy, err2 := graph.Canonical([]byte(y))
+	return err1 == nil && err2 == nil && bytes.Equal(cx, cy)
 }

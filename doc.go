@@ -39,6 +39,13 @@ content-addressed and which of them a version holds is recorded as intervals.
 Reading back a version that came straight from a client gives the client's
 exact bytes.
 
+What changed is decided by meaning (graph.Instance.Equal): a state another
+JSON writer re-serialized (sorted keys, other escapes, numbers spelled
+otherwise) changes no instance, costs no row per instance and conflicts
+with nothing; the store keeps the earlier bytes of such objects, and the
+version keeps what it needs to serve the posted bytes (a delta against its
+own rendering when that is small, else the compressed document).
+
 # Tenancy
 
 A store that also implements TenantStore keeps workspaces, environments,

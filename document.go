@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"container/list"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/internal/delta"
 )
 
 // Document is one version of a state as bytes, ready to serve.
@@ -61,10 +63,10 @@ func gunzipBytes(b []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// documentOf renders a stored version: the raw bytes when they were kept,
-// else the normalized parts in the layout the writer used. The graph is nil
-// for an opaque (client-side encrypted) version.
-func documentOf(snap *Snapshot) (*Document, *graph.State, error) {
+// documentOf renders a stored version: the bytes kept when they were (see
+// keptBytes), else the normalized parts in the layout the writer used. The
+// graph is nil for an opaque (client-side encrypted) version.
+func (e *Engine) documentOf(snap *Snapshot) (*Document, *graph.State, error) {
 	v := snap.Version
 	if v.Format == FormatOpaque {
 		b, err := gunzipBytes(snap.Raw)
@@ -84,14 +86,22 @@ func documentOf(snap *Snapshot) (*Document, *graph.State, error) {
 		Format:           graph.ParseFormat(v.Format),
 	}
 	g.Sort()
-	if snap.Raw != nil {
-		b, err := gunzipBytes(snap.Raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("version %d of %q: stored bytes: %w", v.Number, v.State, err)
-		}
-		return &Document{Version: v, Bytes: b}, g, nil
+	if snap.Raw == nil {
+		return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
 	}
-	return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
+	b, err := keptDocument(snap.Raw, func() []byte { return g.Render(g.Format) })
+	if errors.Is(err, delta.ErrMismatch) {
+		// The rendering is not the one the kept delta was made against:
+		// only a change to how this program renders state could do that.
+		// The rendering means the same as the posted bytes; serve it
+		// rather than fail the read, and say so.
+		e.log.Error("kept bytes of a version do not apply to its rendering; serving the rendering, which means the same", "state", v.State, "version", v.Number, "err", err)
+		return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("version %d of %q: stored bytes: %w", v.Number, v.State, err)
+	}
+	return &Document{Version: v, Bytes: b}, g, nil
 }
 
 // docCache keeps the current document and graph of recently used states,

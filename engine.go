@@ -1,6 +1,7 @@
 package kilolock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,7 +111,7 @@ func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*D
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := documentOf(snap)
+	d, _, err := e.documentOf(snap)
 	return d, err
 }
 
@@ -150,7 +151,7 @@ func (e *Engine) load(ctx context.Context, st *StateInfo) (*Document, *graph.Sta
 	if err != nil {
 		return nil, nil, err
 	}
-	d, g, err := documentOf(snap)
+	d, g, err := e.documentOf(snap)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -284,12 +285,16 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 	}
 }
 
-// parsed is the parse of a write's body, kept across its retries.
+// parsed is the parse of a write's body, kept across its retries with
+// what the write loaded to merge it.
 type parsed struct {
 	done      bool
 	graph     *graph.State
 	encrypted bool
 	err       error
+	// base is the version an optimistic lock read, when comparing the
+	// body with it by meaning needed its objects (see sameAsBase).
+	base *Snapshot
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
@@ -369,22 +374,24 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			c.Version.Removed = len(c.Removed)
 		}
 	} else {
-		diffInto(c, prevGraph, g)
+		held := diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
 		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevGraph != nil && !o.Force {
-			merged, err := e.rebase(ctx, st, c, prevGraph, g, o)
+			merged, err := e.rebase(ctx, st, c, prevGraph, held, o, p)
 			if err != nil {
 				return nil, err
 			}
 			if merged != nil {
-				g, body = merged, merged.Render(merged.Format)
+				held, body = merged, merged.Render(merged.Format)
 			}
 		}
-		if string(g.Render(g.Format)) != string(body) {
-			// Rendering the normalized parts does not give the posted
-			// bytes back (an unusual writer): keep them, compressed.
-			c.Raw = gzipBytes(body)
+		if rendered := held.Render(held.Format); string(rendered) != string(body) {
+			// Rendering what the store will hold does not give the
+			// posted bytes back (another writer's layout, or objects
+			// kept in an earlier spelling): keep them.
+			c.Raw = keptBytes(rendered, body)
 		}
+		g = held
 	}
 
 	v, stats, err := e.store.Commit(ctx, name, c)
@@ -412,15 +419,33 @@ func runLock(st *StateInfo, id string) bool {
 	return false
 }
 
-// diffInto fills c with the changes that turn prev (nil for none) into next,
-// and the version metadata of next.
-func diffInto(c *Commit, prev, next *graph.State) {
+// diffInto fills c with the changes that turn prev (nil for none) into
+// next, and the version metadata of next. It compares by meaning
+// (graph.Instance.Equal): an instance or output that next spells otherwise
+// but that means the same is no change, costs no row, and the store keeps
+// prev's bytes for it. It returns next as the store will hold it: those
+// objects with prev's bytes (next itself when there are none), which is
+// what the version renders from.
+func diffInto(c *Commit, prev, next *graph.State) *graph.State {
 	v := &c.Version
 	v.Serial = next.Serial
 	v.Lineage = next.Lineage
 	v.TerraformVersion = next.TerraformVersion
 	v.Instances = len(next.Instances)
 	c.CheckResults = next.CheckResults
+
+	held := next
+	// hold returns the copy of next that takes prev's bytes, made on the
+	// first respelled object: next (cached, or the caller's) is not changed.
+	hold := func() *graph.State {
+		if held == next {
+			cp := *next
+			cp.Instances = append([]graph.Instance(nil), next.Instances...)
+			cp.Outputs = append([]graph.Output(nil), next.Outputs...)
+			held = &cp
+		}
+		return held
+	}
 
 	var prevByID map[string]*graph.Instance
 	if prev != nil {
@@ -437,7 +462,10 @@ func diffInto(c *Commit, prev, next *graph.State) {
 		case !ok:
 			v.Added++
 			c.Upserts = append(c.Upserts, *in)
-		case old.Hash != in.Hash:
+		case old.Hash == in.Hash:
+		case old.Equal(in):
+			hold().Instances[i] = storedCopy(old)
+		default:
 			v.Changed++
 			c.Upserts = append(c.Upserts, *in)
 		}
@@ -449,15 +477,20 @@ func diffInto(c *Commit, prev, next *graph.State) {
 	sort.Strings(c.Removed)
 	v.Removed = len(c.Removed)
 
-	prevOut := map[string]graph.Hash{}
+	prevOut := map[string]*graph.Output{}
 	if prev != nil {
-		for _, o := range prev.Outputs {
-			prevOut[o.Name] = o.Hash
+		for i := range prev.Outputs {
+			prevOut[prev.Outputs[i].Name] = &prev.Outputs[i]
 		}
 	}
-	for _, o := range next.Outputs {
-		if h, ok := prevOut[o.Name]; !ok || h != o.Hash {
-			c.OutputUpserts = append(c.OutputUpserts, o)
+	for i := range next.Outputs {
+		o := &next.Outputs[i]
+		old, ok := prevOut[o.Name]
+		switch {
+		case !ok || !old.Equal(o):
+			c.OutputUpserts = append(c.OutputUpserts, *o)
+		case old.Hash != o.Hash:
+			hold().Outputs[i] = *old
 		}
 		delete(prevOut, o.Name)
 	}
@@ -465,6 +498,18 @@ func diffInto(c *Commit, prev, next *graph.State) {
 		c.OutputsRemoved = append(c.OutputsRemoved, n)
 	}
 	sort.Strings(c.OutputsRemoved)
+	return held
+}
+
+// storedCopy is in as a store returns it: its own copy of the object and
+// no memory of the document it was parsed from, so that a state holding it
+// keeps no earlier document or parse alive.
+func storedCopy(in *graph.Instance) graph.Instance {
+	cp, err := graph.NewInstance(in.Resource, bytes.Clone(in.Object))
+	if err != nil { // cannot happen: in was parsed or loaded
+		return *in
+	}
+	return cp
 }
 
 // parseError turns a graph parse error into an *InvalidError with a hint.

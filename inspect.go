@@ -136,7 +136,7 @@ func (e *Engine) versionGraph(ctx context.Context, st *StateInfo, ref VersionRef
 	} else {
 		var snap *Snapshot
 		if snap, err = e.store.Snapshot(ctx, st.Name, v.Number); err == nil {
-			d, g, err = documentOf(snap)
+			d, g, err = e.documentOf(snap)
 		}
 	}
 	if err != nil {

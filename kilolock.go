@@ -137,9 +137,11 @@ type Snapshot struct {
 	Instances    []Instance // Dependencies, Resource, Key, Deposed, Status, Object and Hash set
 	Outputs      []Output
 	CheckResults []byte
-	// Raw, when not nil, is the gzip-compressed document as posted, kept
-	// because rendering the normalized parts does not reproduce it, or
-	// because the state is opaque (client-side encrypted).
+	// Raw, when not nil, is what the Engine kept to serve the document as
+	// posted, because rendering the normalized parts does not reproduce it:
+	// the gzip-compressed document, or a (gzip-compressed) delta against
+	// that rendering; for an opaque (client-side encrypted) state, the
+	// gzip-compressed blob. Stores keep it as opaque bytes.
 	Raw []byte
 }
 

@@ -34,8 +34,9 @@ import (
 
 // rebase adjusts c (the incoming state `in` as changes against the current
 // version `cur`) for an optimistic state. It returns the graph to commit
-// when it differs from `in` (a merge), or nil to commit `in` as sent.
-func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *graph.State, o WriteOptions) (*graph.State, error) {
+// when it differs from `in` (a merge), or nil to commit `in` as sent. p is
+// the write's parse, which keeps what rebase loads across retries.
+func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *graph.State, o WriteOptions, p *parsed) (*graph.State, error) {
 	var held *Lock
 	for i := range st.Locks {
 		if st.Locks[i].Info.ID == o.LockID {
@@ -119,6 +120,9 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *
 				incoming[merge.Key{Output: true, ID: n}] = merge.Value{Present: true, Hash: in.Outputs[i].Hash}
 			}
 		}
+		if err := e.sameAsBase(ctx, st, held.BaseVersion, in, atBase, incoming, p); err != nil {
+			return nil, err
+		}
 	}
 	keep, conflicts := merge.Resolve(change, others, atBase, incoming)
 	if len(conflicts) > 0 {
@@ -149,6 +153,53 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *
 	c.Version.Instances = len(merged.Instances)
 	c.CheckResults = merged.CheckResults
 	return merged, nil
+}
+
+// sameAsBase makes incoming[k] equal atBase[k] for each key whose bytes
+// differ but whose meaning is the same: a writer that re-serialized its
+// whole state (sorted keys, other escapes) did not change what it merely
+// re-spelled, and must not conflict with those who did change it. The
+// hashes a store keeps address bytes, so this compares the objects of the
+// base version, loaded once per write, and only when some bytes differ:
+// the CLIs' own output never pays for it.
+func (e *Engine) sameAsBase(ctx context.Context, st *StateInfo, base int64, in *graph.State, atBase, incoming map[merge.Key]merge.Value, p *parsed) error {
+	var differ []merge.Key
+	for k, iv := range incoming {
+		if bv, ok := atBase[k]; ok && bv.Hash != iv.Hash {
+			differ = append(differ, k)
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	if p.base == nil || p.base.Version.Number != base {
+		snap, err := e.store.Snapshot(ctx, st.Name, base)
+		if err != nil {
+			return err
+		}
+		p.base = snap
+	}
+	baseIdx := make(map[string]int, len(p.base.Instances))
+	for i := range p.base.Instances {
+		baseIdx[p.base.Instances[i].ID()] = i
+	}
+	idx, oidx := in.Index(), in.OutputIndex()
+	for _, k := range differ {
+		same := false
+		if k.Output {
+			for i := range p.base.Outputs {
+				if p.base.Outputs[i].Name == k.ID {
+					same = p.base.Outputs[i].Equal(&in.Outputs[oidx[k.ID]])
+				}
+			}
+		} else if i, ok := baseIdx[k.ID]; ok {
+			same = p.base.Instances[i].Equal(&in.Instances[idx[k.ID]])
+		}
+		if same {
+			incoming[k] = atBase[k]
+		}
+	}
+	return nil
 }
 
 // reject records a refused commit and logs it, then returns ce.

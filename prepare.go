@@ -44,7 +44,11 @@ type PreparedOutput struct {
 // serial does not fit an int64, when an upsert's object is malformed or
 // names another instance than its ID, when a given Hash is not that of the
 // object, or when an output has no name or a malformed object. A zero Hash
-// is not checked.
+// is not checked. Hash is the address of the object's exact bytes, the key
+// a store keeps its payload under (and checks every loaded body against):
+// two spellings of one object are two payloads, each served back as it was
+// sent. Whether an upsert is a change by meaning is decided before the
+// commit, by the Engine (graph.Instance.Equal).
 func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 	if c == nil {
 		return nil, &InvalidError{Code: "invalid_commit", Message: "nil commit"}

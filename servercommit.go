@@ -94,7 +94,7 @@ func (e *Engine) commitEditOnce(ctx context.Context, name string, w serverWrite,
 		return plan, nil, WriteStats{}, nil
 	}
 	c := &Commit{Parent: st.Current}
-	diffInto(c, cur, next)
+	next = diffInto(c, cur, next)
 	c.Version.Source = w.source
 	c.Version.Actor = w.actor
 	c.Version.Format = next.Format.String()

@@ -50,7 +50,10 @@ type Store interface {
 	// ErrNotFound when the state does not exist.
 	SetAllowLineageChange(ctx context.Context, name string, allow bool) error
 
-	// Commit appends a version. ErrStale when the current version is no
+	// Commit appends a version. An upsert whose Hash is the current
+	// object's is no change and writes nothing; the Engine sends no upsert
+	// for an object that only its spelling changed (graph.Instance.Equal),
+	// so that costs no row either. ErrStale when the current version is no
 	// longer c.Parent; *LockedError, *LockMismatchError or *ConflictError when
 	// CheckCommit refuses it. Nothing is written when it returns an error.
 	Commit(ctx context.Context, name string, c *Commit) (*Version, WriteStats, error)
@@ -89,7 +92,9 @@ type Store interface {
 	ChangesSince(ctx context.Context, name string, after int64) ([]ChangeRecord, error)
 
 	// HashesAt returns, for the given instance IDs and output names, their
-	// hashes in version number; a key absent from that version is absent
+	// hashes (graph.Instance.Hash, graph.Output.Hash: addresses of the
+	// stored bytes, not of meaning) in version number; a key absent from
+	// that version is absent
 	// from the maps, which are never nil. Its cost is proportional to the
 	// keys asked for. ErrNotFound when the state or the version does not
 	// exist (a state has no version 0: a writer whose base is 0 read

@@ -17,9 +17,11 @@ func (c Changes) Empty() bool {
 }
 
 // Diff compares state a with state b. An instance (or output) in b and not
-// in a is added, in a and not in b removed, in both with a different Hash
-// changed. A nil state is an empty one. Lineage, serial and check results
-// are not compared.
+// in a is added, in a and not in b removed, in both and not Equal changed:
+// what counts is meaning, so an object another JSON writer re-serialized
+// (sorted keys, other escapes, numbers spelled otherwise) is not a change.
+// A nil state is an empty one. Lineage, serial and check results are not
+// compared.
 func Diff(a, b *State) Changes {
 	var c Changes
 	var ai, bi []Instance
@@ -42,7 +44,7 @@ func Diff(a, b *State) Changes {
 		switch {
 		case !ok:
 			c.Added = append(c.Added, in.ID())
-		case old.Hash != in.Hash:
+		case !old.Equal(in):
 			c.Changed = append(c.Changed, in.ID())
 		}
 		delete(before, id)
@@ -51,17 +53,17 @@ func Diff(a, b *State) Changes {
 		c.Removed = append(c.Removed, in.ID())
 	}
 
-	outs := make(map[string]Hash, len(ao))
+	outs := make(map[string]*Output, len(ao))
 	for i := range ao {
-		outs[ao[i].Name] = ao[i].Hash
+		outs[ao[i].Name] = &ao[i]
 	}
 	for i := range bo {
 		o := &bo[i]
-		h, ok := outs[o.Name]
+		old, ok := outs[o.Name]
 		switch {
 		case !ok:
 			c.OutputsAdded = append(c.OutputsAdded, o.Name)
-		case h != o.Hash:
+		case !old.Equal(o):
 			c.OutputsChanged = append(c.OutputsChanged, o.Name)
 		}
 		delete(outs, o.Name)

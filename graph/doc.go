@@ -24,12 +24,27 @@ object's compact JSON in the writer's key order, so an instance is stored as
 (Resource, Object) and rebuilt with NewInstance. A state rebuilt that way,
 sorted with Sort and rendered, gives the same bytes the CLI wrote.
 
+# Identity
+
+An instance has two addresses. Hash is over its exact bytes: what a store
+keeps the object under, so any spelling it was given comes back as it was.
+CanonicalHash is over its canonical form (Canonical: RFC 8785's sorted keys
+and minimal escapes, numbers by exact decimal value), and Equal compares
+that way: an object that Python's json, jq or Go's encoding/json
+re-serialized is Equal to the original, and Diff does not count it as
+changed.
+
+	a.Equal(&b)         // same meaning, however spelled
+	graph.Canonical(v)  // {"a":1,"b":"<"} for {"b":"\u003c","a":1.0}
+
 # Cost
 
 Parsing is one validating pass over the document by a hand-written scanner,
 several times faster than encoding/json. ParseReusing takes every instance
 whose bytes did not change from the previous state, so a POST that changes 2
-of 10,000 instances compacts and hashes 2 instances. Render copies the posted
+of 10,000 instances compacts and hashes 2 instances. Equal canonicalizes
+only objects whose bytes differ, so comparing the CLIs' own output, where
+an unchanged object keeps its bytes, costs no canonicalization at all. Render copies the posted
 bytes of instances that were already in the writer's exact layout, so
 rendering a freshly parsed document costs about a copy.
 

@@ -6,6 +6,6 @@ package graph
 // AppendIndent is appendIndent.
 var AppendIndent = appendIndent
 
-// Canonical reports whether in was parsed from a fragment that Render can
+// Copyable reports whether in was parsed from a fragment that Render can
 // copy as it is in format f.
-func Canonical(in *Instance, f Format) bool { return in.copyable(f) }
+func Copyable(in *Instance, f Format) bool { return in.copyable(f) }

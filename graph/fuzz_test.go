@@ -173,32 +173,47 @@ func fixturePaths(t testing.TB) []string {
 	return paths
 }
 
-// TestFuzzCorpus rewrites testdata/fuzz/FuzzParse with -update: the
-// fixtures and the malformed seeds, so `go test` runs them all as cases.
+// TestFuzzCorpus rewrites testdata/fuzz/FuzzParse and FuzzCanonical with
+// -update: the fixtures and the seeds, so `go test` runs them all as cases.
 func TestFuzzCorpus(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
+	parse := filepath.Join("testdata", "fuzz", "FuzzParse")
+	canonical := filepath.Join("testdata", "fuzz", "FuzzCanonical")
 	if !*update {
-		entries, err := os.ReadDir(dir)
-		if err != nil || len(entries) < len(malformed) {
-			t.Fatalf("seed corpus missing (%v); run go test -run TestFuzzCorpus -update", err)
+		distinct := map[string]bool{}
+		for _, s := range canonicalSeeds(t) {
+			distinct[s] = true
+		}
+		for dir, n := range map[string]int{parse: len(malformed), canonical: len(distinct)} {
+			entries, err := os.ReadDir(dir)
+			if err != nil || len(entries) < n {
+				t.Fatalf("seed corpus %s missing (%v); run go test -run TestFuzzCorpus -update", dir, err)
+			}
 		}
 		return
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{parse, canonical} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name string, data []byte) {
+	write := func(dir, name string, data []byte) {
 		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	seed := func(dir, s string) {
+		sum := sha256.Sum256([]byte(s))
+		write(dir, "seed-"+hex.EncodeToString(sum[:8]), []byte(s))
+	}
 	for _, m := range malformed {
-		sum := sha256.Sum256([]byte(m))
-		write("seed-"+hex.EncodeToString(sum[:8]), []byte(m))
+		seed(parse, m)
+	}
+	for _, s := range canonicalSeeds(t) {
+		seed(canonical, s)
 	}
 	for _, p := range fixturePaths(t) {
 		data, err := os.ReadFile(p)
@@ -206,6 +221,6 @@ func TestFuzzCorpus(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel("testdata", p)
-		write("fixture-"+strings.NewReplacer("/", "-", string(filepath.Separator), "-").Replace(rel), data)
+		write(parse, "fixture-"+strings.NewReplacer("/", "-", string(filepath.Separator), "-").Replace(rel), data)
 	}
 }

@@ -34,8 +34,11 @@ func ParseFormat(s string) Format {
 	return FormatIndent
 }
 
-// Hash is the content address of an instance or output: SHA-256 over its
-// canonical (compact) JSON and, for instances, its resource header.
+// Hash is a SHA-256 content address. Instance.Hash and Output.Hash address
+// the exact compact bytes of an object (and, for instances, the resource
+// header): what a store keeps a payload under, so each spelling it was
+// given can be served back. CanonicalHash addresses the object's meaning
+// (see Canonical): every spelling of one object shares it.
 type Hash [sha256.Size]byte
 
 // String returns the hash in lowercase hex.
@@ -92,7 +95,8 @@ type Instance struct {
 	// object's "dependencies" list.
 	Dependencies []string
 
-	// Hash is the content address of Resource and Object together.
+	// Hash is the content address of Resource and Object's exact bytes
+	// together. Equal (and CanonicalHash) compare meaning instead.
 	Hash Hash
 
 	// fragment is the object as it appeared in the posted document, and
@@ -125,7 +129,9 @@ type Output struct {
 	// Object is the output's compact JSON: {"value":…,"type":…,"sensitive":…}
 	// in the writer's key order.
 	Object []byte
-	Hash   Hash
+	// Hash is the content address of Object's exact bytes; Equal compares
+	// meaning.
+	Hash Hash
 }
 
 // State is a parsed tfstate version 4 document. Instances and Outputs are in

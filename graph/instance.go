@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
+	"math"
 	"strconv"
+	"sync"
 )
 
 // NewInstance builds an instance from its resource header and its compact
@@ -43,21 +44,96 @@ func NewOutput(name string, object []byte) Output {
 	return Output{Name: name, Object: object, Hash: sha256.Sum256(object)}
 }
 
+// CanonicalHash is the instance's identity: SHA-256 over its resource
+// header and the canonical form of its Object (see Canonical), so every
+// spelling of one instance object shares it, where Hash, the address of
+// the exact bytes, differs. It costs one pass over Object; Equal is the
+// cheaper comparison.
+func (in *Instance) CanonicalHash() Hash {
+	c := getCanon()
+	defer putCanon(c)
+	// The header goes first and the object last, so the object needs no
+	// length prefix.
+	c.out = appendHeader(append(c.out[:0], "canonical instance:"...), &in.Resource)
+	c.out = canonicalObject(c, c.out, in.Object)
+	return sha256.Sum256(c.out)
+}
+
+// Equal reports whether in and o are the same instance object by meaning:
+// the same resource header and the same canonical object, however each was
+// spelled (key order, escapes, number spelling, whitespace). When their
+// Hashes are equal it costs nothing more; else one pass over each Object.
+func (in *Instance) Equal(o *Instance) bool {
+	if in.Resource != o.Resource {
+		return false
+	}
+	return in.Hash == o.Hash || sameMeaning(in.Object, o.Object)
+}
+
+// CanonicalHash is the output's identity: SHA-256 over the canonical form
+// of its Object (the name is not part of it, as it is not of Hash).
+func (o *Output) CanonicalHash() Hash {
+	c := getCanon()
+	defer putCanon(c)
+	c.out = canonicalObject(c, append(c.out[:0], "canonical output:"...), o.Object)
+	return sha256.Sum256(c.out)
+}
+
+// Equal reports whether o and p hold the same value, type and flags by
+// meaning, however each was spelled. Names are not compared.
+func (o *Output) Equal(p *Output) bool {
+	return o.Hash == p.Hash || sameMeaning(o.Object, p.Object)
+}
+
+// sameMeaning reports whether two JSON values have one canonical form.
+func sameMeaning(a, b []byte) bool {
+	c := getCanon()
+	defer putCanon(c)
+	c.out = canonicalObject(c, c.out[:0], a)
+	c.out2 = canonicalObject(c, c.out2[:0], b)
+	return bytes.Equal(c.out, c.out2)
+}
+
+// canonicalObject appends the canonical form of obj, or obj as it is when
+// it is not one valid JSON value (an Object built by hand, not by Parse or
+// NewInstance): such an object is then equal only to its exact bytes.
+func canonicalObject(c *canon, dst, obj []byte) []byte {
+	s := &c.scan
+	*s = scanner{data: obj, stack: s.stack[:0]}
+	s.ws()
+	if s.pos >= len(obj) || !s.value(0, 0) || !s.end() || len(obj) > math.MaxUint32 {
+		return append(dst, obj...)
+	}
+	return c.appendCanonical(dst, obj)
+}
+
 // instanceHash is the content address of an instance: its resource header
 // and its compact object, each length-prefixed ("<len>:<bytes>") so no two
 // inputs collide.
 func instanceHash(r *Resource, object []byte) Hash {
-	h := sha256.New()
-	var buf [24]byte
-	for _, s := range [...]string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider} {
-		h.Write(append(strconv.AppendInt(buf[:0], int64(len(s)), 10), ':'))
-		io.WriteString(h, s)
+	bp := hashBufs.Get().(*[]byte)
+	b := appendHeader((*bp)[:0], r)
+	b = strconv.AppendInt(b, int64(len(object)), 10)
+	b = append(b, ':')
+	b = append(b, object...)
+	h := sha256.Sum256(b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		hashBufs.Put(bp)
 	}
-	h.Write(append(strconv.AppendInt(buf[:0], int64(len(object)), 10), ':'))
-	h.Write(object)
-	var out Hash
-	h.Sum(out[:0])
-	return out
+	return h
+}
+
+var hashBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendHeader appends the resource header's fields, each length-prefixed.
+func appendHeader(b []byte, r *Resource) []byte {
+	for _, s := range [...]string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider} {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	return b
 }
 
 // marshalNoEscape encodes v as JSON without HTML escaping.

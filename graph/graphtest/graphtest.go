@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strconv"
 
@@ -232,6 +233,8 @@ func Change(doc []byte, which []int, f graph.Format) []byte {
 	return Encode(s, f)
 }
 
+var markerRE = regexp.MustCompile(`"kl_changed":\s*\d+`)
+
 // changed alters one letter of the first string "value" in attrs, or adds
 // a marker attribute when there is none.
 func changed(attrs json.RawMessage, serial uint64) json.RawMessage {
@@ -247,6 +250,12 @@ func changed(attrs json.RawMessage, serial uint64) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"kl_changed":%d}`, serial))
 	}
 	marker := fmt.Sprintf(`"kl_changed":%d`, serial)
+	// A marker already there is replaced, not repeated: of duplicate keys
+	// the last one counts (for encoding/json, and so for both CLIs), so a
+	// second marker in front would change nothing.
+	if loc := markerRE.FindIndex(out); loc != nil {
+		return append(append(out[:loc[0]:loc[0]], marker...), out[loc[1]:]...)
+	}
 	if bytes.Equal(bytes.TrimSpace(out[1:]), []byte("}")) {
 		return json.RawMessage("{" + marker + "}")
 	}
