@@ -3,7 +3,6 @@ module github.com/kilolock/kilolock
 go 1.26.0
 
 require (
-	github.com/Masterminds/squirrel v1.5.4
 	github.com/alecthomas/kong v1.17.0
 	github.com/charmbracelet/log v1.0.0
 	github.com/google/go-cmp v0.7.0
@@ -31,8 +30,6 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/lann/builder v0.0.0-20180802200727-47ae307949d0 // indirect
-	github.com/lann/ps v0.0.0-20150810152359-62de8c46ede0 // indirect
 	github.com/lucasb-eyer/go-colorful v1.2.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
