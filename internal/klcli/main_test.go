@@ -180,3 +180,37 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }
+
+// goldenCase is one command whose human output is compared with
+// testdata/GOLDEN.golden.
+type goldenCase struct {
+	golden string
+	cmd    func(*klcli.CLI) error
+}
+
+// eachGolden runs every case on every backend (after seed, when not nil)
+// against one golden file each: the library and the server must agree.
+// -update writes the files from the first backend; the others are still
+// compared with them.
+func eachGolden(t *testing.T, seed func(t *testing.T, h *harness), cases []goldenCase) {
+	first := true
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		defer func(u bool) { *update = u }(*update)
+		if !first {
+			*update = false
+		}
+		first = false
+		if seed != nil {
+			seed(t, h)
+		}
+		for _, tc := range cases {
+			t.Run(tc.golden, func(t *testing.T) {
+				out, err := h.run(t, false, tc.cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, tc.golden, out)
+			})
+		}
+	})
+}

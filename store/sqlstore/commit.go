@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -67,11 +68,21 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 // apply runs the commit c, prepared as p, in tx.
 func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats) (*kilolock.Version, error) {
 	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
-	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, cur.lookups(name, p))
+	now := now()
+	more := cur.lookups(name, p)
+	// The runs in flight, and the run of the commit's lock whatever its
+	// status: what kilolock.CheckRunCommit decides on.
+	var runs []kilolock.ApplyRun
+	queueRunRows(more, &runs, inFlight+` OR a.id = (SELECT l.run_id FROM locks l WHERE l.state_id = `+sqlStateID+` AND l.lock_id = $3)`,
+		`ORDER BY a.created_at, a.id{C}`, name, now, c.LockID)
+	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, more)
 	if err != nil {
 		return nil, err
 	}
 	if err := kilolock.CheckCommit(&st.StateInfo, c); err != nil {
+		return nil, err
+	}
+	if err := checkRuns(ctx, tx, st, c, p, cur, runs, now); err != nil {
 		return nil, err
 	}
 	if st.created {
@@ -91,6 +102,64 @@ func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilol
 		return nil, err
 	}
 	return &v, nil
+}
+
+// checkRuns runs kilolock.CheckRunCommit when an apply run is in play:
+// the commit is under a run's lock, or runs of the state are in flight.
+// Only then does it read the reservations covering what the commit
+// changes (one more statement), so a state without runs pays nothing.
+func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *kilolock.PreparedCommit, cur *current, runs []kilolock.ApplyRun, now time.Time) error {
+	var lock *kilolock.Lock
+	for i := range st.Locks {
+		if c.LockID != "" && st.Locks[i].Info.ID == c.LockID {
+			lock = &st.Locks[i]
+		}
+	}
+	active := lock != nil && lock.Run != ""
+	for i := range runs {
+		active = active || runs[i].StatusAt(now) == kilolock.RunActive
+	}
+	if !active {
+		return nil
+	}
+	keys := cur.changed(p)
+	if len(keys) == 0 {
+		return nil
+	}
+	holds, err := coveringHolds(ctx, tx, st.Name, keys, now)
+	if err != nil {
+		return err
+	}
+	return kilolock.CheckRunCommit(&st.StateInfo, keys, lock, runs, holds, now)
+}
+
+// changed returns what p changes against cur, as reservations name it:
+// instance IDs and "output.NAME" of what it adds, changes or removes.
+func (cur *current) changed(p *kilolock.PreparedCommit) []string {
+	var keys []string
+	for i := range p.Upserts {
+		u := &p.Upserts[i]
+		if c, ok := cur.instances[u.ID]; !ok || string(c.hash) != string(u.Instance.Hash[:]) {
+			keys = append(keys, u.ID)
+		}
+	}
+	for _, id := range p.Removed {
+		if _, ok := cur.instances[id]; ok {
+			keys = append(keys, id)
+		}
+	}
+	for i := range p.OutputUpserts {
+		o := &p.OutputUpserts[i]
+		if c, ok := cur.outputs[o.Name]; !ok || string(c.hash) != string(o.Hash[:]) {
+			keys = append(keys, "output."+o.Name)
+		}
+	}
+	for _, n := range p.OutputsRemoved {
+		if _, ok := cur.outputs[n]; ok {
+			keys = append(keys, "output."+n)
+		}
+	}
+	return keys
 }
 
 // current is what the state holds of what a commit touches, read under
