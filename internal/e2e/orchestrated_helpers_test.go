@@ -207,11 +207,16 @@ func runs(t *testing.T, srv *tofu.Server, name string, inFlight bool) []applyRun
 }
 
 // waitActive waits until state name has an active apply run that holds
-// pattern, and returns it.
-func waitActive(t *testing.T, srv *tofu.Server, name, pattern string) applyRun {
+// pattern, and returns it; the run is by's, which must not exit first.
+func waitActive(t *testing.T, srv *tofu.Server, name, pattern string, by *klRun) applyRun {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		select {
+		case <-by.done:
+			t.Fatalf("kl %s exited %d before its run held %s\n%s", strings.Join(by.args, " "), by.code, pattern, by.output())
+		default:
+		}
 		for _, r := range runs(t, srv, name, true) {
 			if r.Status != "active" {
 				continue
