@@ -626,10 +626,14 @@ type Status struct {
 	Instances int         `json:"instances"`
 	Types     []TypeCount `json:"types"`
 	Encrypted bool        `json:"encrypted"`
+	// Runs are the apply runs in flight (waiting or active), newest first,
+	// with their reservations; empty on a store that keeps no runs.
+	Runs []ApplyRun `json:"runs"`
 }
 
-// Status summarizes a state: current version, lock mode and holders, and
-// instance counts by type. ErrNotFound when the state does not exist.
+// Status summarizes a state: current version, lock mode and holders, the
+// apply runs in flight, and instance counts by type. ErrNotFound when the
+// state does not exist.
 func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
@@ -639,6 +643,9 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
+		return nil, err
+	}
 	if st.Current == 0 {
 		return s, nil
 	}

@@ -200,6 +200,8 @@ func (h *Handler) routes() {
 	// Dependency cones and sliced reads (slice.go).
 	h.api("GET /v1/api/states/{name}/graph", h.stateGraph)
 	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
+	// Apply runs and their reservations (runs.go).
+	h.runRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open
