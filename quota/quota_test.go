@@ -167,8 +167,12 @@ func TestPlanDeltaRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := PlanDelta(&tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{tt.change, nil}}); got != tt.want {
+			p := &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{tt.change, nil}}
+			if got := PlanDelta(p); got != tt.want {
 				t.Errorf("PlanDelta = %d, want %d", got, tt.want)
+			}
+			if c := CountPlan(p); c.Create+c.Delete+c.Replace > 1 {
+				t.Errorf("CountPlan = %+v: one change counted twice", c)
 			}
 		})
 	}
