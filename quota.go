@@ -148,6 +148,9 @@ type QuotaError struct {
 	State   string
 	Refused QuotaCount   // the scope that refused it
 	Counts  []QuotaCount // every scope counted
+	// Admission marks the refusal of a plan's admission (QuotaStatus with
+	// a delta), before anything was applied.
+	Admission bool
 }
 
 func (e *QuotaError) Error() string { return e.Refused.Message() }
@@ -158,12 +161,16 @@ func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
 // Hint says what to do next.
 func (e *QuotaError) Hint() string {
 	c := e.Refused
-	if c.Scope == quota.ScopeEnvironment {
-		return fmt.Sprintf("nothing was stored: the active states of environment %s may hold %d managed instances together (limit from %s); destroy resources or archive a state of it, or have an operator raise it (kl quota set --env %s --soft N --hard M); kl quota remaining --state %s shows the headroom",
-			c.Target, c.Limit.Hard, c.From, c.Target, e.State)
+	lead := "nothing was stored"
+	if e.Admission {
+		lead = "applying this plan would be refused"
 	}
-	return fmt.Sprintf("nothing was stored: state %s may hold %d managed instances (limit from %s); plan fewer resources or destroy some first, or have an operator raise it (kl quota set --state %s --soft N --hard M); kl quota remaining --state %s shows the headroom",
-		e.State, c.Limit.Hard, c.From, e.State, e.State)
+	if c.Scope == quota.ScopeEnvironment {
+		return fmt.Sprintf("%s: the active states of environment %s may hold %d managed instances together (limit from %s); destroy resources or archive a state of it, or have an operator raise it (kl quota set --env %s --soft N --hard M); kl quota remaining --state %s shows the headroom",
+			lead, c.Target, c.Limit.Hard, c.From, c.Target, e.State)
+	}
+	return fmt.Sprintf("%s: state %s may hold %d managed instances (limit from %s); plan fewer resources or destroy some first, or have an operator raise it (kl quota set --state %s --soft N --hard M); kl quota remaining --state %s shows the headroom",
+		lead, e.State, c.Limit.Hard, c.From, e.State, e.State)
 }
 
 // QuotaEvent is a quota's refusal of a commit, or its warning on one,
@@ -254,7 +261,11 @@ func (e *Engine) QuotaStatus(ctx context.Context, name string, delta int64) (*Qu
 	if err != nil {
 		return nil, err
 	}
-	return st, CheckQuota(name, st.Counts)
+	if err := CheckQuota(name, st.Counts); err != nil {
+		err.(*QuotaError).Admission = true
+		return st, err
+	}
+	return st, nil
 }
 
 // commit commits c to state name with the engine's default state limit,

@@ -159,6 +159,9 @@ func TestEngineQuota(t *testing.T) {
 			if st, err := e.QuotaStatus(ctx, state, 1); !errors.As(err, &qe) || st == nil || st.Level != quota.Exceed || st.Counts[0].Result != 4 {
 				t.Errorf("QuotaStatus(+1) = %+v, %v; want exceed at 4 and a QuotaError", st, err)
 			}
+			if !qe.Admission || !strings.HasPrefix(qe.Hint(), "applying this plan would be refused: state "+state+" may hold 3") {
+				t.Errorf("an admission's refusal: %+v, hint %q", qe, qe.Hint())
+			}
 			if st, err := e.QuotaStatus(ctx, state, -1); err != nil || st.Level != quota.Within {
 				t.Errorf("QuotaStatus(-1) = %+v, %v; want within", st, err)
 			}

@@ -78,6 +78,7 @@ func quotaRefusal(name string, delta int64, ae *APIError) (*kilolock.QuotaStatus
 	if err == nil {
 		return nil, ae // a refusal that names no refused scope
 	}
+	err.(*kilolock.QuotaError).Admission = true
 	return st, err
 }
 
