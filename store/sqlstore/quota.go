@@ -31,11 +31,14 @@ const (
 			false){forupdate}`
 	sqlEnvironment = `SELECT public_id FROM environments WHERE public_id = $1`
 	// sqlEnvironmentManaged sums the environment's active states and says
-	// whether state $2 is archived.
-	sqlEnvironmentManaged = `SELECT CAST(coalesce(sum(v.managed_count), 0) AS BIGINT),
+	// whether state $2 is archived. Each state's count is a probe of the
+	// versions' primary key (a subquery per row): a join may scan every
+	// version of the database, as statistics that say little choose.
+	sqlEnvironmentManaged = `SELECT CAST(coalesce(sum(c.managed), 0) AS BIGINT),
 			EXISTS (SELECT 1 FROM state_holds h WHERE h.name = $2 AND h.lifecycle = 'archived')
-		FROM states s JOIN state_versions v ON v.id = s.current_version_id
-		WHERE s.environment_id = $1 AND NOT EXISTS (SELECT 1 FROM state_holds h WHERE h.name = s.name AND h.lifecycle = 'archived')`
+		FROM (SELECT (SELECT v.managed_count FROM state_versions v WHERE v.id = s.current_version_id) AS managed
+			FROM states s
+			WHERE s.environment_id = $1 AND NOT EXISTS (SELECT 1 FROM state_holds h WHERE h.name = s.name AND h.lifecycle = 'archived')) AS c`
 	sqlStateManaged = `SELECT v.managed_count FROM states s JOIN state_versions v ON v.id = s.current_version_id WHERE s.name = $1`
 	// sqlLatestQuotaEvent reads a state's newest event of level $2
 	// backwards along the (state_id, level, id) index.
