@@ -120,6 +120,10 @@ type cacheEntry struct {
 	doc   *Document
 	graph *graph.State
 	size  int64
+	// deps indexes graph's dependency edges for cones and slices, built
+	// the first time one asks (see depIndex).
+	depsOnce sync.Once
+	deps     *graph.DepIndex
 }
 
 func newDocCache(budget int64) *docCache {
@@ -141,7 +145,9 @@ func (c *docCache) get(name string, versionID int64) *cacheEntry {
 	return ent
 }
 
-func (c *docCache) put(name string, d *Document, g *graph.State) {
+// put caches d and g as name's current version and returns their entry
+// (which is not cached when a newer version is already).
+func (c *docCache) put(name string, d *Document, g *graph.State) *cacheEntry {
 	// The graph's instances refer into the document's bytes for a parsed
 	// document; count the bytes twice for a rendered one to stay on the
 	// safe side of the budget.
@@ -151,13 +157,39 @@ func (c *docCache) put(name string, d *Document, g *graph.State) {
 	if el, ok := c.byName[name]; ok {
 		old := el.Value.(*cacheEntry)
 		if old.doc.Version.ID > d.Version.ID {
-			return // a newer version is cached already
+			return ent // a newer version is cached already
 		}
 		c.size -= old.size
 		c.lru.Remove(el)
 	}
 	c.byName[name] = c.lru.PushFront(ent)
 	c.size += ent.size
+	c.evict()
+	return ent
+}
+
+// depIndex returns the DepIndex of ent's graph (not nil), building it the
+// first time, once however many ask at once: O(state) once per cached
+// version, so that each cone after it costs what it visits. While ent is
+// cached its index counts toward the budget.
+func (c *docCache) depIndex(ent *cacheEntry) *graph.DepIndex {
+	ent.depsOnce.Do(func() {
+		x := graph.NewDepIndex(ent.graph)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ent.deps = x
+		if el, ok := c.byName[ent.name]; ok && el.Value.(*cacheEntry) == ent {
+			ent.size += x.Bytes()
+			c.size += x.Bytes()
+			c.evict()
+		}
+	})
+	return ent.deps
+}
+
+// evict drops least recently used entries past the budget, keeping the
+// most recent one. c.mu is held.
+func (c *docCache) evict() {
 	for c.size > c.budget && c.lru.Len() > 1 {
 		el := c.lru.Back()
 		old := el.Value.(*cacheEntry)

@@ -45,6 +45,7 @@ var denialStatus = map[string]int{
 	"membership_missing":    http.StatusForbidden,
 	"scope_mismatch":        http.StatusForbidden,
 	"token_read_only":       http.StatusForbidden,
+	"token_outputs_only":    http.StatusForbidden,
 	"workspace_suspended":   http.StatusForbidden,
 	"state_archived":        http.StatusForbidden,
 	"workspace_not_found":   http.StatusNotFound,

@@ -9,7 +9,8 @@ import (
 )
 
 // Status shows a state: its current version and serial, lineage, lock mode,
-// the holders of its locks, and its instances counted by resource type.
+// the holders of its locks, the apply runs in flight with their
+// reservations and lease left, and its instances counted by resource type.
 // JSON output is kilolock.Status, as the server's API answers it.
 func (c *CLI) Status(ctx context.Context, name string) error {
 	s, err := c.Backend.Status(ctx, name)
@@ -33,9 +34,19 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if s.AllowLineageChange {
 		row(w, "lineage change:", "allowed for the next write")
 	}
+	readers := 0
+	for _, l := range s.Locks {
+		if l.Shared {
+			readers++
+		}
+	}
 	switch {
 	case len(s.Locks) == 0:
 		row(w, "locked:", "no")
+	case readers == len(s.Locks):
+		row(w, "locked:", "no writer; "+plural(readers, "plan reads", "plans read")+" (shared read locks)")
+	case readers > 0:
+		row(w, "locked:", "yes, "+plural(len(s.Locks)-readers, "writer", "writers")+"; "+plural(readers, "plan reads", "plans read")+" beside")
 	default:
 		row(w, "locked:", "yes, "+plural(len(s.Locks), "holder", "holders"))
 	}
@@ -52,14 +63,24 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if len(s.Locks) > 0 {
 		fmt.Fprintln(c.Out)
 		w = c.table()
-		row(w, "WHO", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
+		row(w, "WHO", "KIND", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
 		for _, l := range s.Locks {
-			row(w, orDash(l.Info.Who), orDash(l.Info.Operation), orDash(l.Info.ID),
+			kind := "write"
+			switch {
+			case l.Shared:
+				kind = "read"
+			case l.Run != "":
+				kind = "run " + l.Run
+			}
+			row(w, orDash(l.Info.Who), kind, orDash(l.Info.Operation), orDash(l.Info.ID),
 				formatAge(now.Sub(l.Acquired)), strconv.FormatUint(l.BaseSerial, 10))
 		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := c.writeRuns(s.Runs, now); err != nil {
+		return err
 	}
 	if len(s.Types) > 0 {
 		fmt.Fprintln(c.Out)

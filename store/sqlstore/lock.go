@@ -1,0 +1,89 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/kilolock/kilolock"
+)
+
+// Lock takes a lock, creating the state in opts.Mode (exclusive when "")
+// when it does not exist; an existing state keeps its mode. A held
+// exclusive lock, a lock id already held on the state, or an optimistic
+// state with opts.MaxHolders holders gives a *kilolock.LockedError naming
+// the (first) holder: kilolock.CheckLock decides, under the state's row
+// lock. An empty lock id is ErrInvalid.
+func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, opts kilolock.LockOptions) (*kilolock.Lock, error) {
+	mode := opts.Mode
+	if mode == "" {
+		mode = kilolock.LockExclusive
+	}
+	if err := kilolock.ValidLockMode(mode); err != nil {
+		return nil, err
+	}
+	if info.ID == "" {
+		return nil, &kilolock.InvalidError{Code: "missing_lock_id", Message: "the lock info has no ID", Hint: "send the lock document Terraform or OpenTofu sends, with its ID"}
+	}
+	doc, err := json.Marshal(info)
+	if err != nil {
+		return nil, &kilolock.InvalidError{Code: "invalid_lock_info", Message: err.Error()}
+	}
+	var lock *kilolock.Lock
+	err = s.write(ctx, "lock", func(tx Tx) error {
+		now := s.leaseNow()
+		var runs []kilolock.ApplyRun
+		b := &Batch{}
+		queueRunRows(b, &runs, inFlight+` OR (s.name = $1 AND a.id = $3)`, `ORDER BY a.created_at, a.id{C}`, name, now, opts.Run)
+		st, err := lockState(ctx, tx, name, true, mode, b)
+		if err != nil {
+			return err
+		}
+		if err := kilolock.CheckLock(&st.StateInfo, info, opts); err != nil {
+			return err
+		}
+		shared := kilolock.IsReadLock(&st.StateInfo, info, opts)
+		if err := kilolock.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
+			return err
+		}
+		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial, Shared: shared, Run: opts.Run}
+		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at, shared, run_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}, $8, $9) RETURNING acquired_at`,
+			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial), shared, opts.Run).Scan(&l.Acquired)
+		lock = &l
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return lock, nil
+}
+
+// Unlock releases what kilolock.SelectUnlock selects under the state's
+// row lock and returns it: the lock with the given id, or with Force and
+// an empty id every write lock (plans' read locks stay). A lock id that is
+// not held gives a *kilolock.LockMismatchError naming the writer (zero
+// when none); a read-only caller's release of a write lock, a
+// *kilolock.ReadOnlyLockError; a state that does not exist, ErrNotFound.
+func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
+	var released []kilolock.Lock
+	err := s.write(ctx, "unlock", func(tx Tx) error {
+		st, err := lockState(ctx, tx, name, false, "", nil)
+		if err != nil {
+			return err
+		}
+		released, err = kilolock.SelectUnlock(&st.StateInfo, id, opts)
+		if err != nil || len(released) == 0 {
+			return err
+		}
+		ids := make([]string, len(released))
+		for i, l := range released {
+			ids[i] = l.Info.ID
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1 AND lock_id IN (SELECT k FROM {texts $2} AS u)`, st.id, ids)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return released, nil
+}
