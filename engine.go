@@ -442,7 +442,13 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	v, stats, err := e.commit(ctx, name, c)
 	if err != nil {
 		var ce *ConflictError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce) && (ce.Reason == ReasonReserved || ce.Reason == ReasonOutOfScope || ce.Reason == ReasonRunEnded):
+			// The store's transaction decided on the reservations; the
+			// CLI shows only "HTTP error: 409", so keep the refusal for
+			// `kl conflicts` as a merge conflict is kept.
+			return nil, e.reject(ctx, st, o, ce)
+		case errors.As(err, &ce):
 			e.log.Warn("write refused", "state", name, "reason", ce.Reason, "lock_id", o.LockID, "message", ce.Message)
 		}
 		return nil, err
