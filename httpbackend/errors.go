@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/reserve"
 )
 
 // retryAfterSeconds is what a 503 asks clients to wait.
@@ -46,6 +47,21 @@ type errorBody struct {
 	Hint         string              `json:"hint"`
 	RequestID    string              `json:"request_id,omitempty"`
 	Allow        []string            `json:"allow,omitempty"`
+	// Blockers are who holds what a run asked to reserve (423 reserved).
+	Blockers []reserve.Blocker `json:"blockers,omitempty"`
+	// Run is the apply run an answer is about (409 run_ended).
+	Run *kilolock.ApplyRun `json:"run,omitempty"`
+	// A quota's refusal (quota_exceeded): the scope that refused, how many
+	// managed instances it holds and would hold, its limits and where they
+	// come from, and every scope counted.
+	Scope     string                `json:"scope,omitempty"`
+	Target    string                `json:"target,omitempty"`
+	Current   *int64                `json:"current,omitempty"`
+	Result    *int64                `json:"result,omitempty"`
+	Soft      *int64                `json:"soft,omitempty"`
+	Hard      *int64                `json:"hard,omitempty"`
+	LimitFrom string                `json:"limit_from,omitempty"`
+	Counts    []kilolock.QuotaCount `json:"counts,omitempty"`
 }
 
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
@@ -81,6 +97,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		ri.conflict = &a.body
 		h.metrics.observeRefusal(a.body.Error)
 	}
+	if qe, ok := asQuotaError(err); ok {
+		h.recordQuotaRefusal(r, qe, a.body.Hint)
+	}
 	if a.internal {
 		h.log.Error("request failed", "request_id", ri.id, "method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -115,12 +134,31 @@ func classify(err error) answer {
 		readOnly *kilolock.ReadOnlyLockError
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
+		reserved *kilolock.ReservedError
+		ended    *kilolock.RunEndedError
+		quotaErr *kilolock.QuotaError
 	)
 	switch {
+	case errors.As(err, &quotaErr):
+		b := errorBody{Error: "quota_exceeded", Message: quotaErr.Error(), Hint: quotaErr.Hint()}
+		quotaBody(&b, quotaErr)
+		return answer{status: http.StatusForbidden, body: b}
 	case errors.As(err, &he):
 		return answer{status: he.status, retryAfter: he.retryAfter, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
 	case errors.As(err, &tooLarge):
 		return answer{status: http.StatusRequestEntityTooLarge, body: errorBody{Error: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Hint: "raise the server's limit (kld --body-limit); nothing was stored"}}
+	case errors.As(err, &reserved):
+		return answer{status: http.StatusLocked, body: errorBody{Error: "reserved", Message: reserved.Error(), Hint: reservedHint(reserved.State, reserved.Blockers), Blockers: reserved.Blockers}}
+	case errors.As(err, &ended):
+		return answer{status: http.StatusConflict, body: errorBody{Error: "run_ended", Message: ended.Error(), Hint: runEndedHint(ended.Run), Run: ended.Run}}
+	case errors.As(err, &locked) && isRunHolder(locked.Holder):
+		h := locked.Holder
+		return answer{status: http.StatusLocked, body: errorBody{
+			Error:   "locked",
+			Message: locked.Error(),
+			Hint:    fmt.Sprintf("an orchestrated apply by %s holds reservations on this state: wait for it (retry with -lock-timeout=10m); if it is stuck, abort it with `kl apply abort --apply-id %s`", orUnknown(h.Who), h.ID),
+			Holder:  &h,
+		}}
 	case errors.As(err, &locked) && locked.MaxHolders > 0:
 		h := locked.Holder
 		return answer{status: http.StatusLocked, body: errorBody{
@@ -240,6 +278,12 @@ func invalidName(name string) error {
 		return err
 	}
 	return &kilolock.InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("%q is not a valid state name", name), Hint: "a state is one path segment: /v1/states/NAME"}
+}
+
+// isRunHolder reports whether a lock holder stands for an apply run (the
+// LockInfo a plain writer meets while a run holds reservations).
+func isRunHolder(h kilolock.LockInfo) bool {
+	return kilolock.ValidRunID(h.ID) == nil
 }
 
 func orUnknown(s string) string {

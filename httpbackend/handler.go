@@ -207,6 +207,8 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/drift", h.listDrift)
 	h.api("POST /v1/api/states/{name}/drift", h.recordDrift)
 	h.api("POST /v1/api/states/{name}/refresh", h.acceptRefresh)
+	// Apply runs and their reservations (runs.go).
+	h.runRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open
@@ -219,6 +221,7 @@ func (h *Handler) routes() {
 			h.api(p, disabled)
 		}
 	}
+	h.quotaRoutes()
 	h.api("GET /v1/whoami", h.whoami)
 
 	h.api("GET /healthz", h.healthz)

@@ -50,6 +50,7 @@ var denialStatus = map[string]int{
 	"state_archived":        http.StatusForbidden,
 	"workspace_not_found":   http.StatusNotFound,
 	"environment_not_found": http.StatusNotFound,
+	"quota_exceeded":        http.StatusForbidden, // quota_test.go
 }
 
 // tofuSays is what tofu prints when kld refuses its GET or LOCK with a
@@ -226,6 +227,22 @@ func logSince(srv *tofu.Server, mark int) []logEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// loggedWithin reports whether kld logs an entry matching match after mark
+// within 5 s: kld writes a request's line after its answer, so the line
+// may reach the log a moment after the client has the answer.
+func loggedWithin(srv *tofu.Server, mark int, match func(logEntry) bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, e := range logSince(srv, mark) {
+			if match(e) {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // denial is a refusal as kld logged it: its "request denied" line and the
@@ -764,12 +781,9 @@ func TestAuthChecklist6ErrorSurface(t *testing.T) {
 			}
 		}
 		t.Logf("423: tofu printed: %s", firstError(stderr))
-		var locked bool
-		for _, e := range logSince(c.srv, mark) {
-			if e.msg == "request" && e.fields["method"] == "LOCK" && e.fields["status"] == "423" && e.fields["error"] == "locked" {
-				locked = true
-			}
-		}
+		locked := loggedWithin(c.srv, mark, func(e logEntry) bool {
+			return e.msg == "request" && e.fields["method"] == "LOCK" && e.fields["status"] == "423" && e.fields["error"] == "locked"
+		})
 		if !locked {
 			t.Error("kld logged no LOCK answered 423 locked")
 		}

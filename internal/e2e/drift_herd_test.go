@@ -44,10 +44,10 @@ resource "terraform_data" "herd" {
 	timed(t, fmt.Sprintf("apply of %d instances", n), func() { wd.Must("apply", "-auto-approve", "-no-color", "-parallelism=20") })
 	var full, cone string
 	timed(t, fmt.Sprintf("full drift check of %d instances", n), func() {
-		full = klIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir)
+		full = mustKLIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir)
 	})
 	timed(t, "cone drift check of time_rotating.hub (21 instances)", func() {
-		cone = klIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--address", "time_rotating.hub", "--cone")
+		cone = mustKLIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--address", "time_rotating.hub", "--cone")
 	})
 	if !strings.Contains(full, "0 instances drifted") || !strings.Contains(cone, "21 addresses") || !strings.Contains(cone, "0 instances drifted") {
 		t.Errorf("full check:\n%s\ncone check:\n%s", full, cone)

@@ -2,8 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +24,9 @@ resource "time_rotating" "long" { rotation_years = 1 }
 resource "terraform_data" "after_short" { input = time_rotating.short.id }
 `
 
-// klIn runs kl with the environment tofu runs with in wd (its CLI
+// mustKLIn runs kl with the environment tofu runs with in wd (its CLI
 // configuration) and the tofu binary, as kl drift check needs.
-func klIn(t *testing.T, wd *tofu.Workdir, args ...string) string {
+func mustKLIn(t *testing.T, wd *tofu.Workdir, args ...string) string {
 	t.Helper()
 	env := append(wd.Env(), "KL_TOFU="+tofu.Binary(t))
 	out, errOut, code := klEnv(t, env, tofu.CommandTimeout, args...)
@@ -53,7 +51,7 @@ func TestDriftCheck(t *testing.T) {
 		wd.Must("apply", "-auto-approve", "-no-color")
 		time.Sleep(time.Until(time.Now().Add(4 * time.Second)))
 
-		out := klIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir)
+		out := mustKLIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir)
 		if !strings.Contains(out, "checked @1 of drifty, the whole state: 1 instance drifted") || !strings.Contains(out, "time_rotating.short") || !strings.Contains(out, "gone") {
 			t.Fatalf("kl drift check:\n%s", out)
 		}
@@ -79,13 +77,13 @@ func TestDriftCheck(t *testing.T) {
 		if q := mustKL(t, "--server", srv.URL, "query", "SELECT address, kind FROM resource_drift"); !strings.Contains(q, "time_rotating.short  deleted") {
 			t.Errorf("resource_drift:\n%s", q)
 		}
-		if m := metrics(t, srv); !strings.Contains(m, `kl_drifted_instances{state="drifty"} 1`) {
+		if m := string(metrics(t, srv)); !strings.Contains(m, `kl_drifted_instances{state="drifty"} 1`) {
 			t.Errorf("/metrics lacks the drifted instance")
 		}
 
 		// A cone check of long (nothing rests on it) refreshes long alone:
 		// clean, and short's record stays open.
-		out = klIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--state", "drifty", "--address", "time_rotating.long", "--cone")
+		out = mustKLIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--state", "drifty", "--address", "time_rotating.long", "--cone")
 		if !strings.Contains(out, "1 address (time_rotating.long): 0 instances drifted") {
 			t.Fatalf("a cone check of long:\n%s", out)
 		}
@@ -94,7 +92,7 @@ func TestDriftCheck(t *testing.T) {
 		}
 
 		// --accept on short's cone writes the refresh as a version.
-		out = klIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--address", "time_rotating.short", "--cone", "--accept")
+		out = mustKLIn(t, wd, "--server", srv.URL, "drift", "check", wd.Dir, "--address", "time_rotating.short", "--cone", "--accept")
 		if !strings.Contains(out, "2 addresses (time_rotating.short, terraform_data.after_short)") || !strings.Contains(out, "accepted: @2 (serial 2, source refresh)") {
 			t.Fatalf("kl drift check --accept:\n%s", out)
 		}
@@ -108,7 +106,7 @@ func TestDriftCheck(t *testing.T) {
 		if js := mustKL(t, "--server", srv.URL, "drift", "list", "drifty", "--json"); strings.Contains(js, "time_rotating.short") {
 			t.Errorf("the accepted refresh left short's drift open:\n%s", js)
 		}
-		if m := metrics(t, srv); !strings.Contains(m, `kl_drifted_instances{state="drifty"} 0`) {
+		if m := string(metrics(t, srv)); !strings.Contains(m, `kl_drifted_instances{state="drifty"} 0`) {
 			t.Errorf("/metrics still counts drift after --accept")
 		}
 
@@ -126,16 +124,4 @@ func TestDriftCheck(t *testing.T) {
 			t.Errorf("kl audit lacks the tag changes:\n%s", out)
 		}
 	})
-}
-
-// metrics returns what /metrics answers.
-func metrics(t *testing.T, srv *tofu.Server) string {
-	t.Helper()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

@@ -18,7 +18,9 @@ import (
 type App struct {
 	Globals
 
-	Status     StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
+	Status     StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type."`
+	Plan       PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs."`
+	Apply      ApplyCmds     `cmd:"" help:"Apply within a scope; --orchestrated reserves first. kl apply abort stops an orchestrated apply. See kl apply --help."`
 	History    HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
 	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
 	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
@@ -39,6 +41,7 @@ type App struct {
 	Grant      GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
 	Member     MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
 	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
+	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`
 	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
 	State      struct {

@@ -9,7 +9,10 @@ import (
 )
 
 // Status shows a state: its current version and serial, lineage, lock mode,
-// the holders of its locks, and its instances counted by resource type.
+// the holders of its locks, the apply runs in flight with their
+// reservations and lease left, its instances counted by resource type,
+// and, where a limit applies or a write was refused, its quota standing
+// and latest refusal.
 // JSON output is kilolock.Status, as the server's API answers it.
 func (c *CLI) Status(ctx context.Context, name string) error {
 	s, err := c.Backend.Status(ctx, name)
@@ -62,6 +65,16 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	default:
 		row(w, "drift:", plural(*s.Drifted, "instance differs", "instances differ")+" from the real infrastructure (kl drift list "+cell(s.Name)+")")
 	}
+	if q := s.Quota; q != nil {
+		for _, c := range q.Counts {
+			if c.From != kilolock.LimitFromNone {
+				row(w, "quota:", cell(c.Message()))
+			}
+		}
+		if q.LatestRefusal != nil {
+			row(w, "quota refused:", quotaEventText(q.LatestRefusal)+"; kl quota status "+s.Name)
+		}
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -84,6 +97,9 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := c.writeRuns(s.Runs, now); err != nil {
+		return err
 	}
 	if len(s.Types) > 0 {
 		fmt.Fprintln(c.Out)

@@ -205,8 +205,12 @@ func (s *Store) RenewRun(ctx context.Context, id string, now time.Time) (*kilolo
 	return out, err
 }
 
-// EndRun ends a waiting or active run, releasing its reservations and the
-// locks its CLI still holds.
+// EndRun ends a waiting or active run, releasing its reservations and,
+// unless it is aborted, the locks its CLI still holds. An aborted run's
+// CLI may still be running: its lock stays, so that its last write is
+// refused as the write of an aborted run (apply_run_ended, with a hint
+// that says so) and its unlock finds the lock; a lock of a run blocks no
+// one (see kilolock.CheckLock).
 func (s *Store) EndRun(ctx context.Context, id string, end kilolock.RunEnd, now time.Time) (*kilolock.ApplyRun, error) {
 	var out *kilolock.ApplyRun
 	err := s.write(ctx, "end apply run", func(tx Tx) error {
@@ -223,7 +227,9 @@ func (s *Store) EndRun(ctx context.Context, id string, end kilolock.RunEnd, now 
 		b.Exec(nil, `UPDATE apply_runs SET status = $2, ended_at = $3, ended_by = $4, reason = $5 WHERE id = $1`,
 			id, string(end.Status), now, end.By, end.Reason)
 		b.Exec(nil, `UPDATE run_reservations SET held = false WHERE run_id = $1`, id)
-		b.Exec(nil, `DELETE FROM locks WHERE state_id = $1 AND run_id = $2`, st.id, id)
+		if end.Status != kilolock.RunAborted {
+			b.Exec(nil, `DELETE FROM locks WHERE state_id = $1 AND run_id = $2`, st.id, id)
+		}
 		return tx.Send(ctx, b)
 	})
 	return out, err

@@ -249,6 +249,20 @@ func testRuns(t *testing.T, open Opener) {
 	if _, err := s.Lock(ctx, "s", lockInfo("d-lock-2", "frank"), kilolock.LockOptions{Run: d.ID}); !errors.Is(err, kilolock.ErrConflict) {
 		t.Errorf("a LOCK for an aborted run = %v, want refused", err)
 	}
+	// Its CLI, still running, keeps its lock: its last write is refused as
+	// an aborted run's, and its unlock finds the lock.
+	late2 := next(t, s, "s")
+	late2.LockID = "d-lock"
+	late2.Upserts = []graph.Instance{instance(t, web, intKey(0), `{"id":"w0-after-abort"}`)}
+	f = freeze(t, s, "s")
+	_, _, err = s.Commit(ctx, "s", late2)
+	if ce := errorAs[*kilolock.ConflictError](t, err); ce.Reason != kilolock.ReasonRunEnded {
+		t.Errorf("the write of an aborted run's CLI = %v, want %s", err, kilolock.ReasonRunEnded)
+	}
+	f.unchanged(t, s, "s")
+	if released, err := s.Unlock(ctx, "s", "d-lock", kilolock.UnlockOptions{}); err != nil || len(released) != 1 {
+		t.Errorf("the aborted run's CLI unlocking = %v, %v", released, err)
+	}
 
 	// Listing: newest first, in flight only, of one state.
 	all, err := rs.Runs(ctx, kilolock.RunFilter{State: "s"}, late)
