@@ -82,36 +82,52 @@ func testTenantQueryMatrix(t *testing.T, env *testEnv, ts kilolock.TenantStore) 
 
 // FuzzTenantQuery: whatever SQL a credential of tenant 0 sends (a
 // read-write or read token of its first environment, its PAT granted both,
-// or an outputs token), the lane answers it without a 5xx and without a
-// byte of another environment's states; the outputs token is refused.
+// or an outputs token), the lane over each store answers it without a 5xx
+// and without a byte of another environment's states; the outputs token
+// is refused.
 func FuzzTenantQuery(f *testing.F) {
 	for i, q := range storetest.HostileQueries {
 		f.Add(uint8(i), q)
 	}
-	env, ts := newAuthEnv(f)
-	tenants, marker := seedCrossTenant(f, env, ts)
-	t0 := tenants[0]
-	kinds := []struct {
-		header []string
-		envs   map[int]bool
-	}{
-		{bearer(t0.auto[0]), map[int]bool{0: true}},
-		{bearer(t0.autoRead[0]), map[int]bool{0: true}},
-		{bearer(t0.pat), map[int]bool{0: true, 1: true}},
-		{basic(t0.ws.ID, t0.autoOut[0]), nil},
+	type lane struct {
+		name    string
+		env     *testEnv
+		tenants []*tenantFixture
+		marker  func(int, int) string
+	}
+	var lanes []lane
+	for _, be := range benchBackends {
+		st, err := be.open(f)
+		if err != nil {
+			f.Fatalf("%s: %v", be.name, err)
+		}
+		env := newEnvOn(f, st, Options{Auth: AuthToken, OperatorToken: operatorSecret})
+		tenants, marker := seedCrossTenant(f, env, st.(kilolock.TenantStore))
+		lanes = append(lanes, lane{be.name, env, tenants, marker})
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, sql string) {
-		k := kinds[int(kind)%len(kinds)]
-		req := httptest.NewRequest("POST", "/v1/api/query", bytes.NewReader(mustJSON(t, map[string]string{"sql": sql})))
-		req.Header.Set(k.header[0], k.header[1])
-		w := httptest.NewRecorder()
-		env.h.ServeHTTP(w, req)
-		if w.Code >= 500 {
-			t.Fatalf("%q = %d %s", sql, w.Code, w.Body)
+		for _, l := range lanes {
+			t0 := l.tenants[0]
+			k := []struct {
+				header []string
+				envs   map[int]bool
+			}{
+				{bearer(t0.auto[0]), map[int]bool{0: true}},
+				{bearer(t0.autoRead[0]), map[int]bool{0: true}},
+				{bearer(t0.pat), map[int]bool{0: true, 1: true}},
+				{basic(t0.ws.ID, t0.autoOut[0]), nil},
+			}[int(kind)%4]
+			req := httptest.NewRequest("POST", "/v1/api/query", bytes.NewReader(mustJSON(t, map[string]string{"sql": sql})))
+			req.Header.Set(k.header[0], k.header[1])
+			w := httptest.NewRecorder()
+			l.env.h.ServeHTTP(w, req)
+			if w.Code >= 500 {
+				t.Fatalf("%s: %q = %d %s", l.name, sql, w.Code, w.Body)
+			}
+			if k.envs == nil && w.Code != http.StatusForbidden && w.Code != http.StatusBadRequest {
+				t.Fatalf("%s: an outputs token's %q = %d %s", l.name, sql, w.Code, w.Body)
+			}
+			leaks(t, w.Body.String(), 0, k.envs, l.tenants, l.marker)
 		}
-		if k.envs == nil && w.Code != http.StatusForbidden && w.Code != http.StatusBadRequest {
-			t.Fatalf("an outputs token's %q = %d %s", sql, w.Code, w.Body)
-		}
-		leaks(t, w.Body.String(), 0, k.envs, tenants, marker)
 	})
 }
