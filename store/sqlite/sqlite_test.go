@@ -2,10 +2,12 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlite"
 	"github.com/kilolock/kilolock/store/storetest"
 )
@@ -37,4 +39,32 @@ func BenchmarkCommit2of10000(b *testing.B) { storetest.BenchCommit2of10000(b, op
 // a busy machine.
 func BenchmarkChangesSince(b *testing.B) {
 	storetest.BenchChangesSince(b, open(b), "cpu-ns/op", func() float64 { return float64(processCPU().Nanoseconds()) })
+}
+
+// TestAtRest runs the encryption-at-rest suite on a database file; its
+// dump is the file and its WAL as they lie on disk.
+func TestAtRest(t *testing.T) {
+	storetest.RunAtRest(t, func(t testing.TB) storetest.AtRest {
+		path := filepath.Join(t.TempDir(), "kilolock.db")
+		return storetest.AtRest{
+			Open: func(t testing.TB, ring *keyring.Ring) (kilolock.Store, error) {
+				s, err := sqlite.Open(context.Background(), path, sqlite.WithKeyring(ring))
+				if err == nil {
+					t.Cleanup(func() { s.Close() })
+				}
+				return s, err
+			},
+			Dump: func(t testing.TB) []byte {
+				var dump []byte
+				for _, f := range []string{path, path + "-wal"} {
+					b, err := os.ReadFile(f)
+					if err != nil && !os.IsNotExist(err) {
+						t.Fatal(err)
+					}
+					dump = append(dump, b...)
+				}
+				return dump
+			},
+		}
+	})
 }
