@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -49,10 +50,13 @@ func MaskedInstanceObject(obj []byte) (masked []byte, sensitive bool) {
 			m[key] = maskOf(attrs) // paths in an encoding this program does not read
 			continue
 		}
+		orig, _ := decodeJSON(obj) // a copy to read the secrets from
 		for _, p := range paths {
 			attrs = maskPath(attrs, p)
 		}
-		m[key] = attrs
+		var secrets []any
+		secretsOf(orig.(map[string]any)[key], attrs, &secrets)
+		m[key] = maskHolding(attrs, secrets)
 	}
 	if _, has := m["private"]; has {
 		m["private"] = maskOf(m["private"])
@@ -91,6 +95,81 @@ func emptyList(b []byte) bool {
 	}
 	b = bytes.TrimLeft(b[1:], " \t\r\n")
 	return len(b) > 0 && b[0] == ']'
+}
+
+// secretsOf appends to out the leaves (strings and numbers) of orig where
+// the same value masked was masked.
+func secretsOf(orig, m any, out *[]any) {
+	switch mv := m.(type) {
+	case masked:
+		leaves(orig, out)
+	case map[string]any:
+		if o, ok := orig.(map[string]any); ok {
+			for k, v := range mv {
+				secretsOf(o[k], v, out)
+			}
+		}
+	case []any:
+		if o, ok := orig.([]any); ok && len(o) == len(mv) {
+			for i := range mv {
+				secretsOf(o[i], mv[i], out)
+			}
+		}
+	}
+}
+
+func leaves(v any, out *[]any) {
+	switch x := v.(type) {
+	case string, json.Number:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			leaves(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			leaves(e, out)
+		}
+	}
+}
+
+// minSecretInside is the length from which a secret string masks every
+// string that holds it, not only the strings equal to it.
+const minSecretInside = 4
+
+// maskHolding masks, in v, every value that holds a secret although no
+// path marks it: terraform_data's output repeats its sensitive input
+// unmarked, and a provider may copy a password into a connection string.
+// A string holding a secret string (or equal to a short one) is masked, a
+// number equal to a secret number too. Masking more than was marked costs
+// only what the views show: the object is sealed whole.
+func maskHolding(v any, secrets []any) any {
+	if len(secrets) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		for _, sec := range secrets {
+			if s, ok := sec.(string); ok && s != "" && (x == s || (len(s) >= minSecretInside && strings.Contains(x, s))) {
+				return maskOf(x)
+			}
+		}
+	case json.Number:
+		for _, sec := range secrets {
+			if n, ok := sec.(json.Number); ok && n == x {
+				return maskOf(x)
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = maskHolding(e, secrets)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = maskHolding(e, secrets)
+		}
+	}
+	return v
 }
 
 func isEmptyList(v any) bool {

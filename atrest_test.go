@@ -29,6 +29,8 @@ func TestMaskedInstanceObject(t *testing.T) {
 			true, []string{"z9"}, nil},
 		{"paths in an unknown encoding mask every attribute", `{"attributes":{"a":"v1","b":"v2"},"sensitive_attributes":["a"]}`,
 			true, []string{"v1", "v2"}, nil},
+		{"a copy of a secret elsewhere in the object", `{"attributes":{"input":{"value":{"h":"x","pw":"dup-secret"},"type":"object"},"output":{"value":{"h":"x","pw":"dup-secret"},"type":"object"},"url":"pg://u:dup-secret@h","port":5432},"sensitive_attributes":[[{"type":"get_attr","value":"input"},{"type":"get_attr","value":"pw"}]]}`,
+			true, []string{"dup-secret"}, []string{`"h":"x"`, `"port":5432`}},
 		{"a dynamic value", `{"attributes":{"input":{"value":"dyn5","type":"string"}},"sensitive_attributes":[[{"type":"get_attr","value":"input"}]]}`,
 			true, []string{"dyn5"}, nil},
 	}

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -54,17 +53,7 @@ func TestAtRest(t *testing.T) {
 				}
 				return s, err
 			},
-			Dump: func(t testing.TB) []byte {
-				var dump []byte
-				for _, f := range []string{path, path + "-wal"} {
-					b, err := os.ReadFile(f)
-					if err != nil && !os.IsNotExist(err) {
-						t.Fatal(err)
-					}
-					dump = append(dump, b...)
-				}
-				return dump
-			},
+			Dump: func(t testing.TB) []byte { return storetest.FileDump(t, path) },
 		}
 	})
 }

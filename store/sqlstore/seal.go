@@ -225,7 +225,7 @@ func missingKey(keyID string) error {
 func unknownKey(ring *keyring.Ring, ids []string) error {
 	return &kilolock.KeyError{Code: "encryption_key_unknown", Needed: ids,
 		Message: "the database's data keys are wrapped by " + plural(len(ids), "key ", "keys ") + joinIDs(ids) + ", which the configured keys (" + joinIDs(ring.IDs()) + ") do not include",
-		Hint:    "add the key(s) named to the key file (a key listed after the first only unwraps); remove an old key only after `kl keys rotate` re-wrapped everything it wrapped"}
+		Hint:    "add the key(s) named to the key file (--encryption-key-file; a key listed after the first only unwraps); remove an old key only after `kl keys rotate` re-wrapped everything it wrapped"}
 }
 
 // wrongKey is a key whose ID matches but that does not unwrap.

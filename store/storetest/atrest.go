@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -68,12 +69,13 @@ func secret(t testing.TB, what string) string {
 }
 
 // sensitiveInstance is a database password: its password attribute is
-// marked sensitive, the rest is not.
+// marked sensitive, the rest is not, though its url holds the password too
+// (as providers' connection strings do).
 func sensitiveInstance(t testing.TB, name, password, host string) graph.Instance {
 	t.Helper()
-	obj := fmt.Sprintf(`{"schema_version":0,"attributes":{"host":%s,"password":%s,"port":5432},`+
+	obj := fmt.Sprintf(`{"schema_version":0,"attributes":{"host":%s,"password":%s,"port":5432,"url":%s},`+
 		`"sensitive_attributes":[[{"type":"get_attr","value":"password"}]],"private":"eyJzY2hlbWFfdmVyc2lvbiI6IjAifQ=="}`,
-		quote(host), quote(password))
+		quote(host), quote(password), quote("pg://admin:"+password+"@"+host))
 	return newInstance(t, resource("aws_db_instance", name), []byte(obj))
 }
 
@@ -137,16 +139,18 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 	}
 
 	// The views show the rest and mask the secrets.
-	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT attributes FROM resources WHERE state = 'secrets' AND type = 'aws_db_instance'`)
+	// (raw_json holds the object where PostgreSQL's jsonb cannot, or
+	// where its check errs on the side of no.)
+	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT attributes, raw_json FROM resources WHERE state = 'secrets' AND type = 'aws_db_instance'`)
 	if err != nil || len(res.Rows) != 1 {
 		t.Fatalf("query resources = %+v, %v", res, err)
 	}
-	attrs := fmt.Sprint(res.Rows[0][0])
+	attrs := fmt.Sprint(res.Rows[0])
 	if !strings.Contains(attrs, host) || !strings.Contains(attrs, kilolock.SensitiveMask) || strings.Contains(attrs, password) {
 		t.Errorf("resources.attributes = %s; want the host, and the password masked", attrs)
 	}
-	res, err = s.Query(ctx, kilolock.QueryLimits{}, `SELECT value FROM outputs WHERE state = 'secrets' AND name = 'token'`)
-	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0][0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0][0]), kilolock.SensitiveMask) {
+	res, err = s.Query(ctx, kilolock.QueryLimits{}, `SELECT value, raw_json FROM outputs WHERE state = 'secrets' AND name = 'token'`)
+	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0]), kilolock.SensitiveMask) {
 		t.Errorf("outputs.value of a sensitive output = %+v, %v; want it masked", res, err)
 	}
 
@@ -308,4 +312,19 @@ func instanceNamed(ins []graph.Instance, id string) *graph.Instance {
 		}
 	}
 	return &graph.Instance{}
+}
+
+// FileDump is the AtRest.Dump of an SQLite database at path: the file and
+// its WAL, as they lie on disk.
+func FileDump(t testing.TB, path string) []byte {
+	t.Helper()
+	var dump []byte
+	for _, f := range []string{path, path + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		dump = append(dump, b...)
+	}
+	return dump
 }

@@ -1,0 +1,182 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/internal/tofu"
+	"github.com/kilolock/kilolock/keyring"
+	"github.com/kilolock/kilolock/store/storetest"
+)
+
+// atRestConfig applies a secret the way Terraform marks one: a
+// terraform_data input from a sensitive variable (its path is in
+// sensitive_attributes) and a sensitive output.
+func atRestConfig(backend, rev string) string {
+	return backend + `
+variable "db_password" {
+  type      = string
+  sensitive = true
+}
+
+resource "terraform_data" "db" {
+  input = {
+    host     = "db-` + rev + `.internal"
+    password = var.db_password
+  }
+}
+
+resource "terraform_data" "plain" {
+  input = "` + rev + `"
+}
+
+output "password" {
+  value     = var.db_password
+  sensitive = true
+}
+`
+}
+
+// TestEncryptionAtRest runs kld with --encryption-key-file: tofu applies a
+// secret, pulls back exactly what it wrote and plans no change; a dump of
+// the database (the SQLite file, pg_dump) holds none of the secret's
+// bytes; kld without the key, or with another, refuses to start (exit 78,
+// naming the key); kl keys rotate re-wraps every data key to a new key,
+// after which the old key can go.
+func TestEncryptionAtRest(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		dir := t.TempDir()
+		oldKey, newKey := keyring.Generate(), keyring.Generate()
+		keyFile := func(name string, keys ...string) string {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		oldFile, bothFile, newFile := keyFile("old", oldKey), keyFile("both", newKey, oldKey), keyFile("new", newKey)
+		oldRing, _ := keyring.Parse([]byte(oldKey))
+		newRing, _ := keyring.Parse([]byte(newKey))
+
+		srv := tofu.StartKLD(t, databaseURL, "--encryption-key-file", oldFile)
+		secret := "pw-" + keyring.Generate()[:20]
+		wd := tofu.NewWorkdir(t, atRestConfig(srv.Backend("app"), "v1"))
+		wd.Setenv("TF_VAR_db_password", secret)
+		wd.Must("init", "-no-color")
+		wd.Must("apply", "-auto-approve", "-no-color")
+		wd.WriteFile("main.tf", atRestConfig(srv.Backend("app"), "v2"))
+		wd.Must("apply", "-auto-approve", "-no-color")
+
+		pulled := wd.Must("state", "pull")
+		if got := getState(t, srv, "app"); strings.TrimRight(pulled, "\n") != strings.TrimRight(string(got), "\n") || !strings.Contains(string(got), secret) {
+			t.Fatalf("GET does not answer what tofu wrote, or lacks the secret %s:\n%s\nstate pull:\n%s", secret, got, pulled)
+		}
+		if !strings.Contains(string(getState(t, srv, "app")), `"sensitive_attributes":[`) {
+			t.Fatal("the state marks nothing sensitive: the test applies no secret")
+		}
+		wd.Must("plan", "-detailed-exitcode", "-no-color")
+
+		// What a database dump shows: no secret, the rest queryable.
+		dump := dumpDatabase(t, databaseURL)
+		if bytes.Contains(dump, []byte(secret)) {
+			t.Fatalf("the database dump (%d bytes) holds the secret", len(dump))
+		}
+		if !bytes.Contains(dump, []byte("db-v2.internal")) {
+			t.Fatalf("the database dump (%d bytes) lacks the host, which is not secret: not a dump of this database", len(dump))
+		}
+		// (raw_json holds the object where PostgreSQL's jsonb cannot, or
+		// where its check errs on the side of no: an id with "e" and five
+		// digits in it.)
+		out := mustKL(t, "--server", srv.URL, "query", "--json", `SELECT attributes, raw_json FROM resources WHERE state = 'app' AND name = 'db'`)
+		if !strings.Contains(out, "db-v2.internal") || !strings.Contains(out, "(sensitive)") || strings.Contains(out, secret) {
+			t.Fatalf("kl query of the resources view = %s; want the host, the password masked", out)
+		}
+		if err := srv.Stop(); err != nil {
+			t.Fatal(err)
+		}
+
+		// Without the key, or with another one, kld does not start.
+		for _, tc := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"no key", nil, "encryption_key_missing"},
+			{"another key", []string{"--encryption-key-file", newFile}, "encryption_key_unknown"},
+		} {
+			code, log := runKLD(t, databaseURL, tc.args...)
+			if code != 78 || !strings.Contains(log, oldRing.Active()) || !strings.Contains(log, "encryption-key-file") {
+				t.Errorf("kld with %s: exit %d, want 78 naming key %s and the flag; log:\n%s", tc.name, code, oldRing.Active(), log)
+			}
+		}
+
+		// Rotation: the new key first, the old one to read; kl keys
+		// rotate re-wraps; then the new key alone serves it all.
+		srv = tofu.StartKLD(t, databaseURL, "--encryption-key-file", bothFile)
+		rotated := mustKL(t, "--server", srv.URL, "keys", "rotate")
+		if !strings.Contains(rotated, "done: 1 data keys re-wrapped to key "+newRing.Active()) {
+			t.Fatalf("kl keys rotate said:\n%s", rotated)
+		}
+		var status struct {
+			Keys []struct {
+				KeyID  string `json:"key_id"`
+				States int64  `json:"states"`
+				Active bool   `json:"active"`
+			} `json:"keys"`
+		}
+		if err := json.Unmarshal([]byte(mustKL(t, "--server", srv.URL, "keys", "status", "--json")), &status); err != nil {
+			t.Fatal(err)
+		}
+		if len(status.Keys) != 2 || status.Keys[0].KeyID != newRing.Active() || status.Keys[0].States != 1 || status.Keys[1].States != 0 {
+			t.Fatalf("kl keys status after rotation = %+v; want the new key wrapping the state's data key, the old one nothing", status.Keys)
+		}
+		if err := srv.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		srv = tofu.StartKLD(t, databaseURL, "--encryption-key-file", newFile)
+		wd.WriteFile("main.tf", atRestConfig(srv.Backend("app"), "v2"))
+		wd.Must("init", "-reconfigure", "-no-color")
+		wd.Must("plan", "-detailed-exitcode", "-no-color")
+		if got := getState(t, srv, "app"); !strings.Contains(string(got), secret) {
+			t.Fatal("with the new key alone, GET lacks the secret")
+		}
+	})
+}
+
+// runKLD runs kld on databaseURL expecting it to stop by itself, and
+// returns its exit code and what it logged.
+func runKLD(t *testing.T, databaseURL string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tofu.BuildKLD(t), append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)...)
+	cmd.Env = cleanKLEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("kld: %v", err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// dumpDatabase is what someone who reads the database without kld sees:
+// the SQLite file and its WAL, or pg_dump's dump.
+func dumpDatabase(t *testing.T, databaseURL string) []byte {
+	t.Helper()
+	if !strings.HasPrefix(databaseURL, "postgres") {
+		return storetest.FileDump(t, databaseURL)
+	}
+	out, err := exec.Command(testpg.Tool(t, "pg_dump"), "--dbname", databaseURL).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	return out
+}
