@@ -17,12 +17,17 @@ import (
 	"github.com/kilolock/kilolock/store/storetest"
 )
 
-// atRestConfig applies a secret the way Terraform marks one: a
+// atRestConfig applies two secrets the way Terraform marks them: a
 // terraform_data input from a sensitive variable (its path is in
-// sensitive_attributes) and a sensitive output.
+// sensitive_attributes) and a sensitive output of another one.
 func atRestConfig(backend, rev string) string {
 	return backend + `
 variable "db_password" {
+  type      = string
+  sensitive = true
+}
+
+variable "api_token" {
   type      = string
   sensitive = true
 }
@@ -38,19 +43,21 @@ resource "terraform_data" "plain" {
   input = "` + rev + `"
 }
 
-output "password" {
-  value     = var.db_password
+output "token" {
+  value     = var.api_token
   sensitive = true
 }
 `
 }
 
 // TestEncryptionAtRest runs kld with --encryption-key-file: tofu applies a
-// secret, pulls back exactly what it wrote and plans no change; a dump of
-// the database (the SQLite file, pg_dump) holds none of the secret's
-// bytes; kld without the key, or with another, refuses to start (exit 78,
-// naming the key); kl keys rotate re-wraps every data key to a new key,
-// after which the old key can go.
+// sensitive attribute and a sensitive output; GET answers byte for byte
+// what tofu posted (seen through a proxy) and tofu plans no change; a dump
+// of the database (the SQLite file, pg_dump) holds none of either
+// secret's bytes, while the views show the rest with the secrets masked;
+// kld without the key, or with another, refuses to start (exit 78, naming
+// the key); kl keys rotate re-wraps every data key to a new key, after
+// which the old key can go.
 func TestEncryptionAtRest(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
@@ -69,26 +76,31 @@ func TestEncryptionAtRest(t *testing.T) {
 
 		srv := tofu.StartKLD(t, databaseURL, "--encryption-key-file", oldFile)
 		secret := "pw-" + keyring.Generate()[:20]
-		wd := tofu.NewWorkdir(t, atRestConfig(srv.Backend("app"), "v1"))
+		token := "tok-" + keyring.Generate()[:20]
+		rec, backend := recordedBackend(t, srv, "app")
+		wd := tofu.NewWorkdir(t, atRestConfig(backend, "v1"))
 		wd.Setenv("TF_VAR_db_password", secret)
+		wd.Setenv("TF_VAR_api_token", token)
 		wd.Must("init", "-no-color")
 		wd.Must("apply", "-auto-approve", "-no-color")
-		wd.WriteFile("main.tf", atRestConfig(srv.Backend("app"), "v2"))
+		wd.WriteFile("main.tf", atRestConfig(backend, "v2"))
 		wd.Must("apply", "-auto-approve", "-no-color")
 
-		pulled := wd.Must("state", "pull")
-		if got := getState(t, srv, "app"); strings.TrimRight(pulled, "\n") != strings.TrimRight(string(got), "\n") || !strings.Contains(string(got), secret) {
-			t.Fatalf("GET does not answer what tofu wrote, or lacks the secret %s:\n%s\nstate pull:\n%s", secret, got, pulled)
+		posted := rec.last(t)
+		if got := getState(t, srv, "app"); !bytes.Equal(got, posted) || !bytes.Contains(got, []byte(secret)) || !bytes.Contains(got, []byte(token)) {
+			t.Fatalf("GET does not answer what tofu posted, or lacks the secrets %s, %s:\n%s\nposted:\n%s", secret, token, got, posted)
 		}
-		if !strings.Contains(string(getState(t, srv, "app")), `"sensitive_attributes":[`) {
-			t.Fatal("the state marks nothing sensitive: the test applies no secret")
+		if !bytes.Contains(posted, []byte(`"sensitive_attributes":[[`)) || !bytes.Contains(posted, []byte(`"sensitive":true`)) {
+			t.Fatalf("the state marks nothing sensitive: the test applies no secret:\n%s", posted)
 		}
 		wd.Must("plan", "-detailed-exitcode", "-no-color")
 
 		// What a database dump shows: no secret, the rest queryable.
 		dump := dumpDatabase(t, databaseURL)
-		if bytes.Contains(dump, []byte(secret)) {
-			t.Fatalf("the database dump (%d bytes) holds the secret", len(dump))
+		for what, b := range map[string]string{"the sensitive attribute": secret, "the sensitive output": token} {
+			if bytes.Contains(dump, []byte(b)) {
+				t.Errorf("the database dump (%d bytes) holds %s", len(dump), what)
+			}
 		}
 		if !bytes.Contains(dump, []byte("db-v2.internal")) {
 			t.Fatalf("the database dump (%d bytes) lacks the host, which is not secret: not a dump of this database", len(dump))
@@ -99,6 +111,10 @@ func TestEncryptionAtRest(t *testing.T) {
 		out := mustKL(t, "--server", srv.URL, "query", "--json", `SELECT attributes, raw_json FROM resources WHERE state = 'app' AND name = 'db'`)
 		if !strings.Contains(out, "db-v2.internal") || !strings.Contains(out, "(sensitive)") || strings.Contains(out, secret) {
 			t.Fatalf("kl query of the resources view = %s; want the host, the password masked", out)
+		}
+		out = mustKL(t, "--server", srv.URL, "query", "--json", `SELECT name, sensitive, value, raw_json FROM outputs WHERE state = 'app'`)
+		if !strings.Contains(out, "(sensitive)") || strings.Contains(out, token) {
+			t.Fatalf("kl query of the outputs view = %s; want the token masked", out)
 		}
 		if err := srv.Stop(); err != nil {
 			t.Fatal(err)
@@ -146,8 +162,8 @@ func TestEncryptionAtRest(t *testing.T) {
 		wd.WriteFile("main.tf", atRestConfig(srv.Backend("app"), "v2"))
 		wd.Must("init", "-reconfigure", "-no-color")
 		wd.Must("plan", "-detailed-exitcode", "-no-color")
-		if got := getState(t, srv, "app"); !strings.Contains(string(got), secret) {
-			t.Fatal("with the new key alone, GET lacks the secret")
+		if got := getState(t, srv, "app"); !bytes.Equal(got, posted) {
+			t.Fatalf("with the new key alone, GET is not what tofu posted:\n%s", got)
 		}
 	})
 }
