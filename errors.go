@@ -38,6 +38,9 @@ var (
 	// configured keys cannot open: no key is configured, or not the one
 	// they need (see *KeyError).
 	ErrKey = errors.New("encryption key missing or wrong")
+	// ErrQuotaExceeded: the write would grow a state, or its environment,
+	// past a hard limit (see *QuotaError).
+	ErrQuotaExceeded = errors.New("quota exceeded")
 )
 
 // LockedError is returned when a lock or write meets another holder, or
