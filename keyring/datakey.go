@@ -18,6 +18,13 @@ type DataKey struct {
 	mac    [KeySize]byte
 }
 
+// String shows nothing of the key, so that a data key printed in a log or
+// an error leaks none of it.
+func (dk *DataKey) String() string { return "keyring.DataKey(hidden)" }
+
+// GoString is String, for %#v.
+func (dk *DataKey) GoString() string { return dk.String() }
+
 // NewDataKey returns a new random data key.
 func NewDataKey() (*DataKey, error) {
 	b := make([]byte, KeySize)

@@ -39,6 +39,24 @@ type Ring struct {
 	keys []Key
 }
 
+// String names the ring's keys by ID, never by their bytes, so that a
+// ring printed in a log or an error shows no key (%v, %+v and %#v too).
+func (r *Ring) String() string {
+	if r == nil {
+		return "keyring.Ring(none)"
+	}
+	return "keyring.Ring" + fmt.Sprint(r.IDs())
+}
+
+// GoString is String, for %#v.
+func (r *Ring) GoString() string { return r.String() }
+
+// String names the key by its ID, never by its bytes.
+func (k Key) String() string { return "keyring.Key(" + k.ID + ")" }
+
+// GoString is String, for %#v.
+func (k Key) GoString() string { return k.String() }
+
 // Parse reads keys from text: one base64-encoded (standard or URL
 // alphabet, padded or not) 32-byte key per line or between commas; blank
 // lines and lines starting with '#' are skipped. The first key is the
@@ -91,13 +109,18 @@ func decodeKey(s string) ([]byte, error) {
 // Load returns the ring of a key file (when file is not "") and of env
 // (the value of KL_ENCRYPTION_KEY, when not ""): the file's keys first, so
 // its first key is the active one, else env's first. Nil, nil when both
-// are empty: no encryption.
+// are empty: no encryption. A key file that is given but holds no key
+// (an empty file, a secret that was not mounted) is an error, not "no
+// encryption": it would store in the clear what was meant to be sealed.
 func Load(file, env string) (*Ring, error) {
 	var text []byte
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("keyring: read the key file: %w", err)
+		}
+		if _, err := Parse(b); err != nil {
+			return nil, fmt.Errorf("keyring: the key file %s: %w", file, err)
 		}
 		text = b
 	}

@@ -3,7 +3,9 @@ package keyring_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +138,39 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := keyring.Load(filepath.Join(t.TempDir(), "missing"), ""); err == nil {
 		t.Fatal("Load of a missing file succeeded")
+	}
+	// A key file named but empty (a secret not mounted) must not turn
+	// encryption off, even with KL_ENCRYPTION_KEY set.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("# keys\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{"", envKey} {
+		if r, err := keyring.Load(empty, env); err == nil || !strings.Contains(err.Error(), "no key") {
+			t.Errorf("Load of a key file without keys (env %q) = %v, %v; want an error saying it holds no key", env, r, err)
+		}
+	}
+}
+
+// TestRingPrintsNoKey: a ring or key printed, however, shows IDs only.
+func TestRingPrintsNoKey(t *testing.T) {
+	k := keyring.Generate()
+	r, err := keyring.Parse([]byte(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _ := base64.StdEncoding.DecodeString(k)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		got := fmt.Sprintf(format, r)
+		if !strings.Contains(got, r.Active()) || strings.Contains(got, k) || strings.Contains(got, fmt.Sprint(secret[:8])[1:12]) {
+			t.Errorf("Sprintf(%q, ring) = %s; want the key's ID and none of its bytes", format, got)
+		}
+		dk, err := keyring.NewDataKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf(format, dk); got != "keyring.DataKey(hidden)" {
+			t.Errorf("Sprintf(%q, data key) = %s; want it hidden", format, got)
+		}
 	}
 }

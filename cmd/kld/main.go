@@ -88,9 +88,15 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		var ke *kilolock.KeyError
-		if errors.As(err, &ke) {
+		var (
+			ke *kilolock.KeyError
+			ie *kilolock.InvalidError
+		)
+		switch {
+		case errors.As(err, &ke):
 			logger.Error("encryption keys", "hint", ke.Hint)
+		case errors.As(err, &ie) && ie.Hint != "":
+			logger.Error("configuration", "hint", ie.Hint)
 		}
 		logger.Error("kld stopped", "err", err, "exit_code", code)
 		os.Exit(code)
