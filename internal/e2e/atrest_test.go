@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,9 +57,10 @@ output "token" {
 // what tofu posted (seen through a proxy) and tofu plans no change; a dump
 // of the database (the SQLite file, pg_dump) holds none of either
 // secret's bytes, while the views show the rest with the secrets masked;
-// kld without the key, or with another, refuses to start (exit 78, naming
-// the key); kl keys rotate re-wraps every data key to a new key, after
-// which the old key can go.
+// kld without the key, or with another, or with an empty key file,
+// refuses to start (exit 78, naming the key and the flag); kl keys rotate
+// re-wraps the data keys of 250 states to a new key, showing its
+// progress, after which the old key can go.
 func TestEncryptionAtRest(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
@@ -94,10 +97,20 @@ func TestEncryptionAtRest(t *testing.T) {
 			t.Fatalf("the state marks nothing sensitive: the test applies no secret:\n%s", posted)
 		}
 		wd.Must("plan", "-detailed-exitcode", "-no-color")
+		// More states holding a secret, each with its data key: what kl
+		// keys rotate shows its progress on.
+		var otherSecrets []string
+		for i := range rotatedStates - 1 {
+			otherSecrets = append(otherSecrets, fmt.Sprintf("secret-%s-%d", keyring.Generate()[:8], i))
+			doc := fmt.Appendf(nil, `{"version":4,"terraform_version":"1.10.10","serial":1,"lineage":"l-%d","outputs":{"pw":{"value":%q,"type":"string","sensitive":true}},"resources":[]}`, i, otherSecrets[i])
+			if code, body := request(t, http.MethodPost, srv.StateURL(fmt.Sprintf("other-%d", i)), doc); code != http.StatusOK {
+				t.Fatalf("POST other-%d: %d %s", i, code, body)
+			}
+		}
 
 		// What a database dump shows: no secret, the rest queryable.
 		dump := dumpDatabase(t, databaseURL)
-		for what, b := range map[string]string{"the sensitive attribute": secret, "the sensitive output": token} {
+		for what, b := range map[string]string{"the sensitive attribute": secret, "the sensitive output": token, "another state's sensitive output": otherSecrets[len(otherSecrets)-1]} {
 			if bytes.Contains(dump, []byte(b)) {
 				t.Errorf("the database dump (%d bytes) holds %s", len(dump), what)
 			}
@@ -120,18 +133,25 @@ func TestEncryptionAtRest(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Without the key, or with another one, kld does not start.
+		// Without the key, or with another one, kld does not start: it
+		// names the key the database needs and the flag to give it with.
+		// A key file without a key is refused too, whatever the database.
 		for _, tc := range []struct {
 			name string
 			args []string
-			want string
+			want []string
 		}{
-			{"no key", nil, "encryption_key_missing"},
-			{"another key", []string{"--encryption-key-file", newFile}, "encryption_key_unknown"},
+			{"no key", nil, []string{"no encryption key is configured", oldRing.Active()}},
+			{"another key", []string{"--encryption-key-file", newFile}, []string{"do not include", oldRing.Active(), newRing.Active()}},
+			{"an empty key file", []string{"--encryption-key-file", keyFile("empty")}, []string{"no key"}},
 		} {
 			code, log := runKLD(t, databaseURL, tc.args...)
-			if code != 78 || !strings.Contains(log, oldRing.Active()) || !strings.Contains(log, "encryption-key-file") {
-				t.Errorf("kld with %s: exit %d, want 78 naming key %s and the flag; log:\n%s", tc.name, code, oldRing.Active(), log)
+			want := append(tc.want, "encryption-key-file")
+			for _, w := range want {
+				if code != 78 || !strings.Contains(log, w) {
+					t.Errorf("kld with %s: exit %d, want 78 and a log saying %q; log:\n%s", tc.name, code, w, log)
+					break
+				}
 			}
 		}
 
@@ -139,8 +159,10 @@ func TestEncryptionAtRest(t *testing.T) {
 		// rotate re-wraps; then the new key alone serves it all.
 		srv = tofu.StartKLD(t, databaseURL, "--encryption-key-file", bothFile)
 		rotated := mustKL(t, "--server", srv.URL, "keys", "rotate")
-		if !strings.Contains(rotated, "done: 1 data keys re-wrapped to key "+newRing.Active()) {
-			t.Fatalf("kl keys rotate said:\n%s", rotated)
+		progress := fmt.Sprintf("rotating to key %s: 0 of %d data keys re-wrapped, %[2]d left", newRing.Active(), rotatedStates)
+		done := fmt.Sprintf("done: %d data keys re-wrapped to key %s", rotatedStates, newRing.Active())
+		if !strings.Contains(rotated, progress) || !strings.Contains(rotated, done) {
+			t.Fatalf("kl keys rotate said:\n%s\nwant %q, then %q", rotated, progress, done)
 		}
 		var status struct {
 			Keys []struct {
@@ -152,8 +174,8 @@ func TestEncryptionAtRest(t *testing.T) {
 		if err := json.Unmarshal([]byte(mustKL(t, "--server", srv.URL, "keys", "status", "--json")), &status); err != nil {
 			t.Fatal(err)
 		}
-		if len(status.Keys) != 2 || status.Keys[0].KeyID != newRing.Active() || status.Keys[0].States != 1 || status.Keys[1].States != 0 {
-			t.Fatalf("kl keys status after rotation = %+v; want the new key wrapping the state's data key, the old one nothing", status.Keys)
+		if len(status.Keys) != 2 || status.Keys[0].KeyID != newRing.Active() || status.Keys[0].States != rotatedStates || status.Keys[1].States != 0 {
+			t.Fatalf("kl keys status after rotation = %+v; want the new key wrapping the %d states' data keys, the old one nothing", status.Keys, rotatedStates)
 		}
 		if err := srv.Stop(); err != nil {
 			t.Fatal(err)
@@ -167,6 +189,10 @@ func TestEncryptionAtRest(t *testing.T) {
 		}
 	})
 }
+
+// rotatedStates is how many states hold a secret when TestEncryptionAtRest
+// rotates keys: more than one batch of RotateKeys (100).
+const rotatedStates = 250
 
 // runKLD runs kld on databaseURL expecting it to stop by itself, and
 // returns its exit code and what it logged.

@@ -24,8 +24,10 @@ import (
 // formation (monitor, primary, synchronous standby) through its
 // multi-host URL with target_session_attrs=read-write. Terraform-like
 // writers (LOCK, POST, UNLOCK, retrying a 503 as the CLIs do) and tofu
-// applies go on through both replicas while `pg_autoctl perform failover`
-// moves the primary: while no primary is reachable kld answers 503 with
+// applies go on through both replicas while the primary moves: planned
+// (`pg_autoctl perform failover`), and by a crash (the primary's
+// pg_autoctl and PostgreSQL killed with SIGKILL, the monitor promoting
+// the standby). While no primary is reachable kld answers 503 with
 // Retry-After (never another 5xx), every write it acknowledged is there
 // afterwards byte for byte, and every apply succeeds, the CLI retrying
 // what was refused. It logs the figures: the unavailability window each
@@ -33,6 +35,30 @@ import (
 func TestPostgresFailover(t *testing.T) {
 	t.Parallel()
 	tofu.Binary(t)
+	for _, tc := range []struct {
+		name string
+		// fail moves the primary away from node primary and returns once
+		// the other node takes writes.
+		fail func(ctx context.Context, f *testpg.Formation, primary int) error
+	}{
+		{"planned", func(ctx context.Context, f *testpg.Formation, primary int) error {
+			if err := f.Failover(ctx); err != nil {
+				return err
+			}
+			return f.WaitWritable(ctx, 1-primary)
+		}},
+		{"crash", func(ctx context.Context, f *testpg.Formation, primary int) error {
+			if err := f.Crash(primary); err != nil {
+				return err
+			}
+			return f.WaitWritable(ctx, 1-primary)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { failover(t, tc.fail) })
+	}
+}
+
+func failover(t *testing.T, fail func(ctx context.Context, f *testpg.Formation, primary int) error) {
 	f := testpg.StartFormation(t)
 	ctx := t.Context()
 	before, err := f.Primary(ctx)
@@ -65,15 +91,14 @@ func TestPostgresFailover(t *testing.T) {
 
 	time.Sleep(3 * time.Second) // writes before the failover
 	start := time.Now()
-	if err := f.Failover(ctx); err != nil {
+	if err := fail(ctx, f, before); err != nil {
 		close(stop)
 		wg.Wait()
 		t.Fatalf("failover: %v", err)
 	}
-	t.Logf("pg_autoctl perform failover and the old primary back as standby: %s", time.Since(start).Round(time.Millisecond))
-	after, err := f.Primary(ctx)
-	if err != nil || after == before {
-		t.Errorf("after the failover the primary is node %d (%v), before it was node %d", after, err, before)
+	t.Logf("from the failover's start (%s) until the other node takes writes: %s", start.UTC().Format("15:04:05.000"), time.Since(start).Round(time.Millisecond))
+	if events, err := f.Events(ctx, 20); err == nil {
+		t.Logf("the monitor's events:\n%s", events)
 	}
 	// Writes after the failover, then a stop once each writer has written
 	// since.

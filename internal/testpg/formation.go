@@ -260,6 +260,53 @@ func (f *Formation) Failover(ctx context.Context) error {
 	return f.WaitStates(ctx, map[string]int{"primary": 1, "secondary": 1})
 }
 
+// Crash kills node i (0 or 1) as a power cut would: its pg_autoctl
+// service and its PostgreSQL, with SIGKILL. It stays down; the monitor
+// notices within a few seconds (monitorSettings) and, when i was the
+// primary, promotes the other node.
+func (f *Formation) Crash(i int) error {
+	cmd := f.runs[1+i] // runs[0] is the monitor's
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// PostgreSQL runs in the service's process group; its postmaster.pid
+	// names it should it have left the group.
+	if b, err := os.ReadFile(filepath.Join(f.pgdata(fmt.Sprintf("node%d", i+1)), "postmaster.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.SplitN(string(b), "\n", 2)[0]); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return nil
+}
+
+// WaitWritable waits until node i is the one the monitor lets take writes
+// (primary, or wait_primary while it has no standby).
+func (f *Formation) WaitWritable(ctx context.Context, i int) error {
+	var last []NodeState
+	for {
+		nodes, err := f.States(ctx)
+		if err == nil {
+			last = nodes
+			for _, n := range nodes {
+				if n.Port == f.nodes[i] && n.Current == n.Assigned && (n.Current == "primary" || n.Current == "wait_primary") {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d did not become the primary (last: %+v): %w", i+1, last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Events returns the monitor's last n events (`pg_autoctl show events`):
+// when each node was assigned and reached each state, which is where a
+// failover spends its time.
+func (f *Formation) Events(ctx context.Context, n int) (string, error) {
+	out, err := f.autoctlOutput(ctx, "show", "events", "--pgdata", f.pgdata("monitor"), "--count", strconv.Itoa(n))
+	return string(out), err
+}
+
 // autoctlRun runs pg_autoctl to its end, its output appended to logName.
 func (f *Formation) autoctlRun(ctx context.Context, logName string, args ...string) error {
 	lf, err := f.openLog(logName)
