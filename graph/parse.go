@@ -37,9 +37,15 @@ func Parse(data []byte) (*State, error) { return parse(data, nil) }
 // afterwards.
 func ParseReusing(data []byte, prev *State) (*State, error) { return parse(data, prev) }
 
-// fragmentSeed seeds the hashes that find reusable instances. It is shared
-// by every State of the process, so a state parsed earlier can be matched.
-var fragmentSeed = maphash.MakeSeed()
+// fragmentSeed and sumSeed seed the hashes that find reusable instances
+// (two independent 64-bit hashes of each fragment: Instance.fragHash and
+// fragSum). They are shared by every State of the process, so a state
+// parsed earlier can be matched, and random, so no document can be made to
+// collide with another on purpose.
+var (
+	fragmentSeed = maphash.MakeSeed()
+	sumSeed      = maphash.MakeSeed()
+)
 
 // Field names; encoding/json, which both CLIs read state with, matches them
 // case-insensitively, and so does Parse.
@@ -806,7 +812,7 @@ func (p *parser) setupReuse() {
 	}
 	n := 0
 	for i := range prev.Instances {
-		if in := &prev.Instances[i]; in.hasFragment() && in.fragmentFormat == p.format {
+		if in := &prev.Instances[i]; in.parsedAs() && in.fragmentFormat == p.format {
 			n++
 		}
 	}
@@ -819,7 +825,7 @@ func (p *parser) setupReuse() {
 	for i := len(prev.Instances) - 1; i >= 0; i-- {
 		in := &prev.Instances[i]
 		p.prevNext[i] = -1
-		if !in.hasFragment() || in.fragmentFormat != p.format {
+		if !in.parsedAs() || in.fragmentFormat != p.format {
 			continue
 		}
 		if j, ok := p.prevIdx[in.fragHash]; ok {
@@ -829,15 +835,19 @@ func (p *parser) setupReuse() {
 	}
 }
 
-// lookup finds an instance of prev with this resource header and fragment.
-func (p *parser) lookup(h uint64, r *Resource, frag []byte) *Instance {
+// lookup finds an instance of prev with this resource header and a
+// fragment of this length and hashes. prev need not hold its document any
+// more (see Detach): the two 64-bit hashes, of independent random seeds,
+// stand for the bytes; two different fragments of one length share both
+// with a chance of 2^-128.
+func (p *parser) lookup(h, sum uint64, r *Resource, frag []byte) *Instance {
 	j, ok := p.prevIdx[h]
 	if !ok {
 		return nil
 	}
 	for ; j >= 0; j = p.prevNext[j] {
 		in := &p.prev.Instances[j]
-		if in.fragHash == h && in.Resource == *r && bytes.Equal(in.fragment, frag) {
+		if in.fragHash == h && in.fragSum == sum && in.fragLen == len(frag) && in.Resource == *r {
 			return in
 		}
 	}
@@ -866,8 +876,9 @@ func (p *parser) finishResource(ri int, r *Resource) {
 		pd := &p.pend[i]
 		frag := s.data[pd.start:pd.end:pd.end]
 		fh := maphash.Bytes(fragmentSeed, frag) ^ hh
+		sum := maphash.Bytes(sumSeed, frag)
 		if p.reuse {
-			if old := p.lookup(fh, r, frag); old != nil {
+			if old := p.lookup(fh, sum, r, frag); old != nil {
 				in := *old
 				in.Resource = *r
 				in.fragment = frag
@@ -895,6 +906,8 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			fragmentFormat: p.format,
 			canonical:      pd.canon,
 			fragHash:       fh,
+			fragSum:        sum,
+			fragLen:        len(frag),
 			objFirst:       &pd.obj[0],
 		}
 		if at, reason := decodeHead(s.data, pd.head, &in); reason != "" {
