@@ -85,18 +85,39 @@ func (e *Engine) Store() Store { return e.store }
 func (e *Engine) DefaultLockMode() LockMode { return e.mode }
 
 // Read returns the current version of a state as the bytes a client wrote
-// (or, for a version the server made, as Terraform would write it).
-// ErrNotFound when the state does not exist or has no version yet.
+// (or, for a version the server made, as Terraform would write it), in
+// memory. ErrNotFound when the state does not exist or has no version yet.
 func (e *Engine) Read(ctx context.Context, name string) (*Document, error) {
-	d, _, err := e.current(ctx, name)
+	return documentOf(e.Open(ctx, name))
+}
+
+// ReadVersion returns a version of a state by number, like Read.
+func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*Document, error) {
+	return documentOf(e.OpenVersion(ctx, name, number))
+}
+
+func documentOf(b *Body, err error) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
+	data, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return &Document{Version: b.Version, Bytes: data}, nil
 }
 
-// ReadVersion returns a version of a state by number, rendered like Read.
-func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*Document, error) {
+// Open returns the current version of a state to serve: the bytes Read
+// returns, written to each reader without being held in memory (see Body).
+// ErrNotFound when the state does not exist or has no version yet.
+func (e *Engine) Open(ctx context.Context, name string) (*Body, error) {
+	b, _, err := e.current(ctx, name)
+	return b, err
+}
+
+// OpenVersion returns a version of a state by number, like Open. A
+// *VersionNotFoundError when there is no such version.
+func (e *Engine) OpenVersion(ctx context.Context, name string, number int64) (*Body, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
@@ -104,13 +125,13 @@ func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*D
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := e.documentOf(snap)
-	return d, err
+	b, _, err := e.bodyOf(snap)
+	return b, err
 }
 
-// current returns the current document and, unless the state is opaque, its
+// current returns the current body and, unless the state is opaque, its
 // graph, from the cache when the store confirms it is still current.
-func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.State, error) {
+func (e *Engine) current(ctx context.Context, name string) (*Body, *graph.State, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +145,7 @@ func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.St
 		return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
 	}
 	if c := e.cache.get(name, id); c != nil {
-		return c.doc, c.graph, nil
+		return c.body, c.graph, nil
 	}
 	st, err := e.store.State(ctx, name)
 	if err != nil {
@@ -133,23 +154,23 @@ func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.St
 	return e.load(ctx, st)
 }
 
-func (e *Engine) load(ctx context.Context, st *StateInfo) (*Document, *graph.State, error) {
+func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, error) {
 	if st.Current == 0 {
 		return nil, nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
 	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
-		return c.doc, c.graph, nil
+		return c.body, c.graph, nil
 	}
 	snap, err := e.store.Snapshot(ctx, st.Name, st.Current)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, g, err := e.documentOf(snap)
+	b, g, err := e.bodyOf(snap)
 	if err != nil {
 		return nil, nil, err
 	}
-	e.cache.put(st.Name, d, g)
-	return d, g, nil
+	e.cache.put(st.Name, b, g)
+	return b, g, nil
 }
 
 // Graph returns the parsed current version of a state. ErrEncrypted when
@@ -285,20 +306,20 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		return nil, err
 	}
 	var (
-		prevDoc   *Document
+		prevBody  *Body
 		prevGraph *graph.State
 	)
 	if st.Current > 0 {
-		if prevDoc, prevGraph, err = e.load(ctx, st); err != nil {
+		if prevBody, prevGraph, err = e.load(ctx, st); err != nil {
 			return nil, err
 		}
-		if string(prevDoc.Bytes) == string(body) {
+		if prevBody.same(body) {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
 				return nil, err
 			}
-			return &WriteResult{Version: prevDoc.Version, Unchanged: true}, nil
+			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
 		}
 	}
 
@@ -328,6 +349,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 		}
 	}
+	// next is the new version's body: written from the graph the store
+	// will hold, or from the bytes kept beside it.
+	var next func(v Version) *Body
 	if encrypted {
 		// An opaque blob: locking, history and whole-version rollback work,
 		// graph features do not. Its serial and lineage are unreadable, so
@@ -346,23 +370,35 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 			c.Version.Removed = len(c.Removed)
 		}
+		next = func(v Version) *Body { return gzippedBody(v, nil, c.Raw, body) }
 	} else {
 		held := diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
+		var merged *graph.State
 		if st.LockMode == LockOptimistic && prevGraph != nil && !o.Force {
-			merged, err := e.rebase(ctx, st, c, prevGraph, held, o, p)
-			if err != nil {
+			if merged, err = e.rebase(ctx, st, c, prevGraph, held, o, p); err != nil {
 				return nil, err
 			}
-			if merged != nil {
-				held, body = merged, merged.Render(merged.Format)
-			}
 		}
-		if rendered := held.Render(held.Format); string(rendered) != string(body) {
+		switch {
+		case merged != nil:
+			// Made by the server: its document is its rendering.
+			held = merged
+			next = func(v Version) *Body { return renderedBody(v, merged) }
+		case held.RenderEqual(held.Format, body):
+			// What the CLIs write: the rows give the posted bytes back,
+			// compared piece by piece, never built.
+			next = func(v Version) *Body { return postedBody(v, held, body) }
+		default:
 			// Rendering what the store will hold does not give the
 			// posted bytes back (another writer's layout, or objects
 			// kept in an earlier spelling): keep them.
-			c.Raw = keptBytes(rendered, body)
+			c.Raw = keptBytes(held.Render(held.Format), body)
+			gz := c.Raw
+			if bytes.HasPrefix(gz, []byte(keptDeltaMagic)) {
+				gz = gzipBytes(body)
+			}
+			next = func(v Version) *Body { return gzippedBody(v, held, gz, body) }
 		}
 		g = held
 	}
@@ -375,8 +411,12 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 		return nil, err
 	}
-	doc := &Document{Version: *v, Bytes: body}
-	e.cache.put(name, doc, g)
+	if g != nil {
+		// The cache keeps the graph, not the posted bytes its fragments
+		// refer to: written once, the body may go.
+		g.Detach()
+	}
+	e.cache.put(name, next(*v), g)
 	return &WriteResult{Version: *v, Stats: stats}, nil
 }
 

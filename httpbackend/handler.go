@@ -3,7 +3,6 @@ package httpbackend
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -82,7 +81,6 @@ type Handler struct {
 	mux         *http.ServeMux
 	metrics     *metrics
 	refused     *refusedLocks
-	warming     sync.Map // version id -> struct{}: gzip being computed
 	auth        AuthMode
 	operator    *kilolock.TokenHash // nil: no operator token
 	anonymous   *auditLimiter       // bounds audit rows of anonymous denials, per host
