@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -189,5 +190,37 @@ func TestWriteKeepsNoPostedBytes(t *testing.T) {
 	next := series.Next()
 	if res, err := e.Write(ctx, "s", next, kilolock.WriteOptions{}); err != nil || res.Unchanged || res.Version.Changed != 2 {
 		t.Fatalf("next version: %+v, %v; want 2 changed", res, err)
+	}
+}
+
+// TestWriteVerify: a write whose Verify fails stores nothing and answers
+// Verify's error, whatever else is wrong with the body.
+func TestWriteVerify(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	e := kilolock.NewEngine(st, kilolock.Options{})
+	first := tfstate(t, false, 1, "lin", "a")
+	if _, err := e.Write(ctx, "s", first, kilolock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("checksum mismatch")
+	for name, doc := range map[string][]byte{
+		"a change":          tfstate(t, false, 2, "lin", "b"),
+		"the current bytes": first,
+		"malformed":         first[:10],
+		"another lineage":   tfstate(t, false, 2, "other", "b"),
+	} {
+		calls := 0
+		_, err := e.Write(ctx, "s", doc, kilolock.WriteOptions{Verify: func() error { calls++; return bad }})
+		if !errors.Is(err, bad) || calls != 1 {
+			t.Errorf("%s: Write = %v after %d calls of Verify, want its error after 1", name, err, calls)
+		}
+	}
+	if h, _ := e.History(ctx, "s", kilolock.HistoryOptions{}); len(h) != 1 {
+		t.Errorf("%d versions after refused writes, want 1", len(h))
+	}
+	ok := 0
+	if _, err := e.Write(ctx, "s", tfstate(t, false, 2, "lin", "b"), kilolock.WriteOptions{Verify: func() error { ok++; return nil }}); err != nil || ok != 1 {
+		t.Errorf("a verified write: %v, Verify called %d times", err, ok)
 	}
 }

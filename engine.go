@@ -235,6 +235,11 @@ type WriteOptions struct {
 	Source Source
 	// Force skips the lineage and stale-serial guards.
 	Force bool
+	// Verify, when set, checks the body (a checksum, say) while Write
+	// parses it: it is called once, before anything is stored, and its
+	// error fails the write, nothing stored. It also wins over any other
+	// error of the write: a body that is not what was sent explains them.
+	Verify func() error
 }
 
 // WriteResult is the outcome of a write.
@@ -263,9 +268,18 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 	mu, _ := e.writers.LoadOrStore(name, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	var p parsed
+	verify := func() error { return nil }
+	if o.Verify != nil {
+		verify = sync.OnceValue(o.Verify)
+	}
+	p := parsed{verify: verify}
 	for attempt := 0; ; attempt++ {
 		res, err := e.write(ctx, name, body, o, &p)
+		if err != nil {
+			if verr := verify(); verr != nil {
+				return nil, verr
+			}
+		}
 		if !errors.Is(err, ErrStale) || attempt >= maxStaleRetries {
 			return res, err
 		}
@@ -289,6 +303,8 @@ type parsed struct {
 	// base is the version an optimistic lock read, when comparing the
 	// body with it by meaning needed its objects (see sameAsBase).
 	base *Snapshot
+	// verify is WriteOptions.Verify, run once.
+	verify func() error
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
@@ -319,6 +335,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
 				return nil, err
 			}
+			if err := p.verify(); err != nil {
+				return nil, err
+			}
 			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
 		}
 	}
@@ -331,6 +350,11 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	g, encrypted := p.graph, p.encrypted
 	if p.err != nil && !encrypted {
 		return nil, parseError(p.err)
+	}
+	// Parsed: before anything is decided on it (a merge, a refusal on
+	// record), the body must be what was sent.
+	if err := p.verify(); err != nil {
+		return nil, err
 	}
 
 	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kilolock/kilolock"
 )
@@ -142,13 +143,17 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMD5(r.Header.Get("Content-MD5"), body); err != nil {
-		return err
-	}
 	if len(body) == 0 {
 		return &kilolock.InvalidError{Code: "empty_state", Message: "the request body is empty", Hint: "POST the state file as terraform/tofu wrote it; to remove a state use DELETE"}
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID})
+	// The checksum is computed beside the parse (another core), and
+	// checked before anything is stored; the handler waits for it in any
+	// case, so that nothing reads the body once the request has ended.
+	sum := make(chan error, 1)
+	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
+	verify := sync.OnceValue(func() error { return <-sum })
+	defer verify()
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify})
 	if err != nil {
 		return err
 	}
