@@ -147,8 +147,8 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		return &kilolock.InvalidError{Code: "empty_state", Message: "the request body is empty", Hint: "POST the state file as terraform/tofu wrote it; to remove a state use DELETE"}
 	}
 	// The checksum is computed beside the parse (another core), and
-	// checked before anything is stored; the handler waits for it in any
-	// case, so that nothing reads the body once the request has ended.
+	// checked before anything is stored. The handler waits for it in any
+	// case: the body's memory goes when the request ends (see mapMinBody).
 	sum := make(chan error, 1)
 	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
 	verify := sync.OnceValue(func() error { return <-sum })
