@@ -473,28 +473,35 @@ func diffInto(c *Commit, prev, next *graph.State) *graph.State {
 	}
 
 	var prevByID map[string]*graph.Instance
-	if prev != nil {
+	if prev == nil {
+		// A first version: every instance is an upsert. c.Upserts is
+		// next's own slice, not a copy of a large state's instances;
+		// nothing changes a Commit's Upserts in place but filterCommit,
+		// which only merges onto a previous version do.
+		v.Added = len(next.Instances)
+		c.Upserts = next.Instances[:len(next.Instances):len(next.Instances)]
+	} else {
 		prevByID = make(map[string]*graph.Instance, len(prev.Instances))
 		for i := range prev.Instances {
 			prevByID[prev.Instances[i].ID()] = &prev.Instances[i]
 		}
-	}
-	for i := range next.Instances {
-		in := &next.Instances[i]
-		id := in.ID()
-		old, ok := prevByID[id]
-		switch {
-		case !ok:
-			v.Added++
-			c.Upserts = append(c.Upserts, *in)
-		case old.Hash == in.Hash:
-		case old.Equal(in):
-			hold().Instances[i] = storedCopy(old)
-		default:
-			v.Changed++
-			c.Upserts = append(c.Upserts, *in)
+		for i := range next.Instances {
+			in := &next.Instances[i]
+			id := in.ID()
+			old, ok := prevByID[id]
+			switch {
+			case !ok:
+				v.Added++
+				c.Upserts = append(c.Upserts, *in)
+			case old.Hash == in.Hash:
+			case old.Equal(in):
+				hold().Instances[i] = storedCopy(old)
+			default:
+				v.Changed++
+				c.Upserts = append(c.Upserts, *in)
+			}
+			delete(prevByID, id)
 		}
-		delete(prevByID, id)
 	}
 	for id := range prevByID {
 		c.Removed = append(c.Removed, id)
