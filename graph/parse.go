@@ -926,6 +926,8 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 		n := 64
 		if p.prev != nil {
 			n = len(p.prev.Instances) + 16
+		} else {
+			n = max(n, instancesHint(p.s.data))
 		}
 		p.ids = make(map[uint64]int32, n)
 		if p.st.Instances == nil {
@@ -951,6 +953,17 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 	}
 	p.st.Instances = append(p.st.Instances, *in)
 	return true
+}
+
+// instancesHint guesses how many instances a document holds, so that a
+// large state's instances are not copied as their slice grows (at the
+// last doubling, three times their size at once): every instance object
+// has one "schema_version" key. A document may spell it elsewhere too, so
+// the guess is bounded by one instance per 256 bytes of document, which
+// keeps the slice within about the document's size; a state of smaller
+// instances grows its slice past the guess as before.
+func instancesHint(data []byte) int {
+	return min(bytes.Count(data, []byte(`"schema_version"`)), len(data)/256) + 16
 }
 
 // idHash hashes what idOf returns.
