@@ -76,3 +76,38 @@ parallel-tf-b:
 ## demo-warm: generate examples/big-state/big.tfstate (once) and kl import it as state "big"; prints the time
 demo-warm: build
 	DATABASE=$(DATABASE) bash examples/big-state/demo-warm.sh
+
+# The reservation demos (examples/big-state/README.md): orchestrated
+# applies on state big-state of KL_SERVER's kld (default
+# http://localhost:8080), from copies of examples/big-state in
+# .cache/orchestrated/. WAIT_SLEEP is the seconds each changed resource
+# takes.
+WAIT_SLEEP   ?= 20
+ORCHESTRATED  = bash examples/big-state/orchestrated.sh
+
+.PHONY: wait-demo wait-demo-blocker wait-demo-waiter parallel-demo-a parallel-demo-b
+
+## wait-demo-blocker: terminal 1 of the wait demo: reserves and replaces time_sleep.slow_a
+wait-demo-blocker: build
+	$(ORCHESTRATED) blocker -f slow_a.tf --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
+
+## wait-demo-waiter: terminal 2 (within a few seconds): waits for the blocker, streaming who holds what, then applies
+wait-demo-waiter: build
+	$(ORCHESTRATED) waiter -f slow_a.tf --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m
+
+## wait-demo: both in one terminal: the blocker in the background (/tmp/wait-demo-blocker.log), the waiter in the foreground
+wait-demo: build
+	@$(ORCHESTRATED) blocker -f slow_a.tf --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) >/tmp/wait-demo-blocker.log 2>&1 & \
+	blocker=$$!; \
+	for i in $$(seq 1 600); do grep -q 'kl: reserved:' /tmp/wait-demo-blocker.log && break; kill -0 $$blocker 2>/dev/null || break; sleep 0.1; done; \
+	echo "blocker running in the background (log: /tmp/wait-demo-blocker.log)"; \
+	$(ORCHESTRATED) waiter -f slow_a.tf --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m; \
+	rc=$$?; wait $$blocker; exit $$rc
+
+## parallel-demo-a: terminal A of the reservation demo: reserves and replaces time_sleep.slow_a
+parallel-demo-a: build
+	$(ORCHESTRATED) a -f slow_a.tf --var slow_a_version=a-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
+
+## parallel-demo-b: terminal B, at the same time: time_sleep.slow_b; neither waits for the other
+parallel-demo-b: build
+	$(ORCHESTRATED) b -f slow_b.tf --var slow_b_version=b-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)

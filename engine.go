@@ -36,6 +36,11 @@ type Options struct {
 	// LockOptions.MaxHolders: 0 means DefaultMaxLockHolders, negative no
 	// cap).
 	MaxLockHolders int
+	// ClassicPlanLocks makes plans take write locks, as Terraform does,
+	// on states that do not choose for themselves (StateInfo.
+	// SharedPlanLocks). By default a plan's lock is a shared read lock,
+	// granted beside an apply and other plans.
+	ClassicPlanLocks bool
 }
 
 // Engine ties a Store to the state model: it parses what clients write,
@@ -52,6 +57,8 @@ type Engine struct {
 	cache   *docCache
 	limits  QueryLimits
 	holders int
+	// sharedPlans is the default of StateInfo.SharedPlanLocks.
+	sharedPlans bool
 	// writers queues this process's writes to one state (name →
 	// *sync.Mutex), so concurrent writers commit one after another instead
 	// of recomputing against each other; across processes the store's
@@ -61,7 +68,7 @@ type Engine struct {
 
 // NewEngine returns an Engine on s.
 func NewEngine(s Store, o Options) *Engine {
-	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders}
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks}
 	if e.log == nil {
 		e.log = log.New(discard{})
 	}
@@ -191,9 +198,29 @@ func encryptedError(name string) error {
 	return fmt.Errorf("state %q: %w: its resources cannot be read by the server; history, locking and whole-version rollback still work", name, ErrEncrypted)
 }
 
+// SharedPlans reports whether plans take shared read locks on states that
+// do not choose for themselves.
+func (e *Engine) SharedPlans() bool { return e.sharedPlans }
+
 // Lock takes a lock on a state, creating the state in the engine's default
-// lock mode when it does not exist. See Store.Lock for the errors.
+// lock mode when it does not exist. A plan's lock is a shared read lock
+// where plans share (see Options.ClassicPlanLocks). See Store.Lock for the
+// errors.
 func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
+	return e.lock(ctx, name, info, "")
+}
+
+// LockRun takes the lock of an apply run's CLI apply: granted beside the
+// locks of other runs on an exclusive state too, as long as the run holds
+// its reservations; what it writes is held to them.
+func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
+	if err := ValidRunID(run); err != nil {
+		return nil, err
+	}
+	return e.lock(ctx, name, info, run)
+}
+
+func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run string) (*Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
@@ -203,7 +230,7 @@ func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, e
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders})
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: run, SharedPlans: e.sharedPlans})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
@@ -399,7 +426,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		held := diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
 		var merged *graph.State
-		if st.LockMode == LockOptimistic && prevGraph != nil && !o.Force {
+		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevGraph != nil && !o.Force {
 			if merged, err = e.rebase(ctx, st, c, prevGraph, held, o, p); err != nil {
 				return nil, err
 			}
@@ -442,6 +469,18 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	}
 	e.cache.put(name, next(*v), g)
 	return &WriteResult{Version: *v, Stats: stats}, nil
+}
+
+// runLock reports whether id is an apply run's lock on st: its writes are
+// merged onto what other runs committed since its base, as on an
+// optimistic state.
+func runLock(st *StateInfo, id string) bool {
+	for i := range st.Locks {
+		if st.Locks[i].Info.ID == id {
+			return st.Locks[i].Run != ""
+		}
+	}
+	return false
 }
 
 // diffInto fills c with the changes that turn prev (nil for none) into
@@ -613,10 +652,14 @@ type Status struct {
 	Instances int         `json:"instances"`
 	Types     []TypeCount `json:"types"`
 	Encrypted bool        `json:"encrypted"`
+	// Runs are the apply runs in flight (waiting or active), newest first,
+	// with their reservations; empty on a store that keeps no runs.
+	Runs []ApplyRun `json:"runs"`
 }
 
-// Status summarizes a state: current version, lock mode and holders, and
-// instance counts by type. ErrNotFound when the state does not exist.
+// Status summarizes a state: current version, lock mode and holders, the
+// apply runs in flight, and instance counts by type. ErrNotFound when the
+// state does not exist.
 func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
@@ -626,6 +669,9 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
+		return nil, err
+	}
 	if st.Current == 0 {
 		return s, nil
 	}

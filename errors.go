@@ -82,6 +82,8 @@ const (
 	ReasonWriteConflict = "conflict"
 	// ReasonLocksHeld: the lock mode cannot change while locks are held.
 	ReasonLocksHeld = "locks_held"
+	// ReasonReadLock: a write under a plan's shared read lock.
+	ReasonReadLock = "read_lock"
 )
 
 // ConflictError is a refused write, with what the writer needs to decide

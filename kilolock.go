@@ -39,8 +39,8 @@ const (
 	SourceImport   Source = "import"   // kl import
 )
 
-// DefaultMaxLockHolders is how many holders an optimistic state admits at
-// once when LockOptions.MaxHolders is 0.
+// DefaultMaxLockHolders is how many holders a state admits at once when
+// LockOptions.MaxHolders is 0.
 const DefaultMaxLockHolders = 100
 
 // LockOptions say how Store.Lock takes a lock.
@@ -48,10 +48,16 @@ type LockOptions struct {
 	// Mode is the lock mode of a state the lock creates (LockExclusive
 	// when empty); an existing state keeps its own.
 	Mode LockMode
-	// MaxHolders caps the holders of an optimistic state: a lock past it
-	// is refused with a *LockedError whose MaxHolders is set. 0 means
-	// DefaultMaxLockHolders; a negative value, no cap.
+	// MaxHolders caps the holders of a state (optimistic holders, plans'
+	// read locks, apply runs' locks): a lock past it is refused with a
+	// *LockedError whose MaxHolders is set. 0 means DefaultMaxLockHolders;
+	// a negative value, no cap.
 	MaxHolders int
+	// Run is the apply run the lock is taken for ("" for a plain lock).
+	Run string
+	// SharedPlans is the server's default for states that set no
+	// SharedPlanLocks of their own: whether plans take shared read locks.
+	SharedPlans bool
 }
 
 // LockInfo is the lock document Terraform and OpenTofu send with LOCK and
@@ -74,6 +80,12 @@ type Lock struct {
 	BaseVersion int64     `json:"base_version"`
 	BaseSerial  uint64    `json:"base_serial"`
 	Acquired    time.Time `json:"acquired"`
+	// Shared marks a plan's read lock: granted beside a writer and other
+	// readers, and never allowed to write.
+	Shared bool `json:"shared,omitempty"`
+	// Run is the apply run whose apply took the lock ("" for a plain
+	// lock): it writes within the run's reservations.
+	Run string `json:"run,omitempty"`
 }
 
 // Version is the record of one immutable version of a state.
@@ -113,7 +125,10 @@ type StateInfo struct {
 	Serial             uint64    `json:"serial"`
 	LockMode           LockMode  `json:"lock_mode"`
 	AllowLineageChange bool      `json:"allow_lineage_change"`
-	Locks              []Lock    `json:"locks"`
+	// SharedPlanLocks says whether plans take shared read locks on this
+	// state; nil follows the server's default (see LockOptions.SharedPlans).
+	SharedPlanLocks *bool  `json:"shared_plan_locks,omitempty"`
+	Locks           []Lock `json:"locks"`
 }
 
 // Snapshot is everything stored for one version: enough to render it.

@@ -25,45 +25,119 @@ func ValidStateName(name string) error {
 	return nil
 }
 
+// OperationPlan is the LockInfo Operation of a plan: `tofu plan` and
+// `terraform plan` lock with it, and a plan never writes the state.
+const OperationPlan = "OperationTypePlan"
+
+// SharedPlanLocks reports whether a plan's lock on st is a shared read
+// lock: the state's own setting, else serverDefault.
+func SharedPlanLocks(st *StateInfo, serverDefault bool) bool {
+	if st.SharedPlanLocks != nil {
+		return *st.SharedPlanLocks
+	}
+	return serverDefault
+}
+
+// IsReadLock reports whether a lock with info, taken under opts on st, is
+// a shared read lock: a plan's, where plans share.
+func IsReadLock(st *StateInfo, info LockInfo, opts LockOptions) bool {
+	return opts.Run == "" && info.Operation == OperationPlan && SharedPlanLocks(st, opts.SharedPlans)
+}
+
+// writer returns the first lock of st that excludes other writers on an
+// exclusive state: a plain write lock (not a plan's read lock, not an
+// apply run's lock, which its reservations scope). nil when none.
+func writer(st *StateInfo) *Lock {
+	for i := range st.Locks {
+		if plainWriter(&st.Locks[i]) {
+			return &st.Locks[i]
+		}
+	}
+	return nil
+}
+
+// firstHolder is the lock a refusal names: the writer, else the first
+// holder (nil when none).
+func firstHolder(st *StateInfo) *Lock {
+	if w := writer(st); w != nil {
+		return w
+	}
+	if len(st.Locks) > 0 {
+		return &st.Locks[0]
+	}
+	return nil
+}
+
 // CheckLock decides whether info may be taken as a new lock on st, whose
-// current holders are st.Locks: not when its id is held, nor beside an
-// exclusive holder, nor past opts.MaxHolders holders of an optimistic
-// state (see LockOptions). It returns nil or a *LockedError.
+// current holders are st.Locks. It returns nil or a *LockedError.
+//
+// A lock id already held is refused. A plan's shared read lock (see
+// IsReadLock) is granted beside anyone; so is an apply run's lock, whose
+// reservations were checked when the run took them. Any other lock on an
+// exclusive state is refused while a plain write lock is held; on an
+// optimistic state it is granted. Past opts.MaxHolders holders (of any
+// kind) every new lock is refused (see LockOptions).
 func CheckLock(st *StateInfo, info LockInfo, opts LockOptions) error {
 	for _, l := range st.Locks {
 		if l.Info.ID == info.ID {
 			return &LockedError{State: st.Name, Holder: l.Info}
 		}
 	}
-	if len(st.Locks) == 0 {
-		return nil
-	}
-	if st.LockMode != LockOptimistic {
-		return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+	shares := IsReadLock(st, info, opts) || opts.Run != "" || st.LockMode == LockOptimistic
+	if w := writer(st); w != nil && !shares {
+		return &LockedError{State: st.Name, Holder: w.Info}
 	}
 	limit := opts.MaxHolders
 	if limit == 0 {
 		limit = DefaultMaxLockHolders
 	}
 	if limit > 0 && len(st.Locks) >= limit {
-		return &LockedError{State: st.Name, Holder: st.Locks[0].Info, MaxHolders: limit}
+		return &LockedError{State: st.Name, Holder: firstHolder(st).Info, MaxHolders: limit}
 	}
 	return nil
 }
 
+// SelectUnlock decides what an unlock of id on st releases. With force,
+// an empty id releases every write lock (plain or an apply run's) and
+// leaves plans' read locks, which end by themselves; a given id releases
+// that lock. A lock id that is not held, or an empty id without force, is
+// a *LockMismatchError naming the writer (else the first holder; zero
+// when none).
+func SelectUnlock(st *StateInfo, id string, force bool) ([]Lock, error) {
+	if force && id == "" {
+		var out []Lock
+		for _, l := range st.Locks {
+			if !l.Shared {
+				out = append(out, l)
+			}
+		}
+		return out, nil
+	}
+	for _, l := range st.Locks {
+		if l.Info.ID == id {
+			return []Lock{l}, nil
+		}
+	}
+	e := &LockMismatchError{State: st.Name, Given: id}
+	if h := firstHolder(st); h != nil {
+		e.Holder = h.Info
+	}
+	return nil, e
+}
+
 // CheckDelete decides whether st may be deleted: unless forced, a state
-// with locks is deleted only by one of its holders. It returns nil or a
+// with locks is deleted only by one of its write-lock holders. It returns nil or a
 // *LockedError naming the first holder.
 func CheckDelete(st *StateInfo, opts DeleteOptions) error {
 	if opts.Force || len(st.Locks) == 0 {
 		return nil
 	}
 	for _, l := range st.Locks {
-		if opts.LockID != "" && l.Info.ID == opts.LockID {
+		if opts.LockID != "" && l.Info.ID == opts.LockID && !l.Shared {
 			return nil
 		}
 	}
-	return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+	return &LockedError{State: st.Name, Holder: firstHolder(st).Info}
 }
 
 // CheckCommit decides whether c may be appended to st (whose Locks are its
@@ -93,12 +167,24 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 	switch {
 	case c.LockID != "" && held == nil:
 		e := &LockMismatchError{State: st.Name, Given: c.LockID}
-		if len(st.Locks) > 0 {
-			e.Holder = st.Locks[0].Info
+		if h := firstHolder(st); h != nil {
+			e.Holder = h.Info
 		}
 		return e
-	case c.LockID == "" && len(st.Locks) > 0 && st.LockMode != LockOptimistic:
-		return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+	case held != nil && held.Shared:
+		return &ConflictError{
+			State:        st.Name,
+			Reason:       ReasonReadLock,
+			Message:      fmt.Sprintf("lock %s is a plan's shared read lock, which cannot write the state; nothing was stored", held.Info.ID),
+			Hint:         "a plan never writes state: run `tofu apply` (it takes a write lock) to change it; plans share their lock so that they never wait for an apply",
+			LatestSerial: st.Serial,
+		}
+	case c.LockID == "" && st.LockMode != LockOptimistic:
+		for i := range st.Locks {
+			if l := &st.Locks[i]; !l.Shared {
+				return &LockedError{State: st.Name, Holder: l.Info}
+			}
+		}
 	}
 	if c.Force || st.Current == 0 {
 		return nil
@@ -151,18 +237,23 @@ func ValidLockMode(mode LockMode) error {
 	}
 }
 
-// CheckLockMode decides whether st's lock mode may change: never while
-// anyone holds a lock (a *ConflictError with ReasonLocksHeld naming the
-// holders), since the holders took their locks under the old rules.
+// CheckLockMode decides whether st's lock mode (or how plans lock) may
+// change: never while anyone holds a write lock (a *ConflictError with
+// ReasonLocksHeld naming the holders), since the holders took their locks
+// under the old rules. Plans' read locks do not count: they exclude
+// nobody in any mode.
 func CheckLockMode(st *StateInfo) error {
-	if len(st.Locks) == 0 {
-		return nil
+	var holders []LockInfo
+	var names []string
+	for _, l := range st.Locks {
+		if l.Shared {
+			continue
+		}
+		holders = append(holders, l.Info)
+		names = append(names, fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation))
 	}
-	holders := make([]LockInfo, len(st.Locks))
-	names := make([]string, len(st.Locks))
-	for i, l := range st.Locks {
-		holders[i] = l.Info
-		names[i] = fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation)
+	if len(holders) == 0 {
+		return nil
 	}
 	return &ConflictError{
 		State:        st.Name,

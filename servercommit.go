@@ -29,7 +29,8 @@ type serverWrite struct {
 	dryRun    bool
 }
 
-// refuseHolders refuses a server-side write while anyone holds the state.
+// refuseHolders refuses a server-side write while anyone holds a write
+// lock on the state.
 // For an exclusive state that is the only holder there can be; for an
 // optimistic one it is the simplest safe rule: a holder's later commit is
 // merged against its base, and a rollback or move underneath it would be
@@ -37,8 +38,10 @@ type serverWrite struct {
 // transaction re-checks exclusive holders; an optimistic lock taken between
 // this check and the commit is not seen.)
 func refuseHolders(st *StateInfo) error {
-	if len(st.Locks) > 0 {
-		return &LockedError{State: st.Name, Holder: st.Locks[0].Info}
+	for _, l := range st.Locks {
+		if !l.Shared { // a plan's read lock writes nothing
+			return &LockedError{State: st.Name, Holder: l.Info}
+		}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/kilolock/kilolock/graph"
@@ -159,11 +158,11 @@ func moveInstances(cur *graph.State, name, from, to string) (*graph.State, error
 	invalid := func(code, format string, args ...any) error {
 		return &InvalidError{Code: code, Message: fmt.Sprintf(format, args...), Hint: "addresses look like `aws_instance.web`, `aws_instance.web[0]`, `module.demo.aws_instance.web[\"k\"]`; `kl state list " + name + "` shows them"}
 	}
-	src, err := parseAddress(from)
+	src, err := graph.ParseAddress(from)
 	if err != nil {
 		return nil, invalid("invalid_address", "from address %q: %v", from, err)
 	}
-	dst, err := parseAddress(to)
+	dst, err := graph.ParseAddress(to)
 	if err != nil {
 		return nil, invalid("invalid_address", "to address %q: %v", to, err)
 	}
@@ -176,7 +175,7 @@ func moveInstances(cur *graph.State, name, from, to string) (*graph.State, error
 	}
 	if len(moved) == 0 {
 		instanceLevel = false
-		if src.hasKey {
+		if src.HasKey {
 			return nil, invalid("unknown_address", "state %s holds no instance %s", name, from)
 		}
 		for i := range cur.Instances {
@@ -188,11 +187,11 @@ func moveInstances(cur *graph.State, name, from, to string) (*graph.State, error
 	if len(moved) == 0 {
 		return nil, invalid("unknown_address", "state %s holds nothing at %s", name, from)
 	}
-	if !instanceLevel && dst.hasKey {
+	if !instanceLevel && dst.HasKey {
 		return nil, invalid("invalid_move", "%s is a resource with %d instances; move it to a resource address without an index key", from, len(moved))
 	}
 	first := cur.Instances[moved[0]].Resource
-	if dst.res.Mode != first.Mode || dst.res.Type != first.Type {
+	if dst.Resource.Mode != first.Mode || dst.Resource.Type != first.Type {
 		return nil, invalid("invalid_move", "cannot move %s to %s: a move cannot change the resource type or mode", from, to)
 	}
 
@@ -206,10 +205,10 @@ func moveInstances(cur *graph.State, name, from, to string) (*graph.State, error
 	for _, i := range moved {
 		in := &cur.Instances[i]
 		r := in.Resource
-		r.Module, r.Type, r.Name = dst.res.Module, dst.res.Type, dst.res.Name
+		r.Module, r.Type, r.Name = dst.Resource.Module, dst.Resource.Type, dst.Resource.Name
 		key, setKey := in.Key, (*graph.IndexKey)(nil)
-		if instanceLevel && dst.key != in.Key {
-			key, setKey = dst.key, &dst.key
+		if instanceLevel && dst.Key != in.Key {
+			key, setKey = dst.Key, &dst.Key
 			if r.Each != "" {
 				r.Each = map[graph.KeyKind]string{graph.NoKey: "", graph.IntKey: "list", graph.StringKey: "map"}[key.Kind]
 			}
@@ -315,116 +314,6 @@ func stripKeys(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// address is a parsed instance or resource address.
-type address struct {
-	res    graph.Resource // Module, Mode, Type, Name
-	key    graph.IndexKey
-	hasKey bool
-}
-
-var identRun = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*`)
-
-// parseAddress parses `module.a["x"].module.b.data.t.n[0]` and the like.
-func parseAddress(s string) (address, error) {
-	var a address
-	rest := s
-	ident := func() (string, error) {
-		id := identRun.FindString(rest)
-		if id == "" {
-			return "", fmt.Errorf("expected a name at %q", rest)
-		}
-		rest = rest[len(id):]
-		return id, nil
-	}
-	dot := func() error {
-		if !strings.HasPrefix(rest, ".") {
-			return fmt.Errorf("expected '.' at %q", rest)
-		}
-		rest = rest[1:]
-		return nil
-	}
-	var modules []string
-	for strings.HasPrefix(rest, "module.") {
-		rest = rest[len("module."):]
-		id, err := ident()
-		if err != nil {
-			return a, err
-		}
-		m := "module." + id
-		if strings.HasPrefix(rest, "[") {
-			k, err := parseKey(&rest)
-			if err != nil {
-				return a, err
-			}
-			m += k.String()
-		}
-		modules = append(modules, m)
-		if err := dot(); err != nil {
-			return a, err
-		}
-	}
-	a.res.Module = strings.Join(modules, ".")
-	a.res.Mode = "managed"
-	if strings.HasPrefix(rest, "data.") {
-		a.res.Mode, rest = "data", rest[len("data."):]
-	}
-	var err error
-	if a.res.Type, err = ident(); err != nil {
-		return a, err
-	}
-	if err := dot(); err != nil {
-		return a, err
-	}
-	if a.res.Name, err = ident(); err != nil {
-		return a, err
-	}
-	if strings.HasPrefix(rest, "[") {
-		if a.key, err = parseKey(&rest); err != nil {
-			return a, err
-		}
-		a.hasKey = true
-	}
-	if rest != "" {
-		return a, fmt.Errorf("unexpected %q after the address", rest)
-	}
-	return a, nil
-}
-
-// parseKey parses `[0]` or `["k"]` (HCL string syntax) off the front of *s.
-func parseKey(s *string) (graph.IndexKey, error) {
-	r := (*s)[1:]
-	if strings.HasPrefix(r, `"`) {
-		i := 1
-		for ; i < len(r); i++ {
-			if r[i] == '\\' {
-				i++
-			} else if r[i] == '"' {
-				break
-			}
-		}
-		if i >= len(r) || !strings.HasPrefix(r[i+1:], "]") {
-			return graph.IndexKey{}, fmt.Errorf("unterminated index key in %q", *s)
-		}
-		str, err := strconv.Unquote(r[:i+1])
-		if err != nil {
-			return graph.IndexKey{}, fmt.Errorf("index key %s: %v", r[:i+1], err)
-		}
-		str = strings.NewReplacer("$${", "${", "%%{", "%{").Replace(str)
-		*s = r[i+2:]
-		return graph.IndexKey{Kind: graph.StringKey, Str: str}, nil
-	}
-	end := strings.IndexByte(r, ']')
-	if end < 0 {
-		return graph.IndexKey{}, fmt.Errorf("unterminated index key in %q", *s)
-	}
-	n, err := strconv.ParseInt(r[:end], 10, 64)
-	if err != nil || n < 0 {
-		return graph.IndexKey{}, fmt.Errorf("index key %q is neither a number nor a quoted string", r[:end])
-	}
-	*s = r[end+1:]
-	return graph.IndexKey{Kind: graph.IntKey, Int: n}, nil
 }
 
 // rewriteObject returns a compact instance object with its index_key set

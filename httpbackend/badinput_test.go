@@ -77,6 +77,17 @@ func TestBadInput(t *testing.T) {
 		{name: "query that writes", method: "POST", path: "/v1/api/query", body: []byte(`{"sql": "CREATE TABLE kl_probe (a INTEGER)"}`), status: 403, code: "read_only"},
 		{name: "bad version number", method: "GET", path: "/v1/api/states/prod/versions/abc", status: 400, code: "invalid_parameter"},
 		{name: "bad history limit", method: "GET", path: "/v1/api/states/prod/versions?limit=-1", status: 400, code: "invalid_parameter"},
+		{name: "run lease not a duration", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"terraform_data.web","mode":"write"}],"lease":"soon"}`), status: 400, code: "invalid_lease", hintSubstring: "Go duration"},
+		{name: "run lease zero", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"terraform_data.web","mode":"write"}],"lease":"0s"}`), status: 400, code: "invalid_lease"},
+		{name: "run unknown field", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservation":[]}`), status: 400, code: "unknown_field"},
+		{name: "run bad pattern", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"module..x","mode":"write"}]}`), status: 400, code: "malformed_json"},
+		{name: "run id malformed", method: "GET", path: "/v1/api/runs/nope", status: 400, code: "invalid_run_id", hintSubstring: "kl status"},
+		{name: "run end status", method: "POST", path: "/v1/api/runs/run_0123456789abcdef/end", body: []byte(`{"status":"won"}`), status: 400, code: "invalid_run_status"},
+		{name: "run end unknown field", method: "POST", path: "/v1/api/runs/run_0123456789abcdef/end", body: []byte(`{"state":"failed"}`), status: 400, code: "unknown_field"},
+		{name: "runs in_flight", method: "GET", path: "/v1/api/states/prod/runs?in_flight=maybe", status: 400, code: "invalid_parameter"},
+		{name: "runs limit", method: "GET", path: "/v1/api/states/prod/runs?limit=5000", status: 400, code: "invalid_parameter"},
+		{name: "changed-since unknown field", method: "POST", path: "/v1/api/states/prod/changed-since", body: []byte(`{"serial":1,"addresses":["a.b"]}`), status: 400, code: "unknown_field"},
+		{name: "LOCK for a malformed run", method: "LOCK", path: "/v1/states/prod?run=bogus", body: mustJSON(t, lockInfo("22222222-bbbb", "bob")), status: 400, code: "invalid_run_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/reserve"
 )
 
 // retryAfterSeconds is what a 503 asks clients to wait.
@@ -46,6 +47,10 @@ type errorBody struct {
 	Hint         string              `json:"hint"`
 	RequestID    string              `json:"request_id,omitempty"`
 	Allow        []string            `json:"allow,omitempty"`
+	// Blockers are who holds what a run asked to reserve (423 reserved).
+	Blockers []reserve.Blocker `json:"blockers,omitempty"`
+	// Run is the apply run an answer is about (409 run_ended).
+	Run *kilolock.ApplyRun `json:"run,omitempty"`
 }
 
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
@@ -113,12 +118,26 @@ func classify(err error) answer {
 		tooLarge *http.MaxBytesError
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
+		reserved *kilolock.ReservedError
+		ended    *kilolock.RunEndedError
 	)
 	switch {
 	case errors.As(err, &he):
 		return answer{status: he.status, retryAfter: he.retryAfter, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
 	case errors.As(err, &tooLarge):
 		return answer{status: http.StatusRequestEntityTooLarge, body: errorBody{Error: "body_too_large", Message: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit), Hint: "raise the server's limit (kld --body-limit); nothing was stored"}}
+	case errors.As(err, &reserved):
+		return answer{status: http.StatusLocked, body: errorBody{Error: "reserved", Message: reserved.Error(), Hint: reservedHint(reserved.State, reserved.Blockers), Blockers: reserved.Blockers}}
+	case errors.As(err, &ended):
+		return answer{status: http.StatusConflict, body: errorBody{Error: "run_ended", Message: ended.Error(), Hint: runEndedHint(ended.Run), Run: ended.Run}}
+	case errors.As(err, &locked) && isRunHolder(locked.Holder):
+		h := locked.Holder
+		return answer{status: http.StatusLocked, body: errorBody{
+			Error:   "locked",
+			Message: locked.Error(),
+			Hint:    fmt.Sprintf("an orchestrated apply by %s holds reservations on this state: wait for it (retry with -lock-timeout=10m); if it is stuck, abort it with `kl apply abort --apply-id %s`", orUnknown(h.Who), h.ID),
+			Holder:  &h,
+		}}
 	case errors.As(err, &locked) && locked.MaxHolders > 0:
 		h := locked.Holder
 		return answer{status: http.StatusLocked, body: errorBody{
@@ -233,6 +252,12 @@ func invalidName(name string) error {
 		return err
 	}
 	return &kilolock.InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("%q is not a valid state name", name), Hint: "a state is one path segment: /v1/states/NAME"}
+}
+
+// isRunHolder reports whether a lock holder stands for an apply run (the
+// LockInfo a plain writer meets while a run holds reservations).
+func isRunHolder(h kilolock.LockInfo) bool {
+	return kilolock.ValidRunID(h.ID) == nil
 }
 
 func orUnknown(s string) string {

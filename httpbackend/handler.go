@@ -177,6 +177,8 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/state/list", h.stateList)
 	h.api("GET /v1/api/states/{name}/export", h.export)
 	h.api("POST /v1/api/states/{name}/import", h.importState)
+	// Apply runs and their reservations (runs.go).
+	h.runRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

@@ -12,7 +12,7 @@ import (
 
 // lockState answers LOCK /v1/states/{name} (and POST …/lock): the body is the
 // client's LockInfo. A held lock answers 423 with the holder's LockInfo as
-// the whole body.
+// the whole body. With ?run=RUN_ID the lock is that apply run's.
 func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := kilolock.ValidStateName(name); err != nil {
@@ -27,7 +27,19 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).lockID = li.ID
-	lock, err := h.engine.Lock(r.Context(), name, *li)
+	run, err := runLockID(r)
+	if err != nil {
+		return err
+	}
+	var lock *kilolock.Lock
+	if run != "" {
+		// The lock of an orchestrated apply: the run's backend address
+		// carries ?run=RUN_ID, and its writes stay within the run's
+		// reservations.
+		lock, err = h.engine.LockRun(r.Context(), name, run, *li)
+	} else {
+		lock, err = h.engine.Lock(r.Context(), name, *li)
+	}
 	var locked *kilolock.LockedError
 	switch {
 	case errors.As(err, &locked) && locked.Holder.ID == li.ID:

@@ -17,7 +17,9 @@ import (
 type App struct {
 	Globals
 
-	Status    StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, instances by type."`
+	Status    StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type."`
+	Plan      PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs."`
+	Apply     ApplyCmds     `cmd:"" help:"Apply within a scope; --orchestrated reserves first. kl apply abort stops an orchestrated apply. See kl apply --help."`
 	History   HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
 	Show      ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
 	Diff      DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`

@@ -297,7 +297,7 @@ const maxErrorBody = 64 << 10
 // body when there is one, else from the status and the first line of text.
 func decodeError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	e := &APIError{Status: resp.StatusCode}
+	e := &APIError{Status: resp.StatusCode, body: data}
 	var body struct {
 		Error   string `json:"error"`
 		Message string `json:"message"`

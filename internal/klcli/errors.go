@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/reserve"
 )
 
 // Exit codes of kl. Scripts may rely on them.
@@ -18,6 +19,10 @@ const (
 	ExitNotFound    = 3 // the state or version does not exist
 	ExitConflict    = 4 // locked by someone else, lock id mismatch, or a conflicting write
 	ExitUnavailable = 5 // the server or the database cannot be reached; retry later
+	// kl plan and kl apply:
+	ExitBlocked = 6 // an orchestrated apply gave up waiting for its reservations (--wait-timeout)
+	ExitAborted = 7 // the apply run was aborted (kl apply abort) or its lease ran out: the apply was stopped
+	ExitCLI     = 8 // the IaC CLI (tofu or terraform) failed: its plan, init or apply exited non-zero
 )
 
 // ExitCode maps an error returned by a command to kl's exit code.
@@ -26,6 +31,12 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, new(*reserve.BlockedError)):
+		return ExitBlocked
+	case errors.As(err, new(*AbortedError)):
+		return ExitAborted
+	case errors.As(err, new(*CLIError)):
+		return ExitCLI
 	case errors.As(err, &ue), errors.Is(err, kilolock.ErrInvalid):
 		return ExitUsage
 	case errors.Is(err, kilolock.ErrNotFound):
@@ -56,6 +67,9 @@ type APIError struct {
 	Code    string
 	Message string
 	Hint    string
+	// body is the whole JSON error body, for the fields beyond these
+	// (the blockers of a 423 reserved, the run of a 409 run_ended).
+	body []byte
 }
 
 func (e *APIError) Error() string {
@@ -122,8 +136,13 @@ func Hint(err error) string {
 		ce *kilolock.ConflictError
 		te *kilolock.ControlError
 	)
-	var h string
+	var (
+		h      string
+		hinter interface{ Hint() string }
+	)
 	switch {
+	case errors.As(err, &hinter):
+		h = hinter.Hint()
 	case errors.As(err, &he):
 		h = he.hint
 	case errors.As(err, &ae):

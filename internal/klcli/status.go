@@ -9,7 +9,8 @@ import (
 )
 
 // Status shows a state: its current version and serial, lineage, lock mode,
-// the holders of its locks, and its instances counted by resource type.
+// the holders of its locks, the apply runs in flight with their
+// reservations and lease left, and its instances counted by resource type.
 // JSON output is kilolock.Status, as the server's API answers it.
 func (c *CLI) Status(ctx context.Context, name string) error {
 	s, err := c.Backend.Status(ctx, name)
@@ -60,6 +61,9 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
+	}
+	if err := c.writeRuns(s.Runs, now); err != nil {
+		return err
 	}
 	if len(s.Types) > 0 {
 		fmt.Fprintln(c.Out)

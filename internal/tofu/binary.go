@@ -175,3 +175,16 @@ next:
 	}
 	return env
 }
+
+// CLIConfigFile writes the harness's CLI configuration (hashicorp/time from
+// the local mirror, nothing from the network) to a file of tb's and
+// returns its path, for programs that run tofu themselves
+// (TF_CLI_CONFIG_FILE).
+func CLIConfigFile(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "tofurc")
+	if err := os.WriteFile(path, []byte(cliConfig(tb)), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}

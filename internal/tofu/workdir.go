@@ -116,3 +116,26 @@ func (w *Workdir) Must(args ...string) string {
 	}
 	return stdout
 }
+
+// Command returns a command running bin with args in the directory, with
+// the environment every tofu command of the directory gets (its CLI
+// configuration, no prompts) and KL_TF_BIN naming the tofu binary: how a
+// test runs kl plan or kl apply, which run tofu themselves.
+func (w *Workdir) Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = w.Dir
+	cmd.Env = append(cleanEnvOf(w.env, "KL_"), "KL_TF_BIN="+w.bin, "NO_COLOR=1")
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// cleanEnvOf returns env without the variables that start with prefix.
+func cleanEnvOf(env []string, prefix string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, prefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

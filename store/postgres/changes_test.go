@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // TestQueryPlans checks that ChangesSince, HashesAt and Rejections reach
@@ -35,10 +36,10 @@ func TestQueryPlans(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{"changes since", sqlChangesSince, []any{name, int64(997)}},
-		{"instance hashes at", sqlInstanceHashesAt, []any{name, int64(500), ids}},
-		{"output hashes at", sqlOutputHashesAt, []any{name, int64(500), []string{"o0", "o1", "o2"}}},
-		{"rejections", sqlRejections, []any{name, 50}},
+		{"changes since", spell.Of(sqlstore.SQLChangesSince), []any{name, int64(997)}},
+		{"instance hashes at", spell.Of(sqlstore.SQLInstanceHashesAt), []any{name, int64(500), ids}},
+		{"output hashes at", spell.Of(sqlstore.SQLOutputHashesAt), []any{name, int64(500), []string{"o0", "o1", "o2"}}},
+		{"rejections", spell.Of(sqlstore.SQLRejections), []any{name, 50}},
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -133,7 +134,7 @@ func fillHistory(tb testing.TB, s *Store, name string, size, versions int) {
 		WHERE name = $1 AND $2::int > 0`,
 	} {
 		if _, err := s.pool.Exec(ctx, q, name, size, last); err != nil {
-			tb.Fatalf("%s: %v", firstLine(q), err)
+			tb.Fatalf("%s: %v", strings.SplitN(q, "\n", 2)[0], err)
 		}
 	}
 }

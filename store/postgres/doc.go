@@ -12,36 +12,11 @@
 //
 // # Schema
 //
-// Open applies the numbered migrations embedded from migrations/ in one
+// The schema is sqlstore's (see there), in migrations/, applied in one
 // transaction under pg_advisory_xact_lock, recording each in
-// kl_schema_version, so replicas starting together are safe. The relations
-// and the columns users see are the SQLite store's:
-//
-//   - states: one row per state, with its current version, serial, lineage
-//     and lock mode.
-//   - state_versions: one row per version (its metadata, check_results);
-//     version_raw: the posted document of the versions that keep it.
-//   - payloads: compact JSON of instance and output objects, content
-//     addressed by graph.Hash per state, written once (TEXT; the views cast
-//     to jsonb).
-//   - instance_intervals, output_intervals: which objects each version
-//     holds. An object is in version v iff valid_from <= v AND (valid_to IS
-//     NULL OR valid_to > v); a partial unique index keeps one current
-//     interval per object.
-//   - locks: the held locks, with the version and serial each holder read.
-//   - rejected_commits: refused commits, for `kl conflicts`; they go with
-//     their state.
-//   - views for Query: resources, resource_dependencies, outputs,
-//     resource_history, version_history, rejected_commit_history.
-//   - kl_settings: the query role's login, readable by the store's role
-//     only.
-//
-// A version costs rows in proportion to its changes, not to the state: see
-// Commit for the WriteStats rule. What versions changed is read back at the
-// same cost: ChangesSince range-scans the (state_id, valid_from) and
-// (state_id, valid_to) indexes of the intervals, and HashesAt probes the
-// primary key once per key, in custom and generic plans alike (see
-// TestQueryPlans).
+// kl_schema_version, so replicas starting together are safe; a database a
+// newer release migrated is used as it is. kl_settings keeps the query
+// role's login, readable by the store's role only.
 //
 // # Errors
 //

@@ -14,35 +14,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
-// storeError is an error of this package's own making (not the driver's),
-// such as stored data that cannot be decoded. translate passes it through.
-type storeError struct{ msg string }
+// Translate turns what a transaction returned into what the Store
+// returns. The root package's errors and the store's own pass through;
+// driver errors are translated here, once, and never cross the Store
+// boundary: their text is kept, their types are not. A unique violation is
+// ErrConflict, a check violation ErrInvalid, a foreign key violation (what
+// it names was deleted meanwhile) ErrNotFound.
+func (*dialect) Translate(op string, err error) error { return translate(err) }
 
-func (e *storeError) Error() string { return "postgres: " + e.msg }
-
-func corrupt(format string, args ...any) error {
-	return &storeError{msg: fmt.Sprintf(format, args...)}
-}
-
-// errRetry asks inTx to run the transaction again: the state row vanished
-// between creating it and locking it (a concurrent Delete).
-var errRetry = errors.New("postgres: retry the transaction")
-
-// translate turns what a transaction returned into what the Store returns.
-// kilolock errors and storeErrors pass through; driver errors are
-// translated here, once, and never cross the Store boundary: their text is
-// kept, their types are not.
 func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	if isKilolock(err) {
-		return err
-	}
-	var se *storeError
-	if errors.As(err, &se) {
+	if err == nil || sqlstore.Own(err) {
 		return err
 	}
 	for _, ce := range []error{context.Canceled, context.DeadlineExceeded} {
@@ -52,8 +36,15 @@ func translate(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		if unavailableCode(pe.Code) {
+		switch {
+		case unavailableCode(pe.Code):
 			return fmt.Errorf("%w: %s", kilolock.ErrUnavailable, err.Error())
+		case pe.Code == "23505": // unique_violation
+			return fmt.Errorf("%w: %s", kilolock.ErrConflict, pe.Message)
+		case pe.Code == "23514": // check_violation
+			return &kilolock.InvalidError{Code: "constraint", Message: pe.Message, Hint: "check the value against the documented choices"}
+		case pe.Code == "23503": // foreign_key_violation
+			return fmt.Errorf("%w: %s", kilolock.ErrNotFound, pe.Message)
 		}
 		return errors.New("postgres: " + err.Error())
 	}
@@ -83,20 +74,6 @@ func connectionFailure(err error) bool {
 	return strings.Contains(err.Error(), "closed pool") // puddle.ErrClosedPool
 }
 
-// isKilolock reports whether err is one of the root package's errors.
-func isKilolock(err error) bool {
-	for _, s := range []error{
-		kilolock.ErrNotFound, kilolock.ErrLocked, kilolock.ErrLockMismatch,
-		kilolock.ErrConflict, kilolock.ErrStale, kilolock.ErrInvalid,
-		kilolock.ErrEncrypted, kilolock.ErrReadOnly, kilolock.ErrUnavailable,
-	} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // unavailableCode reports whether a SQLSTATE means the database cannot
 // serve us now, though our request was fine: 503, try again.
 func unavailableCode(code string) bool {
@@ -119,7 +96,7 @@ func unavailableCode(code string) bool {
 
 // retryable reports whether the whole transaction may simply run again.
 func retryable(err error) bool {
-	if errors.Is(err, errRetry) {
+	if errors.Is(err, sqlstore.ErrRetry) {
 		return true
 	}
 	var pe *pgconn.PgError
@@ -132,13 +109,27 @@ func retryable(err error) bool {
 
 const maxAttempts = 5
 
-// inTx runs fn in a transaction, committed when fn returns nil and rolled
-// back otherwise (or on panic), retried on serialization failures and
-// deadlocks. Its error is translated. Its strings travel escaped (textTx).
-func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+// Write runs fn in a READ COMMITTED transaction (the shared operations
+// take the state's row lock with SELECT … FOR UPDATE), committed when fn
+// returns nil and rolled back otherwise (or on panic), retried on
+// serialization failures, deadlocks and ErrRetry.
+func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.inTx(ctx, pgx.TxOptions{}, fn)
+}
+
+// Read runs fn in a read-only REPEATABLE READ transaction: one snapshot
+// for every statement in it.
+func (d *dialect) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// Pool runs single statements on the pool.
+func (d *dialect) Pool() sqlstore.Tx { return tx{d.pool} }
+
+func (d *dialect) inTx(ctx context.Context, opts pgx.TxOptions, fn func(sqlstore.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error { return fn(textTx{tx}) })
+		err = pgx.BeginTxFunc(ctx, d.pool, opts, func(t pgx.Tx) error { return fn(tx{t}) })
 		if err == nil || attempt == maxAttempts || !retryable(err) || ctx.Err() != nil {
 			break
 		}
@@ -148,14 +139,8 @@ func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) er
 		case <-ctx.Done():
 		}
 	}
-	if errors.Is(err, errRetry) {
+	if errors.Is(err, sqlstore.ErrRetry) {
 		err = fmt.Errorf("%w: state row kept disappearing under concurrent deletes", kilolock.ErrUnavailable)
 	}
-	return translate(err)
-}
-
-// readTx runs fn in a read-only REPEATABLE READ transaction: one snapshot
-// for every statement in it.
-func (s *Store) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return err
 }

@@ -5,18 +5,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	neturl "net/url"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
-	sq "github.com/Masterminds/squirrel"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 var _ kilolock.Store = (*Store)(nil)
@@ -33,7 +28,11 @@ const (
 // Store is a kilolock.Store on PostgreSQL. It is safe for concurrent use,
 // and any number of Stores (in any number of processes) may share one
 // database: every invariant is checked under the state's row lock.
+// Its operations are sqlstore's; this package gives them PostgreSQL's
+// dialect.
 type Store struct {
+	*sqlstore.Store
+	d            *dialect
 	pool         *pgxpool.Pool
 	queryPool    *pgxpool.Pool // Query's own connections, reset after each use; nil when off
 	queryRefusal error         // why Query is off
@@ -76,10 +75,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, parseError(err)
 	}
-	s := &Store{queryTimeout: o.queryTimeout}
-	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
 		return nil, translate(err)
 	}
+	d := &dialect{pool: pool}
+	s := &Store{Store: sqlstore.New(d, true), d: d, pool: pool, queryTimeout: o.queryTimeout}
 	role, err := s.migrate(ctx, o.queryURL == "")
 	if err != nil {
 		s.Close()
@@ -131,46 +132,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	return translate(s.pool.Ping(ctx))
 }
 
-// psql builds statements with PostgreSQL's $n placeholders.
-var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
+// dialect is PostgreSQL's sqlstore.Dialect.
+type dialect struct{ pool *pgxpool.Pool }
 
 //go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migration is one numbered file of migrations/.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and '_'", base)
-		}
-		b, err := migrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
-		}
-	}
-	return ms, nil
-}
+var migrations embed.FS
 
 // migrateLockKey is the advisory lock that serializes migrations: "kilolock"
 // in ASCII.
@@ -187,48 +153,31 @@ type roleSetUp struct {
 // transaction under a transaction-scoped advisory lock, so that replicas
 // starting together apply each migration exactly once, and (withRole)
 // sets up the query role in the same transaction. A database migrated by a
-// newer release is left as it is: migrations only ever add.
+// newer release is left as it is: migrations only ever add, so replicas of
+// two releases may share it during a rolling upgrade.
 func (s *Store) migrate(ctx context.Context, withRole bool) (roleSetUp, error) {
 	var role roleSetUp
-	ms, err := migrations()
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
 		return role, err
 	}
-	return role, s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS kl_schema_version (
+	return role, sqlstore.Migrate(ctx, s.d, sqlstore.Migrator{
+		Lock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrateLockKey),
+		Table: `CREATE TABLE IF NOT EXISTS kl_schema_version (
 			version    INT PRIMARY KEY,
 			name       TEXT NOT NULL,
 			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-		)`); err != nil {
-			return err
-		}
-		var current int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM kl_schema_version").Scan(&current); err != nil {
-			return err
-		}
-		for _, m := range ms {
-			if m.version <= current {
-				continue
+		)`,
+		After: func(ctx context.Context, tx sqlstore.Tx) error {
+			if !withRole {
+				return nil
 			}
-			// No arguments: pgx sends it with the simple protocol, which
-			// allows several statements in one string.
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO kl_schema_version (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
-				return err
-			}
-		}
-		if withRole {
 			role.login, role.refusal = setUpQueryRole(ctx, tx)
 			var refused *kilolock.RefusedError
 			if role.refusal != nil && !errors.As(role.refusal, &refused) {
 				return role.refusal
 			}
-		}
-		return nil
-	})
+			return nil
+		},
+	}, ms)
 }

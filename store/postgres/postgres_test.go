@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 func TestLockExclusiveOneWinner(t *testing.T) {
@@ -336,14 +337,14 @@ func TestMigrateConcurrently(t *testing.T) {
 			t.Errorf("concurrent open: %v", err)
 		}
 	}
-	ms, err := migrations()
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := openURL(t, url)
 	var count, latest int64
 	err = s.pool.QueryRow(context.Background(), `SELECT count(*), max(version) FROM kl_schema_version`).Scan(&count, &latest)
-	if n := int64(len(ms)); err != nil || count != n || latest != int64(ms[len(ms)-1].version) {
+	if n := int64(len(ms)); err != nil || count != n || latest != int64(ms[len(ms)-1].Version) {
 		t.Errorf("kl_schema_version: %d %d %v, want %d migrations", count, latest, err, n)
 	}
 }

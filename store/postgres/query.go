@@ -188,7 +188,7 @@ func queryError(ctx context.Context, conn *pgx.Conn, err error, l kilolock.Query
 			msg += " (" + pe.Detail + ")"
 		}
 		return &kilolock.InvalidError{Code: "invalid_query", Message: msg, Hint: kilolock.QueryHint}
-	case isKilolock(err), conn.IsClosed():
+	case sqlstore.Own(err), conn.IsClosed():
 		return translate(err)
 	}
 	// pgx refused the arguments before sending anything.

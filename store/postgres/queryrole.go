@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // Users' SQL runs as a login role of its own, never as the store's: a
@@ -59,7 +60,7 @@ func queryRoleName(db, schema string) string {
 // setUpQueryRole finds or makes the query role and grants it what it may
 // read, in a savepoint of the migration's transaction. When that is not
 // possible it returns the refusal Query answers with; nothing else fails.
-func setUpQueryRole(ctx context.Context, tx pgx.Tx) (*queryRole, error) {
+func setUpQueryRole(ctx context.Context, tx sqlstore.Tx) (*queryRole, error) {
 	var (
 		db, schema, user string
 		manage           bool
@@ -75,25 +76,27 @@ func setUpQueryRole(ctx context.Context, tx pgx.Tx) (*queryRole, error) {
 	if role.name == "" {
 		role.name = queryRoleName(db, schema)
 	}
-	sp, err := tx.Begin(ctx)
-	if err != nil {
+	if _, err := tx.Exec(ctx, `SAVEPOINT kl_query_role`); err != nil {
 		return nil, err
 	}
-	defer sp.Rollback(ctx)
-	if err := grantQueryRole(ctx, sp, &role, manage, schema, user); err != nil {
+	if err := grantQueryRole(ctx, tx, &role, manage, schema, user); err != nil {
 		var refused *kilolock.RefusedError
 		if !errors.As(err, &refused) {
 			refused = roleUnavailable(role.name, user, "setting it up failed: "+err.Error())
 		}
+		if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT kl_query_role`); err != nil {
+			return nil, err
+		}
 		return nil, refused
 	}
-	return &role, sp.Commit(ctx)
+	_, err = tx.Exec(ctx, `RELEASE SAVEPOINT kl_query_role`)
+	return &role, err
 }
 
 // grantQueryRole makes role (when missing, or without a known password)
 // and grants it what it lacks of USAGE on the schema and SELECT on the
 // relations users may query.
-func grantQueryRole(ctx context.Context, tx pgx.Tx, role *queryRole, manage bool, schema, user string) error {
+func grantQueryRole(ctx context.Context, tx sqlstore.Tx, role *queryRole, manage bool, schema, user string) error {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role.name).Scan(&exists); err != nil {
 		return err
@@ -126,12 +129,14 @@ func grantQueryRole(ctx context.Context, tx pgx.Tx, role *queryRole, manage bool
 	if !usage {
 		grants = append(grants, `GRANT USAGE ON SCHEMA `+pgx.Identifier{schema}.Sanitize()+` TO `+ident)
 	}
+	var missing []string
 	rows, err := tx.Query(ctx, `SELECT r FROM unnest($2::text[]) r WHERE NOT has_table_privilege($1, r, 'SELECT')`, role.name, kilolock.QueryRelations)
-	if err != nil {
+	if err := sqlstore.EachRow(rows, err, func(r sqlstore.Rows) error {
+		var rel string
+		err := r.Scan(&rel)
+		missing = append(missing, rel)
 		return err
-	}
-	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	if len(missing) > 0 {

@@ -11,7 +11,7 @@
 // # Basics
 //
 // Open creates the file when missing and applies the numbered migrations
-// embedded from migrations/, each in its own transaction with its row in
+// embedded from migrations/, in one write transaction with their rows in
 // kl_schema_version. The database runs in WAL mode with foreign keys on and
 // synchronous=FULL (a commit that returned survives a power cut).
 //
@@ -32,20 +32,8 @@
 //
 // # Schema
 //
-// The relations and the columns users see are the PostgreSQL store's (see
-// migrations/0001_init.sql): states, state_versions, version_raw, payloads
-// (content-addressed compact JSON of instance and output objects),
-// instance_intervals and output_intervals (an object is in version v iff
-// valid_from <= v AND (valid_to IS NULL OR valid_to > v)), locks,
-// rejected_commits (migrations/0002_rejected_commits.sql: refused commits,
-// for `kl conflicts`), and the views resources, resource_dependencies,
-// outputs, resource_history, version_history and rejected_commit_history.
-// A version costs rows in proportion to its changes: a commit that changes
-// 2 of 10,000 instances writes 8 rows (see Commit for how WriteStats
-// counts). What versions changed is read back at the same cost:
-// ChangesSince range-scans the (state_id, valid_from) and (state_id,
-// valid_to) indexes of the intervals, and HashesAt probes the primary key
-// once per key.
+// The schema is sqlstore's (see there), in migrations/; a database from a
+// newer KiloLock is refused.
 //
 // # Caveats
 //

@@ -11,6 +11,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // translate turns an error met during op into one a kilolock.Store may
@@ -20,10 +21,13 @@ import (
 //   - SQLITE_BUSY, SQLITE_LOCKED (another process held the write lock past
 //     the busy timeout), I/O, open and corruption errors: ErrUnavailable;
 //   - SQLITE_READONLY: ErrReadOnly;
-//   - a CHECK constraint: ErrInvalid; any other constraint: ErrConflict.
+//   - a CHECK constraint: ErrInvalid; a foreign key (what it names is
+//     gone): ErrNotFound; any other constraint: ErrConflict.
 //
 // Errors the store made itself (kilolock sentinels and typed errors) and
 // the context's errors pass through.
+func (*dialect) Translate(op string, err error) error { return translate(op, err) }
+
 func translate(op string, err error) error {
 	if err == nil {
 		return nil
@@ -37,7 +41,7 @@ func translate(op string, err error) error {
 			// database/sql's own, unexported: the store is closed (shutting down).
 			err.Error() == "sql: database is closed", err.Error() == "sql: statement is closed":
 			return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrUnavailable, err.Error())
-		case isKilolock(err):
+		case sqlstore.Own(err):
 			return err
 		}
 		return fmt.Errorf("sqlite: %s: %w", op, err)
@@ -49,8 +53,11 @@ func translate(op string, err error) error {
 	case sqlite3.SQLITE_READONLY:
 		return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrReadOnly, msg)
 	case sqlite3.SQLITE_CONSTRAINT:
-		if code == sqlite3.SQLITE_CONSTRAINT_CHECK {
+		switch code {
+		case sqlite3.SQLITE_CONSTRAINT_CHECK:
 			return &kilolock.InvalidError{Code: "constraint", Message: fmt.Sprintf("%s: %s", op, msg), Hint: "check the value against the documented choices"}
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrNotFound, msg)
 		}
 		return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrConflict, msg)
 	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CORRUPT,
@@ -59,24 +66,4 @@ func translate(op string, err error) error {
 		return fmt.Errorf("sqlite: %s: %w: %s", op, kilolock.ErrUnavailable, msg)
 	}
 	return fmt.Errorf("sqlite: %s: %s", op, msg)
-}
-
-// isKilolock reports whether err is one of the errors the Store interface
-// documents, made by the store or by kilolock's rules.
-func isKilolock(err error) bool {
-	for _, target := range []error{
-		kilolock.ErrNotFound, kilolock.ErrLocked, kilolock.ErrLockMismatch, kilolock.ErrConflict,
-		kilolock.ErrStale, kilolock.ErrInvalid, kilolock.ErrEncrypted, kilolock.ErrReadOnly,
-		kilolock.ErrUnavailable,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
-}
-
-// notFound is the ErrNotFound of a missing state.
-func notFound(name string) error {
-	return fmt.Errorf("state %q: %w", name, kilolock.ErrNotFound)
 }

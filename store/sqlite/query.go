@@ -151,7 +151,7 @@ func queryError(ctx, qctx context.Context, l kilolock.QueryLimits, err error) er
 			return &kilolock.InvalidError{Code: "invalid_query", Message: fmt.Sprintf("query: %s", se.Error()), Hint: kilolock.QueryHint}
 		}
 	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		!errors.Is(err, sql.ErrConnDone) && !isKilolock(err) {
+		!errors.Is(err, sql.ErrConnDone) && !sqlstore.Own(err) {
 		// database/sql's own complaints about the arguments.
 		return &kilolock.InvalidError{Code: "invalid_query", Message: fmt.Sprintf("query: %v", err)}
 	}

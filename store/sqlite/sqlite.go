@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
+
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 var _ kilolock.Store = (*Store)(nil)
@@ -26,26 +27,38 @@ var busyTimeout = 5 * time.Second
 // Store is a kilolock.Store in one SQLite database file. It is safe for
 // concurrent use, and several processes may open the same file: every
 // write is a BEGIN IMMEDIATE transaction, so writers queue on SQLite's
-// write lock (for up to 5 s) and readers never wait in WAL mode.
+// write lock (for up to 5 s) and readers never wait in WAL mode. Its
+// operations are sqlstore's; this package gives them SQLite's dialect.
 type Store struct {
+	*sqlstore.Store
+	d    *dialect
 	path string
+	// query serves users' SQL, opened like read (see dialect), and a pool
+	// of its own so that session state a user's statement leaves on a
+	// connection (a PRAGMA, a temp table) never reaches the store's reads.
+	query *sql.DB
+}
+
+// dialect is SQLite's sqlstore.Dialect.
+type dialect struct {
 	// write has one connection that opens every transaction with BEGIN
 	// IMMEDIATE, so a write transaction holds the write lock from its
 	// first read and two of them never deadlock on lock upgrades.
-	write *sql.DB
-	// read serves the store's own reads; query serves users' SQL. Both are
-	// opened mode=ro, so SQLite itself refuses writes on them, and they are
-	// separate pools so that session state a user's statement leaves on a
-	// connection (a PRAGMA, a temp table) never reaches the store's reads.
-	read  *sql.DB
-	query *sql.DB
-
-	// access is accessQuery prepared once on read: it runs on every
-	// request of the authenticated lane.
-	accessOnce sync.Once
-	access     *sql.Stmt
-	accessErr  error
+	write *pool
+	// read serves the store's own reads, opened mode=ro, so SQLite itself
+	// refuses writes on it.
+	read *pool
 }
+
+// storeDriver opens the store's own connections, with kl_now(): the
+// current time as the store keeps it (the shared SQL's {now}).
+var storeDriver = func() *sqlite.Driver {
+	d := &sqlite.Driver{}
+	d.MustRegisterScalarFunction("kl_now", 0, func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) {
+		return time.Now().UTC().Format(timeFormat), nil
+	})
+	return d
+}()
 
 // Open opens the SQLite database at path, creating it when missing, and
 // migrates it to the current schema. path is a file path, not a URI; it
@@ -61,28 +74,24 @@ func Open(ctx context.Context, path string) (*Store, error) {
 			Hint:    "give a file path; an in-memory database cannot be shared by the store's connections",
 		}
 	}
-	s := &Store{path: path}
+	d := &dialect{}
+	s := &Store{Store: sqlstore.New(d, false), d: d, path: path}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busyTimeout.Milliseconds())
-
-	var err error
-	s.write, err = sql.Open("sqlite", fileURI(path)+"?"+pragmas+"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite store %s: %v", path, err)
-	}
-	s.write.SetMaxOpenConns(1)
-	s.write.SetMaxIdleConns(1)
-	s.write.SetConnMaxIdleTime(0)
-	s.write.SetConnMaxLifetime(0)
+	d.write = &pool{db: sql.OpenDB(connector{storeDriver, fileURI(path) + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"})}
+	d.write.db.SetMaxOpenConns(1)
+	d.write.db.SetMaxIdleConns(1)
+	d.write.db.SetConnMaxIdleTime(0)
+	d.write.db.SetConnMaxLifetime(0)
 	if err := s.migrate(ctx); err != nil {
-		s.write.Close()
+		d.write.close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 
 	// The file exists and is in WAL mode now, as the read-only pools need.
 	ro := fileURI(path) + "?mode=ro&" + pragmas + "&_pragma=query_only(1)"
-	s.read, _ = sql.Open("sqlite", ro)
-	s.read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	s.read.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
+	d.read = &pool{db: sql.OpenDB(connector{storeDriver, ro})}
+	d.read.db.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	d.read.db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	s.query = sql.OpenDB(connector{queryDriver, ro})
 	s.query.SetMaxOpenConns(4)
 	s.query.SetMaxIdleConns(2)
@@ -106,9 +115,9 @@ func (s *Store) Path() string { return s.path }
 // Ping reports whether the database answers (ErrUnavailable if not). It
 // reads the file, so a file gone or damaged under the store fails it.
 func (s *Store) Ping(ctx context.Context) error {
-	var version int
-	if err := s.read.QueryRowContext(ctx, "SELECT max(version) FROM kl_schema_version").Scan(&version); err != nil {
-		return translate("ping", err)
+	var version int64
+	if err := s.d.Pool().QueryRow(ctx, "SELECT max(version) FROM kl_schema_version").Scan(&version); err != nil {
+		return s.d.Translate("ping", err)
 	}
 	return nil
 }
@@ -117,12 +126,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // afterwards; a second Close does nothing.
 func (s *Store) Close() error {
 	var errs []error
-	if s.access != nil {
-		errs = append(errs, s.access.Close())
+	if s.query != nil {
+		errs = append(errs, s.query.Close())
 	}
-	for _, db := range []*sql.DB{s.query, s.read, s.write} {
-		if db != nil {
-			errs = append(errs, db.Close())
+	for _, p := range []*pool{s.d.read, s.d.write} {
+		if p != nil {
+			errs = append(errs, p.close())
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -131,61 +140,46 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// update runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
-// when fn returns nil; it rolls back on an error or a panic.
-func (s *Store) update(ctx context.Context, op string, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := s.write.BeginTx(ctx, nil)
+// Write runs fn in a write transaction (BEGIN IMMEDIATE: it holds the
+// database's write lock from the start) and commits it when fn returns
+// nil; it rolls back on an error or a panic.
+func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) (err error) {
+	t, err := d.write.db.BeginTx(ctx, nil)
 	if err != nil {
-		return translate(op, err)
+		return err
 	}
+	run := &tx{p: d.write, tx: t}
 	defer func() {
 		if p := recover(); p != nil {
-			tx.Rollback()
+			t.Rollback()
 			panic(p)
 		}
 		if err != nil {
-			tx.Rollback()
+			t.Rollback()
 		}
+		run.done(context.WithoutCancel(ctx))
 	}()
-	if err := fn(tx); err != nil {
-		return translate(op, err)
+	if err := fn(run); err != nil {
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return translate(op, err)
-	}
-	return nil
+	return t.Commit()
 }
 
-// view runs fn in a read transaction, so that the reads it makes see one
+// Read runs fn in a read transaction, so that the reads it makes see one
 // version of the database.
-func (s *Store) view(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+func (d *dialect) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	t, err := d.read.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return translate(op, err)
+		return err
 	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return translate(op, err)
-	}
-	return nil
+	run := &tx{p: d.read, tx: t}
+	defer run.done(context.WithoutCancel(ctx))
+	defer t.Rollback()
+	return fn(run)
 }
 
-// timeFormat is how timestamps are stored: UTC, fixed-width microseconds.
-const timeFormat = "2006-01-02T15:04:05.000000Z"
-
-// now returns the current time as the store keeps it: UTC, microseconds
-// (the precision PostgreSQL keeps too, so both stores read back the same).
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
-
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored timestamp %q: %v", s, err)
-	}
-	return t, nil
-}
+// Pool runs single statements on the read connections.
+func (d *dialect) Pool() sqlstore.Tx { return &tx{p: d.read} }
 
 // queryDriver opens the connections of users' queries. Beyond mode=ro and
 // query_only, an authorizer on each lets a statement do nothing but read:

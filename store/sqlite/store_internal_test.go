@@ -15,6 +15,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 func openAt(t testing.TB, path string) *Store {
@@ -132,17 +133,17 @@ func TestMigrations(t *testing.T) {
 	openAt(t, path).Close()
 	s := openAt(t, path)
 	var n, version int
-	if err := s.write.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
+	if err := s.d.write.db.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
 		t.Fatal(err)
 	}
-	ms, err := loadMigrations()
+	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != len(ms) || version != SchemaVersion() {
 		t.Errorf("kl_schema_version has %d rows up to %d, want %d up to %d", n, version, len(ms), SchemaVersion())
 	}
-	if _, err := s.write.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, 'future', '')`); err != nil {
+	if _, err := s.d.write.db.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, 'future', '')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

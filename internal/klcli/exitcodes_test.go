@@ -1,0 +1,64 @@
+package klcli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/reserve"
+)
+
+// TestApplyExitCodes: the exit codes kl apply documents, and the hint each
+// failure reports.
+func TestApplyExitCodes(t *testing.T) {
+	blocker := reserve.Blocker{Hold: reserve.Hold{
+		Reservation: reserve.Reservation{Pattern: reserve.MustParse("time_sleep.slow_a"), Mode: reserve.Write},
+		Run:         "run_7c3a91d2e4f5a6b7", Holder: "alice@laptop",
+	}}
+	aborted := &kilolock.ApplyRun{ID: "run_7c3a91d2e4f5a6b7", State: "big-state", Status: kilolock.RunAborted, EndedBy: "ops"}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code int
+		hint string
+	}{
+		{"blocked", fmt.Errorf("wait: %w", &reserve.BlockedError{State: "big-state", Blockers: []reserve.Blocker{blocker}}), ExitBlocked, "kl apply abort --apply-id run_7c3a91d2e4f5a6b7"},
+		{"aborted", &AbortedError{Run: aborted}, ExitAborted, "errored.tfstate"},
+		{"CLI failed", &CLIError{Command: "apply", Err: errors.New("exit status 1")}, ExitCLI, ""},
+		{"stale spec", &StaleSpecError{State: "big-state", Serial: 4, Addresses: []string{"time_sleep.slow_a"}}, ExitConflict, "plan again"},
+		{"outside the scope", &ScopeError{Scope: []string{"-f slow_b.tf"}, Outside: []OutsideWrite{{Change: reserve.Change{Address: "time_sleep.slow_a", Actions: []string{"update"}}, File: "slow_a.tf", Line: 1}}}, ExitConflict, "add -f slow_a.tf"},
+		{"uncovered re-plan", &UncoveredError{Run: "run_7c3a91d2e4f5a6b7", Addresses: []string{"time_sleep.slow_b"}}, ExitConflict, "again"},
+		{"run over", &kilolock.RunEndedError{Run: aborted}, ExitConflict, ""},
+		{"interrupted wait", fmt.Errorf("wait: %w", errors.New("context canceled")), ExitError, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ExitCode(tc.err); got != tc.code {
+				t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.code)
+			}
+			var out bytes.Buffer
+			Report(&out, tc.err)
+			_, hint, _ := strings.Cut(out.String(), "\nhint: ")
+			if !strings.Contains(hint, tc.hint) {
+				t.Errorf("Report does not hint %q:\n%s", tc.hint, out.String())
+			}
+		})
+	}
+}
+
+// TestRunErrorFromServer: the server's 409 run_ended becomes the
+// *kilolock.RunEndedError it stands for, with the run.
+func TestRunErrorFromServer(t *testing.T) {
+	ae := &APIError{Status: 409, Code: "run_ended", Message: "apply run run_7c3a91d2e4f5a6b7 is aborted", Hint: "stop",
+		body: []byte(`{"error":"run_ended","message":"…","hint":"stop","run":{"id":"run_7c3a91d2e4f5a6b7","state":"s","status":"aborted","ended_by":"ops"}}`)}
+	var ended *kilolock.RunEndedError
+	if err := runError(ae); !errors.As(err, &ended) || ended.Run.Status != kilolock.RunAborted || ended.Run.EndedBy != "ops" {
+		t.Fatalf("runError = %#v, want a RunEndedError of the aborted run", err)
+	}
+	other := &APIError{Status: 409, Code: "conflict", body: []byte(`{"error":"conflict"}`)}
+	if err := runError(other); err != other {
+		t.Errorf("runError changed another error: %v", err)
+	}
+}

@@ -1,0 +1,237 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kilolock/kilolock/store/sqlstore"
+)
+
+// spell is the shared SQL in SQLite's words: ?n placeholders, lists as
+// JSON arrays read with json_each, the rowid, and no row locks (a write
+// transaction holds the database's write lock from its BEGIN IMMEDIATE).
+var spell = sqlstore.NewSpell(func(n int) string { return "?" + strconv.Itoa(n) }, map[string]string{
+	"now":       "kl_now()",
+	"C":         "",
+	"forupdate": "",
+	"rowid":     "rowid",
+	"texts":     "(SELECT value AS k FROM json_each($$))",
+	"bytes":     "(SELECT unhex(value) AS k FROM json_each($$))",
+	"rowidin":   "rowid IN (SELECT value FROM json_each($$))",
+})
+
+// timeFormat is how timestamps are stored: UTC, fixed-width microseconds.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+// pool is a connection pool with its statements, each prepared once.
+type pool struct {
+	db    *sql.DB
+	stmts sync.Map // SQLite's SQL → *sql.Stmt
+}
+
+func (p *pool) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := p.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := p.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := p.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (p *pool) close() error {
+	p.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
+	return p.db.Close()
+}
+
+// tx runs the shared SQL on a transaction of p, or on p itself when tx is
+// nil, with statements prepared once for the pool. A statement first met
+// within a transaction is prepared for it alone (preparing for the pool
+// would wait for one of its connections, which the one of the write pool
+// is not), and for the pool once the transaction is over (see done).
+type tx struct {
+	p       *pool
+	tx      *sql.Tx
+	pending []string
+}
+
+var _ sqlstore.Tx = (*tx)(nil)
+
+// prepared returns the statement of the shared SQL query on t.
+func (t *tx) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	query = spell.Of(query)
+	if t.tx == nil {
+		return t.p.stmt(ctx, query)
+	}
+	if st, ok := t.p.stmts.Load(query); ok {
+		return t.tx.StmtContext(ctx, st.(*sql.Stmt)), nil
+	}
+	t.pending = append(t.pending, query)
+	return t.tx.PrepareContext(ctx, query)
+}
+
+// done prepares for the pool the statements t met first, now that t's
+// transaction is over and its connection free.
+func (t *tx) done(ctx context.Context) {
+	for _, q := range t.pending {
+		t.p.stmt(ctx, q) // on failure, the next transaction prepares it again
+	}
+}
+
+func (t *tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var res sql.Result
+	var err error
+	if len(args) == 0 && t.tx != nil {
+		// A migration, several statements: not one to keep prepared.
+		res, err = t.tx.ExecContext(ctx, spell.Of(query))
+	} else {
+		var st *sql.Stmt
+		if st, err = t.prepared(ctx, query); err == nil {
+			res, err = st.ExecContext(ctx, values(args)...)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t *tx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	st, err := t.prepared(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, values(args)...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+func (t *tx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	r, err := t.Query(ctx, query, args...)
+	return sqlstore.FirstRow(r, err)
+}
+
+// Send runs the batch's statements one after the other.
+func (t *tx) Send(ctx context.Context, b *sqlstore.Batch) error {
+	for _, it := range b.Items {
+		switch {
+		case it.Table != "":
+			st, err := t.prepared(ctx, sqlstore.InsertSQL(it.Table, it.Columns))
+			if err != nil {
+				return err
+			}
+			var n int64
+			for _, v := range it.Values {
+				res, err := st.ExecContext(ctx, values(v)...)
+				if err != nil {
+					return err
+				}
+				k, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				n += k
+			}
+			if err := it.Done(n); err != nil {
+				return err
+			}
+		case it.Each != nil:
+			r, err := t.Query(ctx, it.SQL, it.Args...)
+			if err := sqlstore.EachRow(r, err, it.Each); err != nil {
+				return err
+			}
+		default:
+			n, err := t.Exec(ctx, it.SQL, it.Args...)
+			if err != nil {
+				return err
+			}
+			if it.Done != nil {
+				if err := it.Done(n); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// values are args as SQLite keeps them: timestamps as text, lists as JSON
+// arrays (byte strings in hex).
+func values(args []any) []any {
+	out, copied := args, false
+	for i, a := range args {
+		var v any
+		switch a := a.(type) {
+		case time.Time:
+			v = a.UTC().Format(timeFormat)
+		case []string:
+			v = jsonText(a)
+		case []any:
+			v = jsonText(a)
+		case [][]byte:
+			hexes := make([]string, len(a))
+			for j, b := range a {
+				hexes[j] = hex.EncodeToString(b)
+			}
+			v = jsonText(hexes)
+		default:
+			continue
+		}
+		if !copied {
+			out, copied = append([]any(nil), args...), true
+		}
+		out[i] = v
+	}
+	return out
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v) // strings and numbers: never fails
+	return string(b)
+}
+
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { r.Rows.Close() }
+
+// Scan reads timestamps from their text; NULL is the zero time.
+func (r rows) Scan(dest ...any) error {
+	var texts []sql.NullString
+	var times []*time.Time
+	for i, d := range dest {
+		if p, ok := d.(*time.Time); ok {
+			if texts == nil {
+				texts = make([]sql.NullString, 0, len(dest)-i)
+			}
+			texts = append(texts, sql.NullString{})
+			times = append(times, p)
+			dest[i] = &texts[len(texts)-1]
+		}
+	}
+	if err := r.Rows.Scan(dest...); err != nil {
+		return err
+	}
+	for i, p := range times {
+		*p = time.Time{}
+		if texts[i].Valid && texts[i].String != "" {
+			t, err := time.Parse(time.RFC3339Nano, texts[i].String)
+			if err != nil {
+				return &sqlstore.StoreError{Msg: "sqlite: stored timestamp " + texts[i].String + ": " + err.Error()}
+			}
+			*p = t
+		}
+	}
+	return nil
+}

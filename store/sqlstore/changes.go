@@ -1,0 +1,148 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+// sqlCurrentVersion is the current version number of the state named $1.
+const sqlCurrentVersion = `(SELECT current_version FROM states WHERE name = $1)`
+
+// SQLChangesSince lists the keys versions after $2 changed: a version v
+// changed a key iff it opened an interval of it (valid_from = v) or closed
+// one (valid_to = v). Each branch is a range scan of the (state_id,
+// valid_from) or (state_id, valid_to) index, so the cost is that of the
+// rows returned, not of the state or its history (the NULL valid_to of the
+// current intervals sort after the range, so the scan stops before them);
+// UNION drops the second row of a change, which both closes and opens an
+// interval.
+//
+// The upper bound, the current version, selects nothing more; it is there
+// for PostgreSQL's planner. A range bounded on both sides by values it does
+// not know (a generic plan, which a prepared statement may switch to) is
+// estimated at 0.5% of the rows, which keeps index scans; a range bounded
+// on one side is estimated at a third, which for a state's versions or
+// outputs is a sequential scan of the whole history.
+const SQLChangesSince = `SELECT c.version, v.lock_id, v.actor, c.output, c.id
+	FROM (
+		SELECT valid_from AS version, false AS output, instance_id AS id FROM instance_intervals
+			WHERE state_id = ` + sqlStateID + ` AND valid_from > $2 AND valid_from <= ` + sqlCurrentVersion + `
+		UNION
+		SELECT valid_to, false, instance_id FROM instance_intervals
+			WHERE state_id = ` + sqlStateID + ` AND valid_to > $2 AND valid_to <= ` + sqlCurrentVersion + `
+		UNION
+		SELECT valid_from, true, name FROM output_intervals
+			WHERE state_id = ` + sqlStateID + ` AND valid_from > $2 AND valid_from <= ` + sqlCurrentVersion + `
+		UNION
+		SELECT valid_to, true, name FROM output_intervals
+			WHERE state_id = ` + sqlStateID + ` AND valid_to > $2 AND valid_to <= ` + sqlCurrentVersion + `
+	) AS c
+	JOIN state_versions AS v ON v.state_id = ` + sqlStateID + ` AND v.number = c.version
+		AND v.number > $2 AND v.number <= ` + sqlCurrentVersion + `
+	ORDER BY c.version, c.output, c.id{C}`
+
+// ChangesSince lists what every version numbered above after changed: one
+// record per instance ID or output name a version added, changed or
+// removed, ordered by version, then instances before outputs, then ID (in
+// byte order). An empty list when no version is above after. ErrNotFound
+// when the state does not exist. One batch in one snapshot: whether the
+// state exists, and its changes.
+func (s *Store) ChangesSince(ctx context.Context, name string, after int64) ([]kilolock.ChangeRecord, error) {
+	out, err := ofState(ctx, s, "changes since", name, func(r Rows, c *kilolock.ChangeRecord) (bool, error) {
+		return true, r.Scan(&c.Version, &c.LockID, &c.Actor, &c.Output, &c.ID)
+	}, SQLChangesSince, name, after)
+	if err == nil && s.resort {
+		inOrder(out, func(a, b kilolock.ChangeRecord) int {
+			return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(boolInt(a.Output), boolInt(b.Output)), strings.Compare(a.ID, b.ID))
+		})
+	}
+	return out, err
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SQLInstanceHashesAt and SQLOutputHashesAt are the hashes of keys ($3) at
+// version $2. Intervals of one key never overlap, so the key is in the
+// version iff the last interval that began at or before it has not ended
+// by it. The subquery finds that interval with one probe of the primary
+// key (state_id, key, valid_from) per key, whatever the statistics say and
+// however often the key changed; its hash is NULL when the key is not in
+// the version.
+const (
+	SQLInstanceHashesAt = `SELECT u.k, (SELECT CASE WHEN i.valid_to IS NULL OR i.valid_to > $2 THEN i.hash END
+			FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_from <= $2
+			ORDER BY i.valid_from DESC LIMIT 1)
+		FROM {texts $3} AS u`
+	SQLOutputHashesAt = `SELECT u.k, (SELECT CASE WHEN o.valid_to IS NULL OR o.valid_to > $2 THEN o.hash END
+			FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_from <= $2
+			ORDER BY o.valid_from DESC LIMIT 1)
+		FROM {texts $3} AS u`
+)
+
+// HashesAt returns the hashes, in version number, of the given instance
+// IDs and output names; a key the version does not hold is absent from the
+// maps (which are never nil). ErrNotFound when the state or the version
+// does not exist. One batch in one snapshot, whatever the number of keys
+// (they travel as lists), and one index probe per key.
+func (s *Store) HashesAt(ctx context.Context, name string, number int64, instanceIDs, outputNames []string) (instances, outputs map[string]graph.Hash, err error) {
+	instances = make(map[string]graph.Hash, len(instanceIDs))
+	outputs = make(map[string]graph.Hash, len(outputNames))
+	err = s.read(ctx, "hashes at", func(tx Tx) error {
+		b := &Batch{}
+		var found, exists bool
+		b.Query(func(r Rows) error { found = true; return r.Scan(&exists) }, `SELECT EXISTS (SELECT 1 FROM state_versions WHERE state_id = s.id AND number = $2)
+			FROM states s WHERE s.name = $1`, name, number)
+		if len(instanceIDs) > 0 {
+			b.Query(readHash(instances), SQLInstanceHashesAt, name, number, instanceIDs)
+		}
+		if len(outputNames) > 0 {
+			b.Query(readHash(outputs), SQLOutputHashesAt, name, number, outputNames)
+		}
+		if err := tx.Send(ctx, b); err != nil {
+			return err
+		}
+		switch {
+		case !found:
+			return notFound(name)
+		case !exists:
+			return fmt.Errorf("state %q has no version %d: %w", name, number, kilolock.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return instances, outputs, nil
+}
+
+// readHash returns a row reader filling m with the (key, hash) rows that
+// have a hash.
+func readHash(m map[string]graph.Hash) func(Rows) error {
+	return func(r Rows) error {
+		var (
+			key  string
+			hash []byte
+		)
+		if err := r.Scan(&key, &hash); err != nil {
+			return err
+		}
+		switch {
+		case hash == nil:
+		case len(hash) != len(graph.Hash{}):
+			return corrupt("stored hash of %s is %d bytes: the database is corrupt", key, len(hash))
+		default:
+			m[key] = graph.Hash(hash)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,347 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+// intBytes is what an integer, boolean or timestamp value counts in
+// WriteStats.Bytes.
+const intBytes = 8
+
+// Commit appends a version made of c's changes against c.Parent, creating
+// the state when it does not exist (c.Parent must then be 0).
+//
+// It locks the state's row, reads its locks and runs kilolock.CheckCommit
+// in the same transaction: ErrStale when the current version is no longer
+// c.Parent; *LockedError, *LockMismatchError or *ConflictError when the
+// rules refuse it. Nothing is written when it returns an error, and the
+// WriteStats are then zero. Malformed upserts (an object that is not JSON,
+// a Hash or ID that does not match the object) are ErrInvalid: the commit
+// is checked by kilolock.PrepareCommit before the transaction begins.
+//
+// The store sets the version's ID, State, Number, Created, Added, Changed,
+// Removed and Instances (the counts are of instance objects, computed
+// against the parent: an upsert equal to the current object is not a
+// change and writes nothing; a removal of an object that is not there is
+// ignored), and LockID from c.LockID when c.Version.LockID is empty.
+//
+// A commit is two batches whatever its size (on PostgreSQL, with BEGIN and
+// COMMIT, four round trips): the row lock, the locks and the current
+// intervals and payloads of what it touches; then every write, the keys of
+// each statement travelling as one list. A big insert (a first write) may
+// be loaded by the dialect's own means (COPY).
+//
+// WriteStats counts, for every INSERT and UPDATE the commit runs, the rows
+// the database reports affected (a payload the state already had is not
+// inserted again and counts nothing), and for each such row the bytes of
+// the values the statement writes: the length of each text and byte
+// string, 8 for each integer, boolean or timestamp, 0 for NULL. The values
+// of a WHERE clause, database-generated ids and index entries are not
+// counted. So a commit that changes 2 of 10,000 instances writes 8 rows: its
+// version, the states row, 2 closed intervals, 2 opened intervals and 2
+// new payloads.
+func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*kilolock.Version, kilolock.WriteStats, error) {
+	p, err := kilolock.PrepareCommit(c)
+	if err != nil {
+		return nil, kilolock.WriteStats{}, err
+	}
+	var (
+		v     *kilolock.Version
+		stats kilolock.WriteStats
+	)
+	err = s.write(ctx, "commit", func(tx Tx) error {
+		stats = kilolock.WriteStats{}
+		var err error
+		v, err = apply(ctx, tx, name, c, p, &stats)
+		return err
+	})
+	if err != nil {
+		return nil, kilolock.WriteStats{}, err
+	}
+	return v, stats, nil
+}
+
+// apply runs the commit c, prepared as p, in tx.
+func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats) (*kilolock.Version, error) {
+	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
+	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, cur.lookups(name, p))
+	if err != nil {
+		return nil, err
+	}
+	if err := kilolock.CheckCommit(&st.StateInfo, c); err != nil {
+		return nil, err
+	}
+	if st.created {
+		stats.Rows++
+		stats.Bytes += len(name) + len(kilolock.LockExclusive) + intBytes // name, lock_mode, created_at
+	}
+	ch := diff(p, cur)
+	v := c.Version
+	v.State = name
+	v.Number = st.Current + 1
+	if v.LockID == "" {
+		v.LockID = c.LockID
+	}
+	v.Added, v.Changed, v.Removed = ch.added, ch.changed, ch.removed
+	v.Instances = st.instances + ch.added - ch.removed
+	if err := ch.write(ctx, tx, st.id, &v, c, stats); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// current is what the state holds of what a commit touches, read under
+// the state's row lock: the current intervals of its instance IDs and
+// outputs, and which of its payloads are stored already.
+type current struct {
+	instances, outputs map[string]interval
+	payloads           map[string]bool
+}
+
+// interval is the current interval of an instance or output: its hash and
+// its row.
+type interval struct {
+	hash  []byte
+	rowid any
+}
+
+// The lookups of a commit probe an index once per key: a subquery in the
+// select list is a probe per row on both databases, whatever their
+// statistics say (right after a first big write they say nothing yet).
+const (
+	sqlCurrentInstances = `SELECT u.k,
+		(SELECT i.hash FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL),
+		(SELECT i.{rowid} FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL)
+		FROM {texts $2} AS u`
+	sqlCurrentOutputs = `SELECT u.k,
+		(SELECT o.hash FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL),
+		(SELECT o.{rowid} FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL)
+		FROM {texts $2} AS u`
+	sqlStoredPayloads = `SELECT u.k, (SELECT 1 FROM payloads p WHERE p.state_id = ` + sqlStateID + ` AND p.hash = u.k)
+		FROM {bytes $2} AS u`
+)
+
+// lookups are the queries that fill cur, sent with the row lock.
+func (cur *current) lookups(name string, p *kilolock.PreparedCommit) *Batch {
+	var ids, outputs []string
+	var hashes [][]byte
+	for i := range p.Upserts {
+		ids = append(ids, p.Upserts[i].ID)
+		hashes = append(hashes, p.Upserts[i].Instance.Hash[:])
+	}
+	ids = append(ids, p.Removed...)
+	for i := range p.OutputUpserts {
+		outputs = append(outputs, p.OutputUpserts[i].Name)
+		hashes = append(hashes, p.OutputUpserts[i].Hash[:])
+	}
+	outputs = append(outputs, p.OutputsRemoved...)
+	b := &Batch{}
+	if len(ids) > 0 {
+		b.Query(readCurrent(cur.instances), sqlCurrentInstances, name, ids)
+	}
+	if len(outputs) > 0 {
+		b.Query(readCurrent(cur.outputs), sqlCurrentOutputs, name, outputs)
+	}
+	if len(hashes) > 0 {
+		b.Query(func(r Rows) error {
+			var (
+				h      []byte
+				stored *int64
+			)
+			err := r.Scan(&h, &stored)
+			if stored != nil {
+				cur.payloads[string(h)] = true
+			}
+			return err
+		}, sqlStoredPayloads, name, hashes)
+	}
+	return b
+}
+
+// readCurrent returns a row reader filling m with the (key, hash, rowid)
+// rows of keys that have a current interval.
+func readCurrent(m map[string]interval) func(Rows) error {
+	return func(r Rows) error {
+		var (
+			k  string
+			iv interval
+		)
+		if err := r.Scan(&k, &iv.hash, &iv.rowid); err != nil {
+			return err
+		}
+		if iv.hash != nil {
+			m[k] = iv
+		}
+		return nil
+	}
+}
+
+// changes is what a commit writes, against what the state holds.
+type changes struct {
+	closeIDs, closeOutputs  []any // rows of current intervals to end
+	opens                   []*graph.Instance
+	payloads                [][]any // state_id, hash, body
+	outputs                 []*kilolock.PreparedOutput
+	added, changed, removed int
+}
+
+// diff works out the changes: an upsert equal to the current object and a
+// removal of an absent one are no change.
+func diff(p *kilolock.PreparedCommit, cur *current) *changes {
+	ch := &changes{}
+	addPayload := func(hash []byte, body string) {
+		if !cur.payloads[string(hash)] {
+			cur.payloads[string(hash)] = true
+			ch.payloads = append(ch.payloads, []any{nil, hash, body})
+		}
+	}
+	for i := range p.Upserts {
+		u := &p.Upserts[i]
+		in := &u.Instance
+		c, ok := cur.instances[u.ID]
+		switch {
+		case !ok:
+			ch.added++
+		case string(c.hash) == string(in.Hash[:]):
+			continue
+		default:
+			ch.closeIDs = append(ch.closeIDs, c.rowid)
+			ch.changed++
+		}
+		ch.opens = append(ch.opens, in)
+		addPayload(in.Hash[:], string(in.Object))
+	}
+	for _, id := range p.Removed {
+		if c, ok := cur.instances[id]; ok {
+			ch.closeIDs = append(ch.closeIDs, c.rowid)
+			ch.removed++
+		}
+	}
+	for i := range p.OutputUpserts {
+		o := &p.OutputUpserts[i]
+		c, ok := cur.outputs[o.Name]
+		if ok && string(c.hash) == string(o.Hash[:]) {
+			continue
+		}
+		if ok {
+			ch.closeOutputs = append(ch.closeOutputs, c.rowid)
+		}
+		ch.outputs = append(ch.outputs, o)
+		addPayload(o.Hash[:], o.Body)
+	}
+	for _, name := range p.OutputsRemoved {
+		if c, ok := cur.outputs[name]; ok {
+			ch.closeOutputs = append(ch.closeOutputs, c.rowid)
+		}
+	}
+	return ch
+}
+
+var (
+	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
+		"base_serial", "added", "changed", "removed", "instance_count", "format", "check_results"}
+	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
+		"index_key", "deposed", "each", "provider", "status", "hash"}
+	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
+	payloadColumns = []string{"state_id", "hash", "body"}
+)
+
+// write writes the version v (State, Number and counts set; write sets ID
+// and Created) and the changes, in one batch, and counts what it wrote in
+// stats.
+func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.Version, c *kilolock.Commit, stats *kilolock.WriteStats) error {
+	var checks any
+	if c.CheckResults != nil {
+		checks = string(c.CheckResults)
+	}
+	b := &Batch{}
+	version := []any{stateID, v.Number, int64(v.Serial), v.Lineage, v.TerraformVersion, string(v.Source), v.Actor, v.LockID,
+		int64(v.BaseSerial), v.Added, v.Changed, v.Removed, v.Instances, v.Format, checks}
+	b.Query(func(r Rows) error {
+		stats.Rows++
+		stats.Bytes += rowBytes(version) + intBytes // and created_at
+		return r.Scan(&v.ID, &v.Created)
+	}, `INSERT INTO state_versions (`+join(versionColumns)+`, created_at) VALUES (`+placeholders(1, len(version))+`, {now})
+		RETURNING id, created_at`, version...)
+	if c.Raw != nil {
+		b.Exec(counter(stats, 1, intBytes+len(c.Raw)), `INSERT INTO version_raw (version_id, raw)
+			VALUES ((SELECT id FROM state_versions WHERE state_id = $1 AND number = $2), $3)`, stateID, v.Number, c.Raw)
+	}
+	// Intervals close before new ones open: one current interval per
+	// object. They are found by the row the lookup read in this
+	// transaction, under the state's row lock, which every writer of the
+	// state's intervals holds: so they are still the current intervals.
+	if len(ch.closeIDs) > 0 {
+		b.Exec(counter(stats, len(ch.closeIDs), intBytes), `UPDATE instance_intervals SET valid_to = $1
+			WHERE {rowidin $2}`, v.Number, ch.closeIDs)
+	}
+	if len(ch.closeOutputs) > 0 {
+		b.Exec(counter(stats, len(ch.closeOutputs), intBytes), `UPDATE output_intervals SET valid_to = $1
+			WHERE {rowidin $2}`, v.Number, ch.closeOutputs)
+	}
+	insert(b, stats, "payloads", payloadColumns, stateID, ch.payloads)
+	opens := make([][]any, len(ch.opens))
+	for i, in := range ch.opens {
+		r := &in.Resource
+		opens[i] = []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
+			r.Each, r.Provider, in.Status, in.Hash[:]}
+	}
+	insert(b, stats, "instance_intervals", openColumns, stateID, opens)
+	outs := make([][]any, len(ch.outputs))
+	for i, o := range ch.outputs {
+		outs[i] = []any{nil, v.Number, o.Name, o.Hash[:], o.Sensitive}
+	}
+	insert(b, stats, "output_intervals", outputColumns, stateID, outs)
+	// current_version, current_version_id, serial, lineage.
+	b.Exec(counter(stats, 1, 3*intBytes+len(v.Lineage)), `UPDATE states SET current_version = $2,
+			current_version_id = (SELECT id FROM state_versions WHERE state_id = $1 AND number = $2),
+			serial = $3, lineage = $4
+		WHERE id = $1`, stateID, v.Number, int64(v.Serial), v.Lineage)
+	return tx.Send(ctx, b)
+}
+
+// insert queues the insert of rows (their first value, the state id, set
+// here) into table, counting each row's values.
+func insert(b *Batch, stats *kilolock.WriteStats, table string, columns []string, stateID int64, rows [][]any) {
+	if len(rows) == 0 {
+		return
+	}
+	size := 0
+	for _, r := range rows {
+		r[0] = stateID
+		size += rowBytes(r)
+	}
+	b.Insert(func(n int64) error {
+		if int(n) != len(rows) {
+			return corrupt("insert into %s wrote %d rows, want %d", table, n, len(rows))
+		}
+		stats.Rows += len(rows)
+		stats.Bytes += size
+		return nil
+	}, table, columns, rows)
+}
+
+// counter returns the reader of a statement that must affect exactly want
+// rows, counting them in stats, rowBytes each.
+func counter(stats *kilolock.WriteStats, want, rowBytes int) func(int64) error {
+	return func(n int64) error {
+		if int(n) != want {
+			return corrupt("a commit's statement wrote %d rows, want %d", n, want)
+		}
+		stats.Rows += want
+		stats.Bytes += want * rowBytes
+		return nil
+	}
+}
+
+// rowBytes is what the values of a row count in WriteStats.Bytes.
+func rowBytes(values []any) int {
+	n := 0
+	for _, v := range values {
+		n += ValueSize(v)
+	}
+	return n
+}

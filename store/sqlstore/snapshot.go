@@ -1,0 +1,208 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+const versionSelect = `v.id, s.name, v.number, v.serial, v.lineage, v.terraform_version, v.source, v.actor,
+	v.lock_id, v.base_serial, v.created_at, v.added, v.changed, v.removed, v.instance_count, v.format`
+
+func scanVersion(row Row, extra ...any) (*kilolock.Version, error) {
+	var (
+		v                  kilolock.Version
+		serial, baseSerial int64
+		source             string
+	)
+	dest := []any{&v.ID, &v.State, &v.Number, &serial, &v.Lineage, &v.TerraformVersion, &source, &v.Actor,
+		&v.LockID, &baseSerial, &v.Created, &v.Added, &v.Changed, &v.Removed, &v.Instances, &v.Format}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	v.Serial, v.BaseSerial, v.Source = uint64(serial), uint64(baseSerial), kilolock.Source(source)
+	return &v, nil
+}
+
+// Snapshot loads version number of a state: its record, the instance
+// objects and outputs valid at it (ordered by instance ID and by name), its
+// check results and raw document. ErrNotFound when the state or the version
+// does not exist.
+//
+// It reads in one transaction and two batches: the version row, then the
+// intervals valid at number. The current version reads the current
+// intervals through their partial unique indexes; an older one filters the
+// intervals that began at or before it.
+func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {
+	snap := &kilolock.Snapshot{}
+	err := s.read(ctx, "snapshot", func(tx Tx) error {
+		var (
+			stateID, current int64
+			checks           *string
+		)
+		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+`, s.id, s.current_version, v.check_results, r.raw
+			FROM state_versions v JOIN states s ON s.id = v.state_id
+			LEFT JOIN version_raw r ON r.version_id = v.id
+			WHERE s.name = $1 AND v.number = $2`, name, number), &stateID, &current, &checks, &snap.Raw)
+		if errors.Is(err, ErrNoRows) {
+			return noVersion(ctx, tx, name, fmt.Sprintf("version %d", number))
+		}
+		if err != nil {
+			return err
+		}
+		snap.Version = *v
+		if checks != nil {
+			snap.CheckResults = []byte(*checks)
+		}
+		valid := `i.valid_from <= $2 AND (i.valid_to IS NULL OR i.valid_to > $2)`
+		args := []any{stateID, number}
+		if number == current {
+			valid, args = `i.valid_to IS NULL`, []any{stateID}
+		}
+		snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
+		snap.Outputs = []kilolock.Output{}
+		b := &Batch{}
+		b.Query(func(r Rows) error {
+			iv, err := scanInstance(r)
+			snap.Instances = append(snap.Instances, iv.Instance)
+			return err
+		}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.instance_id{C}`, args...)
+		b.Query(func(r Rows) error {
+			var name string
+			var body []byte
+			err := r.Scan(&name, &body)
+			snap.Outputs = append(snap.Outputs, graph.NewOutput(name, body))
+			return err
+		}, `SELECT i.name, p.body FROM output_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.name{C}`, args...)
+		return tx.Send(ctx, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.resort {
+		inOrder(snap.Instances, func(a, b kilolock.Instance) int { return strings.Compare(a.ID(), b.ID()) })
+		inOrder(snap.Outputs, func(a, b kilolock.Output) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return snap, nil
+}
+
+// inOrder sorts xs by cmp unless they are sorted already.
+func inOrder[T any](xs []T, cmp func(a, b T) int) {
+	if !slices.IsSortedFunc(xs, cmp) {
+		slices.SortStableFunc(xs, cmp)
+	}
+}
+
+// noVersion is the ErrNotFound of a state that exists without what was
+// asked for, or of a missing state.
+func noVersion(ctx context.Context, tx Tx, name, what string) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, sqlStateExists, name).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return notFound(name)
+	}
+	return fmt.Errorf("state %q has no %s: %w", name, what, kilolock.ErrNotFound)
+}
+
+// instanceSelect are the columns scanInstance reads, with valid_from and
+// valid_to last.
+const instanceSelect = `i.instance_id, i.module, i.mode, i.type, i.name, i.each, i.provider, i.hash, p.body,
+	i.valid_from, coalesce(i.valid_to, 0)`
+
+// scanInstance reads an interval's instance object and checks its body
+// against its hash.
+func scanInstance(r Rows) (kilolock.InstanceInterval, error) {
+	var (
+		id         string
+		res        graph.Resource
+		hash, body []byte
+		iv         kilolock.InstanceInterval
+	)
+	err := r.Scan(&id, &res.Module, &res.Mode, &res.Type, &res.Name, &res.Each, &res.Provider, &hash, &body, &iv.ValidFrom, &iv.ValidTo)
+	if err != nil {
+		return iv, err
+	}
+	if iv.Instance, err = graph.NewInstance(res, body); err != nil {
+		return iv, corrupt("stored instance %s: %v", id, err)
+	}
+	if string(iv.Instance.Hash[:]) != string(hash) {
+		return iv, corrupt("stored instance %s: its body does not hash to %x: the database is corrupt", id, hash)
+	}
+	return iv, nil
+}
+
+// History lists versions newest first: at most opts.Limit (50 when 0 or
+// less), only those numbered below opts.Before when it is above 0.
+// ErrNotFound when the state does not exist; an empty list when it has no
+// versions.
+func (s *Store) History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	before := opts.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return ofState(ctx, s, "history", name, func(r Rows, v *kilolock.Version) (bool, error) {
+		got, err := scanVersion(r)
+		if err == nil {
+			*v = *got
+		}
+		return err == nil, err
+	}, `SELECT `+versionSelect+` FROM state_versions v JOIN states s ON s.id = v.state_id
+		WHERE v.state_id = `+sqlStateID+` AND v.number < $2 ORDER BY v.number DESC LIMIT $3`, name, before, limit)
+}
+
+// VersionBySerial returns the newest version carrying serial, through the
+// (state_id, serial, number) index. ErrNotFound when the state does not
+// exist or no version has serial.
+func (s *Store) VersionBySerial(ctx context.Context, name string, serial uint64) (*kilolock.Version, error) {
+	var out *kilolock.Version
+	err := s.read(ctx, "version by serial", func(tx Tx) error {
+		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+` FROM state_versions v JOIN states s ON s.id = v.state_id
+			WHERE v.state_id = `+sqlStateID+` AND v.serial = $2 ORDER BY v.number DESC LIMIT 1`, name, int64(serial)))
+		if errors.Is(err, ErrNoRows) {
+			return noVersion(ctx, tx, name, fmt.Sprintf("version with serial %d", serial))
+		}
+		out = v
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// InstanceHistory lists the intervals of the instance objects at address
+// (an instance or a resource address), ordered by valid_from, then ID in
+// byte order. It range-scans the (state_id, instance_id in byte order,
+// valid_from) index over kilolock.InstanceIDRange(address). ErrNotFound
+// when the state does not exist.
+func (s *Store) InstanceHistory(ctx context.Context, name, address string) ([]kilolock.InstanceInterval, error) {
+	lo, hi := kilolock.InstanceIDRange(address)
+	out, err := ofState(ctx, s, "instance history", name, func(r Rows, iv *kilolock.InstanceInterval) (bool, error) {
+		var err error
+		*iv, err = scanInstance(r)
+		return err == nil && kilolock.MatchesAddress(&iv.Instance, address), err
+	}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+		WHERE i.state_id = `+sqlStateID+` AND i.instance_id{C} >= $2 AND i.instance_id{C} < $3
+		ORDER BY i.valid_from, i.instance_id{C}`, name, lo, hi)
+	if err == nil && s.resort {
+		inOrder(out, func(a, b kilolock.InstanceInterval) int {
+			return cmp.Or(cmp.Compare(a.ValidFrom, b.ValidFrom), strings.Compare(a.Instance.ID(), b.Instance.ID()))
+		})
+	}
+	return out, err
+}
