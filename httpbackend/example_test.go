@@ -15,7 +15,8 @@ import (
 )
 
 // Serve an engine on SQLite and drive it as Terraform does: LOCK, GET (404
-// is an empty state), a second LOCK (423), UNLOCK.
+// is an empty state), a second apply's LOCK (423: plans would share it),
+// UNLOCK.
 func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "kilolock-example")
 	defer os.RemoveAll(dir)
@@ -40,7 +41,7 @@ func ExampleNew() {
 	}
 	send("LOCK", `{"ID":"1b2c","Operation":"OperationTypeApply","Who":"alice@laptop"}`)
 	send("GET", "")
-	send("LOCK", `{"ID":"9f8e","Operation":"OperationTypePlan","Who":"bob@ci"}`)
+	send("LOCK", `{"ID":"9f8e","Operation":"OperationTypeApply","Who":"bob@ci"}`)
 	send("UNLOCK", `{"ID":"1b2c","Operation":"OperationTypeApply","Who":"alice@laptop"}`)
 	// Output:
 	// LOCK 200 OK
