@@ -99,3 +99,34 @@ func (w *failAfter) Write(p []byte) (int, error) {
 	w.left--
 	return len(p), nil
 }
+
+// TestParseReusingLoadedState: a state loaded from a store (its instances
+// rebuilt from resource and object, knowing no fragment) gives the next
+// document's unchanged instances their objects: the result is Parse's and
+// holds one copy of each unchanged object.
+func TestParseReusingLoadedState(t *testing.T) {
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		t.Run(f.String(), func(t *testing.T) {
+			doc := graphtest.Generate(400, 300, f)
+			parsed := parse(t, doc)
+			loaded := &graph.State{Version: 4, Serial: parsed.Serial, Lineage: parsed.Lineage, Format: f}
+			for i := range parsed.Instances {
+				in, err := graph.NewInstance(parsed.Instances[i].Resource, bytes.Clone(parsed.Instances[i].Object))
+				if err != nil {
+					t.Fatal(err)
+				}
+				loaded.Instances = append(loaded.Instances, in)
+			}
+			next := graphtest.Change(doc, []int{3, 250}, f)
+			got, n := checkReusing(t, next, loaded)
+			if n != 398 {
+				t.Errorf("took %d objects of the loaded state, want 398", n)
+			}
+			// Then the next generation finds them by fragment.
+			got.Detach()
+			if _, n := checkReusing(t, graphtest.Change(next, []int{9}, f), got); n != 399 {
+				t.Errorf("next generation reused %d, want 399", n)
+			}
+		})
+	}
+}

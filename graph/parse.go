@@ -29,9 +29,12 @@ func Parse(data []byte) (*State, error) { return parse(data, nil) }
 // is identical to Parse(data); the difference is cost. An instance whose
 // bytes in data (and resource header) are byte-identical to one of prev's is
 // taken from prev instead of being compacted and hashed again, so beyond one
-// validating scan of data the work is proportional to what changed. prev may
-// be nil, or a state that was not parsed from a document, in which case
-// nothing is reused. prev is not modified.
+// validating scan of data the work is proportional to what changed. An
+// instance of prev that was not parsed from a document of data's layout
+// (one a store loaded) is found once the new instance is compacted, by its
+// hash, and gives it its Object: the work is Parse's, but the result holds
+// one copy of each unchanged object, prev's. prev may be nil. prev is not
+// modified.
 //
 // The result refers to data (see Render); data must not be modified
 // afterwards.
@@ -125,6 +128,7 @@ type parser struct {
 	reuse    bool
 	prevIdx  map[uint64]int32
 	prevNext []int32
+	prevObjs map[Hash]int32 // prev's instances that know no fragment, by Hash
 	prevOuts map[string]int
 
 	notObject   error
@@ -816,6 +820,18 @@ func (p *parser) setupReuse() {
 			n++
 		}
 	}
+	if n < len(prev.Instances) {
+		// Instances loaded from a store, or parsed from the other
+		// layout: found again by their objects' hash once compacted, so
+		// that the state keeps one copy of each object.
+		p.reuse = true
+		p.prevObjs = make(map[Hash]int32, len(prev.Instances)-n)
+		for i := range prev.Instances {
+			if in := &prev.Instances[i]; !in.parsedAs() || in.fragmentFormat != p.format {
+				p.prevObjs[in.Hash] = int32(i)
+			}
+		}
+	}
 	if n == 0 {
 		return
 	}
@@ -877,7 +893,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 		frag := s.data[pd.start:pd.end:pd.end]
 		fh := maphash.Bytes(fragmentSeed, frag) ^ hh
 		sum := maphash.Bytes(sumSeed, frag)
-		if p.reuse {
+		if p.prevIdx != nil {
 			if old := p.lookup(fh, sum, r, frag); old != nil {
 				in := *old
 				in.Resource = *r
@@ -888,6 +904,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 				continue
 			}
 		}
+		var hash Hash
 		if !pd.scanned {
 			save := s.pos
 			s.pos = pd.start
@@ -896,8 +913,15 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			if !ok { // cannot happen: the fragment was validated
 				return
 			}
-			pd.obj = p.keep(s.out)
+			hash = instanceHash(r, s.out)
+			if j, ok := p.prevObjs[hash]; ok && p.prev.Instances[j].Resource == *r && bytes.Equal(p.prev.Instances[j].Object, s.out) {
+				pd.obj = p.prev.Instances[j].Object
+			} else {
+				pd.obj = p.keep(s.out)
+			}
 			s.pos = save
+		} else {
+			hash = instanceHash(r, pd.obj)
 		}
 		in := Instance{
 			Resource:       *r,
@@ -914,7 +938,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			p.fieldf(at, reason, "resources[%d].instances[%d] (%s)", ri, pd.index, r.Address())
 			return
 		}
-		in.Hash = instanceHash(r, pd.obj)
+		in.Hash = hash
 		if !p.addInstance(&in, ri, pd) {
 			return
 		}
