@@ -29,17 +29,19 @@ const (
 // its Content-Length announces them.
 const firstBodyChunk = 32 << 10
 
-// A body of announced size from mapMinBody bytes on (a large state) is
-// read into memory mapped for it outside the Go heap (where the platform
-// has it): its pages take memory only as its bytes arrive, the budget is
-// taken mapStep bytes at a time ahead of them, nothing is copied, and the
-// memory is given back the moment the request ends, not at a later garbage
-// collection, so that it never counts twice towards the heap the collector
-// lets grow. The request's handler must not keep the body (nor anything
-// that refers into it) past its end; the engine keeps none of it.
+// A body of announced size from mapMinBody bytes on (a large state) is,
+// once its first chunk has arrived, read on into memory mapped for it
+// outside the Go heap (where the platform has it): its pages (huge pages on
+// Linux) take memory only as its bytes arrive, the budget is taken mapStep
+// bytes at a time ahead of them,
+// nothing is copied, and the memory is given back the moment the request
+// ends, not at a later garbage collection, so that it never counts twice
+// towards the heap the collector lets grow. The request's handler must not
+// keep the body (nor anything that refers into it) past its end; the
+// engine keeps none of it.
 const (
 	mapMinBody = 1 << 20
-	mapStep    = 1 << 20
+	mapStep    = 2 << 20
 )
 
 // bodyBudget bounds the bytes of request bodies held at once, across all
@@ -164,8 +166,15 @@ func (b *bodyBuffer) full() bool      { return len(b.buf) == cap(b.buf) }
 // false when the budget has none.
 func (b *bodyBuffer) grow(most int64) bool {
 	got, half := b.received(), (b.size+1)/2
-	if b.mapped != nil || got == 0 && b.size >= mapMinBody && b.mapStart() {
-		// Mapped: the budget for its next bytes, and room for them.
+	if b.mapped == nil && b.inCh == 0 && got > 0 && b.size >= mapMinBody && b.mapStart() {
+		// Its first chunk arrived (and is full): on into mapped memory,
+		// where the chunk's budget goes with its bytes.
+		n := copy(b.mapped, b.buf)
+		b.buf = b.mapped[:n:n]
+	}
+	if b.mapped != nil {
+		// The budget for its next bytes (a huge page at a time, which
+		// the first of them makes resident), and room for them.
 		step := min(b.size-int64(cap(b.buf)), mapStep)
 		if !b.take(step) {
 			return false
@@ -221,7 +230,7 @@ func (b *bodyBuffer) mapStart() bool {
 		return false
 	}
 	b.ri.mapped = append(b.ri.mapped, m)
-	b.mapped, b.buf = m, m[:0:0]
+	b.mapped = m
 	return true
 }
 
