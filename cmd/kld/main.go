@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -57,6 +56,7 @@ type cli struct {
 	TLSCert         string               `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey          string               `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
 	Limits          kldconfig.Limits     `embed:""`
+	Memory          kldconfig.Memory     `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
 
@@ -105,6 +105,7 @@ func newLogger(level, format string) *log.Logger {
 func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	gcPercent := c.Memory.Apply()
 	var tlsConfig *tls.Config
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return &exitError{exitConfig, errors.New("--tls-cert and --tls-key go together")}
@@ -122,9 +123,9 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	cancel()
 	switch {
 	case errors.Is(err, kilolock.ErrInvalid):
-		return &exitError{exitConfig, fmt.Errorf("--database %s: %w", redact(c.Database), err)}
+		return &exitError{exitConfig, fmt.Errorf("--database %s: %w", kldconfig.Redact(c.Database), err)}
 	case err != nil:
-		return &exitError{exitUnavailable, fmt.Errorf("open database %s: %w", redact(c.Database), err)}
+		return &exitError{exitUnavailable, fmt.Errorf("open database %s: %w", kldconfig.Redact(c.Database), err)}
 	}
 	defer st.Close()
 
@@ -162,7 +163,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode)
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "gc_percent", gcPercent)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -183,14 +184,6 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// redact hides a password in a database URL for the log.
-func redact(database string) string {
-	if u, err := url.Parse(database); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return database
 }
 
 func authMode(s string) httpbackend.AuthMode {

@@ -9,6 +9,7 @@
 package kldconfig
 
 import (
+	"net/url"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -41,4 +42,12 @@ func (l *Limits) StoreOptions() []store.Option {
 		return nil
 	}
 	return []store.Option{store.WithQueryURL(l.QueryDatabase)}
+}
+
+// Redact hides a password in a database URL, for the log.
+func Redact(database string) string {
+	if u, err := url.Parse(database); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return database
 }

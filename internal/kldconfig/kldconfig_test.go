@@ -68,3 +68,17 @@ func TestQueryURLNeedsPostgres(t *testing.T) {
 		t.Error("options without the flag")
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://kl:secret@db/kilolock": "postgres://kl:xxxxx@db/kilolock",
+		"postgres://kl@db/kilolock":        "postgres://kl@db/kilolock",
+		"./kilolock.db":                    "./kilolock.db",
+		"sqlite:///var/lib/kl/kilolock.db": "sqlite:///var/lib/kl/kilolock.db",
+		"postgres://kl:s%40cret@db/kl?x=1": "postgres://kl:xxxxx@db/kl?x=1",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
