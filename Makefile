@@ -6,7 +6,7 @@ LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
 TIMEOUT  ?= 30m
 
-.PHONY: all run build tofu test fmt-check vet gotest bench fuzz clean
+.PHONY: all run build tofu test fmt-check vet gotest bench bench-memory fuzz clean
 
 all: build
 
@@ -38,6 +38,10 @@ gotest: tofu
 ## bench: every benchmark, with allocations
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-memory: a real kld's peak RSS and times with 10,000 and 100,000 instances, on both stores
+bench-memory:
+	$(GO) test ./internal/e2e -run '^$$' -bench KLDMemory -benchtime 3x -timeout 30m
 
 ## fuzz: a short run of the state parser's and the canonicalizer's fuzz targets (FUZZTIME=30s each)
 fuzz:
