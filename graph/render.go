@@ -418,7 +418,12 @@ func (s *State) Sort() {
 	}
 }
 
-func compareInstances(a, b Instance) int {
+func compareInstances(a, b Instance) int { return a.Compare(&b) }
+
+// Compare orders in and o as Sort does: it is 0 exactly when they have one
+// ID (address and deposed key).
+func (in *Instance) Compare(o *Instance) int {
+	a, b := in, o
 	ra, rb := &a.Resource, &b.Resource
 	if c := strings.Compare(ra.Module, rb.Module); c != 0 {
 		return c
