@@ -6,7 +6,7 @@ LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
 TIMEOUT  ?= 30m
 
-.PHONY: all run build tofu test fmt-check vet gotest bench bench-memory fuzz clean
+.PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
 
 all: build
 
@@ -22,12 +22,16 @@ build:
 tofu:
 	bash scripts/install-tofu.sh
 
-## test: gofmt, go vet and every test, with PostgreSQL and the real OpenTofu
-test: fmt-check vet gotest
+## test: gofmt, go mod tidy, go vet and every test, with PostgreSQL, the real OpenTofu and headless Chromium
+test: fmt-check mod-check vet gotest
 
 fmt-check:
 	@out=$$(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum list exactly what the code imports.
+mod-check:
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 vet:
 	$(GO) vet ./...

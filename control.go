@@ -273,7 +273,8 @@ func (c *Control) Members(ctx context.Context, workspaceID string) ([]Member, er
 }
 
 // TokenRequest asks Control for a token. An automation token needs
-// EnvironmentID and a Scope (ScopeReadWrite when empty), and no UserID. A
+// EnvironmentID and a Scope (ScopeReadWrite when empty; ScopeRead and
+// ScopeOutputs read less), and no UserID. A
 // personal access token needs UserID and neither EnvironmentID nor Scope:
 // its access comes from grants.
 type TokenRequest struct {
@@ -340,15 +341,15 @@ func ParseExpiry(s string) (time.Duration, error) {
 // as token.issue.
 func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (tok *Token, secret string, err error) {
 	invalid := func(msg string) error {
-		return &InvalidError{Code: "invalid_token", Message: msg, Hint: `send {"kind": "automation", "environment_id": "env_…", "scope": "read-write"} or {"kind": "personal", "user_id": "alice"}`}
+		return &InvalidError{Code: "invalid_token", Message: msg, Hint: `send {"kind": "automation", "environment_id": "env_…", "scope": "read-write"} (or "read", or "outputs") or {"kind": "personal", "user_id": "alice"}`}
 	}
 	switch req.Kind {
 	case TokenAutomation:
 		if req.Scope == "" {
 			req.Scope = ScopeReadWrite
 		}
-		if req.EnvironmentID == "" || req.UserID != "" || (req.Scope != ScopeRead && req.Scope != ScopeReadWrite) {
-			return nil, "", invalid("an automation token needs an environment_id and a scope of read or read-write")
+		if req.EnvironmentID == "" || req.UserID != "" || !req.Scope.Valid() {
+			return nil, "", invalid("an automation token needs an environment_id and a scope of read, read-write or outputs")
 		}
 	case TokenPersonal:
 		if req.UserID == "" || req.EnvironmentID != "" || req.Scope != "" {
@@ -525,10 +526,14 @@ type Reach struct {
 type ReachableEnv struct {
 	Environment
 	// Path is the backend address of a state in it, with {state_name}
-	// to fill in.
+	// to fill in: its outputs-only address for an outputs-scoped token.
 	Path string `json:"path"`
-	// Writable is false for a read-scoped token or a suspended workspace.
+	// Writable is false for a read- or outputs-scoped token or a
+	// suspended workspace.
 	Writable bool `json:"writable"`
+	// OutputsOnly is true for an outputs-scoped token: it reads states'
+	// outputs and nothing else.
+	OutputsOnly bool `json:"outputs_only,omitempty"`
 }
 
 // UnusableGrant is a PAT's grant that reaches nothing, and why.
@@ -545,14 +550,18 @@ func (c *Control) Reach(ctx context.Context, h TokenHash, now time.Time) (*Reach
 		return nil, err
 	}
 	r := &Reach{Token: *tok, Expired: tok.Expired(now), Environments: []ReachableEnv{}}
+	outputsOnly := tok.Scope == ScopeOutputs
 	add := func(env *Environment, writable bool) error {
 		ws, err := c.store.Workspace(ctx, env.WorkspaceID)
 		if err != nil {
 			return err
 		}
-		r.Environments = append(r.Environments, ReachableEnv{Environment: *env,
-			Path:     "/v1/states/" + env.WorkspaceID + "/" + env.PublicID + "/{state_name}",
-			Writable: writable && ws.Lifecycle == LifecycleActive})
+		re := ReachableEnv{Environment: *env, Path: "/v1/states/" + env.WorkspaceID + "/" + env.PublicID + "/{state_name}",
+			Writable: writable && ws.Lifecycle == LifecycleActive, OutputsOnly: outputsOnly}
+		if outputsOnly {
+			re.Path += "/outputs"
+		}
+		r.Environments = append(r.Environments, re)
 		return nil
 	}
 	switch tok.Kind {

@@ -374,3 +374,49 @@ func TestControlTokenExpiry(t *testing.T) {
 		t.Error("a token without an expiry expired")
 	}
 }
+
+// TestControlOutputsToken: an outputs-scoped token is kept with its scope,
+// and what it reaches is the outputs-only address, read-only.
+func TestControlOutputsToken(t *testing.T) {
+	ctx := context.Background()
+	c, ts := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	ws, err := c.CreateWorkspace(ctx, kilolock.Caller{}, "acme", kilolock.WorkspaceOrganization, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.CreateEnvironment(ctx, kilolock.Caller{}, ws.ID, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/v1/states/" + ws.ID + "/" + env.PublicID + "/{state_name}"
+	for _, tt := range []struct {
+		scope       kilolock.Scope
+		path        string
+		writable    bool
+		outputsOnly bool
+	}{
+		{kilolock.ScopeOutputs, base + "/outputs", false, true},
+		{kilolock.ScopeRead, base, false, false},
+		{kilolock.ScopeReadWrite, base, true, false},
+	} {
+		t.Run(string(tt.scope), func(t *testing.T) {
+			tok, secret, err := c.IssueToken(ctx, kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, Scope: tt.scope})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret)); err != nil || stored.Scope != tt.scope {
+				t.Fatalf("stored token %+v, %v; want scope %s", stored, err, tt.scope)
+			}
+			r, err := c.Reach(ctx, kilolock.HashSecret(secret), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Environments) != 1 || r.Token.ID != tok.ID {
+				t.Fatalf("reach %+v", r)
+			}
+			if e := r.Environments[0]; e.Path != tt.path || e.Writable != tt.writable || e.OutputsOnly != tt.outputsOnly {
+				t.Errorf("reach %+v; want path %s, writable %v, outputs only %v", e, tt.path, tt.writable, tt.outputsOnly)
+			}
+		})
+	}
+}

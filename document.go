@@ -95,6 +95,10 @@ type cacheEntry struct {
 	body  *Body
 	graph *graph.State
 	size  int64
+	// deps indexes graph's dependency edges for cones and slices, built
+	// the first time one asks (see depIndex).
+	depsOnce sync.Once
+	deps     *graph.DepIndex
 }
 
 func newDocCache(budget int64) *docCache {
@@ -116,20 +120,48 @@ func (c *docCache) get(name string, versionID int64) *cacheEntry {
 	return ent
 }
 
-func (c *docCache) put(name string, b *Body, g *graph.State) {
+// put caches b and g as name's current version and returns their entry
+// (which is not cached when a newer version is already).
+func (c *docCache) put(name string, b *Body, g *graph.State) *cacheEntry {
 	ent := &cacheEntry{name: name, body: b, graph: g, size: b.memory()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byName[name]; ok {
 		old := el.Value.(*cacheEntry)
 		if old.body.Version.ID > b.Version.ID {
-			return // a newer version is cached already
+			return ent // a newer version is cached already
 		}
 		c.size -= old.size
 		c.lru.Remove(el)
 	}
 	c.byName[name] = c.lru.PushFront(ent)
 	c.size += ent.size
+	c.evict()
+	return ent
+}
+
+// depIndex returns the DepIndex of ent's graph (not nil), building it the
+// first time, once however many ask at once: O(state) once per cached
+// version, so that each cone after it costs what it visits. While ent is
+// cached its index counts toward the budget.
+func (c *docCache) depIndex(ent *cacheEntry) *graph.DepIndex {
+	ent.depsOnce.Do(func() {
+		x := graph.NewDepIndex(ent.graph)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		ent.deps = x
+		if el, ok := c.byName[ent.name]; ok && el.Value.(*cacheEntry) == ent {
+			ent.size += x.Bytes()
+			c.size += x.Bytes()
+			c.evict()
+		}
+	})
+	return ent.deps
+}
+
+// evict drops least recently used entries past the budget, keeping the
+// most recent one. c.mu is held.
+func (c *docCache) evict() {
 	for c.size > c.budget && c.lru.Len() > 1 {
 		el := c.lru.Back()
 		old := el.Value.(*cacheEntry)

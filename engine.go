@@ -25,8 +25,9 @@ type Options struct {
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
 	DefaultLockMode LockMode
-	// CacheBytes bounds the memory kept for current versions (their bytes
-	// and parsed graphs). Zero means 512 MiB.
+	// CacheBytes bounds the memory kept for current versions (their bytes,
+	// parsed graphs and, once a cone or slice asked, dependency indexes).
+	// Zero means 512 MiB.
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -139,45 +140,63 @@ func (e *Engine) OpenVersion(ctx context.Context, name string, number int64) (*B
 // current returns the current body and, unless the state is opaque, its
 // graph, from the cache when the store confirms it is still current.
 func (e *Engine) current(ctx context.Context, name string) (*Body, *graph.State, error) {
-	if err := ValidStateName(name); err != nil {
+	ent, err := e.currentEntry(ctx, name)
+	if err != nil {
 		return nil, nil, err
+	}
+	return ent.body, ent.graph, nil
+}
+
+// currentEntry is current's cache entry.
+func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, error) {
+	if err := ValidStateName(name); err != nil {
+		return nil, err
 	}
 	// The hot path of every GET: one cheap read proves the cached copy is
 	// still current, even when other processes write to the same database.
 	id, number, err := e.store.CurrentVersion(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if number == 0 {
-		return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
 	}
 	if c := e.cache.get(name, id); c != nil {
-		return c.body, c.graph, nil
+		return c, nil
 	}
 	st, err := e.store.State(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return e.load(ctx, st)
+	return e.loadEntry(ctx, st)
 }
 
 func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, error) {
+	ent, err := e.loadEntry(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ent.body, ent.graph, nil
+}
+
+// loadEntry returns the cache entry of st's current version, loading it
+// from the store when it is not cached.
+func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
 	if st.Current == 0 {
-		return nil, nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
+		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
 	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
-		return c.body, c.graph, nil
+		return c, nil
 	}
 	snap, err := e.store.Snapshot(ctx, st.Name, st.Current)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	b, g, err := e.bodyOf(snap)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	e.cache.put(st.Name, b, g)
-	return b, g, nil
+	return e.cache.put(st.Name, b, g), nil
 }
 
 // Graph returns the parsed current version of a state. ErrEncrypted when
@@ -207,22 +226,34 @@ func (e *Engine) SharedPlans() bool { return e.sharedPlans }
 // where plans share (see Options.ClassicPlanLocks). See Store.Lock for the
 // errors.
 func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
-	return e.lock(ctx, name, info, "")
+	return e.LockWith(ctx, name, info, LockRequest{})
 }
 
 // LockRun takes the lock of an apply run's CLI apply: granted beside the
 // locks of other runs on an exclusive state too, as long as the run holds
 // its reservations; what it writes is held to them.
 func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
-	if err := ValidRunID(run); err != nil {
-		return nil, err
-	}
-	return e.lock(ctx, name, info, run)
+	return e.LockWith(ctx, name, info, LockRequest{Run: run})
 }
 
-func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run string) (*Lock, error) {
+// LockRequest says who asks for a lock, beyond its LockInfo.
+type LockRequest struct {
+	// Run is the apply run whose CLI apply locks ("" for none).
+	Run string
+	// ReadOnly is a caller that may only read: it gets a plan's shared
+	// read lock or a *ReadOnlyLockError.
+	ReadOnly bool
+}
+
+// LockWith takes a lock as Lock does, for the caller r describes.
+func (e *Engine) LockWith(ctx context.Context, name string, info LockInfo, r LockRequest) (*Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
+	}
+	if r.Run != "" {
+		if err := ValidRunID(r.Run); err != nil {
+			return nil, err
+		}
 	}
 	if info.ID == "" {
 		return nil, &InvalidError{Code: "lock_id_missing", Message: "the lock info has no ID", Hint: `send LockInfo JSON with an "ID", as terraform and tofu do`}
@@ -230,20 +261,25 @@ func (e *Engine) lock(ctx context.Context, name string, info LockInfo, run strin
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: run, SharedPlans: e.sharedPlans})
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
-// every holder; a forced unlock is logged with who held what.
+// every write lock; a forced unlock is logged with who held what.
 func (e *Engine) Unlock(ctx context.Context, name, id string, force bool) ([]Lock, error) {
+	return e.UnlockWith(ctx, name, id, UnlockOptions{Force: force})
+}
+
+// UnlockWith releases locks as Store.Unlock does with opts.
+func (e *Engine) UnlockWith(ctx context.Context, name, id string, opts UnlockOptions) ([]Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
-	released, err := e.store.Unlock(ctx, name, id, force)
+	released, err := e.store.Unlock(ctx, name, id, opts)
 	if err != nil {
 		return nil, err
 	}
-	if force {
+	if opts.Force {
 		for _, l := range released {
 			e.log.Warn("forced unlock", "state", name, "lock_id", l.Info.ID, "holder", l.Info.Who, "operation", l.Info.Operation, "held_for", e.now().Sub(l.Acquired).Round(time.Second))
 		}
@@ -457,7 +493,13 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	v, stats, err := e.store.Commit(ctx, name, c)
 	if err != nil {
 		var ce *ConflictError
-		if errors.As(err, &ce) {
+		switch {
+		case errors.As(err, &ce) && (ce.Reason == ReasonReserved || ce.Reason == ReasonOutOfScope || ce.Reason == ReasonRunEnded):
+			// The store's transaction decided on the reservations; the
+			// CLI shows only "HTTP error: 409", so keep the refusal for
+			// `kl conflicts` as a merge conflict is kept.
+			return nil, e.reject(ctx, st, o, ce)
+		case errors.As(err, &ce):
 			e.log.Warn("write refused", "state", name, "reason", ce.Reason, "lock_id", o.LockID, "message", ce.Message)
 		}
 		return nil, err
@@ -531,6 +573,15 @@ func (e *Engine) SetAllowLineageChange(ctx context.Context, name string, allow b
 		return err
 	}
 	return e.store.SetAllowLineageChange(ctx, name, allow)
+}
+
+// SetSharedPlanLocks sets whether plans take shared read locks on a state;
+// nil follows the engine's default (Options.ClassicPlanLocks).
+func (e *Engine) SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error {
+	if err := ValidStateName(name); err != nil {
+		return err
+	}
+	return e.store.SetSharedPlanLocks(ctx, name, shared)
 }
 
 // Query runs a read-only SQL statement against the store, within the

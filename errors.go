@@ -112,6 +112,18 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
+// ReadOnlyLockError is a caller that may only read (a read-scope token)
+// asking for a write lock, or to release one.
+type ReadOnlyLockError struct {
+	State   string
+	Message string
+}
+
+func (e *ReadOnlyLockError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrReadOnly) true.
+func (e *ReadOnlyLockError) Is(target error) bool { return target == ErrReadOnly }
+
 // InvalidError is malformed input, with a hint on how to correct it.
 type InvalidError struct {
 	Code    string // machine-readable, e.g. "malformed_json"

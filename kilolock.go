@@ -58,6 +58,19 @@ type LockOptions struct {
 	// SharedPlans is the server's default for states that set no
 	// SharedPlanLocks of their own: whether plans take shared read locks.
 	SharedPlans bool
+	// ReadOnly says the caller may only read (a read-scope token): it may
+	// take a plan's shared read lock and nothing else.
+	ReadOnly bool
+}
+
+// UnlockOptions say how Store.Unlock releases locks.
+type UnlockOptions struct {
+	// Force releases another holder's lock: with an empty id, every write
+	// lock (see SelectUnlock).
+	Force bool
+	// ReadOnly says the caller may only read: it may release only a plan's
+	// shared read lock.
+	ReadOnly bool
 }
 
 // LockInfo is the lock document Terraform and OpenTofu send with LOCK and

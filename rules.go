@@ -83,6 +83,13 @@ func CheckLock(st *StateInfo, info LockInfo, opts LockOptions) error {
 			return &LockedError{State: st.Name, Holder: l.Info}
 		}
 	}
+	if opts.ReadOnly && !IsReadLock(st, info, opts) {
+		what := "a write lock"
+		if info.Operation == OperationPlan {
+			what = "a plan's lock, which on this state is a write lock (plans do not share here)"
+		}
+		return &ReadOnlyLockError{State: st.Name, Message: fmt.Sprintf("a caller that may only read asked for %s on state %q", what, st.Name)}
+	}
 	shares := IsReadLock(st, info, opts) || opts.Run != "" || st.LockMode == LockOptimistic
 	if w := writer(st); w != nil && !shares {
 		return &LockedError{State: st.Name, Holder: w.Info}
@@ -97,14 +104,23 @@ func CheckLock(st *StateInfo, info LockInfo, opts LockOptions) error {
 	return nil
 }
 
-// SelectUnlock decides what an unlock of id on st releases. With force,
+// SelectUnlock decides what an unlock of id on st releases. A read-only
+// caller releases only a plan's read lock it names. With Force,
 // an empty id releases every write lock (plain or an apply run's) and
 // leaves plans' read locks, which end by themselves; a given id releases
 // that lock. A lock id that is not held, or an empty id without force, is
 // a *LockMismatchError naming the writer (else the first holder; zero
 // when none).
-func SelectUnlock(st *StateInfo, id string, force bool) ([]Lock, error) {
-	if force && id == "" {
+func SelectUnlock(st *StateInfo, id string, opts UnlockOptions) ([]Lock, error) {
+	if opts.ReadOnly {
+		for _, l := range st.Locks {
+			if l.Info.ID == id && id != "" && l.Shared {
+				return []Lock{l}, nil
+			}
+		}
+		return nil, &ReadOnlyLockError{State: st.Name, Message: fmt.Sprintf("a caller that may only read may release only a plan's read lock on state %q", st.Name)}
+	}
+	if opts.Force && id == "" {
 		var out []Lock
 		for _, l := range st.Locks {
 			if !l.Shared {
@@ -179,12 +195,10 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 			Hint:         "a plan never writes state: run `tofu apply` (it takes a write lock) to change it; plans share their lock so that they never wait for an apply",
 			LatestSerial: st.Serial,
 		}
-	case c.LockID == "" && st.LockMode != LockOptimistic:
-		for i := range st.Locks {
-			if l := &st.Locks[i]; !l.Shared {
-				return &LockedError{State: st.Name, Holder: l.Info}
-			}
-		}
+	case c.LockID == "" && st.LockMode != LockOptimistic && writer(st) != nil:
+		// A run's lock does not count: its run's reservations (see
+		// CheckRunCommit) guard what it writes.
+		return &LockedError{State: st.Name, Holder: writer(st).Info}
 	}
 	if c.Force || st.Current == 0 {
 		return nil

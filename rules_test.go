@@ -111,20 +111,31 @@ func TestSelectUnlock(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got, err := SelectUnlock(st, "p1", false); err != nil || ids(got) != "p1" {
+	if got, err := SelectUnlock(st, "p1", UnlockOptions{}); err != nil || ids(got) != "p1" {
 		t.Errorf("unlock of a read lock = %v, %v; want p1 alone", ids(got), err)
 	}
-	if got, err := SelectUnlock(st, "", true); err != nil || ids(got) != "w" {
+	if got, err := SelectUnlock(st, "", UnlockOptions{Force: true}); err != nil || ids(got) != "w" {
 		t.Errorf("force-unlock without an id = %v, %v; want the writer alone", ids(got), err)
 	}
-	if got, err := SelectUnlock(st, "w", true); err != nil || ids(got) != "w" {
+	if got, err := SelectUnlock(st, "w", UnlockOptions{Force: true}); err != nil || ids(got) != "w" {
 		t.Errorf("force-unlock of the writer = %v, %v", ids(got), err)
 	}
 	var me *LockMismatchError
-	if _, err := SelectUnlock(st, "x", false); !errors.As(err, &me) || me.Holder.ID != "w" {
+	if _, err := SelectUnlock(st, "x", UnlockOptions{}); !errors.As(err, &me) || me.Holder.ID != "w" {
 		t.Errorf("unlock of an id not held = %v, want a mismatch naming the writer", err)
 	}
-	if got, err := SelectUnlock(&StateInfo{Name: "s"}, "", true); err != nil || len(got) != 0 {
+	if got, err := SelectUnlock(st, "p2", UnlockOptions{ReadOnly: true}); err != nil || ids(got) != "p2" {
+		t.Errorf("a reader's unlock of its read lock = %v, %v", ids(got), err)
+	}
+	for _, bad := range []struct {
+		id    string
+		force bool
+	}{{"w", false}, {"w", true}, {"", true}, {"nope", false}} {
+		if _, err := SelectUnlock(st, bad.id, UnlockOptions{Force: bad.force, ReadOnly: true}); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("a reader's unlock of %q (force %v) = %v, want ErrReadOnly", bad.id, bad.force, err)
+		}
+	}
+	if got, err := SelectUnlock(&StateInfo{Name: "s"}, "", UnlockOptions{Force: true}); err != nil || len(got) != 0 {
 		t.Errorf("force-unlock of an unlocked state = %v, %v", got, err)
 	}
 }

@@ -39,31 +39,35 @@ func (e *Engine) StateList(ctx context.Context, name, pattern string) ([]Instanc
 	if err != nil {
 		return nil, err
 	}
-	var re *regexp.Regexp
+	match := addressMatcher(pattern)
+	out := []InstanceSummary{}
+	for i := range g.Instances {
+		if in := &g.Instances[i]; match(in.Address()) {
+			out = append(out, summarize(in))
+		}
+	}
+	return out, nil
+}
+
+// addressMatcher returns the test of StateList's pattern on an instance
+// address: "" matches every one; a pattern with '*' matches with '*'
+// standing for any run of characters; any other, the address itself or
+// an address it is a prefix of up to a part boundary.
+func addressMatcher(pattern string) func(address string) bool {
+	if pattern == "" {
+		return func(string) bool { return true }
+	}
 	if strings.Contains(pattern, "*") {
 		parts := strings.Split(pattern, "*")
 		for i := range parts {
 			parts[i] = regexp.QuoteMeta(parts[i])
 		}
-		re = regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+		re := regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+		return re.MatchString
 	}
-	out := []InstanceSummary{}
-	for i := range g.Instances {
-		in := &g.Instances[i]
-		a := in.Address()
-		ok := pattern == "" || a == pattern
-		switch {
-		case ok:
-		case re != nil:
-			ok = re.MatchString(a)
-		default:
-			ok = strings.HasPrefix(a, pattern) && (a[len(pattern)] == '.' || a[len(pattern)] == '[')
-		}
-		if ok {
-			out = append(out, summarize(in))
-		}
+	return func(a string) bool {
+		return a == pattern || strings.HasPrefix(a, pattern) && (a[len(pattern)] == '.' || a[len(pattern)] == '[')
 	}
-	return out, nil
 }
 
 // StateShow is ShowInstance at the current version.

@@ -33,10 +33,12 @@ type Store interface {
 	// opts.MaxHolders holders (CheckLock decides, in the transaction).
 	Lock(ctx context.Context, name string, info LockInfo, opts LockOptions) (*Lock, error)
 
-	// Unlock releases the lock with the given id and returns it. With force,
-	// an empty id releases every holder. A lock id that is not held gives a
-	// *LockMismatchError; a state that does not exist gives ErrNotFound.
-	Unlock(ctx context.Context, name, id string, force bool) ([]Lock, error)
+	// Unlock releases what SelectUnlock selects, in the transaction, and
+	// returns it: the lock with the given id, or with Force and an empty id
+	// every write lock. A lock id that is not held gives a
+	// *LockMismatchError; a read-only caller's release of a write lock a
+	// *ReadOnlyLockError; a state that does not exist gives ErrNotFound.
+	Unlock(ctx context.Context, name, id string, opts UnlockOptions) ([]Lock, error)
 
 	// SetLockMode changes the lock mode (and creates the state in mode when
 	// missing). While any lock is held it refuses with a *ConflictError
@@ -49,6 +51,12 @@ type Store interface {
 	// lineage, for a deliberate `state push -force` from another lineage.
 	// ErrNotFound when the state does not exist.
 	SetAllowLineageChange(ctx context.Context, name string, allow bool) error
+
+	// SetSharedPlanLocks sets whether plans take shared read locks on a
+	// state (StateInfo.SharedPlanLocks); nil follows the server's default.
+	// It creates a missing state (in LockExclusive mode) and never waits for
+	// holders: locks taken keep what they are.
+	SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error
 
 	// Commit appends a version. An upsert whose Hash is the current
 	// object's is no change and writes nothing; the Engine sends no upsert

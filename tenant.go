@@ -99,9 +99,18 @@ type Scope string
 
 // Scopes of automation tokens.
 const (
-	ScopeRead      Scope = "read"
+	// ScopeRead reads states (and takes no lock, not even a plan's).
+	ScopeRead Scope = "read"
+	// ScopeReadWrite reads, locks and writes states.
 	ScopeReadWrite Scope = "read-write"
+	// ScopeOutputs reads only states' outputs, at their /outputs address:
+	// what a terraform_remote_state of another configuration needs, and
+	// none of the resources (which hold secrets).
+	ScopeOutputs Scope = "outputs"
 )
+
+// Valid reports whether s is one of the scopes.
+func (s Scope) Valid() bool { return s == ScopeRead || s == ScopeReadWrite || s == ScopeOutputs }
 
 // TokenHash is the SHA-256 of a token secret: what a store keeps. Secrets
 // are 256-bit random, so a fast hash is enough and no slow hash runs per

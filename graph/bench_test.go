@@ -183,3 +183,19 @@ func BenchmarkDiffRespelled(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkDepIndex is what the first cone or slice of a version costs
+// once (the engine caches the index with the version's graph): indexing
+// the dependency edges of the bench state.
+func BenchmarkDepIndex(b *testing.B) {
+	s, err := graph.Parse(benchDocs()[graph.FormatIndent][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var x *graph.DepIndex
+	for b.Loop() {
+		x = graph.NewDepIndex(s)
+	}
+	b.ReportMetric(float64(x.Bytes()), "index-bytes")
+}

@@ -43,11 +43,25 @@ func ParseDirection(s string) (Direction, error) {
 	return 0, fmt.Errorf("direction %q: want dependencies or dependents", s)
 }
 
+// String returns "dependencies" or "dependents".
 func (d Direction) String() string {
 	if d == Dependents {
 		return "dependents"
 	}
 	return "dependencies"
+}
+
+// MarshalText encodes d as its String.
+func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads d with ParseDirection.
+func (d *Direction) UnmarshalText(b []byte) error {
+	v, err := ParseDirection(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
 }
 
 // DepIndex holds the dependency edges of one state for cone queries. Build
@@ -64,7 +78,15 @@ type DepIndex struct {
 	// deposed objects), and byResource those of each resource address.
 	byAddress, byResource map[string][]int
 	config                []string // config address of each instance
+	bytes                 int64
 }
+
+// Per-entry costs of a DepIndex, for Bytes: a map entry (key header, slice
+// header, bucket share) and a slice element.
+const (
+	mapEntryBytes = 64
+	indexBytes    = 8
+)
 
 // NewDepIndex indexes s's dependency edges. s must not change afterwards.
 func NewDepIndex(s *State) *DepIndex {
@@ -79,8 +101,47 @@ func NewDepIndex(s *State) *DepIndex {
 		for _, d := range in.Dependencies {
 			x.dependents[d] = append(x.dependents[d], i)
 		}
+		// Three new strings (the config, instance and resource
+		// addresses), an entry or element in each map, one per edge.
+		x.bytes += int64(len(ca)+2*len(in.Resource.Address())+len(in.Key.String())) + 4*(mapEntryBytes+indexBytes) +
+			int64(len(in.Dependencies))*(mapEntryBytes+indexBytes)
 	}
 	return x
+}
+
+// Bytes estimates the memory x holds beyond the state it indexes, for a
+// cache's budget.
+func (x *DepIndex) Bytes() int64 { return x.bytes }
+
+// Holds reports whether address, an instance or resource address spelled
+// canonically, names anything in the state.
+func (x *DepIndex) Holds(address string) bool {
+	return len(x.byAddress[address]) > 0 || len(x.byResource[address]) > 0
+}
+
+// Lookup returns the positions in the state's Instances of what addresses
+// name (an instance address names its current and deposed objects, a
+// resource address all its instances), each once and in the order found,
+// and the addresses that name nothing. Its cost is what it finds.
+func (x *DepIndex) Lookup(addresses []string) (indexes []int, unknown []string) {
+	seen := map[int]bool{}
+	for _, a := range addresses {
+		idx := x.byAddress[a]
+		if len(idx) == 0 {
+			idx = x.byResource[a]
+		}
+		if len(idx) == 0 {
+			unknown = append(unknown, a)
+			continue
+		}
+		for _, i := range idx {
+			if !seen[i] {
+				seen[i] = true
+				indexes = append(indexes, i)
+			}
+		}
+	}
+	return indexes, unknown
 }
 
 // ConeNode is one instance object of a cone, Depth edges from its start
@@ -114,22 +175,13 @@ type Cone struct {
 // less: no bound). An address that names nothing in the state is an error.
 // Nodes are ordered by depth, then ID; edges by From, then To.
 func (x *DepIndex) Cone(addresses []string, dir Direction, depth int) (*Cone, error) {
-	dist := map[int]int{}
-	var frontier []int
-	for _, a := range addresses {
-		idx := x.byAddress[a]
-		if len(idx) == 0 {
-			idx = x.byResource[a]
-		}
-		if len(idx) == 0 {
-			return nil, fmt.Errorf("the state holds nothing at %s", a)
-		}
-		for _, i := range idx {
-			if _, ok := dist[i]; !ok {
-				dist[i] = 0
-				frontier = append(frontier, i)
-			}
-		}
+	frontier, unknown := x.Lookup(addresses)
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("the state holds nothing at %s", strings.Join(unknown, ", "))
+	}
+	dist := make(map[int]int, len(frontier))
+	for _, i := range frontier {
+		dist[i] = 0
 	}
 	type edge struct{ from, to int }
 	edges := map[edge]bool{}

@@ -113,3 +113,36 @@ func TestSliceRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestLookup(t *testing.T) {
+	s := loadFixture(t, "modules")
+	x := NewDepIndex(s)
+	tests := []struct {
+		name      string
+		addresses []string
+		want      []string
+		unknown   []string
+	}{
+		{"an instance", []string{"module.b[0].terraform_data.this"}, []string{"module.b[0].terraform_data.this"}, nil},
+		{"a resource is all its instances", []string{`module.a["x"].module.child.terraform_data.leaf`},
+			[]string{`module.a["x"].module.child.terraform_data.leaf[0]`, `module.a["x"].module.child.terraform_data.leaf[1]`}, nil},
+		{"each once", []string{"terraform_data.root", "terraform_data.root"}, []string{"terraform_data.root"}, nil},
+		{"unknown ones are named", []string{"terraform_data.nope", "terraform_data.root", "module.c.terraform_data.this"},
+			[]string{"terraform_data.root"}, []string{"terraform_data.nope", "module.c.terraform_data.this"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idx, unknown := x.Lookup(tt.addresses)
+			var got []string
+			for _, i := range idx {
+				got = append(got, s.Instances[i].Address())
+			}
+			if !slices.Equal(got, tt.want) || !slices.Equal(unknown, tt.unknown) {
+				t.Errorf("Lookup = %q, unknown %q; want %q, unknown %q", got, unknown, tt.want, tt.unknown)
+			}
+		})
+	}
+	if x.Bytes() < int64(len(s.Instances))*4*mapEntryBytes {
+		t.Errorf("Bytes = %d for %d instances: it must count the index's entries", x.Bytes(), len(s.Instances))
+	}
+}

@@ -151,6 +151,10 @@ func ParseAddress(s string) (Address, error) {
 	return a, nil
 }
 
+// unescapeTemplate undoes HCL's escapes of template sequences in a quoted
+// key.
+var unescapeTemplate = strings.NewReplacer("$${", "${", "%%{", "%{")
+
 // parseKey parses `[0]` or `["k"]` (HCL string syntax) off the front of *s.
 func parseKey(s *string) (IndexKey, error) {
 	r := (*s)[1:]
@@ -170,7 +174,7 @@ func parseKey(s *string) (IndexKey, error) {
 		if err != nil {
 			return IndexKey{}, fmt.Errorf("index key %s: %v", r[:i+1], err)
 		}
-		str = strings.NewReplacer("$${", "${", "%%{", "%{").Replace(str)
+		str = unescapeTemplate.Replace(str)
 		*s = r[i+2:]
 		return IndexKey{Kind: StringKey, Str: str}, nil
 	}

@@ -79,7 +79,7 @@ func TestAPI(t *testing.T) {
 	t.Run("metrics", func(t *testing.T) {
 		body := env.do("GET", "/metrics", nil).Body.String()
 		for _, want := range []string{
-			`kl_http_requests_total{route="/v1/states/{name}",method="POST",status="200"} 2`,
+			`kl_http_requests_total{method="POST",route="/v1/states/{name}",status="200"} 2`,
 			`kl_http_request_duration_seconds_bucket{route="/v1/states/{name}",le="+Inf"} 3`, // 2 POSTs and a LOCK,
 			`kl_commits_total{source="push"} 2`,
 			"# TYPE kl_http_request_duration_seconds histogram",

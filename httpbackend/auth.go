@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/webui"
 )
 
 // AuthMode is how a Handler authenticates state requests.
@@ -82,10 +83,17 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 // minute per remote host, a credential's at most identifiedAuditBurst a
 // minute per credential; every one is logged and counted.
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
+	h.recordDenial(r, err)
+	h.writeError(w, r, err)
+}
+
+// recordDenial logs, counts and audits a denial, as deny does, for a caller
+// that answers it itself (the web view's pages). An error of the database
+// (5xx) is no denial and is not recorded.
+func (h *Handler) recordDenial(r *http.Request, err error) {
 	ri := info(r)
 	a := classify(err)
-	if a.status >= 500 { // the database, not the caller: not a denial
-		h.writeError(w, r, err)
+	if a.status >= 500 {
 		return
 	}
 	actor := ri.actor
@@ -105,12 +113,14 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request, err error) {
 			h.log.Error("audit a denial", "request_id", ri.id, "err", aerr)
 		}
 	}
-	h.writeError(w, r, err)
 }
 
 func routeKind(path string) string {
-	if strings.HasPrefix(path, "/v1/api/") {
+	switch {
+	case strings.HasPrefix(path, "/v1/api/"):
 		return "api"
+	case strings.HasPrefix(path, webui.Prefix):
+		return "ui"
 	}
 	return "state"
 }
@@ -149,7 +159,11 @@ const (
 	accessPlanLock               // a LOCK whose LockInfo says OperationTypePlan
 	accessUnlock                 // UNLOCK, POST …/unlock, DELETE …/lock
 	accessWrite                  // POST of a state, DELETE, any other LOCK
+	accessOutputs                // GET …/outputs: the outputs alone
 )
+
+// readOnlyHint is what a read-scope token may do instead.
+const readOnlyHint = "use a read-write token to apply; a read token reads the state and runs tofu plan (a plan's lock is a shared read lock)"
 
 // planOperation is the Operation of the LockInfo tofu and terraform send
 // when they lock for a plan.
@@ -161,6 +175,8 @@ const planOperation = "OperationTypePlan"
 // body that cannot be read is an apply's, and the handler answers why.
 func (h *Handler) classifyAccess(r *http.Request, suffix string) access {
 	switch {
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && suffix == "/outputs":
+		return accessOutputs
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return accessRead
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
@@ -189,7 +205,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
 	segs := strings.Split(rest, "/")
 	suffix := ""
-	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock") {
+	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock" || segs[3] == "outputs") {
 		suffix, segs = "/"+segs[3], segs[:3]
 	}
 	if len(segs) != 3 {
@@ -239,6 +255,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		return nil, err
 	}
 	tok := a.Token
+	ri.readOnly = tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite
 	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
 		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
 			h.log.Warn("record token use", "request_id", ri.id, "err", err)
@@ -297,8 +314,14 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		if envID != home.PublicID {
 			return envNotFound(envID, home)
 		}
-		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead {
-			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot lock or write", "use a read-write token, or read only (tofu plan -lock=false, state pull)")
+		if tok.Scope == kilolock.ScopeOutputs && kind != accessOutputs {
+			return denial(http.StatusForbidden, "token_outputs_only", "the token's scope is outputs: it reads a state's outputs and nothing else",
+				fmt.Sprintf("read the outputs at /v1/states/%s/%s/{state_name}/outputs (terraform_remote_state with backend \"http\" and that address); use a read or read-write token for the whole state", home.WorkspaceID, home.PublicID))
+		}
+		// A read token takes a plan's lock (a shared read lock; the store
+		// refuses it anything else) and releases it.
+		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessOutputs && kind != accessPlanLock && kind != accessUnlock {
+			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot take an apply's lock or write", readOnlyHint)
 		}
 	case kilolock.TokenPersonal:
 		if a.Workspace == nil || (!a.Member && !a.Granted) {
@@ -326,7 +349,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token cannot reach states", "use an automation token (klt_) or a personal access token (klp_)")
 	}
 	if kind != accessWrite {
-		return nil // reads, plan locks and unlocks are allowed under every hold
+		return nil // reads, outputs, plan locks and unlocks are allowed under every hold
 	}
 	if a.Workspace.Lifecycle == kilolock.LifecycleSuspended {
 		return denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or apply locks", "reads and plans still work; an operator resumes it (kl workspace resume)")

@@ -22,6 +22,7 @@ type tenantFixture struct {
 	envs     []*kilolock.Environment
 	auto     []string // secrets, by environment
 	autoRead []string // read-scoped secrets, by environment
+	autoOut  []string // outputs-scoped secrets, by environment
 	pat      string
 	patTok   *kilolock.Token
 	user     string
@@ -63,7 +64,8 @@ func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...
 		f.envs = append(f.envs, e)
 		_, rw := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeReadWrite })
 		_, ro := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeRead })
-		f.auto, f.autoRead = append(f.auto, rw), append(f.autoRead, ro)
+		_, out := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeOutputs })
+		f.auto, f.autoRead, f.autoOut = append(f.auto, rw), append(f.autoRead, ro), append(f.autoOut, out)
 		mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: f.patTok.ID, EnvironmentID: e.PublicID}))
 	}
 	return f
@@ -145,10 +147,21 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"username is not the workspace", "GET", a.path(0, "app"), basic(b.ws.ID, a.auto[0]), 403, "scope_mismatch", "TF_HTTP_USERNAME"},
 		{"read-only token writes", "POST", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "read-write"},
 		{"read-only token locks", "LOCK", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", ""},
-		{"read-only token takes no plan lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 403, "token_read_only", "-lock=false"},
+		{"read-only token takes a plan's read lock", "LOCK plan", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
+		{"read-only token releases it", "UNLOCK", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads", "GET", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads the headers", "HEAD", a.path(0, "app"), bearer(a.autoRead[0]), 200, "", ""},
 		{"read-only token reads headers of a missing state", "HEAD", a.path(0, "none"), bearer(a.autoRead[0]), 404, "", ""},
+		{"outputs token reads the outputs", "GET", a.path(0, "app") + "/outputs", basic(a.ws.ID, a.autoOut[0]), 200, "", ""},
+		{"outputs token reads no state", "GET", a.path(0, "app"), basic(a.ws.ID, a.autoOut[0]), 403, "token_outputs_only", a.path(0, "{state_name}") + "/outputs"},
+		{"outputs token locks nothing", "LOCK", a.path(0, "app"), bearer(a.autoOut[0]), 403, "token_outputs_only", "terraform_remote_state"},
+		{"outputs token takes no plan lock", "LOCK plan", a.path(0, "app"), bearer(a.autoOut[0]), 403, "token_outputs_only", ""},
+		{"outputs token writes nothing", "POST", a.path(0, "app"), bearer(a.autoOut[0]), 403, "token_outputs_only", ""},
+		{"outputs token, other environment", "GET", a.path(1, "app") + "/outputs", bearer(a.autoOut[0]), 404, "environment_not_found", ""},
+		{"read-only token reads the outputs", "GET", a.path(0, "app") + "/outputs", bearer(a.autoRead[0]), 200, "", ""},
+		{"PAT reads the outputs", "GET", a.path(1, "app") + "/outputs", basic(a.ws.ID, a.pat), 200, "", ""},
+		{"outputs of a state with no version", "GET", a.path(0, "none") + "/outputs", bearer(a.autoOut[0]), 404, "state_not_found", "empty state"},
+		{"the outputs address takes no write", "POST", a.path(0, "app") + "/outputs", bearer(a.auto[0]), 405, "method_not_allowed", "GET"},
 		{"suspended workspace refuses writes", "POST", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", "resume"},
 		{"suspended workspace refuses locks", "LOCK", suspended.path(0, "app"), bearer(suspended.auto[0]), 403, "workspace_suspended", ""},
 		{"suspended workspace takes a plan's lock", "LOCK plan", suspended.path(0, "app"), bearer(suspended.auto[0]), 200, "", ""},
@@ -215,7 +228,7 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	mustDo(t, err)
 	want := 0
 	for _, tt := range tests {
-		if tt.code != "" && tt.code != "state_not_found" {
+		if tt.code != "" && tt.code != "state_not_found" && tt.code != "method_not_allowed" {
 			want++
 		}
 	}
@@ -240,7 +253,10 @@ func cloned(s []string) []string { return append([]string(nil), s...) }
 // no answer carries another tenant's state or ids.
 func TestAuthCrossTenant(t *testing.T) { eachAuthEnv(t, testAuthCrossTenant) }
 
-func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+// seedCrossTenant makes three tenants with environments prod and dev and
+// a state "main" in each, whose content holds marker(tenant, env).
+func seedCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
+	t.Helper()
 	var tenants []*tenantFixture
 	for i := range 3 {
 		tenants = append(tenants, seedTenant(t, ts, fmt.Sprintf("tenant%d", i), "prod", "dev"))
@@ -254,24 +270,32 @@ func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 			}
 		}
 	}
+	return tenants, marker
+}
+
+func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	tenants, marker := seedCrossTenant(t, env, ts)
 	type cred struct {
-		tenant int
-		envs   map[int]bool // environments it reaches
-		write  bool
-		header []string
-		kind   string
+		tenant      int
+		envs        map[int]bool // environments it reaches
+		write       bool
+		outputsOnly bool
+		header      []string
+		kind        string
 	}
 	var creds []cred
 	for ti, f := range tenants {
 		for ei := range f.envs {
 			creds = append(creds,
-				cred{ti, map[int]bool{ei: true}, true, bearer(f.auto[ei]), "automation bearer"},
-				cred{ti, map[int]bool{ei: true}, true, basic(f.ws.ID, f.auto[ei]), "automation basic"},
-				cred{ti, map[int]bool{ei: true}, false, bearer(f.autoRead[ei]), "read token"})
+				cred{ti, map[int]bool{ei: true}, true, false, bearer(f.auto[ei]), "automation bearer"},
+				cred{ti, map[int]bool{ei: true}, true, false, basic(f.ws.ID, f.auto[ei]), "automation basic"},
+				cred{ti, map[int]bool{ei: true}, false, false, bearer(f.autoRead[ei]), "read token"},
+				cred{ti, map[int]bool{ei: true}, false, true, basic(f.ws.ID, f.autoOut[ei]), "outputs token"})
 		}
-		creds = append(creds, cred{ti, map[int]bool{0: true, 1: true}, true, basic(f.ws.ID, f.pat), "PAT"})
+		creds = append(creds, cred{ti, map[int]bool{0: true, 1: true}, true, false, basic(f.ws.ID, f.pat), "PAT"})
 	}
-	methods := []string{"GET", "LOCK", "POST", "UNLOCK", "DELETE"}
+	// OUTPUTS is a GET of the state's outputs-only address.
+	methods := []string{"GET", "OUTPUTS", "LOCK", "POST", "UNLOCK", "DELETE"}
 	for _, c := range creds {
 		for ti, f := range tenants {
 			for ei := range f.envs {
@@ -289,14 +313,23 @@ func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 					if m == "DELETE" {
 						continue // checked below, so that the states stay for the others
 					}
-					target := f.path(ei, "main")
-					if m == "POST" || m == "UNLOCK" {
+					target, method := f.path(ei, "main"), m
+					switch m {
+					case "POST", "UNLOCK":
 						target += "?ID=matrix"
+					case "OUTPUTS":
+						target, method = target+"/outputs", "GET"
 					}
-					w := env.do(m, target, body, header...)
-					allowed := own && (m == "GET" || c.write)
+					w := env.do(method, target, body, header...)
+					allowed := own && (m == "OUTPUTS" || !c.outputsOnly && (m == "GET" || c.write))
 					if allowed != (w.Code < 300) {
 						t.Errorf("%s (tenant %d) %s %s = %d %s; allowed %v", c.kind, c.tenant, m, f.path(ei, "main"), w.Code, w.Body, allowed)
+					}
+					if c.outputsOnly && own && m != "OUTPUTS" && errorOf(t, w).Error != "token_outputs_only" {
+						t.Errorf("outputs token %s: %d %s; want token_outputs_only", m, w.Code, w.Body)
+					}
+					if m == "OUTPUTS" && strings.Contains(w.Body.String(), marker(ti, ei)) {
+						t.Errorf("the outputs of %s hold its resources: %s", f.path(ei, "main"), w.Body)
 					}
 					leaks(t, w.Body.String(), c.tenant, c.envs, tenants, marker)
 				}
@@ -567,5 +600,54 @@ func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadTokenPlans: a read-scope token runs a plan beside an apply (its
+// LOCK is a shared read lock), but can neither take a write lock nor
+// release one, not even with an empty force-unlock body; and where a state
+// makes plans lock like applies, its plan's LOCK is refused too.
+func TestReadTokenPlans(t *testing.T) { eachAuthEnv(t, testReadTokenPlans) }
+
+func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	a := seedTenant(t, ts, "acme", "prod")
+	path := a.path(0, "app")
+	apply := lockInfo("apply-1", "alice")
+	plan := lockInfo("plan-1", "ci")
+	plan.Operation = kilolock.OperationPlan
+	status := func(w *httptest.ResponseRecorder) string {
+		var eb errorBody
+		_ = json.Unmarshal(w.Body.Bytes(), &eb)
+		return fmt.Sprint(w.Code, " ", eb.Error)
+	}
+	if w := env.do("LOCK", path, mustJSON(t, apply), bearer(a.auto[0])...); w.Code != http.StatusOK {
+		t.Fatalf("apply's LOCK = %d %s", w.Code, w.Body)
+	}
+	if w := env.do("LOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); w.Code != http.StatusOK {
+		t.Fatalf("a read token's plan LOCK beside the apply = %s, want 200", status(w))
+	}
+	for _, body := range [][]byte{nil, mustJSON(t, kilolock.LockInfo{ID: "apply-1"}), mustJSON(t, apply)} {
+		if w := env.do("UNLOCK", path, body, bearer(a.autoRead[0])...); status(w) != "403 token_read_only" {
+			t.Errorf("a read token's UNLOCK %s of the writer = %s, want 403 token_read_only", body, status(w))
+		}
+	}
+	name, err := kilolock.TenantStateName(a.ws.ID, a.envs[0].PublicID, "app")
+	mustDo(t, err)
+	st, err := env.engine.Store().State(context.Background(), name)
+	mustDo(t, err)
+	if len(st.Locks) != 2 || st.Locks[0].Info.ID != "apply-1" || st.Locks[0].Shared || !st.Locks[1].Shared {
+		t.Fatalf("locks after the refused unlocks: %+v", st.Locks)
+	}
+	if w := env.do("UNLOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); w.Code != http.StatusOK {
+		t.Errorf("a read token's UNLOCK of its own plan lock = %s", status(w))
+	}
+	if w := env.do("UNLOCK", path, mustJSON(t, apply), bearer(a.auto[0])...); w.Code != http.StatusOK {
+		t.Fatalf("apply's UNLOCK = %s", status(w))
+	}
+
+	off := false
+	mustDo(t, env.engine.SetSharedPlanLocks(context.Background(), name, &off))
+	if w := env.do("LOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); status(w) != "403 token_read_only" {
+		t.Errorf("a read token's plan LOCK where plans lock like applies = %s, want 403 token_read_only", status(w))
 	}
 }

@@ -318,7 +318,7 @@ func TestBodyMemoryBounded(t *testing.T) {
 		t.Errorf("GET gives %d bytes, want the %d posted", len(got), len(doc))
 	}
 	exposed := env.do("GET", "/metrics", nil).Body.String()
-	for _, want := range []string{`kl_request_bodies_refused_total{code="body_memory_full"}`, `kl_request_bodies_refused_total{code="body_timeout"}`, "kl_request_body_memory_bytes 67108864"} {
+	for _, want := range []string{`kl_request_bodies_refused_total{code="body_memory_full"}`, `kl_request_bodies_refused_total{code="body_timeout"}`, "kl_request_body_memory_bytes 6.7108864e+07"} {
 		if !strings.Contains(exposed, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

@@ -14,6 +14,9 @@ type stateConfig struct {
 	// merged at commit or refused with 409).
 	ExclusiveLocks     *bool `json:"exclusive_locks"`
 	AllowLineageChange *bool `json:"allow_lineage_change"`
+	// SharedPlanLocks true lets plans take shared read locks (granted
+	// beside an apply); false makes them lock like applies (classic).
+	SharedPlanLocks *bool `json:"shared_plan_locks"`
 }
 
 // configAnswer is the body of a successful POST …/config: the state's
@@ -24,6 +27,7 @@ type configAnswer struct {
 	LockMode           kilolock.LockMode `json:"lock_mode"`
 	ExclusiveLocks     bool              `json:"exclusive_locks"`
 	AllowLineageChange bool              `json:"allow_lineage_change"`
+	SharedPlanLocks    bool              `json:"shared_plan_locks"`
 }
 
 // setConfig answers POST /v1/api/states/{name}/config. Setting the lock
@@ -43,8 +47,8 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &c); err != nil {
 		return err
 	}
-	if c.ExclusiveLocks == nil && c.AllowLineageChange == nil {
-		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"exclusive_locks": false} or {"allow_lineage_change": true}`}
+	if c.ExclusiveLocks == nil && c.AllowLineageChange == nil && c.SharedPlanLocks == nil {
+		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"exclusive_locks": false}, {"allow_lineage_change": true} or {"shared_plan_locks": false}`}
 	}
 	ctx := r.Context()
 	kv := []any{"state", name, "request_id", info(r).id}
@@ -66,6 +70,12 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 		}
 		kv = append(kv, "allow_lineage_change", *c.AllowLineageChange)
 	}
+	if c.SharedPlanLocks != nil {
+		if err := h.engine.SetSharedPlanLocks(ctx, name, c.SharedPlanLocks); err != nil {
+			return err
+		}
+		kv = append(kv, "shared_plan_locks", *c.SharedPlanLocks)
+	}
 	h.log.Warn("state config changed", kv...)
 	st, err := h.engine.Store().State(ctx, name)
 	if err != nil {
@@ -74,6 +84,7 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, &configAnswer{
 		OK: true, State: name, LockMode: st.LockMode,
 		ExclusiveLocks: st.LockMode != kilolock.LockOptimistic, AllowLineageChange: st.AllowLineageChange,
+		SharedPlanLocks: kilolock.SharedPlanLocks(st, h.engine.SharedPlans()),
 	})
 	return nil
 }

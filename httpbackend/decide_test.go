@@ -37,7 +37,7 @@ func TestDecideProperties(t *testing.T) {
 		{PublicID: "env_3333333333333333", Slug: "prod", WorkspaceID: otherWS},
 	}
 	statusOf := map[string]int{
-		"credentials_invalid": 401, "credentials_expired": 401, "scope_mismatch": 403, "token_read_only": 403, "grant_missing": 403,
+		"credentials_invalid": 401, "credentials_expired": 401, "scope_mismatch": 403, "token_read_only": 403, "token_outputs_only": 403, "grant_missing": 403,
 		"membership_missing": 403, "workspace_suspended": 403, "state_archived": 403,
 		"workspace_not_found": 404, "environment_not_found": 404,
 	}
@@ -49,7 +49,7 @@ func TestDecideProperties(t *testing.T) {
 		case 1:
 			a.Token = &kilolock.Token{ID: "tok_op", Kind: kilolock.TokenOperator}
 		case 2, 3:
-			a.Token = &kilolock.Token{ID: "tok_auto", Kind: kilolock.TokenAutomation, Scope: []kilolock.Scope{kilolock.ScopeRead, kilolock.ScopeReadWrite}[pick(2)]}
+			a.Token = &kilolock.Token{ID: "tok_auto", Kind: kilolock.TokenAutomation, Scope: []kilolock.Scope{kilolock.ScopeRead, kilolock.ScopeReadWrite, kilolock.ScopeOutputs}[pick(3)]}
 			if pick(8) > 0 {
 				a.Home = envs[pick(len(envs))]
 				a.Token.EnvironmentID = a.Home.PublicID
@@ -90,7 +90,7 @@ func TestDecideProperties(t *testing.T) {
 			a.Token.Expires = now.Add(time.Duration(pick(3)-1) * time.Hour) // past, now, or future
 		}
 		user := []string{"", pathWS, otherWS}[pick(3)]
-		kind := access(pick(4))
+		kind := access(pick(5))
 
 		err := decide(a, user, pathWS, seg, kind, now)
 		if err == nil {
@@ -100,8 +100,9 @@ func TestDecideProperties(t *testing.T) {
 			switch {
 			case !ok:
 			case tok.Kind == kilolock.TokenAutomation:
+				reads := kind == accessRead || kind == accessOutputs
 				ok = a.Home != nil && a.Home.WorkspaceID == pathWS && a.Home.PublicID == seg &&
-					(tok.Scope == kilolock.ScopeReadWrite || kind == accessRead)
+					(tok.Scope == kilolock.ScopeReadWrite || tok.Scope == kilolock.ScopeRead && (reads || kind == accessPlanLock || kind == accessUnlock) || tok.Scope == kilolock.ScopeOutputs && kind == accessOutputs)
 			case tok.Kind == kilolock.TokenPersonal:
 				ok = a.Workspace != nil && a.Member && a.Granted && a.Environment != nil && a.Environment.PublicID == seg
 			default:

@@ -80,6 +80,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	ri := info(r)
 	ri.errCode = a.body.Error
 	a.body.RequestID = ri.id
+	h.metrics.observeAnswer(a.status, a.body.Error)
 	var conflict *kilolock.ConflictError
 	if errors.As(err, &conflict) {
 		ri.conflict = &a.body
@@ -116,6 +117,7 @@ func classify(err error) answer {
 		invalid  *kilolock.InvalidError
 		refused  *kilolock.RefusedError
 		tooLarge *http.MaxBytesError
+		readOnly *kilolock.ReadOnlyLockError
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
 		reserved *kilolock.ReservedError
@@ -146,6 +148,8 @@ func classify(err error) answer {
 			Hint:    fmt.Sprintf("the state admits at most %d holders at once: wait for one to finish (retry with -lock-timeout=10m; `kl status %s` lists them), or have the operator raise the cap (kld --max-lock-holders)", locked.MaxHolders, locked.State),
 			Holder:  &h,
 		}}
+	case errors.As(err, &readOnly):
+		return answer{status: http.StatusForbidden, body: errorBody{Error: "token_read_only", Message: readOnly.Message, Hint: readOnlyHint}}
 	case errors.As(err, &locked):
 		h := locked.Holder
 		return answer{status: http.StatusLocked, body: errorBody{

@@ -42,10 +42,12 @@ func ExampleNew() {
 	send("LOCK", `{"ID":"1b2c","Operation":"OperationTypeApply","Who":"alice@laptop"}`)
 	send("GET", "")
 	send("LOCK", `{"ID":"9f8e","Operation":"OperationTypeApply","Who":"bob@ci"}`)
+	send("LOCK", `{"ID":"5a6b","Operation":"OperationTypePlan","Who":"carol@ci"}`) // plans never wait
 	send("UNLOCK", `{"ID":"1b2c","Operation":"OperationTypeApply","Who":"alice@laptop"}`)
 	// Output:
 	// LOCK 200 OK
 	// GET 404 Not Found
 	// LOCK 423 Locked
+	// LOCK 200 OK
 	// UNLOCK 200 OK
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
@@ -21,8 +22,10 @@ const lockBodyLimit int64 = 1 << 20
 
 // VersionInfo is what GET /versionz reports.
 type VersionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Date is the build date, or the commit's (see buildinfo.BuildInfo).
+	Date      string `json:"date,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 
@@ -63,6 +66,11 @@ type Options struct {
 	// OperatorToken is the secret of the operator token (klo_…), which alone
 	// may use the JSON API in AuthToken mode. Only its hash is kept.
 	OperatorToken string
+	// Registry is where the server's series are registered and what
+	// /metrics serves: an embedding service's own registry. Nil means a
+	// registry of the Handler's own, with the Go runtime and process
+	// collectors.
+	Registry *prometheus.Registry
 }
 
 // Handler serves the Terraform/OpenTofu HTTP backend protocol, the JSON API,
@@ -80,11 +88,13 @@ type Handler struct {
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
 	metrics     *metrics
-	refused     *refusedLocks
-	auth        AuthMode
-	operator    *kilolock.TokenHash // nil: no operator token
-	anonymous   *auditLimiter       // bounds audit rows of anonymous denials, per host
-	identified  *auditLimiter       // and of a credential's denials, per credential
+	// metricsHandler serves the registry at /metrics.
+	metricsHandler http.Handler
+	refused        *refusedLocks
+	auth           AuthMode
+	operator       *kilolock.TokenHash // nil: no operator token
+	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
+	identified     *auditLimiter       // and of a credential's denials, per credential
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -98,7 +108,6 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		version:    o.Version,
 		ready:      o.Ready,
 		mux:        http.NewServeMux(),
-		metrics:    newMetrics(),
 		refused:    newRefusedLocks(4096),
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
@@ -128,11 +137,18 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	}
 	if h.version == (VersionInfo{}) {
 		bi := buildinfo.Info()
-		h.version = VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion}
+		h.version = VersionInfo{Version: bi.Version, Commit: bi.Commit, Date: bi.Date, GoVersion: bi.GoVersion}
 	}
 	if h.ready == nil {
 		h.ready = e.Store().Ping
 	}
+	reg := o.Registry
+	if reg == nil {
+		reg = newRegistry()
+	}
+	h.metrics = newMetrics(reg)
+	h.registerServerGauges(reg)
+	h.metricsHandler = h.newMetricsHandler(reg)
 	h.routes()
 	return h
 }
@@ -146,6 +162,8 @@ func (h *Handler) routes() {
 	h.protocol("POST "+state, h.postState)
 	h.protocol("PUT "+state, h.postState) // update_method = "PUT"
 	h.protocol("DELETE "+state, h.deleteState)
+	// Outputs only, for terraform_remote_state (slice.go).
+	h.protocol("GET "+state+"/outputs", h.getOutputs)
 	h.protocol("LOCK "+state, h.lockState)
 	h.protocol("UNLOCK "+state, h.unlockState)
 	// lock_method/unlock_method = "POST" with lock_address/unlock_address
@@ -177,6 +195,9 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/state/list", h.stateList)
 	h.api("GET /v1/api/states/{name}/export", h.export)
 	h.api("POST /v1/api/states/{name}/import", h.importState)
+	// Dependency cones and sliced reads (slice.go).
+	h.api("GET /v1/api/states/{name}/graph", h.stateGraph)
+	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
 
@@ -197,6 +218,7 @@ func (h *Handler) routes() {
 	h.api("GET /readyz", h.readyz)
 	h.api("GET /versionz", h.versionz)
 	h.api("GET /metrics", h.serveMetrics)
+	h.uiRoutes()
 
 	h.mux.HandleFunc("/", h.fallback)
 }

@@ -31,15 +31,9 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var lock *kilolock.Lock
-	if run != "" {
-		// The lock of an orchestrated apply: the run's backend address
-		// carries ?run=RUN_ID, and its writes stay within the run's
-		// reservations.
-		lock, err = h.engine.LockRun(r.Context(), name, run, *li)
-	} else {
-		lock, err = h.engine.Lock(r.Context(), name, *li)
-	}
+	// With ?run=RUN_ID the lock is an orchestrated apply's: its writes
+	// stay within the run's reservations.
+	lock, err := h.engine.LockWith(r.Context(), name, *li, kilolock.LockRequest{Run: run, ReadOnly: info(r).readOnly})
 	var locked *kilolock.LockedError
 	switch {
 	case errors.As(err, &locked) && locked.Holder.ID == li.ID:
@@ -145,7 +139,7 @@ func (h *Handler) stateUnlock(w http.ResponseWriter, r *http.Request) error {
 func (h *Handler) unlock(w http.ResponseWriter, r *http.Request, name, id string, force bool) error {
 	ri := info(r)
 	ri.lockID = id
-	released, err := h.engine.Unlock(r.Context(), name, id, force)
+	released, err := h.engine.UnlockWith(r.Context(), name, id, kilolock.UnlockOptions{Force: force, ReadOnly: ri.readOnly})
 	var mismatch *kilolock.LockMismatchError
 	switch {
 	case errors.Is(err, kilolock.ErrNotFound), errors.As(err, &mismatch) && mismatch.Holder.ID == "":

@@ -1,15 +1,16 @@
 package httpbackend
 
 import (
-	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kilolock/kilolock"
 )
@@ -18,45 +19,53 @@ import (
 // histogram: from a cached GET to a large POST on a slow database.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
-// metrics are the server's counters, written in the Prometheus text format
-// by hand: a handful of series do not need a client library.
+// metrics are the server's series on a Prometheus registry, served at
+// /metrics with the Go runtime's and the process's. Every label takes its
+// values from a small fixed set (route patterns, known methods, the root
+// package's reason codes), so cardinality stays bounded whatever clients
+// send.
 type metrics struct {
-	mu        sync.Mutex
-	requests  map[requestKey]uint64
-	durations map[string]*histogram // by route
-	commits   map[string]uint64     // by kilolock.Source
-	refusals  map[string]uint64     // by conflict reason
-	denials   map[string]uint64     // by the lane's denial code
+	reg prometheus.Registerer
 
-	bodyRefusals map[string]uint64 // by code: body_memory_full, body_timeout, body_too_large
+	requests     *prometheus.CounterVec
+	durations    *prometheus.HistogramVec
+	commits      *prometheus.CounterVec // by kilolock.Source
+	refusals     *prometheus.CounterVec // by conflict reason
+	denials      *prometheus.CounterVec // by the lane's denial code
+	bodyRefusals *prometheus.CounterVec // by code: body_memory_full, body_timeout, body_too_large
+	quotaDenials *prometheus.CounterVec // by code
 
-	denialsUnaudited atomic.Uint64
-	lockWaits        atomic.Uint64
-	locksRefused     atomic.Uint64
-	commitRows       atomic.Uint64
-	commitBytes      atomic.Uint64
+	denialsUnaudited prometheus.Counter
+	lockWaits        prometheus.Counter
+	locksRefused     prometheus.Counter
+	commitRows       prometheus.Counter
+	commitBytes      prometheus.Counter
 }
 
-type requestKey struct {
-	route, method string
-	status        int
-}
-
-type histogram struct {
-	counts []uint64 // per bucket, not cumulative; one more for +Inf
-	sum    float64
-	count  uint64
-}
-
-func newMetrics() *metrics {
+// newMetrics registers the server's series on reg.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := func(c prometheus.Collector) prometheus.Collector { reg.MustRegister(c); return c }
+	counter := func(name, help string) prometheus.Counter {
+		return f(prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})).(prometheus.Counter)
+	}
+	byLabel := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f(prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)).(*prometheus.CounterVec)
+	}
 	return &metrics{
-		requests:  map[requestKey]uint64{},
-		durations: map[string]*histogram{},
-		commits:   map[string]uint64{},
-		refusals:  map[string]uint64{},
-		denials:   map[string]uint64{},
-
-		bodyRefusals: map[string]uint64{},
+		reg:      reg,
+		requests: byLabel("kl_http_requests_total", "HTTP requests by route pattern, method and status.", "route", "method", "status"),
+		durations: f(prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kl_http_request_duration_seconds",
+			Help: "HTTP request durations by route pattern.", Buckets: durationBuckets}, []string{"route"})).(*prometheus.HistogramVec),
+		lockWaits:        counter("kl_lock_waits_total", "Locks taken after being refused at least once (clients waiting with -lock-timeout)."),
+		locksRefused:     counter("kl_locks_refused_total", "LOCK requests answered 423 because another holder had the state."),
+		commits:          byLabel("kl_commits_total", "Versions committed through this server, by source.", "source"),
+		refusals:         byLabel("kl_commits_refused_total", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).", "reason"),
+		denials:          byLabel("kl_auth_denials_total", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).", "reason"),
+		denialsUnaudited: counter("kl_auth_denials_unaudited_total", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log."),
+		bodyRefusals:     byLabel("kl_request_bodies_refused_total", "Request bodies refused while being received, by code (body_memory_full: 503, body_timeout: 408, body_too_large: 413).", "code"),
+		quotaDenials:     byLabel("kl_quota_denials_total", "Writes and plans refused by a quota (403), by code.", "code"),
+		commitRows:       counter("kl_commit_rows_total", "Database rows written by commits."),
+		commitBytes:      counter("kl_commit_bytes_total", "Bytes of values written by commits."),
 	}
 }
 
@@ -68,152 +77,136 @@ func (m *metrics) observeRequest(route, method string, status int, d time.Durati
 	if !knownMethods[method] {
 		method = "OTHER"
 	}
-	secs := d.Seconds()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests[requestKey{route, method, status}]++
-	hg := m.durations[route]
-	if hg == nil {
-		hg = &histogram{counts: make([]uint64, len(durationBuckets)+1)}
-		m.durations[route] = hg
+	m.requests.WithLabelValues(route, method, statusText(status)).Inc()
+	m.durations.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// statusText is the status label: the three digits.
+func statusText(status int) string {
+	if status < 100 || status > 999 {
+		return "other"
 	}
-	i, _ := slices.BinarySearch(durationBuckets, secs)
-	hg.counts[i]++
-	hg.sum += secs
-	hg.count++
+	return string([]byte{byte('0' + status/100), byte('0' + status/10%10), byte('0' + status%10)})
 }
 
 func (m *metrics) observeCommit(source kilolock.Source, stats kilolock.WriteStats) {
-	m.mu.Lock()
-	m.commits[string(source)]++
-	m.mu.Unlock()
-	m.commitRows.Add(uint64(stats.Rows))
-	m.commitBytes.Add(uint64(stats.Bytes))
+	m.commits.WithLabelValues(string(source)).Inc()
+	m.commitRows.Add(float64(stats.Rows))
+	m.commitBytes.Add(float64(stats.Bytes))
 }
 
 // observeRefusal counts a write or setting refused with a 409 conflict; the
 // reasons are the root package's few constants, so the label stays bounded.
-func (m *metrics) observeRefusal(reason string) {
-	m.mu.Lock()
-	m.refusals[reason]++
-	m.mu.Unlock()
-}
+func (m *metrics) observeRefusal(reason string) { m.refusals.WithLabelValues(reason).Inc() }
 
 // observeDenial counts a request the authenticated lane refused; the codes
 // are the lane's own few, so the label stays bounded.
 func (m *metrics) observeDenial(reason string, audited bool) {
-	m.mu.Lock()
-	m.denials[reason]++
-	m.mu.Unlock()
+	m.denials.WithLabelValues(reason).Inc()
 	if !audited {
-		m.denialsUnaudited.Add(1)
+		m.denialsUnaudited.Inc()
 	}
 }
 
 // observeBodyRefusal counts a request body refused while it was read.
-func (m *metrics) observeBodyRefusal(code string) {
-	m.mu.Lock()
-	m.bodyRefusals[code]++
-	m.mu.Unlock()
+func (m *metrics) observeBodyRefusal(code string) { m.bodyRefusals.WithLabelValues(code).Inc() }
+
+// observeAnswer counts what an error answer says beyond its route: a
+// refusal by a quota (a 403 whose code starts with "quota_", the codes of
+// the quota lane) by its code.
+func (m *metrics) observeAnswer(status int, code string) {
+	if status == http.StatusForbidden && strings.HasPrefix(code, "quota_") {
+		m.quotaDenials.WithLabelValues(code).Inc()
+	}
 }
 
-// serveMetrics answers GET /metrics in the Prometheus text format 0.0.4.
+// registerServerGauges adds the series read from the handler's state at
+// scrape time: the body budget, and the apply runs and reservations the
+// engine keeps.
+func (h *Handler) registerServerGauges(reg prometheus.Registerer) {
+	gauge := func(name, help string, f func() float64) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+	}
+	gauge("kl_request_body_bytes", "Bytes of request bodies held now, of the budget kld --body-memory sets.", func() float64 { return float64(h.bodies.held.Load()) })
+	gauge("kl_request_body_memory_bytes", "The budget of request body bytes held at once (kld --body-memory).", func() float64 { return float64(h.bodies.limit) })
+	gauge("kl_request_bodies_reading", "Request bodies being received now.", func() float64 { return float64(h.bodies.count.Load()) })
+	reg.MustRegister(&runCollector{engine: h.engine, log: h.log.Warn})
+}
+
+// runScrapeLimit bounds the in-flight runs one scrape counts.
+const runScrapeLimit = 10_000
+
+// runCollector reports the engine's apply runs in flight and their
+// reservations, read from the store at each scrape (so every replica
+// reports the same, database-wide). A store that keeps no runs reports
+// nothing.
+type runCollector struct {
+	engine *kilolock.Engine
+	log    func(msg any, kv ...any)
+}
+
+var (
+	runsDesc         = prometheus.NewDesc("kl_apply_runs", "Orchestrated apply runs in flight, by status (waiting, active), across the database.", []string{"status"}, nil)
+	reservationsDesc = prometheus.NewDesc("kl_reservations", "Reservations of the apply runs in flight, by whether they are held or waited for.", []string{"state"}, nil)
+)
+
+func (c *runCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc; ch <- reservationsDesc }
+
+func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	runs, err := c.engine.Runs(ctx, kilolock.RunFilter{InFlight: true, Limit: runScrapeLimit})
+	var ie *kilolock.InvalidError
+	if errors.As(err, &ie) && ie.Code == "runs_unsupported" {
+		return
+	}
+	if err != nil {
+		c.log("metrics: read apply runs", "err", err)
+		return
+	}
+	var waiting, active, held, wanted float64
+	for _, r := range runs {
+		switch r.Status {
+		case kilolock.RunWaiting:
+			waiting++
+			wanted += float64(len(r.Reservations))
+		case kilolock.RunActive:
+			active++
+			held += float64(len(r.Reservations))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, waiting, "waiting")
+	ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, active, "active")
+	ch <- prometheus.MustNewConstMetric(reservationsDesc, prometheus.GaugeValue, held, "held")
+	ch <- prometheus.MustNewConstMetric(reservationsDesc, prometheus.GaugeValue, wanted, "waiting")
+}
+
+// newRegistry is the registry of a Handler whose Options name none: the
+// server's series with the Go runtime and process collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// Registerer is where other parts of a server add their series to what
+// /metrics serves (drift checks, for one): the registry of
+// Options.Registry, or the Handler's own.
+func (h *Handler) Registerer() prometheus.Registerer { return h.metrics.reg }
+
+// serveMetrics answers GET /metrics in the Prometheus text format.
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	var b bytes.Buffer
-	h.metrics.write(&b)
-	header(&b, "kl_request_body_bytes", "gauge", "Bytes of request bodies held now, of the budget kld --body-memory sets.")
-	fmt.Fprintf(&b, "kl_request_body_bytes %d\n", h.bodies.held.Load())
-	header(&b, "kl_request_body_memory_bytes", "gauge", "The budget of request body bytes held at once (kld --body-memory).")
-	fmt.Fprintf(&b, "kl_request_body_memory_bytes %d\n", h.bodies.limit)
-	header(&b, "kl_request_bodies_reading", "gauge", "Request bodies being received now.")
-	fmt.Fprintf(&b, "kl_request_bodies_reading %d\n", h.bodies.count.Load())
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(b.Bytes())
+	h.metricsHandler.ServeHTTP(w, r)
 	return nil
 }
 
-func (m *metrics) write(b *bytes.Buffer) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-
-	header(b, "kl_http_requests_total", "counter", "HTTP requests by route pattern, method and status.")
-	keys := make([]requestKey, 0, len(m.requests))
-	for k := range m.requests {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b requestKey) int {
-		return cmpAll(strings.Compare(a.route, b.route), strings.Compare(a.method, b.method), a.status-b.status)
-	})
-	for _, k := range keys {
-		fmt.Fprintf(b, "kl_http_requests_total{route=%s,method=%s,status=\"%d\"} %d\n", quote(k.route), quote(k.method), k.status, m.requests[k])
-	}
-
-	header(b, "kl_http_request_duration_seconds", "histogram", "HTTP request durations by route pattern.")
-	routes := make([]string, 0, len(m.durations))
-	for r := range m.durations {
-		routes = append(routes, r)
-	}
-	slices.Sort(routes)
-	for _, route := range routes {
-		hg := m.durations[route]
-		var cum uint64
-		for i, le := range durationBuckets {
-			cum += hg.counts[i]
-			fmt.Fprintf(b, "kl_http_request_duration_seconds_bucket{route=%s,le=\"%s\"} %d\n", quote(route), strconv.FormatFloat(le, 'g', -1, 64), cum)
-		}
-		fmt.Fprintf(b, "kl_http_request_duration_seconds_bucket{route=%s,le=\"+Inf\"} %d\n", quote(route), hg.count)
-		fmt.Fprintf(b, "kl_http_request_duration_seconds_sum{route=%s} %s\n", quote(route), strconv.FormatFloat(hg.sum, 'g', -1, 64))
-		fmt.Fprintf(b, "kl_http_request_duration_seconds_count{route=%s} %d\n", quote(route), hg.count)
-	}
-
-	header(b, "kl_lock_waits_total", "counter", "Locks taken after being refused at least once (clients waiting with -lock-timeout).")
-	fmt.Fprintf(b, "kl_lock_waits_total %d\n", m.lockWaits.Load())
-	header(b, "kl_locks_refused_total", "counter", "LOCK requests answered 423 because another holder had the state.")
-	fmt.Fprintf(b, "kl_locks_refused_total %d\n", m.locksRefused.Load())
-
-	header(b, "kl_commits_total", "counter", "Versions committed through this server, by source.")
-	byLabel(b, "kl_commits_total", "source", m.commits)
-	header(b, "kl_commits_refused_total", "counter", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).")
-	byLabel(b, "kl_commits_refused_total", "reason", m.refusals)
-	header(b, "kl_auth_denials_total", "counter", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).")
-	byLabel(b, "kl_auth_denials_total", "reason", m.denials)
-	header(b, "kl_auth_denials_unaudited_total", "counter", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log.")
-	fmt.Fprintf(b, "kl_auth_denials_unaudited_total %d\n", m.denialsUnaudited.Load())
-	header(b, "kl_request_bodies_refused_total", "counter", "Request bodies refused while being received, by code (body_memory_full: 503, body_timeout: 408, body_too_large: 413).")
-	byLabel(b, "kl_request_bodies_refused_total", "code", m.bodyRefusals)
-	header(b, "kl_commit_rows_total", "counter", "Database rows written by commits.")
-	fmt.Fprintf(b, "kl_commit_rows_total %d\n", m.commitRows.Load())
-	header(b, "kl_commit_bytes_total", "counter", "Bytes of values written by commits.")
-	fmt.Fprintf(b, "kl_commit_bytes_total %d\n", m.commitBytes.Load())
+// newMetricsHandler serves g, logging errors of collection.
+func (h *Handler) newMetricsHandler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: promLogger{h}, ErrorHandling: promhttp.ContinueOnError})
 }
 
-// byLabel writes one sample of name per key of counts, sorted, under label.
-func byLabel(b *bytes.Buffer, name, label string, counts map[string]uint64) {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fmt.Fprintf(b, "%s{%s=%s} %d\n", name, label, quote(k), counts[k])
-	}
-}
+// promLogger is promhttp's logger, on the handler's.
+type promLogger struct{ h *Handler }
 
-func header(b *bytes.Buffer, name, typ, help string) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-// quote writes a label value with the escapes of the text format.
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
-}
-
-func cmpAll(cs ...int) int {
-	for _, c := range cs {
-		if c != 0 {
-			return c
-		}
-	}
-	return 0
-}
+func (l promLogger) Println(v ...any) { l.h.log.Warn("metrics: " + fmt.Sprint(v...)) }

@@ -21,6 +21,9 @@ type reqInfo struct {
 	errCode  string
 	actor    string // the credential of an authenticated request
 	protocol bool   // a Terraform protocol route: 423 bodies are a LockInfo
+	// readOnly is a caller that may only read (a read-scope token): its
+	// locks are plans' read locks, and it releases only those.
+	readOnly bool
 	// conflict is the refused write or setting answered, if any: its
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.

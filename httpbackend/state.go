@@ -20,9 +20,7 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	body, err := h.engine.Open(r.Context(), name)
 	if errors.Is(err, kilolock.ErrNotFound) {
-		return &httpError{status: http.StatusNotFound, code: "state_not_found",
-			message: fmt.Sprintf("state %q has no version yet", name),
-			hint:    "terraform and tofu read this as an empty state and create it on their first write; `kl states` lists the existing states"}
+		return noVersionYet(name)
 	}
 	if err != nil {
 		return err

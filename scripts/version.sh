@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the -ldflags that stamp internal/buildinfo with the version and
-# commit of the checkout, for:
+# commit of the checkout and the build date (UTC), for:
 #
 #   go build -ldflags "$(scripts/version.sh)" ./cmd/kld
 #
@@ -41,4 +41,6 @@ if [ -z "$version" ]; then
   version="0.1.0-dev.$n"
 fi
 
-echo "-X $pkg.Version=$version -X $pkg.Commit=$commit"
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+echo "-X $pkg.Version=$version -X $pkg.Commit=$commit -X $pkg.Date=$date"

@@ -36,6 +36,7 @@ func run() int {
 	if err != nil {
 		panic(err)
 	}
+	klcli.Complete(parser) // a shell asking for completions: answered, and exits
 	kctx, err := parser.Parse(os.Args[1:])
 	if err != nil {
 		var perr *kong.ParseError

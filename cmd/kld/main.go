@@ -50,11 +50,8 @@ type cli struct {
 	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
 	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry."`
-	Auth            string               `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
-	OperatorToken   string               `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
-	TLSCert         string               `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
-	TLSKey          string               `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
 	Memory          kldconfig.Memory     `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
@@ -74,7 +71,7 @@ func main() {
 	parser, err := kong.New(&c,
 		kong.Name("kld"),
 		kong.Description("KiloLock server: Terraform/OpenTofu state as a versioned graph, over the HTTP backend protocol."),
-		kong.Vars{"version": fmt.Sprintf("kld %s (commit %s, %s)", bi.Version, bi.Commit, bi.GoVersion)},
+		kong.Vars{"version": "kld " + bi.String()},
 	)
 	if err != nil {
 		panic(err) // the flag struct is wrong: a programming error
@@ -106,16 +103,9 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	gcPercent := c.Memory.Apply()
-	var tlsConfig *tls.Config
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return &exitError{exitConfig, errors.New("--tls-cert and --tls-key go together")}
-	}
-	if c.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return &exitError{exitConfig, fmt.Errorf("--tls-cert and --tls-key: %w", err)}
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	tlsConfig, err := c.Serving.TLSConfig()
+	if err != nil {
+		return &exitError{exitConfig, err}
 	}
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -134,9 +124,9 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
 		BodyMemory:    int64(c.BodyMemory),
-		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, GoVersion: bi.GoVersion},
-		Auth:          authMode(c.Auth),
-		OperatorToken: c.OperatorToken,
+		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, Date: bi.Date, GoVersion: bi.GoVersion},
+		Auth:          c.Serving.AuthMode(),
+		OperatorToken: c.Serving.OperatorToken,
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -157,13 +147,13 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	addr, scheme := ln.Addr().String(), "http"
 	if tlsConfig != nil {
 		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
-	} else if host, _, _ := net.SplitHostPort(addr); c.Auth == "token" && !net.ParseIP(host).IsLoopback() {
+	} else if host, _, _ := net.SplitHostPort(addr); c.Serving.Auth == "token" && !net.ParseIP(host).IsLoopback() {
 		logger.Warn("tokens travel in clear: serve HTTPS (--tls-cert, --tls-key) or put TLS in front")
 	}
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "gc_percent", gcPercent)
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "gc_percent", gcPercent)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -184,11 +174,4 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-func authMode(s string) httpbackend.AuthMode {
-	if s == "token" {
-		return httpbackend.AuthToken
-	}
-	return httpbackend.AuthNone
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/charmbracelet/log"
+
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/kldconfig"
 )
 
 // TestDefaultLockMode checks --default-lock-mode and KL_DEFAULT_LOCK_MODE:
@@ -49,13 +51,13 @@ func TestTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []cli{
-		{TLSCert: cert, Database: filepath.Join(dir, "never.db")},
-		{TLSCert: cert, TLSKey: cert, Database: filepath.Join(dir, "never.db")},
+		{Serving: kldconfig.Serving{TLSCert: cert}, Database: filepath.Join(dir, "never.db")},
+		{Serving: kldconfig.Serving{TLSCert: cert, TLSKey: cert}, Database: filepath.Join(dir, "never.db")},
 	} {
 		err := run(&c, log.New(io.Discard), buildinfo.BuildInfo{})
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != exitConfig || !strings.Contains(err.Error(), "--tls-") {
-			t.Errorf("run with --tls-cert %q --tls-key %q = %v; want a configuration error naming the flags", c.TLSCert, c.TLSKey, err)
+			t.Errorf("run with --tls-cert %q --tls-key %q = %v; want a configuration error naming the flags", c.Serving.TLSCert, c.Serving.TLSKey, err)
 		}
 		if _, err := os.Stat(c.Database); !os.IsNotExist(err) {
 			t.Errorf("a database was opened despite the TLS error (%v)", err)

@@ -1,13 +1,19 @@
 package buildinfo
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// Version and Commit are stamped by the linker from scripts/version.sh:
+// Version, Commit and Date are stamped by the linker from
+// scripts/version.sh:
 //
 //	go build -ldflags "$(scripts/version.sh)" ./cmd/kld
 //
@@ -15,29 +21,50 @@ import (
 var (
 	Version string
 	Commit  string
+	Date    string // RFC 3339, UTC
 )
 
 // BuildInfo describes the running binary.
 type BuildInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Date is when the binary was built when the linker stamped it, else
+	// the date of its commit (the toolchain's VCS stamp, or the
+	// checkout's); empty when neither is known.
+	Date      string `json:"date,omitempty"`
 	GoVersion string `json:"go_version"`
+}
+
+// String is the one-line form kl and kld print:
+// "0.1.0-dev.42 (commit 0123456789ab, 2026-12-01T11:29:28Z, go1.26.8)".
+func (bi BuildInfo) String() string {
+	parts := []string{"commit " + bi.Commit}
+	if bi.Date != "" {
+		parts = append(parts, bi.Date)
+	}
+	return bi.Version + " (" + strings.Join(append(parts, bi.GoVersion), ", ") + ")"
 }
 
 // devVersion is the version of a build that knows nothing better.
 const devVersion = "0.1.0-dev"
 
-// Info returns the binary's version, commit and Go version: the linker-set
-// values when present, else what the Go toolchain recorded (the module
-// version of a `go install …@vX.Y.Z`, the VCS revision of a build in a
-// checkout).
+// Info returns the binary's version, commit, date and Go version: the
+// linker-set values when present, else what the Go toolchain recorded
+// (the module version of a `go install …@vX.Y.Z`, the VCS revision and
+// time of a `go build -buildvcs=true` in a checkout), else, for a binary
+// built from a checkout with no stamp at all (`go run`, or GOFLAGS with
+// -buildvcs=false), what git says of the checkout it was built from, when
+// that is still there.
 func Info() BuildInfo {
-	bi := BuildInfo{Version: Version, Commit: Commit, GoVersion: runtime.Version()}
-	if bi.Version != "" && bi.Commit != "" {
+	bi := BuildInfo{Version: Version, Commit: Commit, Date: Date, GoVersion: runtime.Version()}
+	if bi.Version != "" && bi.Commit != "" && bi.Date != "" {
 		return bi
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		fromBuildInfo(&bi, info)
+	}
+	if bi.Commit == "" {
+		fromCheckout(&bi, sourceDir())
 	}
 	if bi.Version == "" {
 		bi.Version = devVersion
@@ -55,12 +82,14 @@ func fromBuildInfo(bi *BuildInfo, info *debug.BuildInfo) {
 			bi.Version = strings.TrimPrefix(v, "v")
 		}
 	}
-	var revision string
+	var revision, at string
 	var modified bool
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			revision = s.Value
+		case "vcs.time":
+			at = s.Value
 		case "vcs.modified":
 			modified = s.Value == "true"
 		}
@@ -69,6 +98,51 @@ func fromBuildInfo(bi *BuildInfo, info *debug.BuildInfo) {
 		bi.Commit = shortHash(revision)
 		if modified {
 			bi.Commit += "-dirty"
+		}
+	}
+	if bi.Date == "" {
+		bi.Date = at
+	}
+}
+
+// sourceDir is the directory this file was compiled from: in a checkout
+// (go run, go build), the checkout; under -trimpath, no directory.
+func sourceDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	return filepath.Dir(file)
+}
+
+// fromCheckout fills the commit and its date from the git checkout at dir,
+// if there is one and git runs; it leaves them empty otherwise. A checkout
+// with changes is marked "-dirty".
+func fromCheckout(bi *BuildInfo, dir string) {
+	if dir == "" {
+		return
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	git := func(args ...string) (string, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err == nil
+	}
+	head, ok := git("log", "-1", "--format=%H %cI")
+	hash, at, found := strings.Cut(head, " ")
+	if !ok || !found || len(hash) < 12 {
+		return
+	}
+	bi.Commit = shortHash(hash)
+	if status, ok := git("status", "--porcelain", "--untracked-files=no"); ok && status != "" {
+		bi.Commit += "-dirty"
+	}
+	if bi.Date == "" {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			bi.Date = t.UTC().Format(time.RFC3339)
 		}
 	}
 }

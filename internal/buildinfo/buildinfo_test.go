@@ -1,6 +1,7 @@
 package buildinfo
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFromDescribe(t *testing.T) {
@@ -40,11 +42,86 @@ func TestFromDescribe(t *testing.T) {
 }
 
 func TestInfoLinkerValues(t *testing.T) {
-	defer func(v, c string) { Version, Commit = v, c }(Version, Commit)
-	Version, Commit = "1.2.3", "0123abcdef12"
+	defer func(v, c, d string) { Version, Commit, Date = v, c, d }(Version, Commit, Date)
+	Version, Commit, Date = "1.2.3", "0123abcdef12", "2026-12-01T10:00:00Z"
 	got := Info()
-	if got.Version != "1.2.3" || got.Commit != "0123abcdef12" || got.GoVersion != runtime.Version() {
+	if got.Version != "1.2.3" || got.Commit != "0123abcdef12" || got.Date != "2026-12-01T10:00:00Z" || got.GoVersion != runtime.Version() {
 		t.Errorf("Info() = %+v", got)
+	}
+	if s := got.String(); s != "1.2.3 (commit 0123abcdef12, 2026-12-01T10:00:00Z, "+runtime.Version()+")" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestFromCheckout: with no stamp, the commit and its date come from the
+// checkout the binary was built from, marked dirty when it has changes.
+func TestFromCheckout(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "f")
+	git(t, dir, "commit", "-q", "-m", "c", "--date", "2026-11-30T08:00:00+02:00")
+	head, err := gitOut(dir, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	when, err := gitOut(dir, "log", "-1", "--format=%cI")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _ := time.Parse(time.RFC3339, strings.TrimSpace(when))
+	var bi BuildInfo
+	fromCheckout(&bi, dir)
+	if bi.Commit != strings.TrimSpace(head)[:12] || bi.Date != at.UTC().Format(time.RFC3339) {
+		t.Errorf("clean checkout: %+v, want commit %.12s of %s", bi, head, at.UTC())
+	}
+	os.WriteFile(filepath.Join(dir, "f"), []byte("2"), 0o644)
+	bi = BuildInfo{}
+	fromCheckout(&bi, dir)
+	if !strings.HasSuffix(bi.Commit, "-dirty") {
+		t.Errorf("changed checkout: %+v, want a -dirty commit", bi)
+	}
+	bi = BuildInfo{}
+	fromCheckout(&bi, t.TempDir())
+	if bi != (BuildInfo{}) {
+		t.Errorf("not a checkout: %+v, want nothing", bi)
+	}
+}
+
+// TestGoRunKnowsItsCommit: `go run ./cmd/kl version` in this checkout
+// reports its commit even when the toolchain stamps nothing
+// (-buildvcs=false, as go run does).
+func TestGoRunKnowsItsCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds kl")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root, _ := filepath.Abs("../..")
+	head, err := gitOut(root, "rev-parse", "HEAD")
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	cmd := exec.Command("go", "run", "-buildvcs=false", "./cmd/kl", "version", "--json")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go run ./cmd/kl version: %v\n%s", err, out)
+	}
+	var v struct {
+		Client BuildInfo `json:"client"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.HasPrefix(v.Client.Commit, strings.TrimSpace(head)[:12]) || v.Client.Date == "" {
+		t.Errorf("go run reports %+v, want commit %.12s and its date", v.Client, head)
 	}
 }
 
@@ -58,6 +135,9 @@ func TestFromBuildInfo(t *testing.T) {
 		{"checkout", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"},
 		}}, BuildInfo{Commit: "0123456789ab-dirty"}},
+		{"go build -buildvcs=true", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "fedcba9876543210fedc"}, {Key: "vcs.time", Value: "2026-12-01T11:29:28Z"}, {Key: "vcs.modified", Value: "false"},
+		}}, BuildInfo{Commit: "fedcba987654", Date: "2026-12-01T11:29:28Z"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

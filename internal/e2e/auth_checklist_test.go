@@ -45,6 +45,7 @@ var denialStatus = map[string]int{
 	"membership_missing":    http.StatusForbidden,
 	"scope_mismatch":        http.StatusForbidden,
 	"token_read_only":       http.StatusForbidden,
+	"token_outputs_only":    http.StatusForbidden,
 	"workspace_suspended":   http.StatusForbidden,
 	"state_archived":        http.StatusForbidden,
 	"workspace_not_found":   http.StatusNotFound,
@@ -218,6 +219,22 @@ func logSince(srv *tofu.Server, mark int) []logEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// loggedWithin reports whether kld logs an entry matching match after mark
+// within 5 s: kld writes a request's line after its answer, so the line
+// may reach the log a moment after the client has the answer.
+func loggedWithin(srv *tofu.Server, mark int, match func(logEntry) bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for _, e := range logSince(srv, mark) {
+			if match(e) {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // denial is a refusal as kld logged it: its "request denied" line and the
@@ -756,12 +773,9 @@ func TestAuthChecklist6ErrorSurface(t *testing.T) {
 			}
 		}
 		t.Logf("423: tofu printed: %s", firstError(stderr))
-		var locked bool
-		for _, e := range logSince(c.srv, mark) {
-			if e.msg == "request" && e.fields["method"] == "LOCK" && e.fields["status"] == "423" && e.fields["error"] == "locked" {
-				locked = true
-			}
-		}
+		locked := loggedWithin(c.srv, mark, func(e logEntry) bool {
+			return e.msg == "request" && e.fields["method"] == "LOCK" && e.fields["status"] == "423" && e.fields["error"] == "locked"
+		})
 		if !locked {
 			t.Error("kld logged no LOCK answered 423 locked")
 		}

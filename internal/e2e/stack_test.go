@@ -142,6 +142,7 @@ type apiStatus struct {
 	Locks    []struct {
 		Info        lockInfo `json:"info"`
 		BaseVersion int64    `json:"base_version"`
+		Shared      bool     `json:"shared"`
 	} `json:"locks"`
 }
 

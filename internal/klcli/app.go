@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // App is kl's command grammar, parsed by kong: global flags and one struct
@@ -17,34 +18,36 @@ import (
 type App struct {
 	Globals
 
-	Status    StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type."`
-	Plan      PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs."`
-	Apply     ApplyCmds     `cmd:"" help:"Apply within a scope; --orchestrated reserves first. kl apply abort stops an orchestrated apply. See kl apply --help."`
-	History   HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
-	Show      ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
-	Diff      DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
-	Rollback  RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
-	Conflicts ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
-	States    StatesCmd     `cmd:"" help:"List the states."`
-	Query     QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store."`
-	Export    ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
-	Import    ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
-	Version   VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
-	Workspace WorkspaceCmds `cmd:"" help:"Manage workspaces (control plane: a server with --token klo_…, or --database directly)."`
-	Env       EnvCmds       `cmd:"" help:"Manage a workspace's environments (control plane)."`
-	Token     TokenCmds     `cmd:"" help:"Manage automation tokens (control plane)."`
-	Pat       PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (control plane)."`
-	Grant     GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
-	Member    MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
-	Audit     AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
-	Whoami    WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
-	State     struct {
+	Status     StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type."`
+	Plan       PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs."`
+	Apply      ApplyCmds     `cmd:"" help:"Apply within a scope; --orchestrated reserves first. kl apply abort stops an orchestrated apply. See kl apply --help."`
+	History    HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
+	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
+	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
+	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
+	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
+	States     StatesCmd     `cmd:"" help:"List the states."`
+	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store."`
+	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
+	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
+	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
+	Workspace  WorkspaceCmds `cmd:"" help:"Manage workspaces (control plane: a server with --token klo_…, or --database directly)."`
+	Env        EnvCmds       `cmd:"" help:"Manage a workspace's environments (control plane)."`
+	Token      TokenCmds     `cmd:"" help:"Manage automation tokens (control plane)."`
+	Pat        PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (control plane)."`
+	Grant      GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
+	Member     MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
+	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
+	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
+	State      struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
 		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
-		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout."`
+		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
 		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
 	} `cmd:"" help:"Operate on one state."`
@@ -60,6 +63,19 @@ type Globals struct {
 
 	// Out receives the commands' output; nil means os.Stdout.
 	Out io.Writer `kong:"-"`
+	// Stderr receives the progress of long work, shown only when it is a
+	// terminal; nil means os.Stderr.
+	Stderr *os.File `kong:"-"`
+}
+
+// progress is how long work shows its progress: on Stderr when it is a
+// terminal and the output is not --json, else not at all.
+func (g *Globals) progress(json bool) progress.Reporter {
+	f := g.Stderr
+	if f == nil {
+		f = os.Stderr
+	}
+	return progress.Auto(f, json)
 }
 
 // with opens the backend g names, runs f on a CLI over it and closes it.
@@ -69,7 +85,7 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 		return err
 	}
 	defer b.Close()
-	return f(&CLI{Backend: b, Out: g.out(), JSON: json})
+	return f(&CLI{Backend: b, Out: g.out(), JSON: json, Progress: g.progress(json)})
 }
 
 func (g *Globals) out() io.Writer {
@@ -95,7 +111,7 @@ func refArg(s string) (kilolock.VersionRef, error) {
 // StatusCmd is kl status.
 type StatusCmd struct {
 	JSONFlag
-	Name string `arg:"" help:"State name."`
+	Name string `arg:"" help:"State name." predictor:"state"`
 }
 
 // Run runs the command.
@@ -106,7 +122,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 // HistoryCmd is kl history.
 type HistoryCmd struct {
 	JSONFlag
-	Name     string `arg:"" help:"State name."`
+	Name     string `arg:"" help:"State name." predictor:"state"`
 	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
 	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
 	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
@@ -135,7 +151,7 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
 // ShowCmd is kl show.
 type ShowCmd struct {
 	JSONFlag
-	Name    string `arg:"" help:"State name."`
+	Name    string `arg:"" help:"State name." predictor:"state"`
 	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S."`
 	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
 }
@@ -152,7 +168,7 @@ func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
 // DiffCmd is kl diff.
 type DiffCmd struct {
 	JSONFlag
-	Name string `arg:"" help:"State name."`
+	Name string `arg:"" help:"State name." predictor:"state"`
 	From string `arg:"" help:"The older version: @N, @-K, serial:S."`
 	To   string `arg:"" optional:"" help:"The newer version (default @latest)."`
 }
@@ -200,7 +216,7 @@ func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address strin
 // RollbackStateCmd is kl rollback NAME --to @N.
 type RollbackStateCmd struct {
 	rollbackFlags
-	Name string `arg:"" help:"State name."`
+	Name string `arg:"" help:"State name." predictor:"state"`
 }
 
 // Run runs the command.
@@ -212,7 +228,7 @@ func (c *RollbackStateCmd) Run(ctx context.Context, g *Globals) error {
 // --to @N.
 type RollbackResourceCmd struct {
 	rollbackFlags
-	State   string `required:"" help:"State name." placeholder:"NAME"`
+	State   string `required:"" help:"State name." placeholder:"NAME" predictor:"state"`
 	Address string `required:"" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)." placeholder:"ADDR"`
 }
 
@@ -224,7 +240,7 @@ func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
 // ConflictsCmd is kl conflicts.
 type ConflictsCmd struct {
 	JSONFlag
-	Name  string `arg:"" help:"State name."`
+	Name  string `arg:"" help:"State name." predictor:"state"`
 	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
 }
 
@@ -256,7 +272,7 @@ func (c *QueryCmd) Run(ctx context.Context, g *Globals) error {
 
 // ExportCmd is kl export.
 type ExportCmd struct {
-	Name string `arg:"" help:"State name."`
+	Name string `arg:"" help:"State name." predictor:"state"`
 	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S."`
 }
 
@@ -272,7 +288,7 @@ func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
 // ImportCmd is kl import.
 type ImportCmd struct {
 	JSONFlag
-	Name  string `arg:"" help:"State name (created when missing)."`
+	Name  string `arg:"" help:"State name (created when missing)." predictor:"state"`
 	File  string `arg:"" help:"State file to import; - reads stdin." type:"path"`
 	Force bool   `help:"Import a state of another lineage over a non-empty state (its history is kept)."`
 }
@@ -286,7 +302,7 @@ func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
 	if c.File == "-" {
 		data, err = io.ReadAll(os.Stdin)
 	} else {
-		data, err = os.ReadFile(c.File)
+		data, err = readFile(c.File, g.progress(c.JSON))
 	}
 	if err != nil {
 		return withHint(err, "name a state file, e.g. one written by `tofu state pull` or `kl export`")
@@ -302,7 +318,7 @@ type VersionCmd struct {
 // Run runs the command.
 func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
 	info := buildinfo.Info()
-	client := VersionInfo{Version: info.Version, Commit: info.Commit, GoVersion: info.GoVersion}
+	client := VersionInfo{Version: info.Version, Commit: info.Commit, Date: info.Date, GoVersion: info.GoVersion}
 	if g.Server == "" {
 		// No server named: show kl's own version without dialing anyone.
 		cli := &CLI{Out: g.out(), JSON: c.JSON}
@@ -314,7 +330,7 @@ func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
 // StateListCmd is kl state list.
 type StateListCmd struct {
 	JSONFlag
-	Name    string `arg:"" help:"State name."`
+	Name    string `arg:"" help:"State name." predictor:"state"`
 	Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
 }
 
@@ -326,7 +342,7 @@ func (c *StateListCmd) Run(ctx context.Context, g *Globals) error {
 // StateShowCmd is kl state show.
 type StateShowCmd struct {
 	JSONFlag
-	Name    string `arg:"" help:"State name."`
+	Name    string `arg:"" help:"State name." predictor:"state"`
 	Address string `arg:"" help:"Instance address."`
 }
 
@@ -338,7 +354,7 @@ func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
 // StateRmCmd is kl state rm.
 type StateRmCmd struct {
 	JSONFlag
-	Name    string   `arg:"" help:"State name."`
+	Name    string   `arg:"" help:"State name." predictor:"state"`
 	Address []string `required:"" sep:"none" help:"Address to remove (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
 	DryRun  bool     `help:"Show what would be removed; write nothing."`
 }
@@ -351,7 +367,7 @@ func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
 // StateMvCmd is kl state mv.
 type StateMvCmd struct {
 	JSONFlag
-	Name   string `arg:"" help:"State name."`
+	Name   string `arg:"" help:"State name." predictor:"state"`
 	From   string `required:"" help:"Address to move: an instance or a resource." placeholder:"ADDR"`
 	To     string `required:"" help:"Its new address, e.g. module.demo.aws_instance.web." placeholder:"ADDR"`
 	DryRun bool   `help:"Show the move; write nothing."`
@@ -365,25 +381,44 @@ func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
 // StateConfigCmd is kl state config.
 type StateConfigCmd struct {
 	JSONFlag
-	Name               string `arg:"" help:"State name."`
+	Name               string `arg:"" help:"State name." predictor:"state"`
 	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
 	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
+	SharedPlanLocks    *bool  `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
 }
 
 // Run runs the command.
 func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange})
+		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange, SharedPlanLocks: c.SharedPlanLocks})
 	})
 }
 
 // StatePullCmd is kl state pull.
 type StatePullCmd struct {
-	Name    string `arg:"" help:"State name."`
-	Version int64  `help:"Version number (default: the current one)." placeholder:"N"`
+	Name    string   `arg:"" help:"State name." predictor:"state"`
+	Version int64    `help:"Version number (default: the current one)." placeholder:"N"`
+	Address []string `sep:"none" help:"Pull a slice: only this instance or resource (repeat the flag for more) and its cone, with every output, the same lineage and serial." placeholder:"ADDR"`
+	Cone    string   `help:"What the slice adds to the addresses: dependencies (what they rest on, the default), dependents (what rests on them) or none." placeholder:"CONE"`
 }
 
 // Run runs the command.
 func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+	if len(c.Address) == 0 {
+		if c.Cone != "" {
+			return &UsageError{Message: "--cone shapes a slice, and no --address was given", Hint: "use kl state pull NAME --address ADDR --cone " + c.Cone}
+		}
+		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+	}
+	cone, err := kilolock.ParseSliceCone(c.Cone)
+	if err != nil {
+		return err
+	}
+	ref := kilolock.Latest
+	if c.Version < 0 {
+		return &UsageError{Message: "a version number is positive", Hint: "see the numbers with `kl history NAME`"}
+	} else if c.Version > 0 {
+		ref = kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(c.Version)}
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.PullSlice(ctx, c.Name, ref, c.Address, cone) })
 }

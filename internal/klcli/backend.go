@@ -35,6 +35,7 @@ type Backend interface {
 	// ErrNotFound when the state or the version does not exist.
 	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
 	StateOps
+	GraphOps
 	// Close releases the backend's resources.
 	Close() error
 }
@@ -48,6 +49,9 @@ type StateSettings struct {
 	ExclusiveLocks *bool
 	// AllowLineageChange lets the next writes carry another lineage.
 	AllowLineageChange *bool
+	// SharedPlanLocks true lets plans take shared read locks, granted
+	// beside an apply; false makes them wait like applies.
+	SharedPlanLocks *bool
 }
 
 // ServerVersioner is implemented by backends that reach a server, which has
@@ -60,8 +64,11 @@ type ServerVersioner interface {
 // VersionInfo is the build information of kl or of a server, in the shape of
 // the server's /versionz.
 type VersionInfo struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	// Date is the build date, or the commit's when the build was not
+	// stamped.
+	Date      string `json:"date,omitempty"`
 	GoVersion string `json:"go_version"`
 }
 

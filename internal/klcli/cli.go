@@ -1,12 +1,15 @@
 package klcli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // CLI runs kl's commands against a Backend. Each command writes its result
@@ -18,6 +21,18 @@ type CLI struct {
 	JSON bool
 	// Now is the clock ages are computed against; nil means time.Now.
 	Now func() time.Time
+	// Progress shows how far long work (import, export) has come; nil
+	// shows nothing.
+	Progress progress.Reporter
+}
+
+// withProgress is ctx carrying the CLI's Progress, for the backend's
+// transfers.
+func (c *CLI) withProgress(ctx context.Context) context.Context {
+	if c.Progress == nil {
+		return ctx
+	}
+	return progress.With(ctx, c.Progress)
 }
 
 func (c *CLI) now() time.Time {

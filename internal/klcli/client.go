@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // DefaultTimeout bounds one request to the server, from dialing to the last
@@ -150,6 +151,9 @@ func (b *HTTPBackend) ConfigureState(ctx context.Context, name string, s StateSe
 	if s.AllowLineageChange != nil {
 		body["allow_lineage_change"] = *s.AllowLineageChange
 	}
+	if s.SharedPlanLocks != nil {
+		body["shared_plan_locks"] = *s.SharedPlanLocks
+	}
 	var out struct {
 		OK bool `json:"ok"`
 	}
@@ -220,7 +224,10 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	}
 	var body io.Reader
 	if raw, ok := in.([]byte); ok {
-		body = bytes.NewReader(raw) // a state file, sent as it is
+		// A state file, sent as it is; a large one shows its progress.
+		send := progress.From(ctx).Start("send "+path, int64(len(raw)), progress.Bytes)
+		defer send.Done()
+		body = send.Reader(bytes.NewReader(raw))
 	} else if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
@@ -252,7 +259,9 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 		return decodeError(resp)
 	}
 	if buf, ok := out.(*bytes.Buffer); ok {
-		if _, err := buf.ReadFrom(resp.Body); err != nil {
+		receive := progress.From(ctx).Start("receive "+path, max(resp.ContentLength, 0), progress.Bytes)
+		defer receive.Done()
+		if _, err := buf.ReadFrom(receive.Reader(resp.Body)); err != nil {
 			return b.transportError(err)
 		}
 		return nil
@@ -432,4 +441,24 @@ func (b *HTTPBackend) Import(ctx context.Context, name string, data []byte, forc
 		return nil, err
 	}
 	return &res, nil
+}
+
+// Cone implements GraphOps.
+func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
+	q := url.Values{"ref": {ref.String()}, "address": addresses, "direction": {dir.String()}, "depth": {strconv.Itoa(depth)}}
+	var v kilolock.ConeView
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/graph", q, nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Slice implements GraphOps.
+func (b *HTTPBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
+	var buf bytes.Buffer
+	q := url.Values{"ref": {ref.String()}, "address": addresses, "cone": {string(cone)}}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/slice", q, nil, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -15,10 +15,7 @@ import (
 // file, the same for every backend: the library and the server must agree.
 func TestGolden(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		golden string
-		cmd    func(*klcli.CLI) error
-	}{
+	cases := []goldenCase{
 		{"status_prod", func(c *klcli.CLI) error { return c.Status(ctx, "prod") }},
 		{"status_staging", func(c *klcli.CLI) error { return c.Status(ctx, "staging") }},
 		{"status_empty", func(c *klcli.CLI) error { return c.Status(ctx, "empty") }},
@@ -40,25 +37,7 @@ func TestGolden(t *testing.T) {
 		}},
 		{"query_empty", func(c *klcli.CLI) error { return c.Query(ctx, "SELECT name FROM outputs WHERE name = 'nope'") }},
 	}
-	first := true
-	forEachBackend(t, func(t *testing.T, h *harness) {
-		// -update writes the files from the first backend; the others are
-		// still compared with them.
-		defer func(u bool) { *update = u }(*update)
-		if !first {
-			*update = false
-		}
-		first = false
-		for _, tc := range cases {
-			t.Run(tc.golden, func(t *testing.T) {
-				out, err := h.run(t, false, tc.cmd)
-				if err != nil {
-					t.Fatal(err)
-				}
-				golden(t, tc.golden, out)
-			})
-		}
-	})
+	eachGolden(t, nil, cases)
 }
 
 func TestStatusJSON(t *testing.T) {
@@ -279,7 +258,7 @@ func TestStateConfig(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	client := klcli.VersionInfo{Version: "v1.2.3", Commit: "deadbee", GoVersion: "go1.26.0"}
+	client := klcli.VersionInfo{Version: "v1.2.3", Commit: "deadbee", Date: "2026-11-30T12:00:00Z", GoVersion: "go1.26.0"}
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		var out strings.Builder
 		c := &klcli.CLI{Backend: h.raw, Out: &out, JSON: true}

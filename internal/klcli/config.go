@@ -14,6 +14,7 @@ type StateConfigJSON struct {
 	State              string            `json:"state"`
 	LockMode           kilolock.LockMode `json:"lock_mode,omitempty"`
 	AllowLineageChange *bool             `json:"allow_lineage_change,omitempty"`
+	SharedPlanLocks    *bool             `json:"shared_plan_locks,omitempty"`
 }
 
 // ConfigureState changes a state's settings: its lock mode (exclusive or
@@ -21,16 +22,16 @@ type StateConfigJSON struct {
 // may carry another lineage, for a deliberate `state push -force` of a state
 // from another lineage. At least one setting is required.
 func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) error {
-	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil {
+	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil {
 		return &UsageError{
 			Message: "no setting to change",
-			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false, or both",
+			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false or --shared-plan-locks=true|false",
 		}
 	}
 	if err := c.Backend.ConfigureState(ctx, name, s); err != nil {
 		return err
 	}
-	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange}
+	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange, SharedPlanLocks: s.SharedPlanLocks}
 	if s.ExclusiveLocks != nil {
 		out.LockMode = kilolock.LockOptimistic
 		if *s.ExclusiveLocks {
@@ -45,6 +46,13 @@ func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) 
 		fmt.Fprintf(c.Out, "state %s: exclusive locks; one holder at a time, as Terraform locks by default\n", name)
 	case kilolock.LockOptimistic:
 		fmt.Fprintf(c.Out, "state %s: optimistic locks; many holders at once, each write merged at commit or refused with 409 (see `kl conflicts %s`)\n", name, name)
+	}
+	switch {
+	case s.SharedPlanLocks == nil:
+	case *s.SharedPlanLocks:
+		fmt.Fprintf(c.Out, "state %s: plans take shared read locks; a plan runs beside an apply and other plans, never waits\n", name)
+	default:
+		fmt.Fprintf(c.Out, "state %s: plans lock like applies; a plan waits for an apply (classic Terraform)\n", name)
 	}
 	var err error
 	switch {

@@ -100,34 +100,14 @@ func raceDoc(t testing.TB, serial uint64, values map[string]string) []byte {
 // status and history on the same optimistic state) on every backend.
 func TestConflictsGolden(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		golden string
-		cmd    func(*klcli.CLI) error
-	}{
+	cases := []goldenCase{
 		{"conflicts_race", func(c *klcli.CLI) error { return c.Conflicts(ctx, "race", 0) }},
 		{"conflicts_race_limit", func(c *klcli.CLI) error { return c.Conflicts(ctx, "race", 1) }},
 		{"conflicts_none", func(c *klcli.CLI) error { return c.Conflicts(ctx, "prod", 0) }},
 		{"status_race", func(c *klcli.CLI) error { return c.Status(ctx, "race") }},
 		{"history_race", func(c *klcli.CLI) error { return c.History(ctx, "race", kilolock.HistoryOptions{}) }},
 	}
-	first := true
-	forEachBackend(t, func(t *testing.T, h *harness) {
-		defer func(u bool) { *update = u }(*update)
-		if !first {
-			*update = false
-		}
-		first = false
-		seedRace(t, h.engine)
-		for _, tc := range cases {
-			t.Run(tc.golden, func(t *testing.T) {
-				out, err := h.run(t, false, tc.cmd)
-				if err != nil {
-					t.Fatal(err)
-				}
-				golden(t, tc.golden, out)
-			})
-		}
-	})
+	eachGolden(t, func(t *testing.T, h *harness) { seedRace(t, h.engine) }, cases)
 }
 
 func TestConflictsJSON(t *testing.T) {

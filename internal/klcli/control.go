@@ -666,8 +666,11 @@ func (c *Control) Whoami(ctx context.Context, secret string) error {
 		row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
 		for _, e := range r.Environments {
 			access := "read"
-			if e.Writable {
+			switch {
+			case e.Writable:
 				access = "read-write"
+			case e.OutputsOnly:
+				access = "outputs"
 			}
 			row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
 		}

@@ -463,6 +463,15 @@ func TestWhoami(t *testing.T) {
 		if r.Token.ID != auto.ID || len(r.Environments) != 1 || r.Environments[0].Writable || r.Expired {
 			t.Errorf("kl whoami --json (read token) = %+v", r)
 		}
+		// An outputs token is told the outputs-only address it may read.
+		var outputs klcli.IssuedToken
+		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--scope", "outputs", "--json"), &outputs)
+		out = s.kl("--token", outputs.Secret, "whoami")
+		for _, want := range []string{"(automation token, outputs)", "outputs ", "/v1/states/" + ws.ID + "/" + env.PublicID + "/{state_name}/outputs"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kl whoami (outputs token) lacks %q:\n%s", want, out)
+			}
+		}
 		if _, err := s.run("--token", "klt_nope", "whoami"); klcli.ExitCode(err) == klcli.ExitOK {
 			t.Error("kl whoami with an unknown token succeeded")
 		}

@@ -103,7 +103,7 @@ type TokenCmds struct {
 type TokenIssueCmd struct {
 	JSONFlag
 	Env       string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
-	Scope     string `help:"read or read-write." default:"read-write" enum:"read,read-write"`
+	Scope     string `help:"read-write, read, or outputs (reads only states' outputs, at their /outputs address, for terraform_remote_state)." default:"read-write" enum:"read,read-write,outputs"`
 	Name      string `help:"A name to recognize the token by."`
 	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
 }

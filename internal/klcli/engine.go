@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/progress"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -121,6 +122,11 @@ func (b *EngineBackend) ConfigureState(ctx context.Context, name string, s State
 	}
 	if s.AllowLineageChange != nil {
 		if err := b.engine.SetAllowLineageChange(ctx, name, *s.AllowLineageChange); err != nil {
+			return stateError(name, err)
+		}
+	}
+	if s.SharedPlanLocks != nil {
+		if err := b.engine.SetSharedPlanLocks(ctx, name, s.SharedPlanLocks); err != nil {
 			return stateError(name, err)
 		}
 	}
@@ -266,15 +272,35 @@ func (b *EngineBackend) StateMv(ctx context.Context, name, from, to string, dryR
 
 // Export implements StateOps.
 func (b *EngineBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
+	step := progress.From(ctx).Start("read and render "+name, 0, progress.Bytes)
+	defer step.Done()
 	data, err := b.engine.Export(ctx, name, ref)
+	step.Add(int64(len(data)))
 	return data, stateError(name, err)
 }
 
 // Import implements StateOps.
 func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
+	step := progress.From(ctx).Start("parse and store "+name, 0, progress.Bytes)
 	res, err := b.engine.Import(ctx, name, data, kilolock.ImportOptions{Actor: actorOr(b.Actor), Force: force})
+	step.Done()
 	if err != nil {
 		return nil, stateError(name, err)
 	}
 	return &ImportResult{Version: res.Version, Stats: res.Stats, Unchanged: res.Unchanged}, nil
+}
+
+// Cone implements GraphOps.
+func (b *EngineBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
+	v, err := b.engine.Cone(ctx, name, ref, addresses, dir, depth)
+	return sameAsServer(v, stateError(name, err))
+}
+
+// Slice implements GraphOps.
+func (b *EngineBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
+	d, err := b.engine.Slice(ctx, name, ref, addresses, cone)
+	if err != nil {
+		return nil, stateError(name, err)
+	}
+	return d.Bytes, nil
 }

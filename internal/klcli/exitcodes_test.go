@@ -62,3 +62,12 @@ func TestRunErrorFromServer(t *testing.T) {
 		t.Errorf("runError changed another error: %v", err)
 	}
 }
+
+// TestCLIErrorOfSuccess: a CLI command that succeeded is no error (an
+// orchestrated apply ended its successful run as failed, and kl
+// panicked, when it was).
+func TestCLIErrorOfSuccess(t *testing.T) {
+	if err := cliError("apply", nil); err != nil {
+		t.Fatalf("cliError(apply, nil) = %#v, want nil", err)
+	}
+}

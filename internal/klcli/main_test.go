@@ -100,7 +100,7 @@ func openEngine(t testing.TB, url string) *kilolock.Engine {
 // the Engine, as terraform's LOCK/POST/UNLOCK would:
 //
 //	prod     3 versions (alice, bob under locks; then a push), locked by carol
-//	staging  1 version in OpenTofu's compact layout, unlocked
+//	staging  1 version in OpenTofu's compact layout, a plan reading it
 //	empty    locked once and unlocked: a state with no version
 //	shared   optimistic lock mode, no version, two holders
 func seededEngine(t testing.TB, url string) *kilolock.Engine {
@@ -134,6 +134,10 @@ func seededEngine(t testing.TB, url string) *kilolock.Engine {
 	must(err)
 
 	apply("staging", "alice", "lock-5", "staging-1")
+	plan := lockInfo("gina", "lock-9")
+	plan.Operation = kilolock.OperationPlan
+	_, err = e.Lock(ctx, "staging", plan) // a plan's shared read lock
+	must(err)
 
 	_, err = e.Lock(ctx, "empty", lockInfo("dave", "lock-6"))
 	must(err)
@@ -179,4 +183,38 @@ func golden(t *testing.T, name, got string) {
 	if got != string(want) {
 		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
 	}
+}
+
+// goldenCase is one command whose human output is compared with
+// testdata/GOLDEN.golden.
+type goldenCase struct {
+	golden string
+	cmd    func(*klcli.CLI) error
+}
+
+// eachGolden runs every case on every backend (after seed, when not nil)
+// against one golden file each: the library and the server must agree.
+// -update writes the files from the first backend; the others are still
+// compared with them.
+func eachGolden(t *testing.T, seed func(t *testing.T, h *harness), cases []goldenCase) {
+	first := true
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		defer func(u bool) { *update = u }(*update)
+		if !first {
+			*update = false
+		}
+		first = false
+		if seed != nil {
+			seed(t, h)
+		}
+		for _, tc := range cases {
+			t.Run(tc.golden, func(t *testing.T) {
+				out, err := h.run(t, false, tc.cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, tc.golden, out)
+			})
+		}
+	})
 }

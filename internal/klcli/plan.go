@@ -397,8 +397,9 @@ func (e *CLIError) Error() string {
 
 func (e *CLIError) Unwrap() error { return e.Err }
 
+// cliError wraps a failure of the CLI command; nil (success) stays nil.
 func cliError(command string, err error) error {
-	if errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
 	return &CLIError{Command: command, Err: err}

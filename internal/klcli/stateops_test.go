@@ -37,10 +37,7 @@ func ref(t testing.TB, s string) kilolock.VersionRef {
 // and the rollback dry run (warning included) on every backend.
 func TestStateOpsGolden(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		golden string
-		cmd    func(*klcli.CLI) error
-	}{
+	cases := []goldenCase{
 		{"history_address", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.a") }},
 		{"history_address_resource", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.c") }},
 		{"diff_app", func(c *klcli.CLI) error { return c.Diff(ctx, "app", ref(t, "@1"), ref(t, "@3")) }},
@@ -53,24 +50,7 @@ func TestStateOpsGolden(t *testing.T) {
 		{"show_instance", func(c *klcli.CLI) error { return c.Show(ctx, "app", ref(t, "@3"), "terraform_data.a") }},
 		{"show_app", func(c *klcli.CLI) error { return c.Show(ctx, "app", kilolock.Latest, "") }},
 	}
-	first := true
-	forEachBackend(t, func(t *testing.T, h *harness) {
-		defer func(u bool) { *update = u }(*update)
-		if !first {
-			*update = false
-		}
-		first = false
-		seedApp(t, h)
-		for _, tc := range cases {
-			t.Run(tc.golden, func(t *testing.T) {
-				out, err := h.run(t, false, tc.cmd)
-				if err != nil {
-					t.Fatal(err)
-				}
-				golden(t, tc.golden, out)
-			})
-		}
-	})
+	eachGolden(t, func(t *testing.T, h *harness) { seedApp(t, h) }, cases)
 }
 
 func TestRollbackApply(t *testing.T) {

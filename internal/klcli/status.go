@@ -34,9 +34,19 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if s.AllowLineageChange {
 		row(w, "lineage change:", "allowed for the next write")
 	}
+	readers := 0
+	for _, l := range s.Locks {
+		if l.Shared {
+			readers++
+		}
+	}
 	switch {
 	case len(s.Locks) == 0:
 		row(w, "locked:", "no")
+	case readers == len(s.Locks):
+		row(w, "locked:", "no writer; "+plural(readers, "plan reads", "plans read")+" (shared read locks)")
+	case readers > 0:
+		row(w, "locked:", "yes, "+plural(len(s.Locks)-readers, "writer", "writers")+"; "+plural(readers, "plan reads", "plans read")+" beside")
 	default:
 		row(w, "locked:", "yes, "+plural(len(s.Locks), "holder", "holders"))
 	}
@@ -53,9 +63,16 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if len(s.Locks) > 0 {
 		fmt.Fprintln(c.Out)
 		w = c.table()
-		row(w, "WHO", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
+		row(w, "WHO", "KIND", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
 		for _, l := range s.Locks {
-			row(w, orDash(l.Info.Who), orDash(l.Info.Operation), orDash(l.Info.ID),
+			kind := "write"
+			switch {
+			case l.Shared:
+				kind = "read"
+			case l.Run != "":
+				kind = "run " + l.Run
+			}
+			row(w, orDash(l.Info.Who), kind, orDash(l.Info.Operation), orDash(l.Info.ID),
 				formatAge(now.Sub(l.Acquired)), strconv.FormatUint(l.BaseSerial, 10))
 		}
 		if err := w.Flush(); err != nil {

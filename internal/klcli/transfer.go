@@ -1,16 +1,19 @@
 package klcli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // Export writes version ref of a state to Out as a state file that `tofu
 // state push` accepts.
 func (c *CLI) Export(ctx context.Context, name string, ref kilolock.VersionRef) error {
-	data, err := c.Backend.Export(ctx, name, ref)
+	data, err := c.Backend.Export(c.withProgress(ctx), name, ref)
 	if err != nil {
 		return err
 	}
@@ -21,7 +24,7 @@ func (c *CLI) Export(ctx context.Context, name string, ref kilolock.VersionRef) 
 // Import writes data, a state file read from source, into a state as a new
 // version (source import), under the lineage guard unless force.
 func (c *CLI) Import(ctx context.Context, name, source string, data []byte, force bool) error {
-	res, err := c.Backend.Import(ctx, name, data, force)
+	res, err := c.Backend.Import(c.withProgress(ctx), name, data, force)
 	if err != nil {
 		return err
 	}
@@ -38,15 +41,22 @@ func (c *CLI) Import(ctx context.Context, name, source string, data []byte, forc
 }
 
 // byteCount shows a size in bytes for people.
-func byteCount(n int) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
+func byteCount(n int) string { return progress.Size(int64(n)) }
+
+// readFile reads a state file, showing its progress on rep.
+func readFile(path string, rep progress.Reporter) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
-	div, exp := int64(unit), 0
-	for m := int64(n) / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	step := rep.Start("read "+path, fi.Size(), progress.Bytes)
+	defer step.Done()
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	_, err = buf.ReadFrom(step.Reader(f))
+	return buf.Bytes(), err
 }

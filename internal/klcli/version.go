@@ -26,10 +26,10 @@ func (c *CLI) Version(ctx context.Context, client VersionInfo) error {
 		return c.writeJSON(out)
 	}
 	w := c.table()
-	row(w, "", "VERSION", "COMMIT", "GO")
-	row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.GoVersion))
+	row(w, "", "VERSION", "COMMIT", "DATE", "GO")
+	row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.Date), orDash(client.GoVersion))
 	if out.Server != nil {
-		row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.GoVersion))
+		row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.Date), orDash(out.Server.GoVersion))
 	}
 	return w.Flush()
 }

@@ -1,14 +1,19 @@
 // Package kldconfig holds kld's flags that bound what one request may make
-// the store do, with what they set, so that cmd/kld stays small:
+// the store do, and those of how it serves (authentication, TLS), with
+// what they set, so that cmd/kld stays small:
 //
 //	type cli struct {
-//		Limits kldconfig.Limits `embed:""`
+//		Limits  kldconfig.Limits  `embed:""`
+//		Serving kldconfig.Serving `embed:""`
 //	}
 //	st, err := store.Open(ctx, url, c.Limits.StoreOptions()...)
 //	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger}))
 package kldconfig
 
 import (
+	"crypto/tls"
+	"errors"
+	"fmt"
 	"net/url"
 	"time"
 
@@ -19,17 +24,19 @@ import (
 
 // Limits are the flags of users' SQL and of optimistic holders.
 type Limits struct {
-	QueryTimeout   time.Duration        `default:"30s" env:"KL_QUERY_TIMEOUT" help:"How long one query of users' SQL (kl query, POST /v1/api/query) may run, on either store."`
-	QueryMaxRows   int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
-	QueryMaxBytes  httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
-	QueryDatabase  string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
-	MaxLockHolders int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one optimistic state admits at once; 0 for no cap."`
+	QueryTimeout    time.Duration        `default:"30s" env:"KL_QUERY_TIMEOUT" help:"How long one query of users' SQL (kl query, POST /v1/api/query) may run, on either store."`
+	QueryMaxRows    int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
+	QueryMaxBytes   httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
+	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
+	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
+	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
 }
 
 // Engine returns o with the limits set.
 func (l *Limits) Engine(o kilolock.Options) kilolock.Options {
 	o.QueryLimits = kilolock.QueryLimits{Timeout: l.QueryTimeout, MaxRows: l.QueryMaxRows, MaxBytes: int(l.QueryMaxBytes)}
 	o.MaxLockHolders = l.MaxLockHolders
+	o.ClassicPlanLocks = !l.SharedPlanLocks
 	if l.MaxLockHolders <= 0 {
 		o.MaxLockHolders = -1 // no cap
 	}
@@ -42,6 +49,38 @@ func (l *Limits) StoreOptions() []store.Option {
 		return nil
 	}
 	return []store.Option{store.WithQueryURL(l.QueryDatabase)}
+}
+
+// Serving are the flags of how kld serves: authentication and TLS.
+type Serving struct {
+	Auth          string `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
+	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
+	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
+	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+}
+
+// AuthMode is the handler's authentication mode --auth asks for.
+func (s *Serving) AuthMode() httpbackend.AuthMode {
+	if s.Auth == "token" {
+		return httpbackend.AuthToken
+	}
+	return httpbackend.AuthNone
+}
+
+// TLSConfig loads --tls-cert and --tls-key: nil when neither is given, an
+// error when only one is or they cannot be read.
+func (s *Serving) TLSConfig() (*tls.Config, error) {
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if s.TLSCert == "" {
+		return nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert and --tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Redact hides a password in a database URL, for the log.

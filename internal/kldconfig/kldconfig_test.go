@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -69,16 +71,47 @@ func TestQueryURLNeedsPostgres(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"postgres://kl:secret@db/kilolock": "postgres://kl:xxxxx@db/kilolock",
-		"postgres://kl@db/kilolock":        "postgres://kl@db/kilolock",
-		"./kilolock.db":                    "./kilolock.db",
-		"sqlite:///var/lib/kl/kilolock.db": "sqlite:///var/lib/kl/kilolock.db",
-		"postgres://kl:s%40cret@db/kl?x=1": "postgres://kl:xxxxx@db/kl?x=1",
-	} {
-		if got := Redact(in); got != want {
-			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+func TestServing(t *testing.T) {
+	t.Run("auth", func(t *testing.T) {
+		for auth, want := range map[string]httpbackend.AuthMode{"none": httpbackend.AuthNone, "token": httpbackend.AuthToken} {
+			if got := (&Serving{Auth: auth}).AuthMode(); got != want {
+				t.Errorf("--auth=%s: %q, want %q", auth, got, want)
+			}
 		}
-	}
+	})
+	t.Run("tls", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "missing.pem")
+		tests := []struct {
+			name      string
+			s         Serving
+			wantErr   string
+			wantNoTLS bool
+		}{
+			{"neither", Serving{}, "", true},
+			{"cert only", Serving{TLSCert: missing}, "go together", false},
+			{"key only", Serving{TLSKey: missing}, "go together", false},
+			{"unreadable", Serving{TLSCert: missing, TLSKey: missing}, "--tls-cert and --tls-key:", false},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				cfg, err := tt.s.TLSConfig()
+				if tt.wantErr == "" && (err != nil || (cfg == nil) != tt.wantNoTLS) || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+					t.Errorf("TLSConfig() = %v, %v; want error %q", cfg, err, tt.wantErr)
+				}
+			})
+		}
+	})
+	t.Run("redact", func(t *testing.T) {
+		for in, want := range map[string]string{
+			"postgres://kl:secret@db/kilolock": "postgres://kl:xxxxx@db/kilolock",
+			"postgres://db/kilolock":           "postgres://db/kilolock",
+			"./kilolock.db":                    "./kilolock.db",
+			"sqlite:///var/lib/kl/kilolock.db": "sqlite:///var/lib/kl/kilolock.db",
+			"postgres://kl:s%40cret@db/kl?x=1": "postgres://kl:xxxxx@db/kl?x=1",
+		} {
+			if got := Redact(in); got != want {
+				t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+			}
+		}
+	})
 }

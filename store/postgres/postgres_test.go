@@ -73,7 +73,7 @@ func TestLockExclusiveOneWinner(t *testing.T) {
 				if len(st.Locks) != 1 || st.Locks[0].Info.ID != winners[0] {
 					t.Fatalf("round %d: locks %+v, want only %s", round, st.Locks, winners[0])
 				}
-				released, err := stores[len(stores)-1].Unlock(ctx, "race", winners[0], false)
+				released, err := stores[len(stores)-1].Unlock(ctx, "race", winners[0], kilolock.UnlockOptions{})
 				if err != nil || len(released) != 1 || released[0].Info != lockInfo(winners[0]) {
 					t.Fatalf("unlock: %v %+v", err, released)
 				}
@@ -112,7 +112,7 @@ func TestLockOptimistic(t *testing.T) {
 	if _, err := s.Lock(ctx, "opt", lockInfo("o3"), kilolock.LockOptions{}); !errors.Is(err, kilolock.ErrLocked) {
 		t.Errorf("taking a held lock id again: %v, want ErrLocked", err)
 	}
-	released, err := s.Unlock(ctx, "opt", "", true)
+	released, err := s.Unlock(ctx, "opt", "", kilolock.UnlockOptions{Force: true})
 	if err != nil || len(released) != 16 {
 		t.Fatalf("force unlock all: %d released, %v", len(released), err)
 	}
@@ -127,7 +127,7 @@ func TestLockErrors(t *testing.T) {
 	if _, err := s.Lock(ctx, "a", lockInfo("x"), kilolock.LockOptions{Mode: "bogus"}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Errorf("bogus mode: %v, want ErrInvalid", err)
 	}
-	if _, err := s.Unlock(ctx, "missing", "x", false); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := s.Unlock(ctx, "missing", "x", kilolock.UnlockOptions{}); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("unlock of a missing state: %v, want ErrNotFound", err)
 	}
 	if _, err := s.State(ctx, "missing"); !errors.Is(err, kilolock.ErrNotFound) {
@@ -142,18 +142,18 @@ func TestLockErrors(t *testing.T) {
 	if _, err := s.Lock(ctx, "a", lockInfo("x"), kilolock.LockOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Unlock(ctx, "a", "y", false)
+	_, err := s.Unlock(ctx, "a", "y", kilolock.UnlockOptions{})
 	var me *kilolock.LockMismatchError
 	if !errors.As(err, &me) || me.Holder.ID != "x" || me.Given != "y" {
 		t.Errorf("unlock with another id: %v, want a *LockMismatchError naming x", err)
 	}
-	if _, err := s.Unlock(ctx, "a", "", false); !errors.Is(err, kilolock.ErrLockMismatch) {
+	if _, err := s.Unlock(ctx, "a", "", kilolock.UnlockOptions{}); !errors.Is(err, kilolock.ErrLockMismatch) {
 		t.Errorf("unlock with no id, no force: %v, want ErrLockMismatch", err)
 	}
-	if _, err := s.Unlock(ctx, "a", "x", true); err != nil {
+	if _, err := s.Unlock(ctx, "a", "x", kilolock.UnlockOptions{Force: true}); err != nil {
 		t.Errorf("force unlock by id: %v", err)
 	}
-	if _, err := s.Unlock(ctx, "a", "x", false); !errors.Is(err, kilolock.ErrLockMismatch) {
+	if _, err := s.Unlock(ctx, "a", "x", kilolock.UnlockOptions{}); !errors.Is(err, kilolock.ErrLockMismatch) {
 		t.Errorf("unlock of a released lock: %v, want ErrLockMismatch", err)
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/store/storetest"
 )
 
 // bigState is n instances with about attrBytes of attributes each.
@@ -95,54 +95,18 @@ func TestWriteStatsMatchPostgres(t *testing.T) {
 	}
 }
 
-// BenchmarkCommit2of10000 writes a state of 10,000 instances of about 1 KB
-// of attributes, then measures commits that change 2 of them.
-func BenchmarkCommit2of10000(b *testing.B) {
-	s := openStore(b)
-	ctx := context.Background()
-	base := bigState(b, 10000, 1000)
+// BenchmarkCommit2of10000 is storetest.BenchCommit2of10000.
+func BenchmarkCommit2of10000(b *testing.B) { storetest.BenchCommit2of10000(b, openStore(b)) }
 
-	start := time.Now()
-	v, first, err := s.Commit(ctx, "bench", commit(0, base...))
-	if err != nil {
-		b.Fatal(err)
-	}
-	firstTime := time.Since(start)
-
-	var rows, bytes int
-	round := 0
-	b.ResetTimer()
-	for b.Loop() {
-		c := twoChanged(b, base, v.Number, round)
-		round++
-		var ws kilolock.WriteStats
-		v, ws, err = s.Commit(ctx, "bench", c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rows += ws.Rows
-		bytes += ws.Bytes
-	}
-	b.ReportMetric(float64(rows)/float64(b.N), "rows/op")
-	b.ReportMetric(float64(bytes)/float64(b.N), "bytes/op")
-	b.ReportMetric(float64(first.Rows), "first-rows")
-	b.ReportMetric(float64(first.Bytes), "first-B")
-	b.ReportMetric(float64(firstTime.Milliseconds()), "first-ms")
-}
-
-// BenchmarkChangesSince measures ChangesSince(current-4) on a state of
-// 10,000 instances of about 1 KB after 100 and after 1,000 versions of 2
-// changes each: what an optimistic commit asks about the writers it raced.
-// Its cost must not grow with the history.
-//
-// The store's work is done by the server, so beside wall time it reports
-// the shared buffers the server touched per operation (pg_stat_database),
-// which neither a busy machine nor caching changes: one connection, so that
-// forcing its statistics out covers every read.
+// BenchmarkChangesSince is storetest.BenchChangesSince. The store's work
+// is done by the server, so beside wall time it reports the shared buffers
+// the server touched per operation (pg_stat_database), which neither a busy
+// machine nor caching changes: one connection, so that forcing its
+// statistics out covers every read.
 func BenchmarkChangesSince(b *testing.B) {
 	s := openURL(b, withParam(testpg.URL(b), "pool_max_conns", "1"))
 	ctx := context.Background()
-	blocks := func() int64 {
+	storetest.BenchChangesSince(b, s, "blocks/op", func() float64 {
 		b.Helper()
 		if _, err := s.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 			b.Fatal(err)
@@ -152,39 +116,8 @@ func BenchmarkChangesSince(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return n
-	}
-	base := bigState(b, 10000, 1000)
-	v, _, err := s.Commit(ctx, "bench", commit(0, base...))
-	if err != nil {
-		b.Fatal(err)
-	}
-	round := 0
-	for _, history := range []int{100, 1000} {
-		for ; round < history; round++ {
-			c := twoChanged(b, base, v.Number, round)
-			c.Version.Actor = fmt.Sprint("writer-", round%4)
-			if v, _, err = s.Commit(ctx, "bench", c); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.Run(fmt.Sprintf("versions=%d", history), func(b *testing.B) {
-			before := blocks()
-			var records int
-			for b.Loop() {
-				changes, err := s.ChangesSince(ctx, "bench", v.Number-4)
-				if err != nil {
-					b.Fatal(err)
-				}
-				records = len(changes)
-			}
-			if records != 8 {
-				b.Fatalf("%d records, want 8", records)
-			}
-			b.ReportMetric(float64(records), "records/op")
-			b.ReportMetric(float64(blocks()-before)/float64(b.N), "blocks/op")
-		})
-	}
+		return float64(n)
+	})
 }
 
 // withParam adds a parameter to a URL or keyword/value connection string.

@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 // PostgreSQL's text holds neither a NUL nor bytes that are not UTF-8, which
@@ -90,50 +93,31 @@ func unescapeBytes(s []byte) []byte {
 
 // escapeArgs escapes the strings among args (string, *string, []string
 // and []any), leaving args itself as it is.
-func escapeArgs(args []any) []any {
-	out, copied := args, false
-	for i, a := range args {
-		var e any
-		switch v := a.(type) {
-		case string:
-			if !needsEscape(v) {
-				continue
-			}
-			e = escapeText(v)
-		case *string:
-			if v == nil || !needsEscape(*v) {
-				continue
-			}
-			e = escapeText(*v)
-		case []any:
-			if len(v) == 0 {
-				continue
-			}
+func escapeArgs(args []any) []any { return sqlstore.MapArgs(args, escapeArg) }
+
+func escapeArg(a any) (any, bool) {
+	switch v := a.(type) {
+	case string:
+		if needsEscape(v) {
+			return escapeText(v), true
+		}
+	case *string:
+		if v != nil && needsEscape(*v) {
+			return escapeText(*v), true
+		}
+	case []any:
+		if len(v) > 0 {
 			w := escapeArgs(v)
-			if &w[0] == &v[0] {
-				continue
-			}
-			e = w
-		case []string:
-			j := 0
-			for j < len(v) && !needsEscape(v[j]) {
-				j++
-			}
-			if j == len(v) {
-				continue
-			}
+			return w, &w[0] != &v[0]
+		}
+	case []string:
+		if slices.ContainsFunc(v, needsEscape) {
 			w := make([]string, len(v))
 			for k, s := range v {
 				w[k] = escapeText(s)
 			}
-			e = w
-		default:
-			continue
+			return w, true
 		}
-		if !copied {
-			out, copied = append([]any(nil), args...), true
-		}
-		out[i] = e
 	}
-	return out
+	return nil, false
 }

@@ -170,31 +170,21 @@ func (t *tx) Send(ctx context.Context, b *sqlstore.Batch) error {
 // values are args as SQLite keeps them: timestamps as text, lists as JSON
 // arrays (byte strings in hex).
 func values(args []any) []any {
-	out, copied := args, false
-	for i, a := range args {
-		var v any
+	return sqlstore.MapArgs(args, func(a any) (any, bool) {
 		switch a := a.(type) {
 		case time.Time:
-			v = a.UTC().Format(timeFormat)
-		case []string:
-			v = jsonText(a)
-		case []any:
-			v = jsonText(a)
+			return a.UTC().Format(timeFormat), true
+		case []string, []any:
+			return jsonText(a), true
 		case [][]byte:
 			hexes := make([]string, len(a))
 			for j, b := range a {
 				hexes[j] = hex.EncodeToString(b)
 			}
-			v = jsonText(hexes)
-		default:
-			continue
+			return jsonText(hexes), true
 		}
-		if !copied {
-			out, copied = append([]any(nil), args...), true
-		}
-		out[i] = v
-	}
-	return out
+		return nil, false
+	})
 }
 
 func jsonText(v any) string {
@@ -208,16 +198,21 @@ func (r rows) Close() { r.Rows.Close() }
 
 // Scan reads timestamps from their text; NULL is the zero time.
 func (r rows) Scan(dest ...any) error {
-	var texts []sql.NullString
-	var times []*time.Time
+	n := 0
+	for _, d := range dest {
+		if _, ok := d.(*time.Time); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return r.Rows.Scan(dest...)
+	}
+	texts := make([]sql.NullString, n)
+	times := make([]*time.Time, 0, n)
 	for i, d := range dest {
 		if p, ok := d.(*time.Time); ok {
-			if texts == nil {
-				texts = make([]sql.NullString, 0, len(dest)-i)
-			}
-			texts = append(texts, sql.NullString{})
+			dest[i] = &texts[len(times)]
 			times = append(times, p)
-			dest[i] = &texts[len(texts)-1]
 		}
 	}
 	if err := r.Rows.Scan(dest...); err != nil {

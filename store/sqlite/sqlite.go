@@ -48,6 +48,8 @@ type dialect struct {
 	// read serves the store's own reads, opened mode=ro, so SQLite itself
 	// refuses writes on it.
 	read *pool
+	// pool is read as a Tx, for single statements.
+	pool *tx
 }
 
 // storeDriver opens the store's own connections, with kl_now(): the
@@ -90,6 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The file exists and is in WAL mode now, as the read-only pools need.
 	ro := fileURI(path) + "?mode=ro&" + pragmas + "&_pragma=query_only(1)"
 	d.read = &pool{db: sql.OpenDB(connector{storeDriver, ro})}
+	d.pool = &tx{p: d.read}
 	d.read.db.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	d.read.db.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	s.query = sql.OpenDB(connector{queryDriver, ro})
@@ -179,7 +182,7 @@ func (d *dialect) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 }
 
 // Pool runs single statements on the read connections.
-func (d *dialect) Pool() sqlstore.Tx { return &tx{p: d.read} }
+func (d *dialect) Pool() sqlstore.Tx { return d.pool }
 
 // queryDriver opens the connections of users' queries. Beyond mode=ro and
 // query_only, an authorizer on each lets a statement do nothing but read:

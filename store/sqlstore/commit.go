@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 	"unsafe"
 
 	"github.com/kilolock/kilolock"
@@ -56,7 +57,7 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 	err = s.write(ctx, "commit", func(tx Tx) error {
 		stats = kilolock.WriteStats{}
 		var err error
-		v, err = apply(ctx, tx, name, c, p, &stats)
+		v, err = apply(ctx, tx, name, c, p, &stats, s.leaseNow())
 		return err
 	})
 	if err != nil {
@@ -66,13 +67,22 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 }
 
 // apply runs the commit c, prepared as p, in tx.
-func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats) (*kilolock.Version, error) {
+func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
 	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
-	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, cur.lookups(name, p))
+	more := cur.lookups(name, p)
+	// The runs in flight, and the run of the commit's lock whatever its
+	// status: what kilolock.CheckRunCommit decides on.
+	var runs []kilolock.ApplyRun
+	queueRunRows(more, &runs, inFlight+` OR a.id = (SELECT l.run_id FROM locks l WHERE l.state_id = `+sqlStateID+` AND l.lock_id = $3)`,
+		`ORDER BY a.created_at, a.id{C}`, name, now, c.LockID)
+	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, more)
 	if err != nil {
 		return nil, err
 	}
 	if err := kilolock.CheckCommit(&st.StateInfo, c); err != nil {
+		return nil, err
+	}
+	if err := checkRuns(ctx, tx, st, c, p, cur, runs, now); err != nil {
 		return nil, err
 	}
 	if st.created {
@@ -94,6 +104,64 @@ func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilol
 	return &v, nil
 }
 
+// checkRuns runs kilolock.CheckRunCommit when an apply run is in play:
+// the commit is under a run's lock, or runs of the state are in flight.
+// Only then does it read the reservations covering what the commit
+// changes (one more statement), so a state without runs pays nothing.
+func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *kilolock.PreparedCommit, cur *current, runs []kilolock.ApplyRun, now time.Time) error {
+	var lock *kilolock.Lock
+	for i := range st.Locks {
+		if c.LockID != "" && st.Locks[i].Info.ID == c.LockID {
+			lock = &st.Locks[i]
+		}
+	}
+	active := lock != nil && lock.Run != ""
+	for i := range runs {
+		active = active || runs[i].StatusAt(now) == kilolock.RunActive
+	}
+	if !active {
+		return nil
+	}
+	keys := cur.changed(p)
+	if len(keys) == 0 {
+		return nil
+	}
+	holds, err := coveringHolds(ctx, tx, st.Name, keys, now)
+	if err != nil {
+		return err
+	}
+	return kilolock.CheckRunCommit(&st.StateInfo, keys, lock, runs, holds, now)
+}
+
+// changed returns what p changes against cur, as reservations name it:
+// instance IDs and "output.NAME" of what it adds, changes or removes.
+func (cur *current) changed(p *kilolock.PreparedCommit) []string {
+	var keys []string
+	for i := range p.Upserts {
+		u := &p.Upserts[i]
+		if c, ok := cur.instances[u.ID]; !ok || string(c.hash) != string(u.Instance.Hash[:]) {
+			keys = append(keys, u.ID)
+		}
+	}
+	for _, id := range p.Removed {
+		if _, ok := cur.instances[id]; ok {
+			keys = append(keys, id)
+		}
+	}
+	for i := range p.OutputUpserts {
+		o := &p.OutputUpserts[i]
+		if c, ok := cur.outputs[o.Name]; !ok || string(c.hash) != string(o.Hash[:]) {
+			keys = append(keys, "output."+o.Name)
+		}
+	}
+	for _, n := range p.OutputsRemoved {
+		if _, ok := cur.outputs[n]; ok {
+			keys = append(keys, "output."+n)
+		}
+	}
+	return keys
+}
+
 // current is what the state holds of what a commit touches, read under
 // the state's row lock: the current intervals of its instance IDs and
 // outputs, and which of its payloads are stored already.
@@ -111,18 +179,20 @@ type interval struct {
 
 // The lookups of a commit probe an index once per key: a subquery in the
 // select list is a probe per row on both databases, whatever their
-// statistics say (right after a first big write they say nothing yet).
+// statistics say (right after a first big write they say nothing yet). A
+// state without a version has nothing to find: its first write skips them
+// (the condition is evaluated once, before the keys are read).
 const (
 	sqlCurrentInstances = `SELECT u.k,
 		(SELECT i.hash FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL),
 		(SELECT i.{rowid} FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL)
-		FROM {texts $2} AS u`
+		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 	sqlCurrentOutputs = `SELECT u.k,
 		(SELECT o.hash FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL),
 		(SELECT o.{rowid} FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL)
-		FROM {texts $2} AS u`
+		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 	sqlStoredPayloads = `SELECT u.k, (SELECT 1 FROM payloads p WHERE p.state_id = ` + sqlStateID + ` AND p.hash = u.k)
-		FROM {bytes $2} AS u`
+		FROM {bytes $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 )
 
 // lookups are the queries that fill cur, sent with the row lock.

@@ -30,17 +30,25 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 	}
 	var lock *kilolock.Lock
 	err = s.write(ctx, "lock", func(tx Tx) error {
-		st, err := lockState(ctx, tx, name, true, mode, nil)
+		now := s.leaseNow()
+		var runs []kilolock.ApplyRun
+		b := &Batch{}
+		queueRunRows(b, &runs, inFlight+` OR (s.name = $1 AND a.id = $3)`, `ORDER BY a.created_at, a.id{C}`, name, now, opts.Run)
+		st, err := lockState(ctx, tx, name, true, mode, b)
 		if err != nil {
 			return err
 		}
 		if err := kilolock.CheckLock(&st.StateInfo, info, opts); err != nil {
 			return err
 		}
-		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial}
-		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}) RETURNING acquired_at`,
-			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial)).Scan(&l.Acquired)
+		shared := kilolock.IsReadLock(&st.StateInfo, info, opts)
+		if err := kilolock.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
+			return err
+		}
+		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial, Shared: shared, Run: opts.Run}
+		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at, shared, run_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}, $8, $9) RETURNING acquired_at`,
+			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial), shared, opts.Run).Scan(&l.Acquired)
 		lock = &l
 		return err
 	})
@@ -50,35 +58,29 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 	return lock, nil
 }
 
-// Unlock releases the lock with the given id and returns it. With force,
-// an empty id releases every holder (none is not an error). A lock id that
-// is not held, or an empty id without force, gives a
-// *kilolock.LockMismatchError naming the first holder (zero when none); a
-// state that does not exist gives ErrNotFound.
-func (s *Store) Unlock(ctx context.Context, name, id string, force bool) ([]kilolock.Lock, error) {
+// Unlock releases what kilolock.SelectUnlock selects under the state's
+// row lock and returns it: the lock with the given id, or with Force and
+// an empty id every write lock (plans' read locks stay). A lock id that is
+// not held gives a *kilolock.LockMismatchError naming the writer (zero
+// when none); a read-only caller's release of a write lock, a
+// *kilolock.ReadOnlyLockError; a state that does not exist, ErrNotFound.
+func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
 	var released []kilolock.Lock
 	err := s.write(ctx, "unlock", func(tx Tx) error {
 		st, err := lockState(ctx, tx, name, false, "", nil)
 		if err != nil {
 			return err
 		}
-		if force && id == "" {
-			_, err := tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1`, st.id)
-			released = st.Locks
+		released, err = kilolock.SelectUnlock(&st.StateInfo, id, opts)
+		if err != nil || len(released) == 0 {
 			return err
 		}
-		for _, l := range st.Locks {
-			if l.Info.ID == id {
-				_, err := tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1 AND lock_id = $2`, st.id, id)
-				released = []kilolock.Lock{l}
-				return err
-			}
+		ids := make([]string, len(released))
+		for i, l := range released {
+			ids[i] = l.Info.ID
 		}
-		e := &kilolock.LockMismatchError{State: name, Given: id}
-		if len(st.Locks) > 0 {
-			e.Holder = st.Locks[0].Info
-		}
-		return e
+		_, err = tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1 AND lock_id IN (SELECT k FROM {texts $2} AS u)`, st.id, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err

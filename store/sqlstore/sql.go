@@ -25,3 +25,20 @@ func placeholders(from, n int) string {
 func InsertSQL(table string, columns []string) string {
 	return "INSERT INTO " + table + " (" + join(columns) + ") VALUES (" + placeholders(1, len(columns)) + ")"
 }
+
+// MapArgs returns args with each value f changes (ok) changed, copying
+// args only when f changes one: a dialect's conversion of arguments.
+func MapArgs(args []any, f func(any) (v any, ok bool)) []any {
+	out, copied := args, false
+	for i, a := range args {
+		v, ok := f(a)
+		if !ok {
+			continue
+		}
+		if !copied {
+			out, copied = append([]any(nil), args...), true
+		}
+		out[i] = v
+	}
+	return out
+}

@@ -22,6 +22,23 @@ type Store struct {
 	// stored string (PostgreSQL's of escaped text), so reads that promise
 	// byte order check it.
 	resort bool
+	// clock is what leases are compared with in locks and commits (nil:
+	// the real time); RunStore methods take the caller's time instead.
+	clock func() time.Time
+}
+
+// SetClock makes the store compare apply runs' leases, in locks and
+// commits, with now rather than the real time: for tests that move time,
+// and for an Engine whose Options.Now is not the real time. Set it before
+// the store is used.
+func (s *Store) SetClock(now func() time.Time) { s.clock = now }
+
+// leaseNow is the time leases are compared with.
+func (s *Store) leaseNow() time.Time {
+	if s.clock != nil {
+		return s.clock().UTC()
+	}
+	return now()
 }
 
 // New returns the Store of d. With resort, reads that promise byte order
@@ -35,8 +52,8 @@ func New(d Dialect, resort bool) *Store { return &Store{d: d, resort: resort} }
 // (see Spell); the Tx it gives turns them into its own.
 type Dialect interface {
 	// Write runs fn in a read-write transaction, committed when fn returns
-	// nil. A Write that takes a state's row lock (Tx.ForUpdate) holds it to
-	// the end. It runs fn again on a failure that asks for it (ErrRetry,
+	// nil; a state's row lock it takes ({forupdate}) is held to the end.
+	// It runs fn again on a failure that asks for it (ErrRetry,
 	// serialization failures), and returns fn's error untranslated.
 	Write(ctx context.Context, fn func(Tx) error) error
 	// Read runs fn in a read-only transaction: one snapshot for all its
@@ -45,8 +62,8 @@ type Dialect interface {
 	// Pool runs single statements outside a transaction.
 	Pool() Tx
 	// Translate turns a driver's error met during op into one a
-	// kilolock.Store may return (see Errors); the root package's errors
-	// and the context's pass through.
+	// kilolock.Store may return; the root package's errors, the store's
+	// own (Own) and the context's pass through.
 	Translate(op string, err error) error
 }
 
@@ -121,7 +138,8 @@ func (b *Batch) Insert(done func(int64) error, table string, columns []string, r
 
 // Spell turns the shared SQL into a dialect's: $n placeholders become
 // placeholder(n), and each {name} the spelling words[name] gives, with $n
-// in it bound the same way. The shared SQL uses:
+// in it bound the same way (a {…} without a word, such as a regular
+// expression's {5}, is left as it is). The shared SQL uses:
 //
 //	{now}        the current time, as the store keeps it, at each statement
 //	{C}          a COLLATE clause for byte order, after an ORDER BY term

@@ -17,7 +17,7 @@ type stateRow struct {
 }
 
 const stateColumns = `s.id, s.name, s.created_at, s.lineage, s.current_version, s.current_version_id, s.serial,
-	s.lock_mode, s.allow_lineage_change`
+	s.lock_mode, s.allow_lineage_change, s.shared_plan_locks`
 
 func scanState(row Row, extra ...any) (*stateRow, error) {
 	var (
@@ -25,7 +25,7 @@ func scanState(row Row, extra ...any) (*stateRow, error) {
 		serial int64
 		mode   string
 	)
-	dest := []any{&st.id, &st.Name, &st.Created, &st.Lineage, &st.Current, &st.CurrentID, &serial, &mode, &st.AllowLineageChange}
+	dest := []any{&st.id, &st.Name, &st.Created, &st.Lineage, &st.Current, &st.CurrentID, &serial, &mode, &st.AllowLineageChange, &st.SharedPlanLocks}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func scanState(row Row, extra ...any) (*stateRow, error) {
 	return &st, nil
 }
 
-const lockColumns = `l.info, l.base_version, l.base_serial, l.acquired_at`
+const lockColumns = `l.info, l.base_version, l.base_serial, l.acquired_at, l.shared, l.run_id`
 
 func scanLock(row Row, extra ...any) (kilolock.Lock, error) {
 	var (
@@ -43,7 +43,7 @@ func scanLock(row Row, extra ...any) (kilolock.Lock, error) {
 		info   string
 		serial int64
 	)
-	if err := row.Scan(append([]any{&info, &l.BaseVersion, &serial, &l.Acquired}, extra...)...); err != nil {
+	if err := row.Scan(append([]any{&info, &l.BaseVersion, &serial, &l.Acquired, &l.Shared, &l.Run}, extra...)...); err != nil {
 		return l, err
 	}
 	if err := json.Unmarshal([]byte(info), &l.Info); err != nil {
@@ -191,15 +191,34 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 	}
 	return s.write(ctx, "set lock mode", func(tx Tx) error {
 		st, err := lockState(ctx, tx, name, true, mode, nil)
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case len(st.Locks) > 0:
-			return kilolock.CheckLockMode(&st.StateInfo)
-		case st.created || st.LockMode == mode:
+		}
+		if err := kilolock.CheckLockMode(&st.StateInfo); err != nil {
+			return err
+		}
+		if st.created || st.LockMode == mode {
 			return nil
 		}
 		_, err = tx.Exec(ctx, `UPDATE states SET lock_mode = $2 WHERE id = $1`, st.id, string(mode))
+		return err
+	})
+}
+
+// SetSharedPlanLocks sets whether plans take shared read locks on a state
+// (nil: the server's default), creating a missing state. Locks held keep
+// what they are.
+func (s *Store) SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error {
+	return s.write(ctx, "set shared plan locks", func(tx Tx) error {
+		st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, nil)
+		if err != nil {
+			return err
+		}
+		var v any
+		if shared != nil {
+			v = *shared
+		}
+		_, err = tx.Exec(ctx, `UPDATE states SET shared_plan_locks = $2 WHERE id = $1`, st.id, v)
 		return err
 	})
 }

@@ -68,7 +68,7 @@ func testCommit(t *testing.T, open Opener) {
 		}},
 		{"write under a lock that was force-unlocked", func(t *testing.T, name string) *kilolock.Commit {
 			lock(t, s, name, "gone", kilolock.LockExclusive)
-			if _, err := s.Unlock(ctx, name, "", true); err != nil {
+			if _, err := s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			c := change(t, name)

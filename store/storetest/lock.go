@@ -82,7 +82,7 @@ func testLock(t *testing.T, open Opener) {
 				if e.Holder.ID != "a-"+string(mode) || e.Holder.Who != "a-"+string(mode)+"@host" {
 					t.Errorf("%s: holder = %+v", mode, e.Holder)
 				}
-				if _, err := s.Unlock(ctx, name, "", true); err != nil {
+				if _, err := s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -119,7 +119,7 @@ func testLock(t *testing.T, open Opener) {
 				t.Errorf("LockedError = %+v, want MaxHolders 3 naming the first holder", e)
 			}
 			before.unchanged(t, s, name)
-			if _, err := s.Unlock(ctx, name, "b", false); err != nil {
+			if _, err := s.Unlock(ctx, name, "b", kilolock.UnlockOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Lock(ctx, name, lockInfo("d", "d"), capped); err != nil {
@@ -146,7 +146,7 @@ func testLock(t *testing.T, open Opener) {
 		}},
 		{"unlock releases the lock", func(t *testing.T, name string) {
 			a := lock(t, s, name, "a", kilolock.LockExclusive)
-			got, err := s.Unlock(ctx, name, "a", false)
+			got, err := s.Unlock(ctx, name, "a", kilolock.UnlockOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func testLock(t *testing.T, open Opener) {
 		{"unlock with another id is a mismatch", func(t *testing.T, name string) {
 			lock(t, s, name, "a", kilolock.LockExclusive)
 			for _, id := range []string{"b", ""} {
-				_, err := s.Unlock(ctx, name, id, false)
+				_, err := s.Unlock(ctx, name, id, kilolock.UnlockOptions{})
 				errorIs(t, err, kilolock.ErrLockMismatch)
 				e := errorAs[*kilolock.LockMismatchError](t, err)
 				if diff := cmp.Diff(lockInfo("a", "a"), e.Holder); diff != "" {
@@ -177,7 +177,7 @@ func testLock(t *testing.T, open Opener) {
 		}},
 		{"unlock of a state nobody holds is a mismatch", func(t *testing.T, name string) {
 			commit(t, s, name, next(t, s, name))
-			_, err := s.Unlock(ctx, name, "a", false)
+			_, err := s.Unlock(ctx, name, "a", kilolock.UnlockOptions{})
 			e := errorAs[*kilolock.LockMismatchError](t, err)
 			if e.Holder != (kilolock.LockInfo{}) {
 				t.Errorf("holder = %+v, want none", e.Holder)
@@ -189,7 +189,7 @@ func testLock(t *testing.T, open Opener) {
 			}
 			a := lock(t, s, name, "a", kilolock.LockOptimistic)
 			b := lock(t, s, name, "b", kilolock.LockOptimistic)
-			got, err := s.Unlock(ctx, name, "", true)
+			got, err := s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -199,7 +199,7 @@ func testLock(t *testing.T, open Opener) {
 			if ids := lockIDs(t, name); len(ids) != 0 {
 				t.Errorf("holders after force unlock = %v", ids)
 			}
-			got, err = s.Unlock(ctx, name, "", true)
+			got, err = s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true})
 			if err != nil || len(got) != 0 {
 				t.Errorf("force unlock of an unheld state = %v, %v; want nothing, nil", got, err)
 			}
@@ -210,7 +210,7 @@ func testLock(t *testing.T, open Opener) {
 			}
 			a := lock(t, s, name, "a", kilolock.LockOptimistic)
 			lock(t, s, name, "b", kilolock.LockOptimistic)
-			got, err := s.Unlock(ctx, name, "a", true)
+			got, err := s.Unlock(ctx, name, "a", kilolock.UnlockOptions{Force: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,9 +224,9 @@ func testLock(t *testing.T, open Opener) {
 		{"missing state", func(t *testing.T, name string) {
 			_, err := s.State(ctx, name)
 			errorIs(t, err, kilolock.ErrNotFound)
-			_, err = s.Unlock(ctx, name, "a", false)
+			_, err = s.Unlock(ctx, name, "a", kilolock.UnlockOptions{})
 			errorIs(t, err, kilolock.ErrNotFound)
-			_, err = s.Unlock(ctx, name, "", true)
+			_, err = s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true})
 			errorIs(t, err, kilolock.ErrNotFound)
 			errorIs(t, s.SetAllowLineageChange(ctx, name, true), kilolock.ErrNotFound)
 			_, err = s.Snapshot(ctx, name, 1)
@@ -284,7 +284,7 @@ func testLock(t *testing.T, open Opener) {
 			refused(t, kilolock.LockOptimistic, "a")
 			refused(t, kilolock.LockExclusive, "a") // the mode it has: refused all the same
 			errorIs(t, s.SetLockMode(ctx, name, "bogus"), kilolock.ErrInvalid)
-			if _, err := s.Unlock(ctx, name, "a", false); err != nil {
+			if _, err := s.Unlock(ctx, name, "a", kilolock.UnlockOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.SetLockMode(ctx, name, kilolock.LockOptimistic); err != nil {
@@ -293,7 +293,7 @@ func testLock(t *testing.T, open Opener) {
 			lock(t, s, name, "b", kilolock.LockOptimistic)
 			lock(t, s, name, "c", kilolock.LockOptimistic)
 			refused(t, kilolock.LockExclusive, "b", "c")
-			if _, err := s.Unlock(ctx, name, "", true); err != nil {
+			if _, err := s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.SetLockMode(ctx, name, kilolock.LockExclusive); err != nil {

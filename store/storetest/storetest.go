@@ -43,6 +43,8 @@ func Run(t *testing.T, open Opener) {
 		{"Lookups", testLookups},
 		{"Tenant", testTenant},
 		{"Access", testAccess},
+		{"PlanLocks", testPlanLocks},
+		{"Runs", testRuns},
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
 	}

@@ -1,0 +1,92 @@
+package webui
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// historyPage is how many versions one page of the timeline shows.
+const historyPage = 50
+
+// event is one entry of a state's timeline: a version, or a rejected
+// commit.
+type event struct {
+	At        time.Time
+	Version   *kilolock.Version
+	Rejection *kilolock.Rejection
+	Tags      []string
+}
+
+// historyData is the timeline page.
+type historyData struct {
+	Name, Label string
+	Info        *kilolock.StateInfo
+	Events      []event
+	// Older is the ?before= of the next page; 0 when this is the last.
+	Older    int64
+	ShowTags bool
+}
+
+// history serves GET /ui/states/{name}: the state's versions newest first
+// (source, actor, lock, merges with the serial they read, rollbacks) with
+// its rejected commits among them.
+func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, error) {
+	name := r.PathValue("name")
+	if err := u.readable(r, v, name); err != nil {
+		return nil, err
+	}
+	var before int64
+	if s := r.URL.Query().Get("before"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return nil, badParam("before", strconv.Quote(s)+" is not a version number", "page with ?before=N, N a version number of at least 1")
+		}
+		before = n
+	}
+	ctx := r.Context()
+	st, err := u.engine.Store().State(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := u.engine.History(ctx, name, kilolock.HistoryOptions{Limit: historyPage, Before: before})
+	if err != nil {
+		return nil, err
+	}
+	d := historyData{Name: name, Label: v.label(name), Info: st}
+	var tags map[int64][]string
+	if f := u.o.Extras.Tags; f != nil {
+		if tags, err = f(ctx, name); err != nil {
+			return nil, err
+		}
+		d.ShowTags = true
+	}
+	for i := range vs {
+		d.Events = append(d.Events, event{At: vs[i].Created, Version: &vs[i], Tags: tags[vs[i].Number]})
+	}
+	if n := len(vs); n == historyPage && vs[n-1].Number > 1 {
+		d.Older = vs[n-1].Number
+	}
+	rejs, err := u.engine.Rejections(ctx, name, historyPage)
+	if err != nil {
+		return nil, err
+	}
+	// Rejections fall between the versions of this page: newer than the
+	// oldest shown (unless this is the last page) and older than the page's
+	// newest unless it is the first.
+	for i := range rejs {
+		at := rejs[i].Created
+		if d.Older != 0 && len(vs) > 0 && at.Before(vs[len(vs)-1].Created) {
+			continue
+		}
+		if before != 0 && len(vs) > 0 && at.After(vs[0].Created) {
+			continue
+		}
+		d.Events = append(d.Events, event{At: at, Rejection: &rejs[i]})
+	}
+	sort.SliceStable(d.Events, func(i, j int) bool { return d.Events[i].At.After(d.Events[j].At) })
+	return &view{Template: "history", Title: d.Label, Crumbs: []crumb{{Label: d.Label}}, Data: d}, nil
+}

@@ -1,0 +1,67 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// liveRefresh is how often the in-flight page reloads itself, in seconds.
+const liveRefresh = 3
+
+// holderRow is a lock held now.
+type holderRow struct {
+	Name, Label string
+	Mode        kilolock.LockMode
+	Lock        kilolock.Lock
+	Held        time.Duration
+}
+
+// runRow is an apply run in flight, with its reservations.
+type runRow struct {
+	Label string
+	Run   kilolock.ApplyRun
+	Lease time.Duration // left
+}
+
+// liveData is the in-flight page.
+type liveData struct {
+	Holders []holderRow
+	Runs    []runRow
+	// RunsUnsupported says the store keeps no apply runs (yet).
+	RunsUnsupported bool
+	At              time.Time
+}
+
+// live serves GET /ui/live: every lock held on a state the viewer sees
+// (applies, plans, optimistic holders) and every apply run in flight with
+// its reservations and lease. It reloads itself.
+func (u *UI) live(w http.ResponseWriter, r *http.Request, v *visit) (*view, error) {
+	sts, err := u.visibleStates(r, v)
+	if err != nil {
+		return nil, err
+	}
+	now := u.now()
+	d := liveData{At: now}
+	for _, st := range sts {
+		for _, l := range st.Locks {
+			d.Holders = append(d.Holders, holderRow{Name: st.Name, Label: v.label(st.Name), Mode: st.LockMode, Lock: l, Held: now.Sub(l.Acquired).Round(time.Second)})
+		}
+	}
+	runs, err := u.engine.Runs(r.Context(), kilolock.RunFilter{InFlight: true, Limit: maxListed})
+	var ie *kilolock.InvalidError
+	switch {
+	case errors.As(err, &ie) && ie.Code == "runs_unsupported":
+		d.RunsUnsupported = true
+	case err != nil:
+		return nil, err
+	}
+	for _, run := range runs {
+		if u.sees(v, run.State) {
+			d.Runs = append(d.Runs, runRow{Label: v.label(run.State), Run: run, Lease: run.Expires.Sub(now).Round(time.Second)})
+		}
+	}
+	return &view{Template: "live", Title: "In flight", Refresh: liveRefresh, Crumbs: []crumb{{Label: "in flight"}}, Data: d}, nil
+}
