@@ -113,6 +113,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	req := ApplyRequest{
 		Dir: c.Dir, Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
 		Actor: g.Actor, Orchestrated: c.Orchestrated, WaitTimeout: c.WaitTimeout, Lease: c.Lease,
+		Quiet: g.quiet(),
 	}
 	if !c.Orchestrated {
 		return Apply(ctx, req)
