@@ -104,7 +104,7 @@ parallel-tf-b: build
 # http://localhost:8080), from copies of examples/big-state in
 # .cache/orchestrated/. WAIT_SLEEP is the seconds each changed resource
 # takes.
-WAIT_SLEEP   ?= 20
+WAIT_SLEEP   ?= 30
 ORCHESTRATED  = bash examples/big-state/orchestrated.sh
 
 .PHONY: wait-demo wait-demo-blocker wait-demo-waiter parallel-demo-a parallel-demo-b
