@@ -95,6 +95,7 @@ type Handler struct {
 	operator       *kilolock.TokenHash // nil: no operator token
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
 	identified     *auditLimiter       // and of a credential's denials, per credential
+	rotation       rotation            // this process's key rotation (keys.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -200,6 +201,8 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
+	// Encryption at rest: keys and their rotation (keys.go).
+	h.keyRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

@@ -41,6 +41,7 @@ type App struct {
 	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
 	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`
 	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
+	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
 	State      struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
@@ -60,6 +61,7 @@ type Globals struct {
 	Database string        `help:"Open the database directly instead: a postgres:// URL or a SQLite file path." env:"KL_DATABASE_URL" placeholder:"URL"`
 	Token    string        `help:"Bearer token for the server." env:"KL_TOKEN"`
 	Timeout  time.Duration `help:"Timeout of each request to the server." default:"30s"`
+	KeyFile  string        `name:"encryption-key-file" help:"With --database: the keys of encryption at rest, as kld takes them (KL_ENCRYPTION_KEY may hold keys too)." env:"KL_ENCRYPTION_KEY_FILE" placeholder:"FILE"`
 	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity, and the audit actor (db:NAME) of tenancy changes made with --database (default kl)." env:"KL_ACTOR"`
 	LogLevel string        `name:"log-level" default:"info" env:"KL_LOG_LEVEL" enum:"debug,info,warn,error" help:"Least severe of kl's own messages shown on stderr: info shows the progress of imports, exports and orchestrated applies; warn or error only warnings and errors (the same variable sets kld's level)."`
 
@@ -86,7 +88,7 @@ func (g *Globals) quiet() bool { return g.LogLevel == "warn" || g.LogLevel == "e
 
 // with opens the backend g names, runs f on a CLI over it and closes it.
 func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlite"
 	"github.com/kilolock/kilolock/store/storetest"
 )
@@ -37,4 +38,22 @@ func BenchmarkCommit2of10000(b *testing.B) { storetest.BenchCommit2of10000(b, op
 // a busy machine.
 func BenchmarkChangesSince(b *testing.B) {
 	storetest.BenchChangesSince(b, open(b), "cpu-ns/op", func() float64 { return float64(processCPU().Nanoseconds()) })
+}
+
+// TestAtRest runs the encryption-at-rest suite on a database file; its
+// dump is the file and its WAL as they lie on disk.
+func TestAtRest(t *testing.T) {
+	storetest.RunAtRest(t, func(t testing.TB) storetest.AtRest {
+		path := filepath.Join(t.TempDir(), "kilolock.db")
+		return storetest.AtRest{
+			Open: func(t testing.TB, ring *keyring.Ring) (kilolock.Store, error) {
+				s, err := sqlite.Open(context.Background(), path, sqlite.WithKeyring(ring))
+				if err == nil {
+					t.Cleanup(func() { s.Close() })
+				}
+				return s, err
+			},
+			Dump: func(t testing.TB) []byte { return storetest.FileDump(t, path) },
+		}
+	})
 }
