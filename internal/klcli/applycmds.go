@@ -149,6 +149,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
+		adm.Quiet = g.quiet() // on stderr beside the apply: KL_LOG_LEVEL=warn hides what fits
 		req.Admission = adm
 	}
 	if !c.Orchestrated {
