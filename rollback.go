@@ -1,7 +1,6 @@
 package kilolock
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -98,7 +97,7 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 			return res, err
 		}
 	}
-	var target *Document
+	var target *Body
 	w := serverWrite{operation: "rollback", source: SourceRollback, actor: o.Actor, dryRun: dryRun}
 	if address != "" {
 		w.operation = "rollback resource"
@@ -188,7 +187,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 		Warning:    strings.Replace(RollbackWarning, "the target version", fmt.Sprintf("@%d", target.Version.Number), 1),
 		Opaque:     true,
 	}}
-	if dryRun || bytes.Equal(target.Bytes, cur.Bytes) {
+	if dryRun || cur.same(target.Bytes) {
 		return res, nil
 	}
 	body := target.Bytes
