@@ -47,10 +47,11 @@ bench:
 bench-memory:
 	$(GO) test ./internal/e2e -run '^$$' -bench KLDMemory -benchtime 3x -timeout 30m
 
-## fuzz: a short run of the state parser's and the canonicalizer's fuzz targets (FUZZTIME=30s each)
+## fuzz: a short run of the state parser's, the canonicalizer's and the tenant query lane's fuzz targets (FUZZTIME=30s each)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./graph
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./graph
+	$(GO) test -run '^$$' -fuzz '^FuzzTenantQuery$$' -fuzztime $(FUZZTIME) ./httpbackend
 
 clean:
 	rm -rf bin .cache/kltest

@@ -612,6 +612,9 @@ type Status struct {
 	Instances int         `json:"instances"`
 	Types     []TypeCount `json:"types"`
 	Encrypted bool        `json:"encrypted"`
+	// Drifted is how many instances the open drift records say differ
+	// from the real infrastructure; nil when no drift check ran.
+	Drifted *int `json:"drifted,omitempty"`
 	// Runs are the apply runs in flight (waiting or active), newest first,
 	// with their reservations; empty on a store that keeps no runs.
 	Runs []ApplyRun `json:"runs"`
@@ -633,6 +636,13 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	drift, err := e.DriftCounts(ctx, []string{name})
+	if err != nil {
+		return nil, err
+	}
+	if n, ok := drift[name]; ok {
+		s.Drifted = &n
+	}
 	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
 		return nil, err
 	}

@@ -17,28 +17,32 @@ const (
 	RefNumber                         // @N: the Nth version, @1 the first
 	RefRelative                       // @-K: K versions before the current one
 	RefSerial                         // serial:S: the newest version with Terraform serial S
+	RefTag                            // NAME: the version a tag names (see ValidTagName)
 )
 
-// VersionRef names a version of a state: "@N", "@latest", "@-K" or
-// "serial:S". The zero value is @latest.
+// VersionRef names a version of a state: "@N", "@latest", "@-K",
+// "serial:S" or a tag's name. The zero value is @latest.
 type VersionRef struct {
 	Kind VersionRefKind
 	// N is the version number (RefNumber), the distance back from the
 	// current version (RefRelative) or the serial (RefSerial).
 	N uint64
+	// Tag is the tag's name (RefTag).
+	Tag string
 }
 
 // Latest is the reference to a state's current version.
 var Latest = VersionRef{Kind: RefLatest}
 
-// ParseVersionRef parses "@N" (N >= 1), "@latest", "@-K" (K >= 1) or
-// "serial:S". Anything else is an *InvalidError.
+// ParseVersionRef parses "@N" (N >= 1), "@latest", "@-K" (K >= 1),
+// "serial:S" or a tag name (ValidTagName). Anything else is an
+// *InvalidError.
 func ParseVersionRef(s string) (VersionRef, error) {
 	bad := func(why string) (VersionRef, error) {
 		return VersionRef{}, &InvalidError{
 			Code:    "invalid_version_ref",
 			Message: fmt.Sprintf("%q is not a version reference: %s", s, why),
-			Hint:    "use @N for the Nth version (@1 is the first), @latest, @-1 for the one before the current, or serial:S",
+			Hint:    "use @N for the Nth version (@1 is the first), @latest, @-1 for the one before the current, serial:S, or a tag's name (kl tag list NAME)",
 		}
 	}
 	switch {
@@ -63,7 +67,13 @@ func ParseVersionRef(s string) (VersionRef, error) {
 		}
 		return VersionRef{Kind: RefNumber, N: n}, nil
 	}
-	return bad("it must start with @ or serial:")
+	if err := ValidTagName(s); err != nil {
+		if strings.EqualFold(s, "latest") {
+			return bad("the current version is @latest")
+		}
+		return bad("it must start with @ or serial:, or be a tag's name")
+	}
+	return VersionRef{Kind: RefTag, Tag: s}, nil
 }
 
 // String returns the reference as ParseVersionRef reads it.
@@ -75,6 +85,8 @@ func (r VersionRef) String() string {
 		return "@-" + strconv.FormatUint(r.N, 10)
 	case RefSerial:
 		return "serial:" + strconv.FormatUint(r.N, 10)
+	case RefTag:
+		return r.Tag
 	}
 	return "@latest"
 }
@@ -106,6 +118,9 @@ type VersionNotFoundError struct {
 }
 
 func (e *VersionNotFoundError) Error() string {
+	if e.Ref.Kind == RefTag {
+		return fmt.Sprintf("state %s has no tag %q (kl tag list %s shows its tags)", e.State, e.Ref.Tag, e.State)
+	}
 	if e.Latest == 0 {
 		return fmt.Sprintf("state %s has no version %s: it has no versions yet", e.State, e.Ref)
 	}
@@ -151,6 +166,16 @@ func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*V
 		if !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
+	case RefTag:
+		ts, err := e.tags()
+		if err != nil {
+			return nil, err
+		}
+		n, err := ts.TagVersion(ctx, st.Name, ref.Tag)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		number = n
 	}
 	if number > 0 {
 		if v, err := e.versionRecord(ctx, st.Name, number); !errors.Is(err, ErrNotFound) {

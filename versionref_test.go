@@ -27,6 +27,8 @@ func TestParseVersionRef(t *testing.T) {
 		{in: "serial:", bad: true},
 		{in: "serial:x", bad: true},
 		{in: "@latest1", bad: true},
+		{in: "latest", bad: true},
+		{in: "pre-migration", want: kilolock.VersionRef{Kind: kilolock.RefTag, Tag: "pre-migration"}},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := kilolock.ParseVersionRef(tc.in)

@@ -94,7 +94,12 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(q.SQL) == "" {
 		return &kilolock.InvalidError{Code: "empty_query", Message: `the query has no "sql"`, Hint: `send {"sql": "SELECT …"}`}
 	}
-	res, err := h.engine.Query(r.Context(), q.SQL)
+	var res *kilolock.QueryResult
+	if scope := info(r).scope; scope != nil {
+		res, err = h.engine.QueryScoped(r.Context(), *scope, q.SQL)
+	} else {
+		res, err = h.engine.Query(r.Context(), q.SQL)
+	}
 	if err != nil {
 		return err
 	}

@@ -255,7 +255,7 @@ func TestAuthCrossTenant(t *testing.T) { eachAuthEnv(t, testAuthCrossTenant) }
 
 // seedCrossTenant makes three tenants with environments prod and dev and
 // a state "main" in each, whose content holds marker(tenant, env).
-func seedCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
+func seedCrossTenant(t testing.TB, env *testEnv, ts kilolock.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
 	t.Helper()
 	var tenants []*tenantFixture
 	for i := range 3 {
@@ -356,7 +356,7 @@ func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 
 // leaks fails the test when body names a state, environment or workspace
 // the credential of tenant, reaching envs, may not see.
-func leaks(t *testing.T, body string, tenant int, envs map[int]bool, tenants []*tenantFixture, marker func(int, int) string) {
+func leaks(t testing.TB, body string, tenant int, envs map[int]bool, tenants []*tenantFixture, marker func(int, int) string) {
 	t.Helper()
 	for oti, of := range tenants {
 		if oti != tenant && strings.Contains(body, of.ws.ID) {

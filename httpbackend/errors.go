@@ -200,6 +200,9 @@ func classify(err error) answer {
 			status = http.StatusConflict
 		}
 		return answer{status: status, body: errorBody{Error: control.Code, Message: control.Message, Hint: control.Hint}}
+	case errors.As(err, &noVer) && noVer.Ref.Kind == kilolock.RefTag:
+		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(),
+			Hint: fmt.Sprintf("`kl tag list %s` lists its tags (kl tag set %s TAG @N makes one); versions are also @N, @latest, @-K and serial:S", noVer.State, noVer.State)}}
 	case errors.As(err, &noVer):
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(), Hint: fmt.Sprintf("pick a version in that range; `kl history %s` lists them", noVer.State)}}
 	case errors.Is(err, kilolock.ErrNotFound):

@@ -199,6 +199,13 @@ func (h *Handler) routes() {
 	// Dependency cones and sliced reads (slice.go).
 	h.api("GET /v1/api/states/{name}/graph", h.stateGraph)
 	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
+	// Tags and drift (tags.go).
+	h.api("GET /v1/api/states/{name}/tags", h.listTags)
+	h.api("PUT /v1/api/states/{name}/tags/{tag}", h.putTag)
+	h.api("DELETE /v1/api/states/{name}/tags/{tag}", h.deleteTag)
+	h.api("GET /v1/api/states/{name}/drift", h.listDrift)
+	h.api("POST /v1/api/states/{name}/drift", h.recordDrift)
+	h.api("POST /v1/api/states/{name}/refresh", h.acceptRefresh)
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
 	// Encryption at rest: keys and their rotation (keys.go).

@@ -131,6 +131,7 @@ func (h *Handler) registerServerGauges(reg prometheus.Registerer) {
 	gauge("kl_request_body_memory_bytes", "The budget of request body bytes held at once (kld --body-memory).", func() float64 { return float64(h.bodies.limit) })
 	gauge("kl_request_bodies_reading", "Request bodies being received now.", func() float64 { return float64(h.bodies.count.Load()) })
 	reg.MustRegister(&runCollector{engine: h.engine, log: h.log.Warn})
+	reg.MustRegister(&driftCollector{engine: h.engine, log: h.log.Warn})
 }
 
 // runScrapeLimit bounds the in-flight runs one scrape counts.

@@ -23,6 +23,9 @@ type reqInfo struct {
 	errCode  string
 	actor    string // the credential of an authenticated request
 	protocol bool   // a Terraform protocol route: 423 bodies are a LockInfo
+	// scope is what a tenant's query may see (nil: the operator's, or an
+	// open server's, query sees every state).
+	scope *kilolock.QueryScope
 	// readOnly is a caller that may only read (a read-scope token): its
 	// locks are plans' read locks, and it releases only those.
 	readOnly bool

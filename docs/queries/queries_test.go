@@ -65,6 +65,29 @@ func seed(t *testing.T, e *kilolock.Engine) []kilolock.Version {
 	return out
 }
 
+// seedDrift records two drift checks, of prod @1 and of staging @1, and
+// returns vs with a version-like record of each (its time in Created):
+// prod's aws_instance.web[1] drifted and was changed by @2, which closes
+// it; prod's aws_s3_bucket.logs is gone; staging's scratch bucket changed.
+func seedDrift(t *testing.T, e *kilolock.Engine, vs []kilolock.Version) []kilolock.Version {
+	t.Helper()
+	for _, c := range []struct {
+		state   string
+		v       kilolock.Version
+		drifted []kilolock.DriftedInstance
+	}{
+		{"prod", vs[0], []kilolock.DriftedInstance{{Address: "aws_instance.web[1]", Real: []byte(`{"id":"i-1"}`)}, {Address: "aws_s3_bucket.logs", Real: []byte(`null`)}}},
+		{"staging", vs[2], []kilolock.DriftedInstance{{Address: "aws_s3_bucket.scratch", Real: []byte(`{"bucket":"acme-staging-scratch","acl":"public-read"}`)}}},
+	} {
+		check, err := e.RecordDrift(context.Background(), c.state, &kilolock.DriftReport{Lineage: c.v.Lineage, Serial: c.v.Serial, Drifted: c.drifted}, kilolock.Caller{Actor: "ci"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, kilolock.Version{Created: check.Checked})
+	}
+	return vs
+}
+
 // answers are what each query of the library answers for the states of
 // seed, given the versions it wrote: its columns, then its rows.
 func answers(v []kilolock.Version) map[string][][]any {
@@ -108,6 +131,11 @@ func answers(v []kilolock.Version) map[string][][]any {
 			{"state", "address"},
 			{"prod", "data.aws_caller_identity.current"},
 			{"staging", "data.aws_region.current"},
+		},
+		"current_drift": {
+			{"state", "address", "kind", "version", "checked_by", "checked_at"},
+			{"prod", "aws_s3_bucket.logs", "deleted", 1, "ci", at(3)},
+			{"staging", "aws_s3_bucket.scratch", "changed", 1, "ci", at(4)},
 		},
 		"s3_buckets_without_encryption": {
 			{"state", "address", "bucket"},
@@ -173,7 +201,8 @@ func TestLibrary(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			want := answers(seed(t, kilolock.NewEngine(st, kilolock.Options{})))
+			e := kilolock.NewEngine(st, kilolock.Options{})
+			want := answers(seedDrift(t, e, seed(t, e)))
 			names := slices.Sorted(func(yield func(string) bool) {
 				for n := range lib {
 					if !yield(n) {

@@ -78,9 +78,16 @@ type credential struct{ ID, Secret string }
 func startChecklist(t *testing.T, databaseURL string) *checklist {
 	t.Helper()
 	srv := tofu.StartKLD(t, databaseURL, "--auth=token", "--operator-token="+operatorSecret)
+	return startChecklistOn(t, srv, "acme")
+}
+
+// startChecklistOn makes workspace name (owned by alice) with environment
+// prod and a read-write token for it on srv.
+func startChecklistOn(t *testing.T, srv *tofu.Server, name string) *checklist {
+	t.Helper()
 	c := &checklist{srv: srv, slug: "prod"}
 	var ws struct{ ID string }
-	operator(t, srv, "POST", "/v1/api/workspaces", `{"name":"acme","kind":"organization","owner":"alice"}`, http.StatusCreated, &ws)
+	operator(t, srv, "POST", "/v1/api/workspaces", `{"name":"`+name+`","kind":"organization","owner":"alice"}`, http.StatusCreated, &ws)
 	var env struct {
 		PublicID string `json:"public_id"`
 	}

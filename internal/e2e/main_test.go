@@ -251,10 +251,16 @@ func unlock(t *testing.T, srv *tofu.Server, name string, l lockInfo) (int, []byt
 // code.
 func kl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	return klEnv(t, cleanKLEnv(), 2*time.Minute, args...)
+}
+
+// klEnv is kl with the environment env, stopped after timeout.
+func klEnv(t *testing.T, env []string, timeout time.Duration, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tofu.BuildKL(t), args...)
-	cmd.Env = append(cleanKLEnv(), "NO_COLOR=1")
+	cmd.Env = append(env, "NO_COLOR=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

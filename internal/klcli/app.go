@@ -26,9 +26,11 @@ type App struct {
 	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
 	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
 	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Tag        TagCmds       `cmd:"" help:"Name versions of a state: kl tag set NAME TAG REF, kl tag list NAME, kl tag unset NAME TAG."`
+	Drift      DriftCmds     `cmd:"" help:"Check a state against the real infrastructure (the CLI's refresh-only plan) and list what drifted."`
 	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
 	States     StatesCmd     `cmd:"" help:"List the states."`
-	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store."`
+	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store; with an automation token or a PAT (--token), on the states it may read."`
 	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
 	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
 	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
@@ -160,7 +162,7 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
 type ShowCmd struct {
 	JSONFlag
 	Name    string `arg:"" help:"State name." predictor:"state"`
-	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S."`
+	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S, or a tag."`
 	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
 }
 
@@ -177,7 +179,7 @@ func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
 type DiffCmd struct {
 	JSONFlag
 	Name string `arg:"" help:"State name." predictor:"state"`
-	From string `arg:"" help:"The older version: @N, @-K, serial:S."`
+	From string `arg:"" help:"The older version: @N, @-K, serial:S, or a tag."`
 	To   string `arg:"" optional:"" help:"The newer version (default @latest)."`
 }
 
@@ -203,7 +205,7 @@ type RollbackCmds struct {
 // rollbackFlags are the flags every rollback takes.
 type rollbackFlags struct {
 	JSONFlag
-	To    string `required:"" help:"The version to roll back to: @N, @-K, serial:S." placeholder:"@N"`
+	To    string `required:"" help:"The version to roll back to: @N, @-K, serial:S, or a tag." placeholder:"@N"`
 	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run."`
 	Yes   bool   `help:"Confirm --apply."`
 }
@@ -281,7 +283,7 @@ func (c *QueryCmd) Run(ctx context.Context, g *Globals) error {
 // ExportCmd is kl export.
 type ExportCmd struct {
 	Name string `arg:"" help:"State name." predictor:"state"`
-	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S."`
+	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S, or a tag."`
 }
 
 // Run runs the command.

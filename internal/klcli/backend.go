@@ -39,6 +39,8 @@ type Backend interface {
 	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
 	StateOps
 	GraphOps
+	TagOps
+	DriftOps
 	// Close releases the backend's resources.
 	Close() error
 }

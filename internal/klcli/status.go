@@ -58,6 +58,13 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	case s.Version != nil:
 		row(w, "instances:", strconv.Itoa(s.Instances))
 	}
+	switch {
+	case s.Drifted == nil: // never checked
+	case *s.Drifted == 0:
+		row(w, "drift:", "none open")
+	default:
+		row(w, "drift:", plural(*s.Drifted, "instance differs", "instances differ")+" from the real infrastructure (kl drift list "+cell(s.Name)+")")
+	}
 	if q := s.Quota; q != nil {
 		for _, c := range q.Counts {
 			if c.From != kilolock.LimitFromNone {

@@ -79,6 +79,11 @@ func (w *Workdir) Setenv(key, value string) {
 	w.env = append(w.env, key+"="+value)
 }
 
+// Env returns the environment tofu runs with here (its CLI configuration,
+// no TF_* of the machine's), for another program that runs tofu in the
+// directory, such as kl drift check.
+func (w *Workdir) Env() []string { return append([]string(nil), w.env...) }
+
 // Run runs tofu with args in the directory and returns what it printed and
 // its exit code: -1 when it could not be started or was killed (the reason
 // is then in stderr). It never fails the test itself, so it may be called

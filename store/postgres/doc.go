@@ -35,6 +35,14 @@
 // of a superuser or of a role that may read tokens runs user SQL. See
 // Query and docs/queries.md.
 //
+// A tenant's SQL (QueryScoped: kl query with a token) runs as another
+// login role, kl_tenant_DB, on security_barrier views of the schema
+// kl_tenant that show only the states of its scope; see tenantquery.go
+// for what keeps it there. Its sessions share that role, so where the
+// store's role is not a superuser (which turns track_activities off for
+// it) a tenant can see another's statement text in pg_stat_activity while
+// it runs, and cancel it (pg_cancel_backend); never its rows.
+//
 // # Caveats
 //
 // PostgreSQL's text holds neither NUL nor bytes that are not UTF-8: the

@@ -37,7 +37,11 @@ type Store struct {
 	pool         *pgxpool.Pool
 	queryPool    *pgxpool.Pool // Query's own connections, reset after each use; nil when off
 	queryRefusal error         // why Query is off
-	queryTimeout time.Duration
+	// tenantPool serves tenants' statements as the tenant role (see
+	// QueryScoped); nil when off, for tenantRefusal.
+	tenantPool    *pgxpool.Pool
+	tenantRefusal error
+	queryTimeout  time.Duration
 }
 
 // Option configures Open.
@@ -93,6 +97,17 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
+	s.tenantRefusal = role.tenantRefusal
+	if o.queryURL != "" {
+		s.tenantRefusal = &kilolock.RefusedError{Code: "query_scope_unavailable",
+			Message: "tenants' queries are off: kld runs users' SQL on the URL --query-database-url names, and tenants' only as a role of its own making",
+			Hint:    "leave --query-database-url out and let the store's role make the query and tenant roles (CREATEROLE)", Err: kilolock.ErrReadOnly}
+	} else if role.tenant != nil {
+		if s.tenantPool, err = pgxpool.NewWithConfig(ctx, tenantPoolConfig(cfg, role.tenant, role.schema)); err != nil {
+			s.Close()
+			return nil, translate(err)
+		}
+	}
 	if err := s.UseKeyring(ctx, o.ring); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -132,8 +147,10 @@ func parseError(err error) error {
 // Close releases the store's connections.
 func (s *Store) Close() error {
 	s.pool.Close()
-	if s.queryPool != nil {
-		s.queryPool.Close()
+	for _, p := range []*pgxpool.Pool{s.queryPool, s.tenantPool} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	return nil
 }
@@ -158,6 +175,11 @@ const migrateLockKey int64 = 0x6b696c6f6c6f636b
 type roleSetUp struct {
 	login   *queryRole
 	refusal error
+	// tenant and tenantRefusal are the tenant role's; schema is the
+	// store's.
+	tenant        *queryRole
+	tenantRefusal error
+	schema        string
 }
 
 // migrate applies the migrations the database lacks, all in one
@@ -188,7 +210,11 @@ func (s *Store) migrate(ctx context.Context, withRole bool) (roleSetUp, error) {
 			if role.refusal != nil && !errors.As(role.refusal, &refused) {
 				return role.refusal
 			}
-			return nil
+			role.tenant, role.tenantRefusal = setUpTenantRole(ctx, tx)
+			if role.tenantRefusal != nil && !errors.As(role.tenantRefusal, &refused) {
+				return role.tenantRefusal
+			}
+			return tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&role.schema)
 		},
 	}, ms)
 }

@@ -52,11 +52,22 @@ func (s *Store) Query(ctx context.Context, limits kilolock.QueryLimits, query st
 	if s.queryPool == nil {
 		return nil, s.queryRefusal
 	}
+	return s.runUser(ctx, s.queryPool, limits, query, args, nil)
+}
+
+// scopeSetUp prepares a user's statement on the connection of backend pid
+// whose deadline is timeout away: it returns the nonce to set in its
+// transaction (kl.query_nonce) and what to do once it is over.
+type scopeSetUp func(ctx context.Context, pid uint32, timeout time.Duration) (nonce string, done func(), err error)
+
+// runUser runs a user's statement on a connection of pool, within limits,
+// after setUp when it is not nil.
+func (s *Store) runUser(ctx context.Context, pool *pgxpool.Pool, limits kilolock.QueryLimits, query string, args []any, setUp scopeSetUp) (*kilolock.QueryResult, error) {
 	if limits.Timeout <= 0 {
 		limits.Timeout = s.queryTimeout
 	}
 	l := limits.Resolved()
-	conn, err := s.queryPool.Acquire(ctx)
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, s.acquireError(err)
 	}
@@ -74,7 +85,17 @@ func (s *Store) Query(ctx context.Context, limits kilolock.QueryLimits, query st
 	// A message larger than the answer may be is refused on its header:
 	// a huge value is never read into memory.
 	conn.Conn().PgConn().Frontend().SetMaxBodyLen(l.MaxBytes + 1<<10)
-	res, truncated, err := runQuery(ctx, conn.Conn(), l, query, args)
+	nonce := ""
+	if setUp != nil {
+		var done func()
+		nonce, done, err = setUp(ctx, conn.Conn().PgConn().PID(), l.Timeout)
+		if err != nil {
+			keep = true
+			return nil, err
+		}
+		defer done()
+	}
+	res, truncated, err := runQuery(ctx, conn.Conn(), l, query, args, nonce)
 	if err != nil {
 		keep = !conn.Conn().IsClosed()
 		return nil, queryError(ctx, conn.Conn(), err, l)
@@ -85,7 +106,7 @@ func (s *Store) Query(ctx context.Context, limits kilolock.QueryLimits, query st
 	return res, nil
 }
 
-func runQuery(ctx context.Context, conn *pgx.Conn, l kilolock.QueryLimits, query string, args []any) (res *kilolock.QueryResult, truncated bool, err error) {
+func runQuery(ctx context.Context, conn *pgx.Conn, l kilolock.QueryLimits, query string, args []any, nonce string) (res *kilolock.QueryResult, truncated bool, err error) {
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, false, err
@@ -99,7 +120,9 @@ func runQuery(ctx context.Context, conn *pgx.Conn, l kilolock.QueryLimits, query
 	// before the user's statement runs: set_config('transaction_read_only',
 	// 'off') is refused after the first query.
 	timeout := strconv.FormatInt(max(l.Timeout.Milliseconds(), 1), 10)
-	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`, timeout); err != nil {
+	// The nonce of a tenant's scope (see QueryScoped) is the
+	// transaction's, set before its snapshot too.
+	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true), set_config('kl.query_nonce', $2, true)`, timeout, nonce); err != nil {
 		return nil, false, err
 	}
 	rows, err := tx.Query(ctx, query, args...)

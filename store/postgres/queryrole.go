@@ -45,22 +45,48 @@ var simpleName = regexp.MustCompile(`^[a-z0-9_]{1,54}$`)
 // queryRoleName names the query role of a database and schema:
 // kl_query_DB (with _SCHEMA beyond public), or a hash of them when they
 // are not plain lowercase names.
-func queryRoleName(db, schema string) string {
+func queryRoleName(db, schema string) string { return roleName("kl_query_", db, schema) }
+
+// roleName is prefix and DB (with _SCHEMA beyond public), or a hash of
+// them when they are not plain lowercase names.
+func roleName(prefix, db, schema string) string {
 	name := db
 	if schema != "public" {
 		name += "_" + schema
 	}
 	if simpleName.MatchString(name) {
-		return "kl_query_" + name
+		return prefix + name
 	}
 	h := sha256.Sum256([]byte(db + "\x00" + schema))
-	return "kl_query_" + hex.EncodeToString(h[:8])
+	return prefix + hex.EncodeToString(h[:8])
 }
 
 // setUpQueryRole finds or makes the query role and grants it what it may
 // read, in a savepoint of the migration's transaction. When that is not
 // possible it returns the refusal Query answers with; nothing else fails.
 func setUpQueryRole(ctx context.Context, tx sqlstore.Tx) (*queryRole, error) {
+	return setUpRole(ctx, tx, roleKind{nameKey: settingQueryRole, passwordKey: settingQueryPassword, prefix: "kl_query_",
+		grant: func(schema string) (string, []string) { return schema, kilolock.QueryRelations }})
+}
+
+// roleKind says which login setUpRole makes: where its name and password
+// are kept, the prefix of its name, and (for the store's schema) the
+// schema and relations it may read.
+type roleKind struct {
+	nameKey, passwordKey, prefix string
+	grant                        func(schema string) (readSchema string, relations []string)
+	// prepare runs in the savepoint before the grants: it makes what
+	// the role reads.
+	prepare func(ctx context.Context, tx sqlstore.Tx, schema string) error
+	// after runs in the savepoint once the role has its grants.
+	after func(ctx context.Context, tx sqlstore.Tx, role *queryRole, schema string) error
+}
+
+// setUpRole finds or makes the login of kind and grants it what it may
+// read, in a savepoint of the migration's transaction. When that is not
+// possible it returns the refusal its queries answer with; nothing else
+// fails.
+func setUpRole(ctx context.Context, tx sqlstore.Tx, kind roleKind) (*queryRole, error) {
 	var (
 		db, schema, user string
 		manage           bool
@@ -68,18 +94,28 @@ func setUpQueryRole(ctx context.Context, tx sqlstore.Tx) (*queryRole, error) {
 	)
 	err := tx.QueryRow(ctx, `SELECT current_database(), current_schema(), current_user, r.rolsuper OR r.rolcreaterole,
 			coalesce((SELECT value FROM kl_settings WHERE name = $1), ''), coalesce((SELECT value FROM kl_settings WHERE name = $2), '')
-		FROM pg_roles r WHERE r.rolname = current_user`, settingQueryRole, settingQueryPassword).
+		FROM pg_roles r WHERE r.rolname = current_user`, kind.nameKey, kind.passwordKey).
 		Scan(&db, &schema, &user, &manage, &role.name, &role.password)
 	if err != nil {
 		return nil, err
 	}
 	if role.name == "" {
-		role.name = queryRoleName(db, schema)
+		role.name = roleName(kind.prefix, db, schema)
 	}
 	if _, err := tx.Exec(ctx, `SAVEPOINT kl_query_role`); err != nil {
 		return nil, err
 	}
-	if err := grantQueryRole(ctx, tx, &role, manage, schema, user); err != nil {
+	readSchema, relations := kind.grant(schema)
+	if kind.prepare != nil {
+		err = kind.prepare(ctx, tx, schema)
+	}
+	if err == nil {
+		err = grantQueryRole(ctx, tx, &role, manage, readSchema, user, kind, relations)
+	}
+	if err == nil && kind.after != nil {
+		err = kind.after(ctx, tx, &role, schema)
+	}
+	if err != nil {
 		var refused *kilolock.RefusedError
 		if !errors.As(err, &refused) {
 			refused = roleUnavailable(role.name, user, "setting it up failed: "+err.Error())
@@ -96,7 +132,7 @@ func setUpQueryRole(ctx context.Context, tx sqlstore.Tx) (*queryRole, error) {
 // grantQueryRole makes role (when missing, or without a known password)
 // and grants it what it lacks of USAGE on the schema and SELECT on the
 // relations users may query.
-func grantQueryRole(ctx context.Context, tx sqlstore.Tx, role *queryRole, manage bool, schema, user string) error {
+func grantQueryRole(ctx context.Context, tx sqlstore.Tx, role *queryRole, manage bool, schema, user string, kind roleKind, relations []string) error {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role.name).Scan(&exists); err != nil {
 		return err
@@ -117,7 +153,7 @@ func grantQueryRole(ctx context.Context, tx sqlstore.Tx, role *queryRole, manage
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO kl_settings (name, value) VALUES ($1, $2), ($3, $4)
 			ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-			settingQueryRole, role.name, settingQueryPassword, role.password); err != nil {
+			kind.nameKey, role.name, kind.passwordKey, role.password); err != nil {
 			return err
 		}
 	}
@@ -130,7 +166,11 @@ func grantQueryRole(ctx context.Context, tx sqlstore.Tx, role *queryRole, manage
 		grants = append(grants, `GRANT USAGE ON SCHEMA `+pgx.Identifier{schema}.Sanitize()+` TO `+ident)
 	}
 	var missing []string
-	rows, err := tx.Query(ctx, `SELECT r FROM unnest($2::text[]) r WHERE NOT has_table_privilege($1, r, 'SELECT')`, role.name, kilolock.QueryRelations)
+	qualified := make([]string, len(relations))
+	for i, r := range relations {
+		qualified[i] = pgx.Identifier{schema, r}.Sanitize()
+	}
+	rows, err := tx.Query(ctx, `SELECT r FROM unnest($2::text[]) r WHERE NOT has_table_privilege($1, r, 'SELECT')`, role.name, qualified)
 	if err := sqlstore.EachRow(rows, err, func(r sqlstore.Rows) error {
 		var rel string
 		err := r.Scan(&rel)

@@ -41,4 +41,12 @@
 // an in-memory database is refused: the pools could not share it. Query
 // returns at most MaxQueryRows rows by default. Driver errors never leave the package:
 // they are translated to kilolock's sentinels (see translate).
+//
+// A tenant's statement (QueryScoped) reads only the scoped views, but it
+// can count the rows of a table (SELECT count(*) FROM tokens answers):
+// SQLite tells the authorizer of a table a statement names without a
+// column, and does so for the tables inside kld's own view definitions
+// too, so the notice cannot be refused. It gives away how many rows there
+// are, never their content; the PostgreSQL store's tenant role cannot
+// even do that.
 package sqlite

@@ -57,6 +57,12 @@ func (s *Store) runQuery(ctx context.Context, l kilolock.QueryLimits, query stri
 		return nil, err
 	}
 	defer conn.Close()
+	return runQueryOn(ctx, conn, l, query, args)
+}
+
+// runQueryOn runs a user's statement on conn, in a read-only transaction,
+// within l.
+func runQueryOn(ctx context.Context, conn *sql.Conn, l kilolock.QueryLimits, query string, args []any) (*kilolock.QueryResult, error) {
 	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, l.MaxBytes); err != nil {
 		return nil, err
 	}

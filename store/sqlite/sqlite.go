@@ -38,6 +38,9 @@ type Store struct {
 	// of its own so that session state a user's statement leaves on a
 	// connection (a PRAGMA, a temp table) never reaches the store's reads.
 	query *sql.DB
+	// tenant serves tenants' SQL (QueryScoped): the main database opened
+	// read-only, each connection with its scoped views in its temp schema.
+	tenant *sql.DB
 }
 
 // dialect is SQLite's sqlstore.Dialect.
@@ -114,6 +117,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.query = sql.OpenDB(connector{queryDriver, ro})
 	s.query.SetMaxOpenConns(4)
 	s.query.SetMaxIdleConns(2)
+	s.tenant = sql.OpenDB(connector{tenantDriver, fileURI(path) + "?mode=ro&" + pragmas})
+	s.tenant.SetMaxOpenConns(4)
+	s.tenant.SetMaxIdleConns(4)
 	if err := s.Ping(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
@@ -149,8 +155,10 @@ func (s *Store) Ping(ctx context.Context) error {
 // afterwards; a second Close does nothing.
 func (s *Store) Close() error {
 	var errs []error
-	if s.query != nil {
-		errs = append(errs, s.query.Close())
+	for _, db := range []*sql.DB{s.query, s.tenant} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	for _, p := range []*pool{s.d.read, s.d.write} {
 		if p != nil {
@@ -241,25 +249,27 @@ var readable = func() map[string]bool {
 }()
 
 func queryAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, _, view string) sqlite.AuthorizerReturnCode {
-	switch action {
-	case sqlite.AuthSelect, sqlite.AuthRecursive, sqlite.AuthTransaction:
+	// A table a statement reads no column of (count(*) through a
+	// view) comes without the view's name, and gives away no value.
+	if action == sqlite.AuthRead && (readable[view] || readable[arg1] || strings.HasPrefix(arg1, "pragma_") || arg2 == "") || allowedBesidesReads(action, arg1, arg2) {
 		return sqlite.AuthorizerOK
-	case sqlite.AuthRead:
-		// A table a statement reads no column of (count(*) through a
-		// view) comes without the view's name, and gives away no value.
-		if readable[view] || readable[arg1] || strings.HasPrefix(arg1, "pragma_") || arg2 == "" {
-			return sqlite.AuthorizerOK
-		}
-	case sqlite.AuthFunction:
-		if !strings.EqualFold(arg2, "load_extension") {
-			return sqlite.AuthorizerOK
-		}
-	case sqlite.AuthPragma:
-		if arg2 == "" || introspection[strings.ToLower(arg1)] {
-			return sqlite.AuthorizerOK
-		}
 	}
 	return sqlite.AuthorizerDeny
+}
+
+// allowedBesidesReads is what users' statements may do other than read:
+// select, recurse, the transaction the store opens, call functions but
+// load_extension, and PRAGMAs that describe the schema.
+func allowedBesidesReads(action sqlite.AuthorizerActionCode, arg1, arg2 string) bool {
+	switch action {
+	case sqlite.AuthSelect, sqlite.AuthRecursive, sqlite.AuthTransaction:
+		return true
+	case sqlite.AuthFunction:
+		return !strings.EqualFold(arg2, "load_extension")
+	case sqlite.AuthPragma:
+		return arg2 == "" || introspection[strings.ToLower(arg1)]
+	}
+	return false
 }
 
 // connector opens connections of a constructed driver for sql.OpenDB.

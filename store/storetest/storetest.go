@@ -48,6 +48,9 @@ func Run(t *testing.T, open Opener) {
 		{"Quotas", testQuotas},
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
+		{"Tags", testTags},
+		{"Drift", testDrift},
+		{"TenantQueries", testTenantQueries},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })

@@ -1,0 +1,112 @@
+package httpbackend
+
+import (
+	"net/http"
+
+	"github.com/kilolock/kilolock"
+)
+
+// caller is who a request is, for the audit log: the authenticated
+// credential (the operator) or, on an open server, the client-named actor.
+func caller(r *http.Request) kilolock.Caller {
+	ri := info(r)
+	who := ri.actor
+	if who == "" {
+		who = actor(r)
+	}
+	return kilolock.Caller{Actor: who, From: r.RemoteAddr, RequestID: ri.id}
+}
+
+// TagRequest is the body of PUT /v1/api/states/{name}/tags/{tag}.
+type TagRequest struct {
+	Ref         string `json:"ref"` // a version reference; empty is @latest
+	Description string `json:"description,omitempty"`
+}
+
+// listTags answers GET /v1/api/states/{name}/tags.
+func (h *Handler) listTags(w http.ResponseWriter, r *http.Request) error {
+	tags, err := h.engine.Tags(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tags": tags})
+	return nil
+}
+
+// putTag answers PUT /v1/api/states/{name}/tags/{tag}: the tag now names
+// the version ref resolves to.
+func (h *Handler) putTag(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.readBody(r, lockBodyLimit)
+	if err != nil {
+		return err
+	}
+	var q TagRequest
+	if err := decodeJSON(body, &q); err != nil {
+		return err
+	}
+	ref, err := versionRef(q.Ref)
+	if err != nil {
+		return err
+	}
+	t, err := h.engine.SetTag(r.Context(), r.PathValue("name"), r.PathValue("tag"), ref, kilolock.TagOptions{By: caller(r), Description: q.Description})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// deleteTag answers DELETE /v1/api/states/{name}/tags/{tag}.
+func (h *Handler) deleteTag(w http.ResponseWriter, r *http.Request) error {
+	if err := h.engine.UnsetTag(r.Context(), r.PathValue("name"), r.PathValue("tag"), kilolock.TagOptions{By: caller(r)}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+// listDrift answers GET /v1/api/states/{name}/drift with the open drift.
+func (h *Handler) listDrift(w http.ResponseWriter, r *http.Request) error {
+	drift, err := h.engine.Drift(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"drift": drift})
+	return nil
+}
+
+// recordDrift answers POST /v1/api/states/{name}/drift: the body is a
+// kilolock.DriftReport, the answer the check recorded.
+func (h *Handler) recordDrift(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.readBody(r, h.bodyLimit)
+	if err != nil {
+		return err
+	}
+	var rep kilolock.DriftReport
+	if err := decodeJSON(body, &rep); err != nil {
+		return err
+	}
+	c, err := h.engine.RecordDrift(r.Context(), r.PathValue("name"), &rep, caller(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// acceptRefresh answers POST /v1/api/states/{name}/refresh: the body is
+// the refreshed state of a refresh-only plan, written as a version of
+// source refresh (kilolock.Engine.AcceptRefresh). The answer's version is
+// null when the refresh changed nothing.
+func (h *Handler) acceptRefresh(w http.ResponseWriter, r *http.Request) error {
+	body, err := h.readBody(r, h.bodyLimit)
+	if err != nil {
+		return err
+	}
+	v, err := h.engine.AcceptRefresh(r.Context(), r.PathValue("name"), body, caller(r).Actor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"version": v})
+	return nil
+}

@@ -1,0 +1,134 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/storetest"
+)
+
+// TestTenantQuery: after a real apply through the authenticated lane, kl
+// query with the applying token, a read token and a PAT sees that state's
+// rows; another workspace's token sees none of them; an outputs token may
+// not query; the operator sees everything. Then the cross-tenant matrix:
+// each kind of credential sends the hostile battery through kld.
+func TestTenantQuery(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		c := startChecklist(t, databaseURL)
+		producer := c.withBlock(t, c.path("network"), c.ws, c.auto.Secret)
+		producer.config(smallConfig("v1"))
+		producer.Must("init", "-no-color")
+		producer.Must("apply", "-auto-approve", "-no-color")
+
+		// Another tenant, with a state of its own.
+		other := startChecklistOn(t, c.srv, "globex")
+		otherWd := other.withBlock(t, other.path("network"), other.ws, other.auto.Secret)
+		otherWd.config(smallConfig("v1"))
+		otherWd.Must("init", "-no-color")
+		otherWd.Must("apply", "-auto-approve", "-no-color")
+
+		const sql = "SELECT state, count(*) AS n FROM resources GROUP BY state ORDER BY state"
+		for _, tok := range []struct{ kind, secret string }{
+			{"read-write token", c.auto.Secret},
+			{"read token", c.automation(t, "read").Secret},
+			{"PAT", c.pat(t, "alice", true).Secret},
+		} {
+			out := mustKL(t, "--server", c.srv.URL, "--token", tok.secret, "query", sql)
+			if !strings.Contains(out, c.ws+"."+c.env+".network") || strings.Contains(out, other.ws) || !strings.Contains(out, "(1 row)") {
+				t.Errorf("kl query with the %s:\n%s", tok.kind, out)
+			}
+		}
+		if out := mustKL(t, "--server", c.srv.URL, "--token", other.auto.Secret, "query", sql); strings.Contains(out, c.ws) || !strings.Contains(out, other.ws) {
+			t.Errorf("kl query with the other tenant's token:\n%s", out)
+		}
+		if out := mustKL(t, "--server", c.srv.URL, "--token", operatorSecret, "query", sql); !strings.Contains(out, c.ws) || !strings.Contains(out, other.ws) {
+			t.Errorf("the operator's kl query:\n%s", out)
+		}
+		_, errOut, code := kl(t, "--server", c.srv.URL, "--token", c.automation(t, "outputs").Secret, "query", sql)
+		if code == 0 || !strings.Contains(errOut, "query_scope_empty") && !strings.Contains(errOut, "nothing to query") {
+			t.Errorf("an outputs token's kl query: exit %d\n%s", code, errOut)
+		}
+		_, errOut, code = kl(t, "--server", c.srv.URL, "--token", c.auto.Secret, "query", "SELECT * FROM audit_log")
+		if code == 0 {
+			t.Errorf("a tenant read the audit log:\n%s", errOut)
+		}
+		if code, _ := send(t, http.MethodPost, c.srv.URL+"/v1/api/query", []byte(`{"sql":"SELECT 1"}`)); code != http.StatusUnauthorized {
+			t.Errorf("a query without credentials = %d", code)
+		}
+
+		// The cross-tenant matrix through kld: every hostile statement of
+		// every kind of credential answers its own rows or a refusal.
+		hostileMatrix(t, c, other, []matrixCred{
+			{"read-write token", c.auto.Secret, false},
+			{"read token", c.automation(t, "read").Secret, false},
+			{"PAT with a grant", c.pat(t, "alice", true).Secret, false},
+			{"outputs token", c.automation(t, "outputs").Secret, true},
+			{"the other tenant's read token", other.automation(t, "read").Secret, false},
+		})
+	})
+}
+
+// matrixCred is a credential of the cross-tenant matrix; a refused one may
+// not query at all.
+type matrixCred struct {
+	kind, secret string
+	refused      bool
+}
+
+// hostileMatrix sends every storetest.HostileQueries statement, and a read
+// of every view, to kld's POST /v1/api/query with each credential of c
+// (the last one's of other): each answer is a 200 holding nothing of the
+// other tenant, or a 400/403 refusal with a hint; never a 5xx.
+func hostileMatrix(t *testing.T, c, other *checklist, creds []matrixCred) {
+	t.Helper()
+	battery := append([]string{}, storetest.HostileQueries...)
+	for _, r := range kilolock.TenantQueryRelations {
+		battery = append(battery, "SELECT * FROM "+r)
+	}
+	for i, cr := range creds {
+		own, foreign := c, other
+		if i == len(creds)-1 {
+			own, foreign = other, c
+		}
+		answered := 0
+		for _, q := range battery {
+			body, err := json.Marshal(map[string]string{"sql": q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, b := send(t, http.MethodPost, c.srv.URL+"/v1/api/query", body, func(r *http.Request) {
+				r.Header.Set("Authorization", "Bearer "+cr.secret)
+				r.Header.Set("Content-Type", "application/json")
+			})
+			switch {
+			case code == http.StatusOK && !cr.refused:
+				answered++
+			case code == http.StatusForbidden && cr.refused:
+			case (code == http.StatusBadRequest || code == http.StatusForbidden) && !cr.refused:
+			default:
+				t.Errorf("%s: %s = %d %s", cr.kind, q, code, b)
+				continue
+			}
+			if code != http.StatusOK && !strings.Contains(string(b), `"hint"`) {
+				t.Errorf("%s: %s refused without a hint: %s", cr.kind, q, b)
+			}
+			if strings.Contains(string(b), foreign.ws) || strings.Contains(string(b), foreign.env) {
+				t.Errorf("%s of %s sees the other tenant: %s = %s", cr.kind, own.ws, q, b)
+			}
+		}
+		// The matrix can fail: the views answer, and with the credential's
+		// own rows.
+		if !cr.refused {
+			_, b := send(t, http.MethodPost, c.srv.URL+"/v1/api/query", []byte(`{"sql":"SELECT state FROM resources"}`), func(r *http.Request) {
+				r.Header.Set("Authorization", "Bearer "+cr.secret)
+			})
+			if answered < len(kilolock.TenantQueryRelations) || !strings.Contains(string(b), own.ws) {
+				t.Errorf("%s: %d statements answered; its resources: %s", cr.kind, answered, b)
+			}
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+)
+
+// DriftOps are a state's drift checks. Both answer ErrNotFound for a
+// missing state and an invalid-input error for a report that does not
+// fit the state (another lineage, a serial no version has).
+type DriftOps interface {
+	// RecordDrift records what a refresh-only plan found.
+	RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error)
+	// Drift lists a state's open drift records by address.
+	Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error)
+	// AcceptRefresh writes a refresh-only plan's refreshed state as a
+	// version of source refresh; nil when it changed nothing.
+	AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error)
+}
+
+// RecordDrift implements DriftOps, recording the check as made by db:ACTOR.
+func (b *EngineBackend) RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error) {
+	c, err := b.engine.RecordDrift(ctx, state, r, databaseCaller(b.Actor))
+	return sameAsServer(c, stateError(state, err))
+}
+
+// Drift implements DriftOps.
+func (b *EngineBackend) Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error) {
+	ds, err := b.engine.Drift(ctx, state)
+	if err != nil {
+		return nil, stateError(state, err)
+	}
+	out, err := sameAsServer(&ds, nil)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
+}
+
+// AcceptRefresh implements DriftOps.
+func (b *EngineBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
+	v, err := b.engine.AcceptRefresh(ctx, state, refreshed, actorOr(b.Actor))
+	return v, stateError(state, err)
+}
+
+// RecordDrift implements DriftOps.
+func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error) {
+	var c kilolock.DriftCheck
+	if err := b.do(ctx, http.MethodPost, statePath(state)+"/drift", nil, r, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Drift implements DriftOps.
+func (b *HTTPBackend) Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error) {
+	var out struct {
+		Drift []kilolock.DriftRecord `json:"drift"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(state)+"/drift", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Drift, nil
+}
+
+// AcceptRefresh implements DriftOps.
+func (b *HTTPBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
+	var out struct {
+		Version *kilolock.Version `json:"version"`
+	}
+	if err := b.do(ctx, http.MethodPost, statePath(state)+"/refresh", nil, refreshed, &out); err != nil {
+		return nil, err
+	}
+	return out.Version, nil
+}
+
+// maxShownChanges bounds the attribute paths kl drift list shows per
+// instance; --json has all of them.
+const maxShownChanges = 5
+
+// DriftList shows a state's open drift: per instance what differs, with
+// the recorded and the real value, against which version, when, by whom.
+func (c *CLI) DriftList(ctx context.Context, name string) error {
+	ds, err := c.Backend.Drift(ctx, name)
+	if err != nil {
+		return err
+	}
+	if ds == nil {
+		ds = []kilolock.DriftRecord{}
+	}
+	if c.JSON {
+		return c.writeJSON(map[string]any{"drift": ds})
+	}
+	return c.driftTable(ds)
+}
+
+func (c *CLI) driftTable(ds []kilolock.DriftRecord) error {
+	w := c.table()
+	row(w, "ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY")
+	for _, d := range ds {
+		what := "gone: the real object no longer exists"
+		if d.Kind == kilolock.DriftChanged {
+			var parts []string
+			for i, ch := range d.Changes {
+				if i == maxShownChanges {
+					parts = append(parts, fmt.Sprintf("(and %d more)", len(d.Changes)-i))
+					break
+				}
+				parts = append(parts, ch.Path+": "+driftValue(ch.Recorded, ch.Kind != "added")+" → "+driftValue(ch.Real, ch.Kind != "removed"))
+			}
+			what = strings.Join(parts, "; ")
+			if what == "" {
+				what = "changed"
+			}
+		}
+		row(w, cell(d.Address), cell(what), "@"+strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(c.Out, "(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
+	return err
+}
+
+// driftValue shows one side of a drifted path; present false is a side
+// that has no value there.
+func driftValue(v any, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	return formatValue(v)
+}
+
+// DriftCmds are kl drift check and kl drift list.
+type DriftCmds struct {
+	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept."`
+	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom."`
+}
+
+// DriftListCmd is kl drift list.
+type DriftListCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *DriftListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.DriftList(ctx, c.Name) })
+}

@@ -1,0 +1,267 @@
+package klcli
+
+import (
+	"archive/zip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/kilolock/kilolock"
+)
+
+// DriftCheckCmd is kl drift check.
+type DriftCheckCmd struct {
+	JSONFlag
+	Dir     string   `arg:"" optional:"" default:"." help:"The configuration directory, initialized with its backend (tofu init)." type:"existingdir"`
+	State   string   `help:"The state's name in KiloLock (default: read from DIR's backend address)." placeholder:"NAME"`
+	Address []string `sep:"none" help:"Refresh only this instance or resource (repeat the flag for more), as -target does." placeholder:"ADDR"`
+	Cone    bool     `help:"With --address: refresh the addresses and their dependency cone (what rests on them, from the stored graph), not the whole state."`
+	Accept  bool     `help:"Write the refreshed state as a version (source refresh), as tofu apply of the refresh-only plan would; refused if the state moved since the plan read it."`
+	Tofu    string   `help:"The CLI to run (default: tofu, else terraform, on PATH)." env:"KL_TOFU" placeholder:"PATH"`
+}
+
+// Run runs the command.
+func (c *DriftCheckCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Cone && len(c.Address) == 0 {
+		return &UsageError{Message: "--cone widens --address, and no --address was given", Hint: "use kl drift check DIR --address ADDR --cone, or no --cone to check the whole state"}
+	}
+	name := c.State
+	if name == "" {
+		var err error
+		if name, err = backendState(c.Dir); err != nil {
+			return err
+		}
+	}
+	stderr := io.Writer(os.Stderr)
+	if g.Stderr != nil {
+		stderr = g.Stderr
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.DriftCheck(ctx, DriftCheckRequest{Dir: c.Dir, State: name, Addresses: c.Address, Cone: c.Cone, Accept: c.Accept, CLI: c.Tofu, Log: stderr})
+	})
+}
+
+// DriftCheckRequest is what kl drift check runs.
+type DriftCheckRequest struct {
+	Dir, State string
+	Addresses  []string
+	Cone       bool
+	Accept     bool
+	// CLI is the tofu or terraform binary ("" finds one on PATH); Log
+	// gets its output.
+	CLI string
+	Log io.Writer
+}
+
+// DriftResult is kl drift check's answer: the check recorded, and the
+// version --accept wrote (nil for none).
+type DriftResult struct {
+	Check    *kilolock.DriftCheck `json:"check"`
+	Targets  []string             `json:"targets,omitempty"`
+	Accepted *kilolock.Version    `json:"accepted,omitempty"`
+}
+
+// DriftCheck runs the real CLI's refresh-only plan (plan -refresh-only
+// -out, then show -json) in r.Dir, targeted at r.Addresses and, with
+// r.Cone, at what rests on them in the stored graph; it records what
+// drifted with the backend against the serial the plan read, and with
+// r.Accept writes the plan's refreshed state as a version of source
+// refresh.
+func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
+	targets := r.Addresses
+	if r.Cone {
+		v, err := c.Backend.Cone(ctx, r.State, kilolock.Latest, r.Addresses, kilolock.Dependents, 0)
+		if err != nil {
+			return err
+		}
+		targets = make([]string, 0, len(v.Nodes))
+		seen := map[string]bool{}
+		for _, n := range v.Nodes {
+			if !seen[n.Address] {
+				seen[n.Address] = true
+				targets = append(targets, n.Address)
+			}
+		}
+	}
+	plan, refreshed, err := refreshOnlyPlan(ctx, r, targets)
+	if err != nil {
+		return err
+	}
+	report, err := driftReport(plan, refreshed)
+	if err != nil {
+		return err
+	}
+	report.Scope = targets
+	check, err := c.Backend.RecordDrift(ctx, r.State, report)
+	if err != nil {
+		return err
+	}
+	res := DriftResult{Check: check, Targets: targets}
+	if r.Accept && len(check.Drifted) > 0 {
+		if res.Accepted, err = c.Backend.AcceptRefresh(ctx, r.State, refreshed); err != nil {
+			return fmt.Errorf("drift recorded (check %d), but accepting the refresh failed: %w", check.ID, err)
+		}
+	}
+	if c.JSON {
+		return c.writeJSON(res)
+	}
+	scope := "the whole state"
+	if targets != nil {
+		scope = plural(len(targets), "address", "addresses") + " (" + strings.Join(targets[:min(len(targets), 5)], ", ")
+		if len(targets) > 5 {
+			scope += ", …"
+		}
+		scope += ")"
+	}
+	fmt.Fprintf(c.Out, "checked @%d of %s, %s: %s\n", check.Version, r.State, scope, plural(len(check.Drifted), "instance drifted", "instances drifted"))
+	if len(check.Drifted) > 0 {
+		if err := c.driftTable(check.Drifted); err != nil {
+			return err
+		}
+	}
+	if res.Accepted != nil {
+		_, err = fmt.Fprintf(c.Out, "accepted: @%d (serial %d, source refresh) holds what the real infrastructure holds\n", res.Accepted.Number, res.Accepted.Serial)
+	} else if len(check.Drifted) > 0 && !r.Accept {
+		_, err = fmt.Fprintf(c.Out, "nothing was written; kl drift check --accept writes the refreshed state as a version\n")
+	}
+	return err
+}
+
+// refreshOnlyPlan runs plan -refresh-only -out in r.Dir and reads the
+// plan back with show -json, and the refreshed state the plan holds.
+func refreshOnlyPlan(ctx context.Context, r DriftCheckRequest, targets []string) (*tfjson.Plan, []byte, error) {
+	bin := r.CLI
+	if bin == "" {
+		for _, name := range []string{"tofu", "terraform"} {
+			if p, err := exec.LookPath(name); err == nil {
+				bin = p
+				break
+			}
+		}
+		if bin == "" {
+			return nil, nil, &UsageError{Message: "neither tofu nor terraform is on PATH", Hint: "install OpenTofu or Terraform, or name it with --tofu PATH (KL_TOFU)"}
+		}
+	}
+	tf, err := tfexec.NewTerraform(r.Dir, bin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drift check: %w", err)
+	}
+	if r.Log != nil {
+		tf.SetStdout(r.Log)
+		tf.SetStderr(r.Log)
+	}
+	tmp, err := os.MkdirTemp("", "kl-drift-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	planFile := filepath.Join(tmp, "refresh.tfplan")
+	opts := []tfexec.PlanOption{tfexec.RefreshOnly(true), tfexec.Out(planFile)}
+	for _, t := range targets {
+		opts = append(opts, tfexec.Target(t))
+	}
+	if _, err := tf.Plan(ctx, opts...); err != nil {
+		return nil, nil, withHint(fmt.Errorf("drift check: plan -refresh-only: %w", err), "run tofu init in "+r.Dir+" first; the CLI's output above says what failed")
+	}
+	plan, err := tf.ShowPlanFile(ctx, planFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("drift check: show -json: %w", err)
+	}
+	refreshed, err := planState(planFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, refreshed, nil
+}
+
+// planState reads the refreshed state a saved plan holds (its tfstate
+// entry): what applying the plan writes, with the serial it read.
+func planState(planFile string) ([]byte, error) {
+	z, err := zip.OpenReader(planFile)
+	if err != nil {
+		return nil, fmt.Errorf("drift check: read the plan file: %w", err)
+	}
+	defer z.Close()
+	for _, f := range z.File {
+		if f.Name != "tfstate" {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, fmt.Errorf("drift check: read the plan's state: %w", err)
+		}
+		defer rc.Close()
+		return io.ReadAll(io.LimitReader(rc, 1<<30))
+	}
+	return nil, errors.New("drift check: the plan file holds no state (tfstate)")
+}
+
+// driftReport turns a refresh-only plan's resource_drift into a report
+// against the serial and lineage of the state the plan read.
+func driftReport(plan *tfjson.Plan, refreshed []byte) (*kilolock.DriftReport, error) {
+	var head struct {
+		Serial  uint64 `json:"serial"`
+		Lineage string `json:"lineage"`
+	}
+	if err := json.Unmarshal(refreshed, &head); err != nil {
+		return nil, fmt.Errorf("drift check: the plan's state: %w", err)
+	}
+	r := &kilolock.DriftReport{Serial: head.Serial, Lineage: head.Lineage, Drifted: []kilolock.DriftedInstance{}}
+	for _, rc := range plan.ResourceDrift {
+		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode || rc.Change.Actions.NoOp() {
+			continue
+		}
+		real, err := json.Marshal(rc.Change.After)
+		if err != nil {
+			return nil, err
+		}
+		d := kilolock.DriftedInstance{Address: rc.Address, Deposed: rc.DeposedKey, Real: real}
+		if rc.Change.AfterSensitive != nil {
+			if d.RealSensitive, err = json.Marshal(rc.Change.AfterSensitive); err != nil {
+				return nil, err
+			}
+		}
+		r.Drifted = append(r.Drifted, d)
+	}
+	return r, nil
+}
+
+// backendState reads the state name from the http backend address that
+// tofu init saved in dir: /v1/states/NAME, or /v1/states/WS/ENV/NAME (the
+// tenant state's internal name).
+func backendState(dir string) (string, error) {
+	hint := "name the state with --state NAME, or run tofu init in " + dir + " with KiloLock's http backend"
+	b, err := os.ReadFile(filepath.Join(dir, ".terraform", "terraform.tfstate"))
+	if err != nil {
+		return "", withHint(fmt.Errorf("drift check: %s has no initialized backend: %w", dir, err), hint)
+	}
+	var saved struct {
+		Backend struct {
+			Type   string `json:"type"`
+			Config struct {
+				Address string `json:"address"`
+			} `json:"config"`
+		} `json:"backend"`
+	}
+	if err := json.Unmarshal(b, &saved); err != nil || saved.Backend.Type != "http" {
+		return "", withHint(fmt.Errorf("drift check: %s does not use the http backend", dir), hint)
+	}
+	_, rest, ok := strings.Cut(saved.Backend.Config.Address, "/v1/states/")
+	segs := strings.Split(strings.TrimSuffix(rest, "/outputs"), "/")
+	switch {
+	case ok && len(segs) == 1:
+		return segs[0], nil
+	case ok && len(segs) == 3:
+		return kilolock.TenantStateName(segs[0], segs[1], segs[2])
+	}
+	return "", withHint(fmt.Errorf("drift check: backend address %q is not a KiloLock state", saved.Backend.Config.Address), hint)
+}

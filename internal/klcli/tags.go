@@ -1,0 +1,154 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/kilolock/kilolock"
+)
+
+// TagOps are a state's tags. Both answer ErrNotFound for a missing state,
+// version or tag, and an invalid-input error for a name that cannot be a
+// tag (kilolock.ValidTagName).
+type TagOps interface {
+	// SetTag makes tag name the version ref resolves to now.
+	SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error)
+	// Tags lists a state's tags by name.
+	Tags(ctx context.Context, state string) ([]kilolock.Tag, error)
+	// UnsetTag removes a tag.
+	UnsetTag(ctx context.Context, state, name string) error
+}
+
+// SetTag implements TagOps, audited as db:ACTOR.
+func (b *EngineBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error) {
+	t, err := b.engine.SetTag(ctx, state, name, ref, kilolock.TagOptions{By: databaseCaller(b.Actor), Description: description})
+	return t, stateError(state, err)
+}
+
+// Tags implements TagOps.
+func (b *EngineBackend) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) {
+	ts, err := b.engine.Tags(ctx, state)
+	return ts, stateError(state, err)
+}
+
+// UnsetTag implements TagOps, audited as db:ACTOR.
+func (b *EngineBackend) UnsetTag(ctx context.Context, state, name string) error {
+	return stateError(state, b.engine.UnsetTag(ctx, state, name, kilolock.TagOptions{By: databaseCaller(b.Actor)}))
+}
+
+func tagPath(state, name string) string { return statePath(state) + "/tags/" + url.PathEscape(name) }
+
+// SetTag implements TagOps.
+func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error) {
+	var t kilolock.Tag
+	in := map[string]string{"ref": ref.String(), "description": description}
+	if err := b.do(ctx, http.MethodPut, tagPath(state, name), nil, in, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Tags implements TagOps.
+func (b *HTTPBackend) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) {
+	var out struct {
+		Tags []kilolock.Tag `json:"tags"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(state)+"/tags", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Tags, nil
+}
+
+// UnsetTag implements TagOps.
+func (b *HTTPBackend) UnsetTag(ctx context.Context, state, name string) error {
+	var out struct {
+		OK bool `json:"ok"`
+	}
+	return b.do(ctx, http.MethodDelete, tagPath(state, name), nil, nil, &out)
+}
+
+// TagCmds are kl tag set, list and unset.
+type TagCmds struct {
+	Set   TagSetCmd   `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)."`
+	List  TagListCmd  `cmd:"" help:"List a state's tags and the versions they name."`
+	Unset TagUnsetCmd `cmd:"" help:"Remove a tag; the version stays."`
+}
+
+// TagSetCmd is kl tag set.
+type TagSetCmd struct {
+	JSONFlag
+	Name        string `arg:"" help:"State name." predictor:"state"`
+	Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
+	Ref         string `arg:"" optional:"" help:"The version it names: @N, @latest (default), @-K, serial:S or another tag. Set again to move it."`
+	Description string `help:"What the version is, for people." placeholder:"TEXT"`
+}
+
+// Run runs the command.
+func (c *TagSetCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := refArg(c.Ref)
+	if err != nil {
+		return err
+	}
+	if err := kilolock.ValidTagName(c.Tag); err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		t, err := cli.Backend.SetTag(ctx, c.Name, c.Tag, ref, c.Description)
+		if err != nil {
+			return err
+		}
+		if cli.JSON {
+			return cli.writeJSON(t)
+		}
+		_, err = fmt.Fprintf(cli.Out, "tag %s names @%d of state %s\n", t.Name, t.Version, c.Name)
+		return err
+	})
+}
+
+// TagListCmd is kl tag list.
+type TagListCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *TagListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		tags, err := cli.Backend.Tags(ctx, c.Name)
+		if err != nil {
+			return err
+		}
+		if tags == nil {
+			tags = []kilolock.Tag{}
+		}
+		if cli.JSON {
+			return cli.writeJSON(map[string]any{"tags": tags})
+		}
+		w := cli.table()
+		row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
+		for _, t := range tags {
+			row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
+		}
+		return w.Flush()
+	})
+}
+
+// TagUnsetCmd is kl tag unset.
+type TagUnsetCmd struct {
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Tag  string `arg:"" help:"Tag name."`
+}
+
+// Run runs the command.
+func (c *TagUnsetCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, false, func(cli *CLI) error {
+		if err := cli.Backend.UnsetTag(ctx, c.Name, c.Tag); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(cli.Out, "tag %s of state %s removed\n", c.Tag, c.Name)
+		return err
+	})
+}

@@ -1,0 +1,226 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+// HostileQueries are statements a tenant may send to reach beyond its
+// states: base tables and catalogs, files and programs, ATTACH, recursive
+// CTEs, every kind of write, settings, roles and the scope itself. Each
+// must answer only the tenant's own rows, or a refusal.
+var HostileQueries = []string{
+	`SELECT * FROM resources`,
+	`SELECT state, address, attributes FROM resources WHERE state NOT LIKE 'ws_a.%'`,
+	`SELECT * FROM main.resources`,
+	`SELECT * FROM public.resources`,
+	`SELECT * FROM temp.resources`,
+	`SELECT * FROM kl_t_resources`,
+	`SELECT * FROM kl_t_scope`,
+	`SELECT * FROM states`,
+	`SELECT * FROM public.states`,
+	`SELECT * FROM public.payloads`,
+	`SELECT * FROM public.tokens`,
+	`SELECT * FROM public.kl_query_scopes`,
+	`SELECT * FROM public.version_history`,
+	`SELECT * FROM kl_tenant.resources`,
+	`SELECT name FROM states WHERE name LIKE 'ws_b%'`,
+	`SELECT * FROM instance_intervals`,
+	`SELECT count(*) FROM instance_intervals`,
+	`SELECT body FROM payloads`,
+	`SELECT * FROM tokens`,
+	`SELECT * FROM audit_log`,
+	`SELECT * FROM kl_settings`,
+	`SELECT * FROM kl_query_scopes`,
+	`SELECT * FROM state_tags`,
+	`SELECT * FROM drift_records`,
+	`SELECT r.address, s.name FROM resources r JOIN states s ON s.name <> r.state`,
+	`SELECT * FROM resources r, outputs o, version_history v, resource_history h, rejected_commit_history c, resource_drift d`,
+	`SELECT address FROM resources WHERE EXISTS (SELECT 1 FROM payloads WHERE body LIKE '%secret%')`,
+	`WITH RECURSIVE x(n) AS (SELECT state FROM version_history UNION SELECT n || '!' FROM x WHERE length(n) < 40) SELECT * FROM x`,
+	`WITH RECURSIVE s(name) AS (SELECT name FROM states) SELECT * FROM s`,
+	`SELECT 1 FROM resources WHERE CAST(attributes ->> 'id' AS integer) > 0`,
+	`SELECT * FROM resources WHERE attributes ->> 'id' = 'secret-b'`,
+	`SELECT * FROM sqlite_master`,
+	`SELECT * FROM temp.sqlite_master`,
+	`SELECT * FROM pg_catalog.pg_class`,
+	`SELECT query FROM pg_stat_activity`,
+	`SELECT * FROM pg_stats`,
+	`SELECT pg_read_file('/etc/passwd')`,
+	`SELECT * FROM pg_ls_dir('.')`,
+	`SELECT lo_import('/etc/passwd')`,
+	`COPY (SELECT 1) TO PROGRAM 'id'`,
+	`COPY states TO STDOUT`,
+	`ATTACH DATABASE ':memory:' AS x`,
+	`ATTACH DATABASE 'kilolock.db' AS again`,
+	`SELECT load_extension('x')`,
+	`VACUUM INTO '/tmp/kl-copy.db'`,
+	`PRAGMA writable_schema = 1`,
+	`PRAGMA table_info(tokens)`,
+	`INSERT INTO resources (state) VALUES ('x')`,
+	`INSERT INTO kl_t_scope VALUES ('ws_b.env_b.')`,
+	`INSERT INTO temp.kl_t_scope VALUES ('')`,
+	`INSERT INTO kl_query_scopes VALUES (pg_backend_pid(), 'x', '', now())`,
+	`UPDATE states SET name = 'x'`,
+	`UPDATE temp.kl_t_scope SET prefix = ''`,
+	`DELETE FROM states`,
+	`DELETE FROM temp.kl_t_scope`,
+	`DROP VIEW resources`,
+	`DROP VIEW temp.resources`,
+	`CREATE TEMP VIEW resources AS SELECT * FROM main.resources`,
+	`CREATE TEMP VIEW kl_t_x AS SELECT * FROM states`,
+	`CREATE TABLE x (a int)`,
+	`CREATE TEMP TABLE x AS SELECT * FROM states`,
+	`SELECT set_config('kl.query_nonce', 'guess', false), (SELECT count(*) FROM resources)`,
+	`SELECT set_config('search_path', 'public', true), (SELECT count(*) FROM resources)`,
+	`SELECT set_config('role', 'postgres', true)`,
+	`SET ROLE postgres`,
+	`RESET ROLE`,
+	`SET SESSION AUTHORIZATION postgres`,
+	`SELECT current_setting('kl.query_nonce', true)`,
+	`DO $$BEGIN EXECUTE 'SELECT * FROM states'; END$$`,
+	`LOCK TABLE states`,
+	`NOTIFY kl, 'x'`,
+	`BEGIN; SELECT * FROM states`,
+	`COMMIT`,
+}
+
+// forbidden are what a tenant of ws_a.env_a must never see of others: the
+// other tenant's names and secrets, the local lane's, and token hashes.
+var forbidden = []string{"ws_b", "env_b", "secret-b", "plain", "secret-plain", "out-b"}
+
+// testTenantQueries: a scoped query sees only the states of its scope in
+// every view, whatever its SQL tries; the operator's unscoped Query still
+// sees everything.
+func testTenantQueries(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	sq, ok := s.(kilolock.ScopedQuerier)
+	if !ok {
+		t.Skip("the store runs no scoped queries")
+	}
+	SeedTenants(t, s)
+	before := freeze(t, s, "ws_b.env_b.net")
+
+	scopeA := kilolock.QueryScope{Prefixes: []string{"ws_a.env_a."}}
+	for _, r := range kilolock.TenantQueryRelations {
+		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scopeA, `SELECT DISTINCT state FROM `+r)
+		if err != nil {
+			t.Fatalf("SELECT state FROM %s: %v", r, err)
+		}
+		for _, row := range res.Rows {
+			if row[0] != "ws_a.env_a.net" {
+				t.Errorf("%s shows state %v to ws_a.env_a", r, row[0])
+			}
+		}
+		if r != "resource_dependencies" && len(res.Rows) != 1 {
+			t.Errorf("%s shows %d states to ws_a.env_a, want its own", r, len(res.Rows))
+		}
+	}
+	count := func(scope kilolock.QueryScope) int64 {
+		t.Helper()
+		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scope, `SELECT count(*) FROM resources`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return asInt(t, res.Rows[0][0])
+	}
+	if n := count(scopeA); n != 1 {
+		t.Errorf("count(*) of ws_a.env_a's resources = %d, want 1", n)
+	}
+	if n := count(kilolock.QueryScope{Prefixes: []string{"ws_a.env_a.", "ws_b.env_b."}}); n != 2 {
+		t.Errorf("two environments' resources = %d, want 2", n)
+	}
+	if n := count(kilolock.QueryScope{}); n != 0 {
+		t.Errorf("an empty scope sees %d resources", n)
+	}
+	if res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT count(*) FROM resources`); err != nil || asInt(t, res.Rows[0][0]) != 3 {
+		t.Errorf("the operator's query: %v, %v; want all 3", res, err)
+	}
+	for _, q := range HostileQueries {
+		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scopeA, q)
+		if err := CheckTenantAnswer(res, err); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+	// The limits hold as for the operator's queries.
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{Timeout: 200 * time.Millisecond}, scopeA,
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`); errorAs[*kilolock.InvalidError](t, err).Code != "query_timeout" {
+		t.Errorf("an endless tenant query: %v", err)
+	}
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 1 << 10}, scopeA, `SELECT $1 AS pad`, strings.Repeat("x", 4<<10)); errorAs[*kilolock.InvalidError](t, err).Code != "query_too_large" {
+		t.Errorf("a tenant answer past the byte cap: %v", err)
+	}
+	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxRows: 2}, scopeA, `SELECT * FROM version_history, resources, outputs, resource_history`); err != nil || len(res.Rows) > 2 {
+		t.Errorf("a tenant answer past the row cap: %v, %v", res, err)
+	}
+	// A refused statement left the connection clean for the next one.
+	if n := count(scopeA); n != 1 {
+		t.Errorf("after the battery ws_a.env_a counts %d resources", n)
+	}
+	before.unchanged(t, s, "ws_b.env_b.net")
+}
+
+// CheckTenantAnswer is nil when a tenant of ws_a.env_a got a refusal or an
+// answer that holds nothing of another tenant (see SeedTenants).
+func CheckTenantAnswer(res *kilolock.QueryResult, err error) error {
+	if err != nil {
+		if errors.Is(err, kilolock.ErrReadOnly) || errors.Is(err, kilolock.ErrInvalid) || errors.Is(err, kilolock.ErrRefused) {
+			return nil
+		}
+		return errors.New("not a refusal: " + err.Error())
+	}
+	b, jerr := json.Marshal(res)
+	if jerr != nil {
+		return jerr
+	}
+	for _, f := range forbidden {
+		if strings.Contains(string(b), f) {
+			return errors.New("the answer holds " + f + ": " + clipText(string(b)))
+		}
+	}
+	return nil
+}
+
+func clipText(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// SeedTenants writes the states of two tenants, ws_a.env_a.net and
+// ws_b.env_b.net, and a local one, plain, each with an instance, an
+// output, a rejected commit and a drift record, and a token.
+func SeedTenants(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	ctx := context.Background()
+	for _, st := range []struct{ name, secret string }{
+		{"ws_a.env_a.net", "i-a"}, {"ws_b.env_b.net", "secret-b"}, {"plain", "secret-plain"},
+	} {
+		c := next(t, s, st.name)
+		in := instance(t, resource("aws_instance", "web"), intKey(0), `{"id":`+quote(st.secret)+`}`)
+		c.Upserts = append(c.Upserts, in)
+		c.OutputUpserts = append(c.OutputUpserts, output("ip", "out-"+strings.TrimPrefix(st.secret, "secret-"), false))
+		commit(t, s, st.name, c)
+		record(t, s, st.name, rejection("l-"+st.name, []string{in.Address()}, nil))
+		if ds, ok := s.(kilolock.DriftStore); ok {
+			must(t, ds.RecordDrift(ctx, st.name, &kilolock.DriftCheck{Version: 1, Actor: "ci", Drifted: []kilolock.DriftRecord{
+				{InstanceID: in.ID(), Address: in.Address(), Type: "aws_instance", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}}}}))
+		}
+	}
+	if tenants, ok := s.(kilolock.TenantStore); ok {
+		tok, _, err := kilolock.NewToken(kilolock.TokenOperator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, tenants.CreateToken(ctx, tok))
+		must(t, tenants.AppendAudit(ctx, &kilolock.AuditEntry{Actor: "op", Action: "token.issue", Target: "ws_b.env_b.net"}))
+	}
+}

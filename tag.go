@@ -1,0 +1,171 @@
+package kilolock
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Tag is a name for one version of a state: a version reference wherever
+// one is accepted (kl rollback NAME --to pre-migration).
+type Tag struct {
+	Name        string    `json:"name"`
+	Version     int64     `json:"version"` // the version number it names
+	Description string    `json:"description,omitempty"`
+	Actor       string    `json:"actor"`
+	Created     time.Time `json:"created"`
+}
+
+// MaxTagLength bounds a tag name; MaxTagDescription its description.
+const (
+	MaxTagLength      = 128
+	MaxTagDescription = 1024
+)
+
+// TagStore is the optional capability of a Store that keeps tags. Find it
+// with a type assertion: s.(TagStore). Each change is written in one
+// transaction with its audit entry, so a tag is never changed unaudited.
+type TagStore interface {
+	// PutTag makes tag name version t.Version of state: a new tag, or one
+	// moved to another version. It sets t.Created (and audit.ID and At).
+	// ErrNotFound when the state or the version does not exist.
+	PutTag(ctx context.Context, state string, t *Tag, audit *AuditEntry) error
+	// DeleteTag removes a tag. ErrNotFound when the state has no such tag.
+	DeleteTag(ctx context.Context, state, name string, audit *AuditEntry) error
+	// Tags lists a state's tags by name. ErrNotFound when the state does
+	// not exist; an empty list when it has none.
+	Tags(ctx context.Context, state string) ([]Tag, error)
+	// TagVersion returns the version number tag name names. ErrNotFound
+	// when the state or the tag does not exist.
+	TagVersion(ctx context.Context, state, name string) (int64, error)
+}
+
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// ValidTagName checks a tag name: 1 to MaxTagLength letters, digits, '.',
+// '-' and '_', not starting with '.' or '-', and nothing that reads as
+// another kind of version reference: not "latest", no "@N" or
+// "serial:S", and not a bare number. An *InvalidError (invalid_tag)
+// otherwise.
+func ValidTagName(name string) error {
+	bad := func(why, hint string) error {
+		return &InvalidError{Code: "invalid_tag", Message: fmt.Sprintf("%s is not a tag name: %s", clip(name), why), Hint: hint}
+	}
+	const hint = "name a tag in 1 to 128 letters, digits, '.', '-' and '_', e.g. pre-migration or release-2026.11"
+	switch {
+	case name == "":
+		return bad("it is empty", hint)
+	case strings.HasPrefix(name, "@"), strings.HasPrefix(strings.ToLower(name), "serial:"):
+		return bad("it reads as a version reference (@N, @latest, @-K, serial:S)", hint)
+	case strings.EqualFold(name, "latest"):
+		return bad("latest names the current version", "use @latest for the current version, and another name for the tag")
+	case strings.Trim(name, "0123456789") == "":
+		return bad("a bare number reads as a version number", "use @"+name+" for version "+name+", and a name with a letter for the tag")
+	case len(name) > MaxTagLength:
+		return bad(fmt.Sprintf("it is longer than %d bytes", MaxTagLength), hint)
+	case !tagRE.MatchString(name):
+		return bad("it holds a character other than letters, digits, '.', '-' and '_', or starts with '.' or '-'", hint)
+	}
+	return nil
+}
+
+// tags returns the engine's store as a TagStore.
+func (e *Engine) tags() (TagStore, error) {
+	ts, ok := e.store.(TagStore)
+	if !ok {
+		return nil, &InvalidError{Code: "tags_unsupported", Message: "this store keeps no tags", Hint: "use the SQLite or PostgreSQL store"}
+	}
+	return ts, nil
+}
+
+// TagOptions say who sets or removes a tag, for its audit entry.
+type TagOptions struct {
+	By          Caller
+	Description string
+}
+
+// SetTag makes tag name version ref of a state (moving it when it names
+// another version already), and audits it as tag.set on "STATE@TAG". An
+// *InvalidError for a bad tag name or description; see ResolveVersion for
+// ref. The tag is what ref resolves to now: a tag set to @latest keeps
+// naming that version when later ones come.
+func (e *Engine) SetTag(ctx context.Context, state, name string, ref VersionRef, o TagOptions) (*Tag, error) {
+	if err := ValidTagName(name); err != nil {
+		return nil, err
+	}
+	if err := validText("description", o.Description, MaxTagDescription); err != nil {
+		return nil, err
+	}
+	ts, err := e.tags()
+	if err != nil {
+		return nil, err
+	}
+	v, err := e.ResolveVersion(ctx, state, ref)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tag{Name: name, Version: v.Number, Description: o.Description, Actor: actorName(o.By)}
+	if err := ts.PutTag(ctx, state, t, tagAudit(o.By, "tag.set", state, name)); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// UnsetTag removes a tag, audited as tag.unset on "STATE@TAG".
+// ErrNotFound when the state has no such tag.
+func (e *Engine) UnsetTag(ctx context.Context, state, name string, o TagOptions) error {
+	if err := ValidStateName(state); err != nil {
+		return err
+	}
+	if err := ValidTagName(name); err != nil {
+		return err
+	}
+	ts, err := e.tags()
+	if err != nil {
+		return err
+	}
+	return ts.DeleteTag(ctx, state, name, tagAudit(o.By, "tag.unset", state, name))
+}
+
+// Tags lists a state's tags by name. ErrNotFound when the state does not
+// exist.
+func (e *Engine) Tags(ctx context.Context, state string) ([]Tag, error) {
+	if err := ValidStateName(state); err != nil {
+		return nil, err
+	}
+	ts, err := e.tags()
+	if err != nil {
+		return nil, err
+	}
+	return ts.Tags(ctx, state)
+}
+
+// TagsByVersion is Tags keyed by the version number each names: what the
+// web view's timeline shows. A store without tags gives an empty map.
+func (e *Engine) TagsByVersion(ctx context.Context, state string) (map[int64][]string, error) {
+	out := map[int64][]string{}
+	if _, ok := e.store.(TagStore); !ok {
+		return out, nil
+	}
+	tags, err := e.Tags(ctx, state)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tags {
+		out[t.Version] = append(out[t.Version], t.Name)
+	}
+	return out, nil
+}
+
+func actorName(by Caller) string {
+	if by.Actor == "" {
+		return "anonymous"
+	}
+	return by.Actor
+}
+
+func tagAudit(by Caller, action, state, name string) *AuditEntry {
+	return &AuditEntry{Actor: actorName(by), Action: action, Target: state + "@" + name, From: by.From, RequestID: by.RequestID}
+}

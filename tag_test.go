@@ -1,0 +1,120 @@
+package kilolock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+)
+
+func TestValidTagName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"pre-migration", true},
+		{"release-2026.11", true},
+		{"v1", true},
+		{"_x", true},
+		{"latest", false},
+		{"LATEST", false},
+		{"@3", false},
+		{"@latest", false},
+		{"serial:5", false},
+		{"Serial:5", false},
+		{"42", false},
+		{"", false},
+		{"-rf", false},
+		{".hidden", false},
+		{"a b", false},
+		{"a/b", false},
+		{strings.Repeat("a", 129), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := kilolock.ValidTagName(tc.name)
+			if tc.ok != (err == nil) {
+				t.Fatalf("ValidTagName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+			}
+			var ie *kilolock.InvalidError
+			if err != nil && (!errors.As(err, &ie) || ie.Code != "invalid_tag" || ie.Hint == "") {
+				t.Fatalf("ValidTagName(%q) = %#v, want an invalid_tag with a hint", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestTagsAreVersionReferences: a tag names its version in every command
+// that takes a version, survives later writes, and each change is audited.
+func TestTagsAreVersionReferences(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	e := kilolock.NewEngine(st, kilolock.Options{})
+	threeVersions(t, e, "r")
+	by := kilolock.TagOptions{By: kilolock.Caller{Actor: "db:alice", From: "host"}, Description: "before the migration"}
+	tag, err := e.SetTag(ctx, "r", "pre-migration", mustRef(t, "@1"), by)
+	if err != nil || tag.Version != 1 || tag.Actor != "db:alice" {
+		t.Fatalf("SetTag = %+v, %v", tag, err)
+	}
+	if _, err := e.SetTag(ctx, "r", "head", kilolock.Latest, by); err != nil {
+		t.Fatal(err)
+	}
+	ref := mustRef(t, "pre-migration")
+	if ref.Kind != kilolock.RefTag || ref.String() != "pre-migration" {
+		t.Fatalf("ParseVersionRef(pre-migration) = %+v", ref)
+	}
+	if v, err := e.ResolveVersion(ctx, "r", ref); err != nil || v.Number != 1 {
+		t.Fatalf("ResolveVersion(tag) = %+v, %v", v, err)
+	}
+	d, err := e.Diff(ctx, "r", ref, mustRef(t, "head"))
+	if err != nil || d.From.Number != 1 || d.To.Number != 3 {
+		t.Fatalf("Diff(pre-migration, head) = %+v, %v", d, err)
+	}
+	res, err := e.Rollback(ctx, "r", ref, kilolock.RollbackOptions{Actor: "alice"})
+	if err != nil || res.Version == nil || res.Version.Number != 4 {
+		t.Fatalf("Rollback --to pre-migration = %+v, %v", res, err)
+	}
+	// head still names @3, though @4 is the current version now.
+	if v, err := e.ResolveVersion(ctx, "r", mustRef(t, "head")); err != nil || v.Number != 3 {
+		t.Fatalf("head after a later write = %+v, %v", v, err)
+	}
+	if _, err := e.Export(ctx, "r", mustRef(t, "head")); err != nil {
+		t.Fatal(err)
+	}
+	// An unknown tag is a 404 naming how to list them.
+	_, err = e.ResolveVersion(ctx, "r", mustRef(t, "nope"))
+	if !errors.Is(err, kilolock.ErrNotFound) || !strings.Contains(err.Error(), "kl tag list r") {
+		t.Fatalf("an unknown tag = %v", err)
+	}
+	for _, bad := range []string{"latest", "@2", "serial:3", "7"} {
+		if _, err := e.SetTag(ctx, "r", bad, kilolock.Latest, by); !errors.Is(err, kilolock.ErrInvalid) {
+			t.Errorf("SetTag(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := e.SetTag(ctx, "r", "x", mustRef(t, "@9"), by); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("a tag on a missing version = %v", err)
+	}
+	if err := e.UnsetTag(ctx, "r", "head", by); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.UnsetTag(ctx, "r", "head", by); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("unsetting a missing tag = %v", err)
+	}
+	byVersion, err := e.TagsByVersion(ctx, "r")
+	if err != nil || len(byVersion) != 1 || byVersion[1][0] != "pre-migration" {
+		t.Fatalf("TagsByVersion = %v, %v", byVersion, err)
+	}
+	entries, err := st.(kilolock.TenantStore).Audit(ctx, kilolock.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range entries {
+		got = append(got, a.Action+" "+a.Target+" by "+a.Actor)
+	}
+	want := "tag.unset r@head by db:alice|tag.set r@head by db:alice|tag.set r@pre-migration by db:alice"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("audit log %q, want %q", strings.Join(got, "|"), want)
+	}
+}
