@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"Runs", testRuns},
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
+		{"Backup", testBackup},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
