@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -198,7 +199,16 @@ func fill(t *testing.T, s kilolock.Store) []model {
 // rowsOf is everything a backup of s carries, table by table, each
 // table's rows as JSON lines in byte order (the databases' orders of text
 // differ).
-func rowsOf(t testing.TB, s kilolock.Store) map[string][]string {
+func rowsOf(t testing.TB, s kilolock.Store) map[string][]string { return dumpOf(t, s).rows }
+
+// dump is what a backup of a store holds: each table's columns, and its
+// rows as JSON lines in byte order.
+type dump struct {
+	columns map[string][]string
+	rows    map[string][]string
+}
+
+func dumpOf(t testing.TB, s kilolock.Store) dump {
 	t.Helper()
 	var buf bytes.Buffer
 	if _, err := backupStore(t, s).Backup(context.Background(), &buf); err != nil {
@@ -208,27 +218,61 @@ func rowsOf(t testing.TB, s kilolock.Store) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]string{}
+	d := dump{columns: map[string][]string{}, rows: map[string][]string{}}
 	sc := bufio.NewScanner(gz)
 	sc.Buffer(nil, 1<<30)
 	table := ""
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case strings.HasPrefix(line, `{"kilolock_backup":`):
+			var h struct {
+				Tables []struct {
+					Name    string
+					Columns []struct{ Name string }
+				}
+			}
+			if err := json.Unmarshal([]byte(line), &h); err != nil {
+				t.Fatal(err)
+			}
+			for _, ht := range h.Tables {
+				for _, c := range ht.Columns {
+					d.columns[ht.Name] = append(d.columns[ht.Name], c.Name)
+				}
+			}
 		case strings.HasPrefix(line, `{"table":`):
 			table = strings.Trim(strings.TrimPrefix(line, `{"table":`), `"}`)
-			out[table] = []string{}
+			d.rows[table] = []string{}
 		case strings.HasPrefix(line, "["):
-			out[table] = append(out[table], line)
+			d.rows[table] = append(d.rows[table], line)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, rows := range out {
+	for _, rows := range d.rows {
 		slices.Sort(rows)
 	}
-	return out
+	return d
+}
+
+// each calls f with each row of table as a map from column to its JSON
+// value (numbers as json.Number).
+func (d dump) each(t testing.TB, table string, f func(row map[string]any)) {
+	t.Helper()
+	for _, line := range d.rows[table] {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.UseNumber()
+		var cells []any
+		if err := dec.Decode(&cells); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]any{}
+		for i, c := range d.columns[table] {
+			row[c] = cells[i]
+		}
+		f(row)
+	}
 }
 
 // gzipped is s compressed.

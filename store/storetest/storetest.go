@@ -48,6 +48,7 @@ func Run(t *testing.T, open Opener) {
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
 		{"Backup", testBackup},
+		{"Retention", testRetention},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
