@@ -411,3 +411,21 @@ func actorOf(by Caller) string {
 	}
 	return by.Actor
 }
+
+// VersionRuns writes ascending version numbers as runs: "@1-@5, @7".
+func VersionRuns(ns []int64) string {
+	var parts []string
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("@%d-@%d", ns[i], ns[j]))
+		} else {
+			parts = append(parts, fmt.Sprintf("@%d", ns[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}

@@ -202,6 +202,8 @@ func (h *Handler) routes() {
 	h.api("GET /v1/api/states/{name}/slice", h.sliceState)
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
+	// Backups and retention (ops.go).
+	h.opsRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

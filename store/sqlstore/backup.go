@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -216,25 +215,13 @@ func (s *Store) Restore(ctx context.Context, r io.Reader) (*kilolock.BackupSumma
 		return nil, err
 	}
 	cr := &countingReader{r: r}
-	br, err := newBackupReader(cr)
-	if err != nil {
-		return nil, err
-	}
-	h, err := br.header()
+	br, h, sum, err := openBackup(cr)
 	if err != nil {
 		return nil, err
 	}
 	tables, err := restoreTables(h)
 	if err != nil {
 		return nil, err
-	}
-	created, err := time.Parse(time.RFC3339Nano, h.Created)
-	if err != nil {
-		return nil, br.malformed("the header's created time %q: %v", h.Created, err)
-	}
-	sum := &kilolock.BackupSummary{Format: h.Format, Store: h.Store, Schema: h.Schema, Created: created, Excluded: h.Excluded, Tables: []kilolock.BackupTable{}}
-	if sum.Excluded == nil {
-		sum.Excluded = []kilolock.BackupTable{}
 	}
 	begun := false
 	err = s.write(ctx, "restore", func(tx Tx) error {
@@ -257,14 +244,7 @@ func (s *Store) Restore(ctx context.Context, r io.Reader) (*kilolock.BackupSumma
 				loaded = append(loaded, t.Name)
 			}
 		}
-		m, err := br.marker()
-		if err != nil {
-			return err
-		}
-		if !m.Complete || m.Rows == nil || *m.Rows != sum.Rows() {
-			return br.malformed("the end of the backup was expected, with %d rows", sum.Rows())
-		}
-		if err := br.end(); err != nil {
+		if err := br.complete(sum.Rows()); err != nil {
 			return err
 		}
 		return bd.AfterRestore(ctx, tx, loaded)
@@ -336,35 +316,15 @@ func checkEmpty(ctx context.Context, tx Tx) error {
 	return nil
 }
 
-// restoreTable reads the table's marker and rows and inserts them.
+// restoreTable reads the table's rows and inserts them.
 func restoreTable(ctx context.Context, tx Tx, bd BackupDialect, br *backupReader, t *BackupTable) (int64, error) {
-	m, err := br.marker()
+	per := max(1, min(restoreRows, restoreValues/len(t.Columns)))
+	ins := &inserter{tx: tx, table: t, overriding: bd.InsertOverriding(), per: per}
+	n, err := br.table(t, func(row []any) error { return ins.add(ctx, row) })
 	if err != nil {
 		return 0, err
 	}
-	if m.Table != t.Name {
-		return 0, br.malformed("table %s was expected", t.Name)
-	}
-	per := max(1, min(restoreRows, restoreValues/len(t.Columns)))
-	ins := &inserter{tx: tx, table: t, overriding: bd.InsertOverriding(), per: per}
-	var n int64
-	for {
-		row, err := br.row(t, n)
-		if err != nil {
-			return 0, err
-		}
-		if row == nil {
-			break
-		}
-		n++
-		if err := ins.add(ctx, row); err != nil {
-			return 0, err
-		}
-	}
-	if err := ins.flush(ctx, true); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return n, ins.flush(ctx, true)
 }
 
 // inserter writes a table's rows in INSERTs of per rows, or, for what

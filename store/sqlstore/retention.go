@@ -360,7 +360,7 @@ func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pin
 		SELECT state_id, number, id, serial, source, actor, created_at, {now}, $2, $3 FROM state_versions WHERE {rowidin $1}`, rowids, by, r.Policy)
 	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `DELETE FROM state_versions WHERE {rowidin $1}`, rowids)
 	auditIn(b, r.By, "retention.prune", st.Name, fmt.Sprintf("pruned %d version(s) %s under %s: %d interval(s) deleted, %d moved",
-		len(cs), ranges(res.Versions), r.Policy, res.Intervals, res.Moved))
+		len(cs), kilolock.VersionRuns(res.Versions), r.Policy, res.Intervals, res.Moved))
 	return tx.Send(ctx, b)
 }
 
@@ -442,24 +442,6 @@ func orNull(n int64) any {
 		return nil
 	}
 	return n
-}
-
-// ranges writes ascending numbers as runs: "@2-@5, @7".
-func ranges(ns []int64) string {
-	var parts []string
-	for i := 0; i < len(ns); {
-		j := i
-		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("@%d-@%d", ns[i], ns[j]))
-		} else {
-			parts = append(parts, fmt.Sprintf("@%d", ns[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }
 
 // PrunedVersions lists the runs of consecutive pruned versions of a state
