@@ -479,18 +479,9 @@ func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envI
 }
 
 func (c *Control) setStateLifecycle(ctx context.Context, by Caller, workspaceID, envID, state string, l Lifecycle, action string) error {
-	if err := ValidID("workspace", workspaceID); err != nil {
-		return err
-	}
-	if err := ValidID("environment", envID); err != nil {
-		return err
-	}
-	env, err := c.store.Environment(ctx, envID)
-	if err == nil && env.WorkspaceID != workspaceID {
-		err = fmt.Errorf("environment %q in workspace %q: %w", env.PublicID, workspaceID, ErrNotFound)
-	}
+	env, err := c.environmentOf(ctx, workspaceID, envID)
 	if err != nil {
-		return explain(err, ErrNotFound, "environment_not_found", fmt.Sprintf("workspace %s has no environment %q", workspaceID, envID), "use the environment's public id (env_…); kl env list --workspace "+workspaceID+" shows them")
+		return err
 	}
 	name, err := TenantStateName(env.WorkspaceID, env.PublicID, state)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/quota"
 )
 
 // Options configure an Engine. The zero value is usable.
@@ -42,6 +43,9 @@ type Options struct {
 	// SharedPlanLocks). By default a plan's lock is a shared read lock,
 	// granted beside an apply and other plans.
 	ClassicPlanLocks bool
+	// DefaultStateQuota is the limit of a state that sets none and whose
+	// workspace sets none (kld --default-state-quota); nil for none.
+	DefaultStateQuota *quota.Limit
 }
 
 // Engine ties a Store to the state model: it parses what clients write,
@@ -60,6 +64,8 @@ type Engine struct {
 	holders int
 	// sharedPlans is the default of StateInfo.SharedPlanLocks.
 	sharedPlans bool
+	// defaultQuota is Options.DefaultStateQuota.
+	defaultQuota *quota.Limit
 	// writers queues this process's writes to one state (name →
 	// *sync.Mutex), so concurrent writers commit one after another instead
 	// of recomputing against each other; across processes the store's
@@ -69,7 +75,7 @@ type Engine struct {
 
 // NewEngine returns an Engine on s.
 func NewEngine(s Store, o Options) *Engine {
-	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks}
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks, defaultQuota: o.DefaultStateQuota}
 	if e.log == nil {
 		e.log = log.New(discard{})
 	}
@@ -286,6 +292,9 @@ type WriteResult struct {
 	// Unchanged is true when the body was byte-identical to the current
 	// version, so no version was added.
 	Unchanged bool
+	// QuotaWarnings are the scopes the write left above a soft limit (see
+	// Commit.QuotaWarnings).
+	QuotaWarnings []QuotaCount
 }
 
 // maxStaleRetries bounds how often a write is recomputed after another
@@ -430,7 +439,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		g = held
 	}
 
-	v, stats, err := e.store.Commit(ctx, name, c)
+	v, stats, err := e.commit(ctx, name, c)
 	if err != nil {
 		var ce *ConflictError
 		switch {
@@ -446,7 +455,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	}
 	doc := &Document{Version: *v, Bytes: body}
 	e.cache.put(name, doc, g)
-	return &WriteResult{Version: *v, Stats: stats}, nil
+	return &WriteResult{Version: *v, Stats: stats, QuotaWarnings: c.QuotaWarnings}, nil
 }
 
 // runLock reports whether id is an apply run's lock on st: its writes are
@@ -635,6 +644,10 @@ type Status struct {
 	// Runs are the apply runs in flight (waiting or active), newest first,
 	// with their reservations; empty on a store that keeps no runs.
 	Runs []ApplyRun `json:"runs"`
+	// Quota is how the state and its environment stand against their
+	// limits, with the latest refusal; nil on a store that keeps no
+	// quotas.
+	Quota *QuotaStatus `json:"quota,omitempty"`
 }
 
 // Status summarizes a state: current version, lock mode and holders, the
@@ -651,6 +664,11 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
 	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
 		return nil, err
+	}
+	if qs, ok := e.store.(QuotaStore); ok {
+		if s.Quota, err = qs.QuotaStatus(ctx, name, 0, e.defaultQuota); err != nil {
+			return nil, err
+		}
 	}
 	if st.Current == 0 {
 		return s, nil

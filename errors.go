@@ -34,6 +34,9 @@ var (
 	// ErrRefused: the server refuses the request, whoever asks, as it is
 	// configured (see *RefusedError).
 	ErrRefused = errors.New("refused")
+	// ErrQuotaExceeded: the write would grow a state, or its environment,
+	// past a hard limit (see *QuotaError).
+	ErrQuotaExceeded = errors.New("quota exceeded")
 )
 
 // LockedError is returned when a lock or write meets another holder, or

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/quota"
 )
 
 // Graph is a parsed tfstate v4 document: instances by canonical address,
@@ -120,6 +121,10 @@ type Version struct {
 	Changed          int       `json:"changed"`
 	Removed          int       `json:"removed"`
 	Instances        int       `json:"instances"`
+	// Managed counts the version's managed resources' current objects
+	// (quota.Counts): what quotas count. It is kept with the version,
+	// computed from each commit's changes.
+	Managed int `json:"managed"`
 	// Format is "indent" or "compact" for a parsed state, "opaque" for a
 	// client-side encrypted one.
 	Format string `json:"format"`
@@ -182,6 +187,14 @@ type Commit struct {
 	// Force skips the lineage and stale-serial guards, as `state push -force`
 	// asks and an operator allowed.
 	Force bool
+	// DefaultQuota is the server's default limit of a state that sets none
+	// and whose workspace sets none (see QuotaScope); nil for none. A
+	// QuotaStore enforces it.
+	DefaultQuota *quota.Limit
+	// QuotaWarnings is set by a QuotaStore's Commit, never read: the
+	// scopes the commit left above a soft limit (or above a hard one
+	// without growing), which the store also keeps as quota events.
+	QuotaWarnings []QuotaCount
 }
 
 // HistoryOptions selects versions for Store.History.

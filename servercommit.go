@@ -98,7 +98,7 @@ func (e *Engine) commitEditOnce(ctx context.Context, name string, w serverWrite,
 	c.Version.Source = w.source
 	c.Version.Actor = w.actor
 	c.Version.Format = next.Format.String()
-	v, stats, err := e.store.Commit(ctx, name, c)
+	v, stats, err := e.commit(ctx, name, c)
 	if err != nil {
 		return nil, nil, WriteStats{}, err
 	}

@@ -222,6 +222,24 @@ func TenantStateName(wsID, envID, stateName string) (string, error) {
 	return name, nil
 }
 
+// SplitTenantStateName splits a tenant's internal state name
+// (TenantStateName) into its workspace id, environment public id and
+// state name: the text up to the first '.', up to the second, and the
+// rest. ok is false for a name that does not start with "ws_" or has no
+// second '.': a state of the local lane. The stores find an environment's
+// states by the same rule (their states.environment_id column).
+func SplitTenantStateName(name string) (wsID, envID, state string, ok bool) {
+	if !strings.HasPrefix(name, "ws_") {
+		return "", "", "", false
+	}
+	wsID, rest, ok1 := strings.Cut(name, ".")
+	envID, state, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 {
+		return "", "", "", false
+	}
+	return wsID, envID, state, true
+}
+
 // LocalStateName checks a name of the local lane: a valid state name that
 // cannot be taken for a tenant's internal name.
 func LocalStateName(name string) error {

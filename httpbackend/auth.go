@@ -205,7 +205,7 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1/states/")
 	segs := strings.Split(rest, "/")
 	suffix := ""
-	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock" || segs[3] == "outputs") {
+	if len(segs) == 4 && (segs[3] == "lock" || segs[3] == "unlock" || segs[3] == "outputs" || segs[3] == "quota") {
 		suffix, segs = "/"+segs[3], segs[:3]
 	}
 	if len(segs) != 3 {

@@ -51,6 +51,17 @@ type errorBody struct {
 	Blockers []reserve.Blocker `json:"blockers,omitempty"`
 	// Run is the apply run an answer is about (409 run_ended).
 	Run *kilolock.ApplyRun `json:"run,omitempty"`
+	// A quota's refusal (quota_exceeded): the scope that refused, how many
+	// managed instances it holds and would hold, its limits and where they
+	// come from, and every scope counted.
+	Scope     string                `json:"scope,omitempty"`
+	Target    string                `json:"target,omitempty"`
+	Current   *int64                `json:"current,omitempty"`
+	Result    *int64                `json:"result,omitempty"`
+	Soft      *int64                `json:"soft,omitempty"`
+	Hard      *int64                `json:"hard,omitempty"`
+	LimitFrom string                `json:"limit_from,omitempty"`
+	Counts    []kilolock.QuotaCount `json:"counts,omitempty"`
 }
 
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
@@ -85,6 +96,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if errors.As(err, &conflict) {
 		ri.conflict = &a.body
 		h.metrics.observeRefusal(a.body.Error)
+	}
+	if qe, ok := asQuotaError(err); ok {
+		h.recordQuotaRefusal(r, qe, a.body.Hint)
 	}
 	if a.internal {
 		h.log.Error("request failed", "request_id", ri.id, "method", r.Method, "path", r.URL.Path, "err", err)
@@ -122,8 +136,13 @@ func classify(err error) answer {
 		control  *kilolock.ControlError
 		reserved *kilolock.ReservedError
 		ended    *kilolock.RunEndedError
+		quotaErr *kilolock.QuotaError
 	)
 	switch {
+	case errors.As(err, &quotaErr):
+		b := errorBody{Error: "quota_exceeded", Message: quotaErr.Error(), Hint: quotaErr.Hint()}
+		quotaBody(&b, quotaErr)
+		return answer{status: http.StatusForbidden, body: b}
 	case errors.As(err, &he):
 		return answer{status: he.status, retryAfter: he.retryAfter, body: errorBody{Error: he.code, Message: he.message, Hint: he.hint, Allow: he.allow}}
 	case errors.As(err, &tooLarge):

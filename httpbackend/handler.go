@@ -216,6 +216,7 @@ func (h *Handler) routes() {
 			h.api(p, disabled)
 		}
 	}
+	h.quotaRoutes()
 	h.api("GET /v1/whoami", h.whoami)
 
 	h.api("GET /healthz", h.healthz)

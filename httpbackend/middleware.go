@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+
+	"github.com/kilolock/kilolock"
 )
 
 // reqInfo is what the handlers note about a request for its log line and
@@ -28,6 +30,8 @@ type reqInfo struct {
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.
 	conflict *errorBody
+	// quotaWarnings are a write's quota warnings, for its log line.
+	quotaWarnings []kilolock.QuotaCount
 	// w is the request's ResponseWriter, for reading its body (deadlines);
 	// nil outside ServeHTTP.
 	w http.ResponseWriter
@@ -138,6 +142,9 @@ func (h *Handler) finish(rec *recorder, r *http.Request, ri *reqInfo, d time.Dur
 	}
 	if c := ri.conflict; c != nil {
 		kv = append(kv, conflictLogFields(c)...)
+	}
+	if len(ri.quotaWarnings) > 0 {
+		kv = append(kv, quotaWarningFields(ri.quotaWarnings)...)
 	}
 	h.log.Log(level, "request", kv...)
 }

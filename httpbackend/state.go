@@ -109,6 +109,8 @@ type writeAnswer struct {
 	Removed    int             `json:"removed"`
 	Rows       int             `json:"rows"`
 	Bytes      int             `json:"bytes"`
+	// QuotaWarnings are the scopes the write left above a soft limit.
+	QuotaWarnings []kilolock.QuotaCount `json:"quota_warnings,omitempty"`
 }
 
 // postState answers POST /v1/states/{name}?ID=<lock id>: it stores the body
@@ -138,11 +140,12 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	if !res.Unchanged {
 		h.metrics.observeCommit(v.Source, res.Stats)
 	}
+	info(r).quotaWarnings = res.QuotaWarnings
 	setVersionHeaders(w.Header(), v)
 	writeJSON(w, http.StatusOK, &writeAnswer{
 		State: name, Version: v.Number, Serial: v.Serial, Source: v.Source, BaseSerial: v.BaseSerial, Unchanged: res.Unchanged,
 		Added: v.Added, Changed: v.Changed, Removed: v.Removed,
-		Rows: res.Stats.Rows, Bytes: res.Stats.Bytes,
+		Rows: res.Stats.Rows, Bytes: res.Stats.Bytes, QuotaWarnings: res.QuotaWarnings,
 	})
 	return nil
 }

@@ -10,11 +10,23 @@ import (
 // only while it runs, so it never spikes past a limit it fits at rest.
 func Counts(mode, deposed string) bool { return mode == "managed" && deposed == "" }
 
-// PlanDelta is how many managed instances a plan adds to its state:
-// +1 for each create, -1 for each delete (and forget), 0 for a replace, an
-// update, a read or a change to a deposed object.
-func PlanDelta(p *tfjson.Plan) int64 {
-	var d int64
+// PlanChanges are a plan's changes to what quotas count: managed
+// resources' current objects.
+type PlanChanges struct {
+	Create  int64 `json:"create"`
+	Delete  int64 `json:"delete"` // forgotten ones included
+	Replace int64 `json:"replace"`
+}
+
+// Delta is how many managed instances the changes add: +1 for each
+// create, -1 for each delete, 0 for a replace.
+func (c PlanChanges) Delta() int64 { return c.Create - c.Delete }
+
+// CountPlan counts a plan's changes as quotas do: creates, deletes (and
+// forgets) and replaces of managed resources' current objects; updates,
+// reads, data sources and changes to deposed objects count nothing.
+func CountPlan(p *tfjson.Plan) PlanChanges {
+	var c PlanChanges
 	for _, rc := range p.ResourceChanges {
 		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode || rc.DeposedKey != "" {
 			continue
@@ -22,11 +34,16 @@ func PlanDelta(p *tfjson.Plan) int64 {
 		a := rc.Change.Actions
 		switch {
 		case a.Replace():
+			c.Replace++
 		case a.Create():
-			d++
+			c.Create++
 		case a.Delete(), a.Forget():
-			d--
+			c.Delete++
 		}
 	}
-	return d
+	return c
 }
+
+// PlanDelta is how many managed instances a plan adds to its state:
+// CountPlan(p).Delta().
+func PlanDelta(p *tfjson.Plan) int64 { return CountPlan(p).Delta() }

@@ -88,11 +88,14 @@ func Resolve(ls ...*Limit) (Limit, bool) {
 // Level is how a count stands against a limit.
 type Level string
 
-// Levels of a Verdict.
+// Levels of a Verdict: what happens to the change counted.
 const (
-	Within Level = "within"
-	Warn   Level = "warn"   // above soft, at or below hard
-	Exceed Level = "exceed" // above hard: refused
+	Within Level = "within" // allowed
+	// Warn: allowed with a warning, above the soft limit (at or below the
+	// hard one), or above the hard limit without growing.
+	Warn Level = "warn"
+	// Exceed: refused, growing past the hard limit.
+	Exceed Level = "exceed"
 )
 
 // Scope kinds a Verdict names.
@@ -115,7 +118,11 @@ type Verdict struct {
 }
 
 // Check counts a scope: current managed instances, the change's delta,
-// and its limit.
+// and its limit. Exactly the hard limit is allowed; a change that leaves
+// more is refused (Exceed) only when it grows the scope: a scope already
+// above its hard limit (the limit was lowered, or an archived state
+// restored) may still change and shrink, with a warning, so that the way
+// back into the limit is never blocked.
 func Check(scope, target string, current, delta int64, l Limit) Verdict {
 	v := Verdict{Scope: scope, Target: target, Current: current, Result: max(0, current+delta), Limit: l, Level: Within, Remaining: -1}
 	if l.Unlimited {
@@ -123,13 +130,16 @@ func Check(scope, target string, current, delta int64, l Limit) Verdict {
 	}
 	v.Remaining = l.Hard - v.Result
 	switch {
-	case v.Result > l.Hard:
+	case v.Result > l.Hard && v.Result > v.Current:
 		v.Level = Exceed
-	case l.Soft > 0 && v.Result > l.Soft:
+	case v.Result > l.Hard, l.Soft > 0 && v.Result > l.Soft:
 		v.Level = Warn
 	}
 	return v
 }
+
+// Refused reports whether the verdict refuses the change.
+func (v Verdict) Refused() bool { return v.Level == Exceed }
 
 // Message says the verdict in one sentence: "state prod.network: 101
 // managed instances would exceed the hard limit of 100 (soft 80)".
@@ -139,6 +149,9 @@ func (v Verdict) Message() string {
 	case Exceed:
 		return fmt.Sprintf("%s would exceed the hard limit of %d%s", what, v.Limit.Hard, softNote(v.Limit))
 	case Warn:
+		if v.Result > v.Limit.Hard {
+			return fmt.Sprintf("%s is above the hard limit of %d; allowed because it does not grow (%d to remove to get back within it)", what, v.Limit.Hard, -v.Remaining)
+		}
 		return fmt.Sprintf("%s is above the soft limit of %d (hard %d, %d left)", what, v.Limit.Soft, v.Limit.Hard, v.Remaining)
 	case Within:
 		if v.Limit.Unlimited {

@@ -10,37 +10,48 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 )
 
+// TestCheckBoundaries is the table of the boundary rules: exactly the
+// hard limit is allowed, one more is refused; above soft warns; a scope
+// above its hard limit may change and shrink, never grow.
 func TestCheckBoundaries(t *testing.T) {
 	l := Limit{Soft: 80, Hard: 100}
 	tests := []struct {
+		name           string
 		current, delta int64
+		limit          Limit
 		level          Level
 		remaining      int64
 	}{
-		{0, 0, Within, 100},
-		{79, 1, Within, 20},  // exactly soft: no warning
-		{80, 1, Warn, 19},    // one above soft
-		{99, 1, Warn, 0},     // exactly hard is allowed
-		{100, 1, Exceed, -1}, // one above hard
-		{100, 0, Warn, 0},
-		{120, -50, Within, 30},
-		{5, -10, Within, 100}, // never below zero
-		{101, -1, Warn, 0},    // a state over its limit may shrink back into it
+		{"empty", 0, 0, l, Within, 100},
+		{"exactly soft: no warning", 79, 1, l, Within, 20},
+		{"one above soft", 80, 1, l, Warn, 19},
+		{"exactly hard is allowed", 99, 1, l, Warn, 0},
+		{"a jump to exactly hard", 0, 100, l, Warn, 0},
+		{"one above hard", 100, 1, l, Exceed, -1},
+		{"a jump past hard", 10, 91, l, Exceed, -1},
+		{"at hard, unchanged", 100, 0, l, Warn, 0},
+		{"shrinking back within", 120, -50, l, Within, 30},
+		{"never below zero", 5, -10, l, Within, 100},
+		{"shrinking into the limit", 101, -1, l, Warn, 0},
+		{"above hard, shrinking", 105, -1, l, Warn, -4},
+		{"above hard, unchanged", 105, 0, l, Warn, -5},
+		{"above hard, growing", 105, 1, l, Exceed, -6},
+		{"no soft limit: exactly hard", 5, 5, Limit{Hard: 10}, Within, 0},
+		{"no soft limit: above hard", 5, 10, Limit{Hard: 10}, Exceed, -5},
+		{"hard 1: the first instance", 0, 1, Limit{Hard: 1}, Within, 0},
+		{"hard 1: a second", 1, 1, Limit{Hard: 1}, Exceed, -1},
+		{"unlimited", 1e9, 1, Limit{Unlimited: true}, Within, -1},
 	}
 	for _, tt := range tests {
-		v := Check(ScopeState, "s", tt.current, tt.delta, l)
-		if v.Level != tt.level || v.Remaining != tt.remaining {
-			t.Errorf("Check(%d%+d) = %s, %d left; want %s, %d left", tt.current, tt.delta, v.Level, v.Remaining, tt.level, tt.remaining)
-		}
-	}
-	if v := Check(ScopeState, "s", 5, 10, Limit{Hard: 10}); v.Level != Exceed {
-		t.Errorf("without a soft limit, 15 of 10 = %s", v.Level)
-	}
-	if v := Check(ScopeState, "s", 5, 5, Limit{Hard: 10}); v.Level != Within {
-		t.Errorf("without a soft limit, 10 of 10 = %s", v.Level)
-	}
-	if v := Check(ScopeEnvironment, "e", 1e9, 1, Limit{Unlimited: true}); v.Level != Within || v.Remaining != -1 {
-		t.Errorf("unlimited = %+v", v)
+		t.Run(tt.name, func(t *testing.T) {
+			v := Check(ScopeState, "s", tt.current, tt.delta, tt.limit)
+			if v.Level != tt.level || v.Remaining != tt.remaining || v.Refused() != (tt.level == Exceed) {
+				t.Errorf("Check(%d%+d, %s) = %s, %d left; want %s, %d left", tt.current, tt.delta, tt.limit, v.Level, v.Remaining, tt.level, tt.remaining)
+			}
+			if v.Current != tt.current || v.Result != max(0, tt.current+tt.delta) {
+				t.Errorf("Check(%d%+d) counts %d -> %d", tt.current, tt.delta, v.Current, v.Result)
+			}
+		})
 	}
 }
 
@@ -52,6 +63,10 @@ func TestMessages(t *testing.T) {
 	v = Check(ScopeEnvironment, "prod", 85, 0, Limit{Soft: 80, Hard: 100})
 	if got := v.Message(); got != "environment prod: 85 managed instance(s) is above the soft limit of 80 (hard 100, 15 left)" {
 		t.Errorf("warn: %q", got)
+	}
+	v = Check(ScopeState, "big", 105, -1, Limit{Hard: 100})
+	if got := v.Message(); got != "state big: 104 managed instance(s) is above the hard limit of 100; allowed because it does not grow (4 to remove to get back within it)" {
+		t.Errorf("above hard, shrinking: %q", got)
 	}
 }
 
@@ -122,5 +137,43 @@ func TestPlanDelta(t *testing.T) {
 		if got := PlanDelta(&p); got != want {
 			t.Errorf("PlanDelta(%s) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+// TestPlanDeltaRules is the table of what a plan's changes count: only
+// managed resources' current objects, so a create_before_destroy
+// replacement (whose old object is deposed while it runs) counts 0.
+func TestPlanDeltaRules(t *testing.T) {
+	change := func(mode tfjson.ResourceMode, deposed string, actions ...tfjson.Action) *tfjson.ResourceChange {
+		return &tfjson.ResourceChange{Address: "x", Mode: mode, DeposedKey: deposed, Change: &tfjson.Change{Actions: actions}}
+	}
+	managed, data := tfjson.ManagedResourceMode, tfjson.DataResourceMode
+	tests := []struct {
+		name   string
+		change *tfjson.ResourceChange
+		want   int64
+	}{
+		{"create", change(managed, "", tfjson.ActionCreate), 1},
+		{"delete", change(managed, "", tfjson.ActionDelete), -1},
+		{"forget", change(managed, "", tfjson.ActionForget), -1},
+		{"update", change(managed, "", tfjson.ActionUpdate), 0},
+		{"no-op", change(managed, "", tfjson.ActionNoop), 0},
+		{"replace, destroy first", change(managed, "", tfjson.ActionDelete, tfjson.ActionCreate), 0},
+		{"replace, create first", change(managed, "", tfjson.ActionCreate, tfjson.ActionDelete), 0},
+		{"a data source read", change(data, "", tfjson.ActionRead), 0},
+		{"a data source created", change(data, "", tfjson.ActionCreate), 0},
+		{"a deposed object deleted", change(managed, "00000001", tfjson.ActionDelete), 0},
+		{"no change recorded", &tfjson.ResourceChange{Address: "x", Mode: managed}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{tt.change, nil}}
+			if got := PlanDelta(p); got != tt.want {
+				t.Errorf("PlanDelta = %d, want %d", got, tt.want)
+			}
+			if c := CountPlan(p); c.Create+c.Delete+c.Replace > 1 {
+				t.Errorf("CountPlan = %+v: one change counted twice", c)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/kilolock/kilolock/quota"
 )
 
 // Analysis is what a plan (read from `tofu show -json PLANFILE` with
@@ -15,6 +17,8 @@ type Analysis struct {
 	Reads        []Pattern
 	Reservations []Reservation
 	Actions      Actions
+	// Quota is what the plan changes of what quotas count.
+	Quota quota.PlanChanges
 }
 
 // Analyze reads a plan. Every resource change whose actions are not a
@@ -28,7 +32,7 @@ func Analyze(p *tfjson.Plan) (*Analysis, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no plan")
 	}
-	a := &Analysis{}
+	a := &Analysis{Quota: quota.CountPlan(p)}
 	var rs []Reservation
 	written := map[string]bool{} // config addresses of written resources, by module path
 	type site struct {

@@ -79,8 +79,8 @@ func TestAnalyze(t *testing.T) {
 			if !slices.Equal(got, tt.reservations) {
 				t.Errorf("reservations:\n got %q\nwant %q", got, tt.reservations)
 			}
-			if a.Actions != tt.actions || a.Actions.Delta() != tt.delta {
-				t.Errorf("actions = %+v (delta %d), want %+v (delta %d)", a.Actions, a.Actions.Delta(), tt.actions, tt.delta)
+			if a.Actions != tt.actions || a.Quota.Delta() != int64(tt.delta) {
+				t.Errorf("actions = %+v (quota delta %d), want %+v (delta %d)", a.Actions, a.Quota.Delta(), tt.actions, tt.delta)
 			}
 			for _, w := range a.Writes {
 				if len(w.Actions) == 0 || w.Actions[0] == "no-op" {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/kilolock/kilolock/quota"
 )
 
 // SpecFormat and SpecVersion identify a plan spec file; a reader refuses
@@ -48,6 +50,10 @@ type Spec struct {
 	// write, a read on each read, in canonical order.
 	Reservations []Reservation `json:"reservations"`
 	Actions      Actions       `json:"actions"`
+	// Quota is what the plan changes of what quotas count
+	// (quota.CountPlan): its Delta is what kl apply asks the backend to
+	// admit.
+	Quota quota.PlanChanges `json:"quota"`
 
 	Created   time.Time `json:"created"`
 	CreatedBy string    `json:"created_by,omitempty"`
@@ -85,10 +91,6 @@ type Actions struct {
 	Read    int `json:"read"`
 	Outputs int `json:"outputs"`
 }
-
-// Delta is how many managed instances the plan adds to the state: +1 per
-// create, -1 per delete, 0 per replace and update.
-func (a Actions) Delta() int { return a.Create - a.Delete }
 
 // Summary is a one-line account: "1 to add, 1 to change, 0 to destroy,
 // 1 to replace; reservations: 3 write, 1 read".

@@ -50,6 +50,7 @@ var denialStatus = map[string]int{
 	"state_archived":        http.StatusForbidden,
 	"workspace_not_found":   http.StatusNotFound,
 	"environment_not_found": http.StatusNotFound,
+	"quota_exceeded":        http.StatusForbidden, // quota_test.go
 }
 
 // tofuSays is what tofu prints when kld refuses its GET or LOCK with a

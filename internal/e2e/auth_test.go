@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock/internal/tofu"
 )
@@ -67,13 +68,13 @@ func TestAuthLane(t *testing.T) {
 		dev := workdir("app", pat.Secret)
 		if _, stderr, code := dev.Run("init", "-no-color"); code == 0 {
 			t.Fatal("init with an ungranted PAT succeeded")
-		} else if !srv.WaitLog(t.Context(), "grant_missing", 0) {
+		} else if !srv.WaitLog(t.Context(), "grant_missing", 5*time.Second) {
 			t.Errorf("kld did not log grant_missing; tofu said:\n%s", stderr)
 		}
 		operator(t, srv, "PUT", "/v1/api/tokens/"+pat.ID+"/grants/"+env.PublicID, "", 200, nil)
 		dev.Must("init", "-no-color", "-reconfigure")
 		dev.Must("apply", "-auto-approve", "-no-color")
-		if !strings.Contains(srv.Log(), "pat:"+pat.ID) {
+		if !srv.WaitLog(t.Context(), "pat:"+pat.ID, 5*time.Second) {
 			t.Error("kld does not name the PAT-backed requests")
 		}
 
@@ -83,7 +84,7 @@ func TestAuthLane(t *testing.T) {
 		if _, _, code := dev.Run("apply", "-auto-approve", "-no-color"); code == 0 {
 			t.Error("apply with a revoked PAT succeeded")
 		}
-		if !strings.Contains(srv.Log(), "credentials_invalid") {
+		if !srv.WaitLog(t.Context(), "credentials_invalid", 5*time.Second) {
 			t.Error("kld did not log credentials_invalid for the revoked PAT")
 		}
 
@@ -93,7 +94,7 @@ func TestAuthLane(t *testing.T) {
 		if _, _, code := ci.Run("apply", "-auto-approve", "-no-color"); code == 0 {
 			t.Error("apply in a suspended workspace succeeded")
 		}
-		if !strings.Contains(srv.Log(), "reason=workspace_suspended") && !strings.Contains(srv.Log(), "workspace_suspended") {
+		if !srv.WaitLog(t.Context(), "workspace_suspended", 5*time.Second) {
 			t.Error("kld did not log workspace_suspended")
 		}
 		operator(t, srv, "POST", "/v1/api/workspaces/"+ws.ID+"/resume", "", 200, nil)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock/internal/tofu"
 )
@@ -61,7 +62,7 @@ resource "terraform_data" "other_team" {
 		if !strings.Contains(stderr, "409") {
 			t.Errorf("state push -force: tofu does not show the 409:\n%s", stderr)
 		}
-		if !strings.Contains(srv.Log(), "lineage_mismatch") {
+		if !srv.WaitLog(t.Context(), "lineage_mismatch", 5*time.Second) {
 			t.Errorf("kld did not log the refused write as lineage_mismatch:\n%s", srv.Log())
 		}
 

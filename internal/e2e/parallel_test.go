@@ -394,7 +394,7 @@ func TestParallelExclusive(t *testing.T) {
 			t.Errorf("stderr does not show %q", want)
 		}
 	}
-	if !strings.Contains(srv.Log(), "method=LOCK path=/v1/states/"+state+" status=423") {
+	if !srv.WaitLog(t.Context(), "method=LOCK path=/v1/states/"+state+" status=423", 5*time.Second) {
 		t.Errorf("kld did not log a LOCK answered 423")
 	}
 	if o := <-done; o.code != 0 {

@@ -39,6 +39,7 @@ type App struct {
 	Grant      GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
 	Member     MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
 	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
+	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`
 	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
 	State      struct {

@@ -52,7 +52,8 @@ type PlanCmd struct {
 // Run runs the command.
 func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	var state, server string
-	if b, err := c.backend(g, c.Dir); err == nil {
+	b, berr := c.backend(g, c.Dir)
+	if berr == nil {
 		state, server = b.State, b.Server
 	}
 	spec, err := Plan(ctx, PlanRequest{
@@ -66,7 +67,15 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	out := g.out()
 	fmt.Fprintf(out, "%s\n", spec.Summary())
 	fmt.Fprintf(out, "plan spec: %s (plan file %s, source serial %d)\n", c.Out, filepath.Join(spec.Dir, spec.PlanFile), spec.Source.Serial)
-	return nil
+	if berr != nil {
+		return nil // no backend to ask: no admission
+	}
+	adm, done, err := g.admission(ctx, b, out, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return admit(ctx, adm, spec.Quota)
 }
 
 // ApplyCmds are kl apply and kl apply abort.
@@ -114,10 +123,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		Dir: c.Dir, Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
 		Actor: g.Actor, Orchestrated: c.Orchestrated, WaitTimeout: c.WaitTimeout, Lease: c.Lease,
 	}
-	if !c.Orchestrated {
-		return Apply(ctx, req)
-	}
-	if g.Database != "" {
+	if c.Orchestrated && g.Database != "" {
 		return &UsageError{Message: "an orchestrated apply runs through a kld server, not --database", Hint: "drop --database; kl finds the server in the initialized backend (or give --server)"}
 	}
 	dir := c.Dir
@@ -132,8 +138,20 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		dir = "."
 	}
 	b, err := c.backend(g, dir)
-	if err != nil {
+	if err != nil && c.Orchestrated {
 		return err
+	}
+	if err == nil {
+		// The directory's backend answers the plan's admission.
+		adm, done, err := g.admission(ctx, b, os.Stderr, "kl: ")
+		if err != nil {
+			return err
+		}
+		defer done()
+		req.Admission = adm
+	}
+	if !c.Orchestrated {
+		return Apply(ctx, req)
 	}
 	hb, err := NewHTTPBackend(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
 	if err != nil {

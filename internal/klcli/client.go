@@ -36,6 +36,12 @@ type HTTPOptions struct {
 	// Actor, when set, is sent as X-Kilolock-Actor: who the versions kl
 	// makes are recorded as made by, when the server knows no identity.
 	Actor string
+	// Username and Password, when Token is empty and Username is set, are
+	// sent as basic auth: what a configuration's http backend sends on
+	// the authenticated lane.
+	Username, Password string
+	// Headers are sent with every request (a backend's headers).
+	Headers map[string]string
 }
 
 // HTTPBackend runs kl's commands against a kld server's JSON API.
@@ -45,6 +51,9 @@ type HTTPBackend struct {
 	token  string
 	agent  string
 	actor  string
+	// user and password are basic auth, sent when token is empty.
+	user, password string
+	headers        map[string]string
 }
 
 var (
@@ -79,7 +88,7 @@ func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
 	if agent == "" {
 		agent = "kl"
 	}
-	return &HTTPBackend{base: u, client: c, token: o.Token, agent: agent, actor: o.Actor}, nil
+	return &HTTPBackend{base: u, client: c, token: o.Token, agent: agent, actor: o.Actor, user: o.Username, password: o.Password, headers: o.Headers}, nil
 }
 
 // Status implements Backend.
@@ -244,8 +253,14 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if b.token != "" {
+	for k, v := range b.headers {
+		req.Header.Set(k, v)
+	}
+	switch {
+	case b.token != "":
 		req.Header.Set("Authorization", "Bearer "+b.token)
+	case b.user != "":
+		req.SetBasicAuth(b.user, b.password)
 	}
 	if b.actor != "" {
 		req.Header.Set("X-Kilolock-Actor", b.actor)

@@ -52,6 +52,10 @@ type ControlAPI interface {
 	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
 	// Reach is what the token with secret reaches (kilolock.Reach).
 	Reach(ctx context.Context, secret string) (*kilolock.Reach, error)
+	// SetQuota sets (ch.Limit) or clears a limit.
+	SetQuota(ctx context.Context, ch kilolock.QuotaChange) error
+	// Quotas lists the limits set.
+	Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error)
 }
 
 // IssuedToken is a token as it is issued: with its secret, shown once.
@@ -477,6 +481,14 @@ func (d databaseControl) Reach(ctx context.Context, secret string) (*kilolock.Re
 	return r, err
 }
 
+func (d databaseControl) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+	return d.c.SetQuota(ctx, d.by, ch)
+}
+
+func (d databaseControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
+	return d.c.Quotas(ctx)
+}
+
 // serverControl is the ControlAPI of a server: its operator control API
 // under /v1/api/.
 type serverControl struct{ b *HTTPBackend }
@@ -622,6 +634,21 @@ func (s serverControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kil
 	}
 	var out []kilolock.AuditEntry
 	err := s.b.do(ctx, http.MethodGet, "/v1/api/audit", q, nil, &out)
+	return out, err
+}
+
+func (s serverControl) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+	body := struct {
+		kilolock.QuotaChange
+		Clear bool `json:"clear,omitempty"`
+	}{ch, ch.Limit == nil}
+	var out map[string]any
+	return s.b.do(ctx, http.MethodPut, "/v1/api/quotas", nil, body, &out)
+}
+
+func (s serverControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
+	var out []kilolock.QuotaSetting
+	err := s.b.do(ctx, http.MethodGet, "/v1/api/quotas", nil, nil, &out)
 	return out, err
 }
 

@@ -46,6 +46,8 @@ func ExitCode(err error) int {
 		return ExitConflict
 	case errors.Is(err, kilolock.ErrUnavailable):
 		return ExitUnavailable
+	case errors.Is(err, kilolock.ErrQuotaExceeded):
+		return ExitError // past a hard limit: kl quota check, kl plan and kl apply fail with 1
 	}
 	return ExitError
 }
@@ -94,6 +96,8 @@ func (e *APIError) Unwrap() error {
 		return kilolock.ErrEncrypted
 	case strings.Contains(code, "mismatch"):
 		return kilolock.ErrLockMismatch
+	case strings.HasPrefix(code, "quota_"):
+		return kilolock.ErrQuotaExceeded
 	}
 	switch e.Status {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:

@@ -48,6 +48,9 @@ type ApplyRequest struct {
 	Stdout, Stderr io.Writer
 	// Retry and Refresh tune the wait (2 s and 5 s when 0).
 	Retry, Refresh time.Duration
+	// Admission, when set, admits the plan's changes against the state's
+	// quotas before anything is applied (or reserved).
+	Admission *Admission
 }
 
 // StaleSpecError is a saved plan spec whose reads or writes changed since
@@ -172,13 +175,19 @@ func readSpec(path string) (*reserve.Spec, error) {
 // no reservations.
 func plainApply(ctx context.Context, req ApplyRequest, spec *reserve.Spec) error {
 	var targets []string
-	if spec != nil {
+	switch {
+	case spec != nil:
 		targets = applyTargets(spec)
 		if len(targets) == 0 {
 			fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan spec changes nothing")
 			return nil
 		}
-	} else {
+		if err := admit(ctx, req.Admission, spec.Quota); err != nil {
+			return err
+		}
+	case req.Admission != nil:
+		return admittedApply(ctx, req)
+	default:
 		scope, err := req.Scope.resolve(req.Dir)
 		if err != nil {
 			return err
@@ -190,6 +199,37 @@ func plainApply(ctx context.Context, req ApplyRequest, spec *reserve.Spec) error
 		return err
 	}
 	return cliError("apply", tf.Apply(ctx, applyOptions(targets, req.Vars, req.VarFiles)...))
+}
+
+// admittedApply plans within the request's scope, admits the plan
+// against the state's quotas and applies that saved plan: what is
+// admitted is what is applied.
+func admittedApply(ctx context.Context, req ApplyRequest) error {
+	tmp, err := os.MkdirTemp("", "kl-apply-")
+	if err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	planPath := filepath.Join(tmp, "apply.tfplan")
+	spec, err := Plan(ctx, PlanRequest{
+		Dir: req.Dir, Scope: req.Scope, Vars: req.Vars, VarFiles: req.VarFiles, PlanPath: planPath, TFBin: req.TFBin,
+		State: req.Admission.State, Actor: whoAmI(req.Actor), Stdout: req.Stdout, Stderr: req.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	if len(spec.Writes) == 0 {
+		fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan changes nothing")
+		return nil
+	}
+	if err := admit(ctx, req.Admission, spec.Quota); err != nil {
+		return err
+	}
+	tf, err := newTF(ctx, req.Dir, req.TFBin, req.Stdout, req.Stderr, nil)
+	if err != nil {
+		return err
+	}
+	return cliError("apply", tf.Apply(ctx, tfexec.DirOrPlan(planPath)))
 }
 
 func applyOptions(targets, vars, varFiles []string) []tfexec.ApplyOption {
@@ -260,6 +300,9 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 		return nil
 	}
 	o.printf("plan: %s", spec.Summary())
+	if err := admit(ctx, o.req.Admission, spec.Quota); err != nil {
+		return err
+	}
 
 	run, err := o.req.Runs.StartRun(ctx, o.state(), kilolock.RunRequest{
 		Actor: o.actor, Info: o.info(), Reservations: spec.Reservations,

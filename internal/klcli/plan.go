@@ -260,7 +260,7 @@ func specOf(plan *tfjson.Plan, planPath, dir string, scope *resolvedScope, req P
 		State: req.State, Server: req.Server, Source: src,
 		Dir: absPath(dir), Files: scope.files, Targets: req.Scope.Targets,
 		VarFiles: req.VarFiles,
-		Writes:   a.Writes, Reads: a.Reads, Reservations: a.Reservations, Actions: a.Actions,
+		Writes:   a.Writes, Reads: a.Reads, Reservations: a.Reservations, Actions: a.Actions, Quota: a.Quota,
 		Created: time.Now().UTC(), CreatedBy: req.Actor, TFVersion: plan.TerraformVersion,
 	}
 	if rel, err := filepath.Rel(spec.Dir, planPath); err == nil {

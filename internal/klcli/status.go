@@ -10,7 +10,9 @@ import (
 
 // Status shows a state: its current version and serial, lineage, lock mode,
 // the holders of its locks, the apply runs in flight with their
-// reservations and lease left, and its instances counted by resource type.
+// reservations and lease left, its instances counted by resource type,
+// and, where a limit applies or a write was refused, its quota standing
+// and latest refusal.
 // JSON output is kilolock.Status, as the server's API answers it.
 func (c *CLI) Status(ctx context.Context, name string) error {
 	s, err := c.Backend.Status(ctx, name)
@@ -55,6 +57,16 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		row(w, "instances:", "unknown: the state is client-side encrypted")
 	case s.Version != nil:
 		row(w, "instances:", strconv.Itoa(s.Instances))
+	}
+	if q := s.Quota; q != nil {
+		for _, c := range q.Counts {
+			if c.From != kilolock.LimitFromNone {
+				row(w, "quota:", cell(c.Message()))
+			}
+		}
+		if q.LatestRefusal != nil {
+			row(w, "quota refused:", quotaEventText(q.LatestRefusal)+"; kl quota status "+s.Name)
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -30,6 +31,30 @@ type Limits struct {
 	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
 	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
 	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
+	// DefaultStateQuota is the limit of states that set none.
+	DefaultStateQuota StateQuota `env:"KL_DEFAULT_STATE_QUOTA" placeholder:"SOFT,HARD" help:"Limit on the managed resource instances of a state that sets none and whose workspace sets none: SOFT,HARD (exactly HARD is allowed, one more refused with 403 quota_exceeded; above SOFT warns), HARD, or unlimited (the default). kl quota set changes one state's."`
+}
+
+// StateQuota is the value of --default-state-quota: "SOFT,HARD", "HARD"
+// or "unlimited" (quota.ParseLimit); the zero value sets none.
+type StateQuota struct{ Limit *quota.Limit }
+
+// UnmarshalText parses the flag.
+func (q *StateQuota) UnmarshalText(text []byte) error {
+	l, err := quota.ParseLimit(string(text))
+	if err != nil {
+		return err
+	}
+	q.Limit = &l
+	return nil
+}
+
+// String is the flag as kld logs it: "unlimited" when none is set.
+func (q StateQuota) String() string {
+	if q.Limit == nil {
+		return "unlimited"
+	}
+	return q.Limit.String()
 }
 
 // Engine returns o with the limits set.
@@ -37,6 +62,9 @@ func (l *Limits) Engine(o kilolock.Options) kilolock.Options {
 	o.QueryLimits = kilolock.QueryLimits{Timeout: l.QueryTimeout, MaxRows: l.QueryMaxRows, MaxBytes: int(l.QueryMaxBytes)}
 	o.MaxLockHolders = l.MaxLockHolders
 	o.ClassicPlanLocks = !l.SharedPlanLocks
+	if l.DefaultStateQuota.Limit != nil && !l.DefaultStateQuota.Limit.Unlimited {
+		o.DefaultStateQuota = l.DefaultStateQuota.Limit
+	}
 	if l.MaxLockHolders <= 0 {
 		o.MaxLockHolders = -1 // no cap
 	}

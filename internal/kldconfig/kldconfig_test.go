@@ -12,6 +12,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -54,6 +55,47 @@ func TestLimits(t *testing.T) {
 				t.Errorf("Engine = %+v, want limits %+v and holders %d", o, tt.limits, tt.holders)
 			}
 		})
+	}
+}
+
+// TestDefaultStateQuota: --default-state-quota (KL_DEFAULT_STATE_QUOTA)
+// reads SOFT,HARD, HARD or unlimited, and refuses anything else at parse
+// time.
+func TestDefaultStateQuota(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want *quota.Limit
+	}{
+		{"none", nil, "", nil},
+		{"soft and hard", []string{"--default-state-quota=80,100"}, "", &quota.Limit{Soft: 80, Hard: 100}},
+		{"hard", []string{"--default-state-quota", "500"}, "", &quota.Limit{Hard: 500}},
+		{"unlimited", []string{"--default-state-quota=unlimited"}, "", nil},
+		{"environment", nil, "10,20", &quota.Limit{Soft: 10, Hard: 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KL_DEFAULT_STATE_QUOTA", tt.env)
+			}
+			got := parse(t, tt.args...).Engine(kilolock.Options{}).DefaultStateQuota
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("DefaultStateQuota = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	for _, bad := range []string{"100,80", "0", "lots", "-1,5"} {
+		var c struct {
+			Limits Limits `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parser.Parse([]string{"--default-state-quota=" + bad}); err == nil || !strings.Contains(err.Error(), "default-state-quota") {
+			t.Errorf("--default-state-quota=%s: %v, want a refusal naming the flag", bad, err)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/quota"
 )
 
 // intBytes is what an integer, boolean or timestamp value counts in
@@ -67,6 +68,7 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 
 // apply runs the commit c, prepared as p, in tx.
 func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
+	c.QuotaWarnings = nil
 	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
 	more := cur.lookups(name, p)
 	// The runs in flight, and the run of the commit's lock whatever its
@@ -97,6 +99,15 @@ func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilol
 	}
 	v.Added, v.Changed, v.Removed = ch.added, ch.changed, ch.removed
 	v.Instances = st.instances + ch.added - ch.removed
+	delta := ch.managedAdded - cur.managedRemoved
+	v.Managed = int(st.managed + delta)
+	if delta > 0 {
+		// Only a commit that adds what quotas count can pass a limit.
+		if ch.warnings, err = checkQuota(ctx, tx, st, delta, c.DefaultQuota); err != nil {
+			return nil, err
+		}
+	}
+	c.QuotaWarnings = ch.warnings
 	if err := ch.write(ctx, tx, st.id, &v, c, stats); err != nil {
 		return nil, err
 	}
@@ -167,6 +178,9 @@ func (cur *current) changed(p *kilolock.PreparedCommit) []string {
 type current struct {
 	instances, outputs map[string]interval
 	payloads           map[string]bool
+	// managedRemoved is how many of the commit's removals are of objects
+	// quotas count.
+	managedRemoved int64
 }
 
 // interval is the current interval of an instance or output: its hash and
@@ -192,6 +206,10 @@ const (
 		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
 	sqlStoredPayloads = `SELECT u.k, (SELECT 1 FROM payloads p WHERE p.state_id = ` + sqlStateID + ` AND p.hash = u.k)
 		FROM {bytes $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
+	// sqlRemovedManaged counts the removals of objects that quotas count
+	// (quota.Counts: a managed resource's current object), a probe each.
+	sqlRemovedManaged = `SELECT count(*) FROM {texts $2} AS u WHERE EXISTS (SELECT 1 FROM instance_intervals i
+		WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL AND i.mode = 'managed' AND i.deposed = '')`
 )
 
 // lookups are the queries that fill cur, sent with the row lock.
@@ -214,6 +232,9 @@ func (cur *current) lookups(name string, p *kilolock.PreparedCommit) *Batch {
 	}
 	if len(outputs) > 0 {
 		b.Query(readCurrent(cur.outputs), sqlCurrentOutputs, name, outputs)
+	}
+	if len(p.Removed) > 0 {
+		b.Query(func(r Rows) error { return r.Scan(&cur.managedRemoved) }, sqlRemovedManaged, name, p.Removed)
 	}
 	if len(hashes) > 0 {
 		b.Query(func(r Rows) error {
@@ -256,6 +277,10 @@ type changes struct {
 	payloads                [][]any // state_id, hash, body
 	outputs                 []*kilolock.PreparedOutput
 	added, changed, removed int
+	// managedAdded counts the added objects quotas count (quota.Counts).
+	managedAdded int64
+	// warnings are the quota warnings the version records.
+	warnings []kilolock.QuotaCount
 }
 
 // diff works out the changes: an upsert equal to the current object and a
@@ -275,6 +300,9 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 		switch {
 		case !ok:
 			ch.added++
+			if quota.Counts(in.Resource.Mode, in.Deposed) {
+				ch.managedAdded++
+			}
 		case string(c.hash) == string(in.Hash[:]):
 			continue
 		default:
@@ -312,7 +340,7 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 
 var (
 	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
-		"base_serial", "added", "changed", "removed", "instance_count", "format", "check_results"}
+		"base_serial", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
 	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
 		"index_key", "deposed", "each", "provider", "status", "hash"}
 	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
@@ -329,7 +357,7 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	}
 	b := &Batch{}
 	version := []any{stateID, v.Number, int64(v.Serial), v.Lineage, v.TerraformVersion, string(v.Source), v.Actor, v.LockID,
-		int64(v.BaseSerial), v.Added, v.Changed, v.Removed, v.Instances, v.Format, checks}
+		int64(v.BaseSerial), v.Added, v.Changed, v.Removed, v.Instances, int64(v.Managed), v.Format, checks}
 	b.Query(func(r Rows) error {
 		stats.Rows++
 		stats.Bytes += rowBytes(version) + intBytes // and created_at
@@ -365,6 +393,7 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		outs[i] = []any{nil, v.Number, o.Name, o.Hash[:], o.Sensitive}
 	}
 	insert(b, stats, "output_intervals", outputColumns, stateID, outs)
+	queueWarnings(b, stats, stateID, v, c, ch.warnings)
 	// current_version, current_version_id, serial, lineage.
 	b.Exec(counter(stats, 1, 3*intBytes+len(v.Lineage)), `UPDATE states SET current_version = $2,
 			current_version_id = (SELECT id FROM state_versions WHERE state_id = $1 AND number = $2),

@@ -303,7 +303,7 @@ func Own(err error) bool {
 	for _, target := range []error{
 		kilolock.ErrNotFound, kilolock.ErrLocked, kilolock.ErrLockMismatch, kilolock.ErrConflict,
 		kilolock.ErrStale, kilolock.ErrInvalid, kilolock.ErrEncrypted, kilolock.ErrReadOnly,
-		kilolock.ErrUnavailable, kilolock.ErrRefused,
+		kilolock.ErrUnavailable, kilolock.ErrRefused, kilolock.ErrQuotaExceeded,
 	} {
 		if errors.Is(err, target) {
 			return true

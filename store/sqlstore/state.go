@@ -12,7 +12,8 @@ import (
 type stateRow struct {
 	id int64
 	kilolock.StateInfo
-	instances int // the instance count of the current version
+	instances int   // the instance count of the current version
+	managed   int64 // and its managed count (quota.Counts)
 	created   bool
 }
 
@@ -80,9 +81,12 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 	// snapshot and read the rest.
 	b.Query(func(r Rows) (err error) { st, err = scanState(r); return err },
 		`SELECT `+stateColumns+` FROM states s WHERE s.name = $1{forupdate}`, name)
-	var instances int
-	b.Query(func(r Rows) error { return r.Scan(&instances) },
-		`SELECT v.instance_count FROM states s JOIN state_versions v ON v.id = s.current_version_id WHERE s.name = $1`, name)
+	var (
+		instances int
+		managed   int64
+	)
+	b.Query(func(r Rows) error { return r.Scan(&instances, &managed) },
+		`SELECT v.instance_count, v.managed_count FROM states s JOIN state_versions v ON v.id = s.current_version_id WHERE s.name = $1`, name)
 	var locks []kilolock.Lock
 	b.Query(func(r Rows) error {
 		l, err := scanLock(r)
@@ -101,7 +105,7 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 		}
 		return nil, notFound(name)
 	}
-	st.created, st.instances = created == 1, instances
+	st.created, st.instances, st.managed = created == 1, instances, managed
 	if locks != nil {
 		st.Locks = locks
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/quota"
 )
 
 // model is what one version holds, as the test committed it.
@@ -25,7 +26,8 @@ type model struct {
 }
 
 // testSnapshot commits ~30 versions of random upserts and removals and
-// checks that Snapshot of every one of them gives back what was committed,
+// checks that Snapshot of every one of them gives back what was committed
+// (with its managed count, from the commits' changes, as quotas count),
 // and that ChangesSince and HashesAt agree with the same model.
 func testSnapshot(t *testing.T, open Opener) {
 	s := open(t)
@@ -167,6 +169,11 @@ func commitModel(t *testing.T, s kilolock.Store, name string, versions int64, se
 		want := c.Version
 		want.ID, want.State, want.Number, want.Created = v.ID, name, n, v.Created
 		want.Added, want.Changed, want.Removed, want.Instances = added, changed, removed, len(next.instances)
+		for _, in := range next.instances {
+			if quota.Counts(in.Resource.Mode, in.Deposed) {
+				want.Managed++
+			}
+		}
 		if diff := cmp.Diff(want, *v); diff != "" {
 			t.Errorf("version %d: Commit returned (-want +got):\n%s", n, diff)
 		}

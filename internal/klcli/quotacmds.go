@@ -1,0 +1,342 @@
+package klcli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/quota"
+)
+
+// QuotaCmds are kl quota remaining|status|check|set|list.
+type QuotaCmds struct {
+	Remaining QuotaRemainingCmd `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
+	Status    QuotaStatusCmd    `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
+	Check     QuotaCheckCmd     `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
+	Set       QuotaSetCmd       `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
+	List      QuotaListCmd      `cmd:"" help:"List the limits set (control plane)."`
+}
+
+// Help is kl quota --help's long text: the model.
+func (c *QuotaCmds) Help() string {
+	return `Quotas limit the managed resource instances of a state and of an environment (the
+sum of its active states). Data sources and deposed objects do not count, so a
+create_before_destroy replacement never spikes past a limit it fits at rest;
+archived states do not count toward their environment. Exactly the hard limit is
+allowed, one more is refused (403 quota_exceeded, nothing written); above the
+soft limit is allowed with a warning. A state's limit is its own, else its
+workspace's default for states, else kld --default-state-quota; an
+environment's is its own, else its workspace's default for environments;
+--unlimited stops the search.
+
+Without --state (or NAME), kl quota remaining, status and check ask the state of
+the directory's initialized http backend, at its own address with its
+credentials (--dir, default the current directory).`
+}
+
+// quotaTargetFlags name the state kl quota asks.
+type quotaTargetFlags struct {
+	State string `help:"State name in the API (WS.ENV.NAME for a tenant's); default: the directory's initialized http backend." placeholder:"NAME" predictor:"state"`
+	Dir   string `default:"." help:"The configuration directory whose initialized backend names the state." type:"path"`
+}
+
+// QuotaRemainingCmd is kl quota remaining.
+type QuotaRemainingCmd struct {
+	JSONFlag
+	quotaTargetFlags
+}
+
+// Run runs the command.
+func (c *QuotaRemainingCmd) Run(ctx context.Context, g *Globals) error {
+	return g.showQuota(ctx, c.JSON, c.State, c.Dir, false)
+}
+
+// QuotaStatusCmd is kl quota status [NAME].
+type QuotaStatusCmd struct {
+	JSONFlag
+	quotaTargetFlags
+	Name string `arg:"" optional:"" help:"State name (as --state)." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Name != "" && c.State != "" && c.Name != c.State {
+		return &UsageError{Message: "NAME and --state name two states", Hint: "name the state once: kl quota status NAME"}
+	}
+	state := c.State
+	if state == "" {
+		state = c.Name
+	}
+	return g.showQuota(ctx, c.JSON, state, c.Dir, true)
+}
+
+// showQuota prints the standing of the state state and dir name, with its
+// latest refusal and warning when events.
+func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string, events bool) error {
+	return g.withQuota(ctx, state, dir, func(qb QuotaBackend, name string) error {
+		st, err := qb.QuotaStatus(ctx, name, 0)
+		if err != nil {
+			return err
+		}
+		cli := &CLI{Out: g.out(), JSON: asJSON}
+		if asJSON {
+			return cli.writeJSON(st)
+		}
+		return cli.writeQuota(st, events)
+	})
+}
+
+// withQuota runs f on the quota backend and state g, state and dir name.
+func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(QuotaBackend, string) error) error {
+	qb, name, done, err := g.quotaBackend(ctx, state, dir)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return f(qb, name)
+}
+
+// writeQuota prints a state's standing: a row per scope counted and, with
+// events, its latest refusal and warning.
+func (c *CLI) writeQuota(st *kilolock.QuotaStatus, events bool) error {
+	w := c.table()
+	row(w, "SCOPE", "TARGET", "MANAGED", "SOFT", "HARD", "REMAINING", "LIMIT FROM")
+	for _, q := range st.Counts {
+		soft, hard, left := "-", "unlimited", "-"
+		if !q.Limit.Unlimited {
+			hard, left = strconv.FormatInt(q.Limit.Hard, 10), strconv.FormatInt(q.Remaining, 10)
+			if q.Limit.Soft > 0 {
+				soft = strconv.FormatInt(q.Limit.Soft, 10)
+			}
+		}
+		row(w, q.Scope, cell(q.Target), strconv.FormatInt(q.Result, 10), soft, hard, left, q.From)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if st.Archived {
+		fmt.Fprintln(c.Out, "The state is archived: it does not count toward its environment.")
+	}
+	if !events {
+		return nil
+	}
+	fmt.Fprintln(c.Out)
+	w = c.table()
+	for _, e := range []struct {
+		label string
+		ev    *kilolock.QuotaEvent
+	}{{"latest refusal:", st.LatestRefusal}, {"latest warning:", st.LatestWarning}} {
+		row(w, e.label, quotaEventText(e.ev))
+	}
+	return w.Flush()
+}
+
+// quotaEventText says a quota event in one line.
+func quotaEventText(e *kilolock.QuotaEvent) string {
+	if e == nil {
+		return "none"
+	}
+	s := formatTime(e.Created) + "  " + cell(e.Message())
+	if e.Version > 0 {
+		s += fmt.Sprintf(" (version %d", e.Version)
+	} else {
+		s += " (nothing was written"
+	}
+	if e.Actor != "" {
+		s += ", by " + cell(e.Actor)
+	}
+	if e.LockID != "" {
+		s += ", lock " + cell(e.LockID)
+	}
+	return s + ")"
+}
+
+// QuotaCheckCmd is kl quota check.
+type QuotaCheckCmd struct {
+	JSONFlag
+	quotaTargetFlags
+	TFPlan     string `name:"tf-plan" help:"A saved plan (tofu plan -out FILE), read with the CLI's show -json in --dir." placeholder:"FILE"`
+	TFPlanJSON string `name:"tf-plan-json" help:"A plan as show -json writes it; - reads stdin." placeholder:"FILE"`
+	TFBin      string `name:"tf-bin" env:"KL_TF_BIN" default:"tofu" help:"The IaC CLI that reads --tf-plan: tofu (default) or terraform." placeholder:"BIN"`
+}
+
+// maxPlanJSON bounds a plan read with --tf-plan-json.
+const maxPlanJSON = 1 << 30
+
+// Run runs the command.
+func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
+	if (c.TFPlan == "") == (c.TFPlanJSON == "") {
+		return &UsageError{Message: "kl quota check reads one plan: --tf-plan FILE or --tf-plan-json FILE|-", Hint: "save a plan with `tofu plan -out plan.tfplan`, then kl quota check --tf-plan plan.tfplan"}
+	}
+	plan, err := c.readPlan(ctx)
+	if err != nil {
+		return err
+	}
+	return g.withQuota(ctx, c.State, c.Dir, func(qb QuotaBackend, name string) error {
+		out := g.out()
+		if c.JSON {
+			out = io.Discard
+		}
+		st, err := (&Admission{Backend: qb, State: name, Out: out}).Admit(ctx, quota.CountPlan(plan))
+		if c.JSON && st != nil {
+			if jerr := (&CLI{Out: g.out()}).writeJSON(st); jerr != nil {
+				return jerr
+			}
+		}
+		return err
+	})
+}
+
+// readPlan reads the plan --tf-plan or --tf-plan-json names.
+func (c *QuotaCheckCmd) readPlan(ctx context.Context) (*tfjson.Plan, error) {
+	if c.TFPlan != "" {
+		tf, err := newTF(ctx, c.Dir, c.TFBin, io.Discard, os.Stderr, nil)
+		if err != nil {
+			return nil, err
+		}
+		path := c.TFPlan
+		if !filepath.IsAbs(path) {
+			path = absPath(path)
+		}
+		p, err := tf.ShowPlanFile(ctx, path)
+		return p, cliError("show -json "+c.TFPlan, err)
+	}
+	var r io.Reader = os.Stdin
+	if c.TFPlanJSON != "-" {
+		f, err := os.Open(c.TFPlanJSON)
+		if err != nil {
+			return nil, &UsageError{Message: err.Error(), Hint: "write the plan with `tofu show -json plan.tfplan > plan.json`"}
+		}
+		defer f.Close()
+		r = f
+	}
+	var p tfjson.Plan
+	if err := json.NewDecoder(io.LimitReader(r, maxPlanJSON)).Decode(&p); err != nil {
+		return nil, &UsageError{Message: fmt.Sprintf("%s is not a plan as show -json writes it: %v", c.TFPlanJSON, err), Hint: "write it with `tofu show -json plan.tfplan`"}
+	}
+	return &p, nil
+}
+
+// QuotaSetCmd is kl quota set.
+type QuotaSetCmd struct {
+	JSONFlag
+	State      string `help:"The state: its name (WS.ENV.NAME for a tenant's), or its name in --env of --workspace." placeholder:"NAME" predictor:"state"`
+	Env        string `help:"The environment (env_…): its limit, on the sum of its active states." placeholder:"ENV"`
+	Workspace  string `help:"The workspace (ws_…) of --env, or the one whose default --default-for sets." placeholder:"WS"`
+	DefaultFor string `name:"default-for" help:"With --workspace alone: set the default of each of its states (states) or of each of its environments (environments)." placeholder:"WHAT"`
+	Soft       int64  `help:"Above this many managed instances a write warns (0: no soft limit)." placeholder:"N"`
+	Hard       int64  `help:"Exactly this many is allowed, one more refused." placeholder:"M"`
+	Unlimited  bool   `help:"No limit: stops a default above from applying."`
+	Clear      bool   `help:"Remove the target's own limit: it inherits the default again."`
+}
+
+// Run runs the command.
+func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
+	ch, err := c.change()
+	if err != nil {
+		return err
+	}
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetQuota(ctx, ch) })
+}
+
+// change is the change the flags ask for.
+func (c *QuotaSetCmd) change() (kilolock.QuotaChange, error) {
+	var ch kilolock.QuotaChange
+	usage := func(msg string) error {
+		return &UsageError{Message: msg, Hint: "kl quota set --state NAME | --env ENV [--workspace WS] | --workspace WS --default-for states|environments, with --soft N --hard M, --unlimited or --clear"}
+	}
+	switch {
+	case c.State != "" && c.DefaultFor != "":
+		return ch, usage("--default-for sets a workspace's default, not a state's limit")
+	case c.State != "" && (c.Env != "") != (c.Workspace != ""):
+		return ch, usage("a state in an environment takes both --env and --workspace")
+	case c.State != "" && c.Env != "":
+		name, err := kilolock.TenantStateName(c.Workspace, c.Env, c.State)
+		if err != nil {
+			return ch, err
+		}
+		ch.QuotaTarget = kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: name}
+	case c.State != "":
+		ch.QuotaTarget = kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: c.State}
+	case c.Env != "" && c.DefaultFor != "":
+		return ch, usage("--default-for sets a workspace's default; an environment's own limit takes no --default-for")
+	case c.Env != "":
+		ch.QuotaTarget, ch.Workspace = kilolock.QuotaTarget{Scope: kilolock.QuotaEnvironment, Target: c.Env}, c.Workspace
+	case c.Workspace != "" && c.DefaultFor == "states":
+		ch.QuotaTarget = kilolock.QuotaTarget{Scope: kilolock.QuotaWorkspaceStates, Target: c.Workspace}
+	case c.Workspace != "" && c.DefaultFor == "environments":
+		ch.QuotaTarget = kilolock.QuotaTarget{Scope: kilolock.QuotaWorkspaceEnvironments, Target: c.Workspace}
+	case c.Workspace != "" && c.DefaultFor != "":
+		return ch, usage(fmt.Sprintf("--default-for %s: say states or environments", c.DefaultFor))
+	case c.Workspace != "":
+		return ch, usage("--workspace alone sets a default: say of what with --default-for states or --default-for environments")
+	default:
+		return ch, usage("name what to limit")
+	}
+	given := 0
+	for _, b := range []bool{c.Unlimited, c.Clear, c.Hard != 0 || c.Soft != 0} {
+		if b {
+			given++
+		}
+	}
+	switch {
+	case given != 1:
+		return ch, usage("give one of --soft/--hard, --unlimited or --clear")
+	case c.Unlimited:
+		ch.Limit = &quota.Limit{Unlimited: true}
+	case !c.Clear:
+		ch.Limit = &quota.Limit{Soft: c.Soft, Hard: c.Hard}
+	}
+	return ch, nil
+}
+
+// QuotaListCmd is kl quota list.
+type QuotaListCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Quotas(ctx) })
+}
+
+// SetQuota sets or clears a limit.
+func (c *Control) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+	if err := c.API.SetQuota(ctx, ch); err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.cli().writeJSON(ch)
+	}
+	if ch.Limit == nil {
+		fmt.Fprintf(c.Out, "Cleared the limit of %s %s: it inherits its default again.\n", ch.Scope, cell(ch.Target))
+		return nil
+	}
+	fmt.Fprintf(c.Out, "The limit of %s %s is %s.\n", ch.Scope, cell(ch.Target), ch.Limit)
+	return nil
+}
+
+// Quotas lists the limits set.
+func (c *Control) Quotas(ctx context.Context) error {
+	out, err := c.API.Quotas(ctx)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []kilolock.QuotaSetting{}
+	}
+	if c.JSON {
+		return c.cli().writeJSON(out)
+	}
+	tw := c.cli().table()
+	row(tw, "SCOPE", "TARGET", "LIMIT", "UPDATED")
+	for _, q := range out {
+		row(tw, string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated))
+	}
+	return tw.Flush()
+}
