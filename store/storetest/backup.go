@@ -17,6 +17,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/quota"
 )
 
 // testBackup runs RunBackup from the store to another of its kind.
@@ -168,6 +169,13 @@ func fill(t *testing.T, s kilolock.Store) []model {
 		if _, err := rs.EndRun(ctx, b.ID, kilolock.RunEnd{Status: kilolock.RunAborted, By: "carol", Reason: "stuck"}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if qs, ok := s.(kilolock.QuotaStore); ok {
+		must(t, qs.SetQuota(ctx, kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "model"}, &quota.Limit{Soft: 40, Hard: 50}))
+		must(t, qs.SetQuota(ctx, kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "odd"}, &quota.Limit{Unlimited: true}))
+		must(t, qs.RecordQuotaRefusal(ctx, "model", &kilolock.QuotaEvent{From: "state model",
+			Verdict: quota.Verdict{Scope: quota.ScopeState, Target: "model", Level: quota.Exceed, Current: 45, Result: 60, Limit: quota.Limit{Soft: 40, Hard: 50}},
+			LockID: "refused", Actor: "mallory"}))
 	}
 	if ts, ok := s.(kilolock.TenantStore); ok {
 		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
