@@ -175,7 +175,7 @@ func fill(t *testing.T, s kilolock.Store) []model {
 		must(t, qs.SetQuota(ctx, kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "odd"}, &quota.Limit{Unlimited: true}))
 		must(t, qs.RecordQuotaRefusal(ctx, "model", &kilolock.QuotaEvent{From: "state model",
 			Verdict: quota.Verdict{Scope: quota.ScopeState, Target: "model", Level: quota.Exceed, Current: 45, Result: 60, Limit: quota.Limit{Soft: 40, Hard: 50}},
-			LockID: "refused", Actor: "mallory"}))
+			LockID:  "refused", Actor: "mallory"}))
 	}
 	if ts, ok := s.(kilolock.TenantStore); ok {
 		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
