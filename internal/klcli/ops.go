@@ -384,3 +384,43 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 		plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
 	return err
 }
+
+// Pruned lists the runs of pruned versions of state name below before (0:
+// all), newest first: who pruned them, when and under what policy.
+func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	if before < 0 || limit < 1 || limit > maxHistoryPruned {
+		return &UsageError{Message: fmt.Sprintf("--before takes a version number and --limit 1 to %d", maxHistoryPruned), Hint: "e.g. kl retention pruned NAME --limit 20"}
+	}
+	out, err := ops.PrunedVersions(ctx, name, before, limit)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []kilolock.PrunedRange{}
+	}
+	if c.JSON {
+		return c.writeJSON(map[string]any{"state": name, "pruned": out})
+	}
+	if len(out) == 0 {
+		_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
+		return err
+	}
+	w := c.table()
+	row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
+	for _, p := range out {
+		row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
+	}
+	return w.Flush()
+}
+
+// rangeText shows a run of versions: "@3-@9", or "@3" alone.
+func rangeText(p kilolock.PrunedRange) string {
+	if p.To > p.From {
+		return fmt.Sprintf("@%d-@%d", p.From, p.To)
+	}
+	return fmt.Sprintf("@%d", p.From)
+}

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"OddBytes", testOddBytes},
 		{"QuerySafety", testQuerySafety},
 		{"Backup", testBackup},
+		{"BackupUnderWrites", testBackupUnderWrites},
 		{"Retention", testRetention},
 	}
 	for _, g := range groups {
