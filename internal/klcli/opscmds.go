@@ -79,7 +79,7 @@ entry per batch. kld prunes on a schedule with --retention-interval.`
 type retentionScopeFlags struct {
 	State       string `help:"The policy of this state." placeholder:"NAME" predictor:"state" xor:"scope"`
 	Environment string `name:"env" help:"The policy of this environment (env_…): its tenants' states." placeholder:"ENV" xor:"scope"`
-	Server      bool   `help:"The server's policy: every state without its own or its environment's." xor:"scope"`
+	ServerWide  bool   `name:"server-wide" help:"The server's policy: every state without its own or its environment's." xor:"scope"`
 }
 
 // scope returns the policy's scope and target.
@@ -89,10 +89,10 @@ func (f *retentionScopeFlags) scope() (kilolock.RetentionScope, string, error) {
 		return kilolock.RetentionState, f.State, nil
 	case f.Environment != "":
 		return kilolock.RetentionEnvironment, f.Environment, nil
-	case f.Server:
+	case f.ServerWide:
 		return kilolock.RetentionServer, "", nil
 	}
-	return "", "", &UsageError{Message: "say which policy: --state NAME, --env ENV or --server", Hint: "e.g. kl retention set --server --keep-last 100"}
+	return "", "", &UsageError{Message: "say which policy: --state NAME, --env ENV or --server-wide", Hint: "e.g. kl retention set --server-wide --keep-last 100"}
 }
 
 // RetentionListCmd is kl retention list.

@@ -38,3 +38,12 @@ func BenchmarkCommit2of10000(b *testing.B) { storetest.BenchCommit2of10000(b, op
 func BenchmarkChangesSince(b *testing.B) {
 	storetest.BenchChangesSince(b, open(b), "cpu-ns/op", func() float64 { return float64(processCPU().Nanoseconds()) })
 }
+
+// BenchmarkBackupRestore is storetest.BenchBackupRestore: 10,000
+// instances, 1,000 versions.
+func BenchmarkBackupRestore(b *testing.B) {
+	storetest.BenchBackupRestore(b, func(tb testing.TB) kilolock.Store { return open(tb) })
+}
+
+// BenchmarkPrune is storetest.BenchPrune: the cost of one pruned version.
+func BenchmarkPrune(b *testing.B) { storetest.BenchPrune(b, open(b)) }
