@@ -71,8 +71,9 @@ func TestRetentionCommands(t *testing.T) {
 		if !strings.Contains(got, "Pruned 2 versions") {
 			t.Errorf("apply:\n%s", got)
 		}
-		if _, err := h.engine.ReadVersion(ctx, "prod", 1); !errors.Is(err, kilolock.ErrNotFound) {
-			t.Errorf("@1 after pruning: %v", err)
+		var nf *kilolock.VersionNotFoundError
+		if _, err := h.engine.ReadVersion(ctx, "prod", 1); !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 3 || !strings.Contains(err.Error(), "retention pruned @1…@2") {
+			t.Errorf("@1 after pruning: %v; want it said pruned, @3 the first", err)
 		}
 		if doc, err := h.engine.ReadVersion(ctx, "prod", 3); err != nil || !bytes.Equal(doc.Bytes, seedDoc(t, "prod-3")) {
 			t.Errorf("the current version after pruning: %v", err)
