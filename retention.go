@@ -70,7 +70,7 @@ const maxKeep = 1_000_000_000
 func ValidRetentionPolicy(p *RetentionPolicy) error {
 	bad := func(msg string) error {
 		return &InvalidError{Code: "invalid_retention_policy", Message: msg,
-			Hint: "use kl retention set --server | --environment env_… | --state NAME, with --keep-last N and/or --keep-days D (0 for no limit)"}
+			Hint: "use kl retention set --server-wide | --env env_… | --state NAME, with --keep-last N and/or --keep-days D (0 for no limit)"}
 	}
 	switch p.Scope {
 	case RetentionServer:

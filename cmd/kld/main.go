@@ -103,9 +103,6 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	tlsConfig, err := c.Serving.TLSConfig()
-	if err == nil {
-		err = c.Retention.Validate()
-	}
 	if err != nil {
 		return &exitError{exitConfig, err}
 	}

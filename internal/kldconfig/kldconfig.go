@@ -41,7 +41,7 @@ type Retention struct {
 	RetentionBatch    int           `default:"100" env:"KL_RETENTION_BATCH" help:"Most versions one transaction of the scheduled pruning prunes (1 to 10000)."`
 }
 
-// Validate checks the flags.
+// Validate checks the flags; kong calls it as it parses them.
 func (r *Retention) Validate() error {
 	if r.RetentionInterval < 0 || (r.RetentionInterval > 0 && r.RetentionInterval < time.Second) {
 		return fmt.Errorf("--retention-interval %s: give 0 (no schedule) or at least 1s", r.RetentionInterval)
