@@ -111,8 +111,8 @@ func TestRetentionKill9(t *testing.T) {
 		current = retentionDoc(retentionVersions + 1)
 		mustKL(t, "--database", databaseURL, "--actor", "pruner", "retention", "apply", "--batch", "7")
 		// @401 is the newest now: @381 falls out of the last 20.
-		mustKeepNow := func(n int) bool { return n != retentionVersions-retentionKeep+1 && mustKeep(n) }
-		mustKeep = mustKeepNow
+		keptBefore := mustKeep
+		mustKeep = func(n int) bool { return n != retentionVersions-retentionKeep+1 && keptBefore(n) }
 		if got, want := checkKept("after the second run"), retentionVersions-retentionKeep; got != want {
 			t.Errorf("after the second run %d versions are pruned; want %d", got, want)
 		}
