@@ -144,17 +144,23 @@ func sensitivePaths(obj []byte) [][]pathStep {
 // maskPath replaces the value at p inside v with the mask and returns v.
 // A dynamically typed attribute (terraform_data's input) is stored as
 // {"value":…,"type":…}; a step that does not name a key of such an object
-// goes into its "value".
+// goes into its "value". A step this program cannot follow into the value
+// it meets (a set element named by its value, a step of a kind it does not
+// know, a path going into a string) masks that whole value: a secret is
+// never shown because its path was spelled in an unexpected way. A path to
+// nothing (a key that is absent, an index past the end) masks nothing.
 func maskPath(v any, p []pathStep) any {
 	if len(p) == 0 {
 		return maskOf(v)
 	}
 	step := p[0]
 	switch node := v.(type) {
+	case nil:
+		return v
 	case map[string]any:
 		key, ok := stepKey(step)
 		if !ok {
-			return v
+			return maskOf(v)
 		}
 		if _, has := node[key]; !has {
 			if inner, dyn := node["value"]; dyn && len(node) == 2 && node["type"] != nil {
@@ -165,10 +171,16 @@ func maskPath(v any, p []pathStep) any {
 		node[key] = maskPath(node[key], p[1:])
 	case []any:
 		i, ok := stepIndex(step)
-		if !ok || i < 0 || i >= len(node) {
+		if !ok {
+			return maskOf(v)
+		}
+		if i < 0 || i >= len(node) {
 			return v
 		}
 		node[i] = maskPath(node[i], p[1:])
+	case masked:
+	default:
+		return maskOf(v)
 	}
 	return v
 }

@@ -34,6 +34,10 @@ var (
 	// ErrRefused: the server refuses the request, whoever asks, as it is
 	// configured (see *RefusedError).
 	ErrRefused = errors.New("refused")
+	// ErrKey: the database holds values encrypted at rest that the
+	// configured keys cannot open: no key is configured, or not the one
+	// they need (see *KeyError).
+	ErrKey = errors.New("encryption key missing or wrong")
 	// ErrQuotaExceeded: the write would grow a state, or its environment,
 	// past a hard limit (see *QuotaError).
 	ErrQuotaExceeded = errors.New("quota exceeded")
@@ -156,3 +160,19 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
 // Unwrap returns Err.
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// KeyError is a store that cannot open what it encrypted at rest with the
+// keys it was given: found when it opens, not at the first read.
+type KeyError struct {
+	Code    string // "encryption_key_missing", "encryption_key_unknown" or "encryption_key_wrong"
+	Message string
+	Hint    string
+	// Needed are the IDs of the keys the database needs that were not
+	// given.
+	Needed []string
+}
+
+func (e *KeyError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrKey) true.
+func (e *KeyError) Is(target error) bool { return target == ErrKey }

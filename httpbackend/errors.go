@@ -135,6 +135,7 @@ func classify(err error) answer {
 		noVer    *kilolock.VersionNotFoundError
 		control  *kilolock.ControlError
 		reserved *kilolock.ReservedError
+		keyErr   *kilolock.KeyError
 		ended    *kilolock.RunEndedError
 		quotaErr *kilolock.QuotaError
 	)
@@ -217,6 +218,10 @@ func classify(err error) answer {
 		return answer{status: http.StatusConflict, body: errorBody{Error: "conflict", Message: err.Error(), Hint: "nothing was stored; pull the state, re-plan and apply again"}}
 	case errors.Is(err, kilolock.ErrInvalid):
 		return answer{status: http.StatusBadRequest, body: errorBody{Error: "invalid", Message: err.Error(), Hint: "correct the request and send it again"}}
+	case errors.As(err, &keyErr):
+		// The server's keys, not the caller's request: 503 until an
+		// operator gives kld the key the database needs.
+		return answer{status: http.StatusServiceUnavailable, retryAfter: true, internal: true, body: errorBody{Error: keyErr.Code, Message: keyErr.Message, Hint: keyErr.Hint}}
 	case errors.Is(err, kilolock.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return answer{status: http.StatusServiceUnavailable, retryAfter: true, body: errorBody{Error: "unavailable", Message: "the database is unavailable: " + err.Error(), Hint: fmt.Sprintf("retry in %d seconds; if it lasts, check the database the server points at (kld --database)", retryAfterSeconds)}}
 	case errors.Is(err, context.Canceled):

@@ -97,6 +97,7 @@ type Handler struct {
 	operator       *kilolock.TokenHash // nil: no operator token
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
 	identified     *auditLimiter       // and of a credential's denials, per credential
+	rotation       rotation            // this process's key rotation (keys.go)
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -204,6 +205,8 @@ func (h *Handler) routes() {
 	h.runRoutes()
 	// Backups and retention (ops.go).
 	h.opsRoutes()
+	// Encryption at rest: keys and their rotation (keys.go).
+	h.keyRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/postgres"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
@@ -48,7 +49,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
-		var po []postgres.Option
+		po := []postgres.Option{postgres.WithKeyring(o.ring)}
 		if o.queryURL != "" {
 			po = append(po, postgres.WithQueryURL(o.queryURL))
 		}
@@ -63,7 +64,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3":
-		return openSQLite(ctx, rawURL, rest)
+		return openSQLite(ctx, rawURL, rest, o)
 	case "file":
 		u, err := url.Parse(rawURL)
 		if err != nil {
@@ -72,12 +73,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, badURL(rawURL, "a file URL names a file on this machine: file:///path or file:path")
 		}
-		return openSQLite(ctx, rawURL, u.Path)
+		return openSQLite(ctx, rawURL, u.Path, o)
 	case "":
 		if path, ok := strings.CutPrefix(rawURL, "file:"); ok {
-			return openSQLite(ctx, rawURL, path)
+			return openSQLite(ctx, rawURL, path, o)
 		}
-		return openSQLite(ctx, rawURL, rawURL)
+		return openSQLite(ctx, rawURL, rawURL, o)
 	}
 	return nil, badURL(rawURL, fmt.Sprintf("unknown scheme %q", scheme))
 }
@@ -85,20 +86,29 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 // Option configures Open.
 type Option func(*options)
 
-type options struct{ queryURL string }
+type options struct {
+	queryURL string
+	ring     *keyring.Ring
+}
 
 // WithQueryURL runs users' queries of a PostgreSQL store on another URL
 // (see postgres.WithQueryURL).
 func WithQueryURL(url string) Option { return func(o *options) { o.queryURL = url } }
 
-func openSQLite(ctx context.Context, rawURL, path string) (kilolock.Store, error) {
+// WithKeyring encrypts at rest what Terraform marks sensitive and the raw
+// documents kept, with ring (see kilolock.KeyStore). Without it a
+// database that holds encrypted values is refused when it opens (a
+// *kilolock.KeyError), as is one whose data keys ring cannot unwrap.
+func WithKeyring(ring *keyring.Ring) Option { return func(o *options) { o.ring = ring } }
+
+func openSQLite(ctx context.Context, rawURL, path string, o options) (kilolock.Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, badURL(rawURL, "a sqlite URL takes no query parameters")
 	}
 	if path == "" {
 		return nil, badURL(rawURL, "no database path")
 	}
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, sqlite.WithKeyring(o.ring))
 	if err != nil {
 		return nil, err
 	}

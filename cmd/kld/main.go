@@ -8,7 +8,7 @@
 // Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 1 on a failure
 // while serving, 2 on a usage error, 69 when the database cannot be reached
 // at start, 71 when the address cannot be listened on, 78 when the database
-// setting is wrong.
+// setting, or the encryption keys for it, are wrong.
 package main
 
 import (
@@ -54,6 +54,7 @@ type cli struct {
 	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
 	Retention       kldconfig.Retention  `embed:""`
+	Encryption      kldconfig.Encryption `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
 
@@ -64,6 +65,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	var c cli
@@ -87,6 +89,16 @@ func main() {
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
+		var (
+			ke *kilolock.KeyError
+			ie *kilolock.InvalidError
+		)
+		switch {
+		case errors.As(err, &ke):
+			logger.Error("encryption keys", "hint", ke.Hint)
+		case errors.As(err, &ie) && ie.Hint != "":
+			logger.Error("configuration", "hint", ie.Hint)
+		}
 		logger.Error("kld stopped", "err", err, "exit_code", code)
 		os.Exit(code)
 	}
@@ -107,11 +119,15 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		return &exitError{exitConfig, err}
 	}
 
+	keys, atRest, err := c.Encryption.StoreOptions()
+	if err != nil {
+		return &exitError{exitConfig, err}
+	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := store.Open(openCtx, c.Database, c.Limits.StoreOptions()...)
+	st, err := store.Open(openCtx, c.Database, append(c.Limits.StoreOptions(), keys...)...)
 	cancel()
 	switch {
-	case errors.Is(err, kilolock.ErrInvalid):
+	case errors.Is(err, kilolock.ErrInvalid), errors.Is(err, kilolock.ErrKey):
 		return &exitError{exitConfig, fmt.Errorf("--database %s: %w", kldconfig.Redact(c.Database), err)}
 	case err != nil:
 		return &exitError{exitUnavailable, fmt.Errorf("open database %s: %w", kldconfig.Redact(c.Database), err)}
@@ -152,7 +168,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String())
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "encryption_at_rest", atRest)
 
 	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
 	served := make(chan error, 1)

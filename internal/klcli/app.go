@@ -44,6 +44,7 @@ type App struct {
 	Backup     BackupCmd     `cmd:"" help:"Write a consistent online backup of the whole store to a file (--database, or --server with the operator token)."`
 	Restore    RestoreCmd    `cmd:"" help:"Load a backup into an empty database of either store: kl restore --database URL FILE."`
 	Retention  RetentionCmds `cmd:"" help:"Retention: policies per server, environment or state (list, set, unset), pruning (apply [--dry-run]) and what was pruned. See kl retention --help."`
+	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
 	State      struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
@@ -63,6 +64,7 @@ type Globals struct {
 	Database string        `help:"Open the database directly instead: a postgres:// URL or a SQLite file path." env:"KL_DATABASE_URL" placeholder:"URL"`
 	Token    string        `help:"Bearer token for the server." env:"KL_TOKEN"`
 	Timeout  time.Duration `help:"Timeout of each request to the server." default:"30s"`
+	KeyFile  string        `name:"encryption-key-file" help:"With --database: the keys of encryption at rest, as kld takes them (KL_ENCRYPTION_KEY may hold keys too)." env:"KL_ENCRYPTION_KEY_FILE" placeholder:"FILE"`
 	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity, and the audit actor (db:NAME) of tenancy changes made with --database (default kl)." env:"KL_ACTOR"`
 
 	// Out receives the commands' output; nil means os.Stdout.
@@ -84,7 +86,7 @@ func (g *Globals) progress(json bool) progress.Reporter {
 
 // with opens the backend g names, runs f on a CLI over it and closes it.
 func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
 	if err != nil {
 		return err
 	}

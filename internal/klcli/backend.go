@@ -2,9 +2,12 @@ package klcli
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
+	"github.com/kilolock/kilolock/store"
 )
 
 // Backend is what kl's commands need from KiloLock. Both implementations
@@ -78,10 +81,13 @@ const DefaultServer = "http://127.0.0.1:8080"
 
 // Target says where kl's commands go: a server or a database, never both.
 type Target struct {
-	Server   string        // base URL of a kld server
-	Database string        // store URL: postgres://… or a SQLite file path
-	Token    string        // bearer token sent to the server, if any
-	Timeout  time.Duration // per HTTP request; zero means DefaultTimeout
+	Server   string // base URL of a kld server
+	Database string // store URL: postgres://… or a SQLite file path
+	// KeyFile names the keys of encryption at rest of Database, with
+	// those of KL_ENCRYPTION_KEY (see keyring.Load).
+	KeyFile string
+	Token   string        // bearer token sent to the server, if any
+	Timeout time.Duration // per HTTP request; zero means DefaultTimeout
 	// Actor is recorded on the versions kl makes (rollback, state
 	// operations, import); empty means "kl".
 	Actor string
@@ -98,7 +104,11 @@ func Open(ctx context.Context, t Target) (Backend, error) {
 			Hint:    "use either --server (KL_SERVER) or --database (KL_DATABASE_URL), not both",
 		}
 	case t.Database != "":
-		b, err := OpenEngineBackend(ctx, t.Database)
+		ring, err := keyring.Load(t.KeyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+		if err != nil {
+			return nil, withHint(err, "--encryption-key-file (KL_ENCRYPTION_KEY_FILE) and KL_ENCRYPTION_KEY take one base64 32-byte key per line; kl keys generate prints one")
+		}
+		b, err := OpenEngineBackend(ctx, t.Database, store.WithKeyring(ring))
 		if err != nil {
 			return nil, err
 		}

@@ -67,7 +67,7 @@ type IssuedToken struct {
 // control opens the server or database g names and runs f on a Control
 // over it.
 func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error) error {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,8 +35,12 @@ func NewEngineBackend(e *kilolock.Engine) *EngineBackend {
 // OpenEngineBackend opens the store at url (postgres://… or a SQLite file
 // path, see store.Open) and returns a Backend on an Engine over it. Close
 // closes the store.
-func OpenEngineBackend(ctx context.Context, url string) (*EngineBackend, error) {
-	s, err := store.Open(ctx, url)
+func OpenEngineBackend(ctx context.Context, url string, opts ...store.Option) (*EngineBackend, error) {
+	s, err := store.Open(ctx, url, opts...)
+	var ke *kilolock.KeyError
+	if errors.As(err, &ke) {
+		return nil, withHint(fmt.Errorf("open database: %w", err), ke.Hint+" (kl: --encryption-key-file)")
+	}
 	if err != nil {
 		return nil, withHint(fmt.Errorf("open database: %w", err),
 			"--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")

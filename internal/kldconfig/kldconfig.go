@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
 )
@@ -134,4 +136,32 @@ func Redact(database string) string {
 		return u.Redacted()
 	}
 	return database
+}
+
+// Encryption is the flag of encryption at rest. The keys themselves may
+// also come from KL_ENCRYPTION_KEY, which has no flag: a key on a command
+// line would show in every process listing.
+type Encryption struct {
+	EncryptionKeyFile string `name:"encryption-key-file" env:"KL_ENCRYPTION_KEY_FILE" type:"existingfile" placeholder:"FILE" help:"Encrypt at rest what Terraform marks sensitive and the raw documents kept, with these keys: one base64 32-byte key per line (kl keys generate makes one), the first active, the others only to read what they wrapped until kl keys rotate re-wraps it. KL_ENCRYPTION_KEY may hold keys too (after the file's). Without keys, a database that holds encrypted values is refused at start."`
+}
+
+// Ring returns the keyring the flag and KL_ENCRYPTION_KEY give, nil for
+// none.
+func (e *Encryption) Ring() (*keyring.Ring, error) {
+	return keyring.Load(e.EncryptionKeyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+}
+
+// StoreOptions returns the option of store.Open that encrypts with the
+// keys and what to log of them (the active key's ID, or "off"), or an
+// *kilolock.InvalidError when they cannot be read.
+func (e *Encryption) StoreOptions() ([]store.Option, string, error) {
+	r, err := e.Ring()
+	if err != nil {
+		return nil, "", &kilolock.InvalidError{Code: "invalid_encryption_key", Message: err.Error(),
+			Hint: "give one base64-encoded 32-byte key per line (kl keys generate prints one), in --encryption-key-file or KL_ENCRYPTION_KEY"}
+	}
+	if r == nil {
+		return []store.Option{store.WithKeyring(nil)}, "off", nil
+	}
+	return []store.Option{store.WithKeyring(r)}, fmt.Sprintf("key %s (%d configured)", r.Active(), len(r.IDs())), nil
 }

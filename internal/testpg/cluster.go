@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // EnvBinDir names an optional environment variable holding the directory of
@@ -313,4 +314,24 @@ func lookupAccount(name string) (*account, error) {
 		return nil, fmt.Errorf("user %s has no numeric uid and gid", name)
 	}
 	return &account{uid: uid, gid: gid}, nil
+}
+
+// Tool returns the path of a PostgreSQL program installed beside initdb
+// (pg_dump, pg_autoctl, …). It skips tb when the program is not
+// installed, or fails it when CI=true.
+func Tool(tb testing.TB, name string) string {
+	tb.Helper()
+	initdb, _, err := findBinaries()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(initdb), name)
+		if isExecutable(p) {
+			return p
+		}
+		err = &missingError{fmt.Sprintf("%s is not installed beside %s", name, initdb)}
+	}
+	if inCI() {
+		tb.Fatalf("testpg: %v; CI is set, so this fails rather than skips", err)
+	}
+	tb.Skipf("testpg: %v", err)
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
@@ -45,7 +46,12 @@ type Option func(*options)
 type options struct {
 	queryTimeout time.Duration
 	queryURL     string
+	ring         *keyring.Ring
 }
+
+// WithKeyring encrypts at rest with ring (see kilolock.KeyStore). Without
+// it, a database that holds encrypted values is refused.
+func WithKeyring(ring *keyring.Ring) Option { return func(o *options) { o.ring = ring } }
 
 // WithQueryTimeout sets the statement_timeout of a Query whose
 // QueryLimits.Timeout is 0 (DefaultQueryTimeout when not given).
@@ -65,7 +71,8 @@ func WithQueryURL(url string) Option {
 // any connection string pgx accepts) and brings its schema up to date.
 // Several processes may Open one database at once: migrations run one at a
 // time under an advisory lock. A database that cannot be reached gives an
-// error matching kilolock.ErrUnavailable.
+// error matching kilolock.ErrUnavailable; one whose encrypted values the
+// keyring given (or none) cannot open, a *kilolock.KeyError.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	o := options{queryTimeout: DefaultQueryTimeout}
 	for _, opt := range opts {
@@ -85,6 +92,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if err := s.UseKeyring(ctx, o.ring); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	if o.queryURL == "" && role.refusal != nil {
 		s.queryRefusal = role.refusal

@@ -14,6 +14,7 @@ import (
 	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
@@ -62,10 +63,25 @@ var storeDriver = func() *sqlite.Driver {
 	return d
 }()
 
+// Option configures Open.
+type Option func(*options)
+
+type options struct{ ring *keyring.Ring }
+
+// WithKeyring encrypts at rest with ring (see kilolock.KeyStore). Without
+// it, a database that holds encrypted values is refused.
+func WithKeyring(ring *keyring.Ring) Option { return func(o *options) { o.ring = ring } }
+
 // Open opens the SQLite database at path, creating it when missing, and
 // migrates it to the current schema. path is a file path, not a URI; it
 // must be a file on a local file system (WAL mode needs shared memory).
-func Open(ctx context.Context, path string) (*Store, error) {
+// A database whose encrypted values the keyring given (or none) cannot
+// open is a *kilolock.KeyError.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if path == "" {
 		return nil, &kilolock.InvalidError{Code: "invalid_store_url", Message: "sqlite store: empty database path", Hint: "give a file path, e.g. kilolock.db"}
 	}
@@ -99,6 +115,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.query.SetMaxOpenConns(4)
 	s.query.SetMaxIdleConns(2)
 	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if err := s.UseKeyring(ctx, o.ring); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

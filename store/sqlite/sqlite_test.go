@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlite"
 	"github.com/kilolock/kilolock/store/storetest"
 )
@@ -47,3 +48,21 @@ func BenchmarkBackupRestore(b *testing.B) {
 
 // BenchmarkPrune is storetest.BenchPrune: the cost of one pruned version.
 func BenchmarkPrune(b *testing.B) { storetest.BenchPrune(b, open(b)) }
+
+// TestAtRest runs the encryption-at-rest suite on a database file; its
+// dump is the file and its WAL as they lie on disk.
+func TestAtRest(t *testing.T) {
+	storetest.RunAtRest(t, func(t testing.TB) storetest.AtRest {
+		path := filepath.Join(t.TempDir(), "kilolock.db")
+		return storetest.AtRest{
+			Open: func(t testing.TB, ring *keyring.Ring) (kilolock.Store, error) {
+				s, err := sqlite.Open(context.Background(), path, sqlite.WithKeyring(ring))
+				if err == nil {
+					t.Cleanup(func() { s.Close() })
+				}
+				return s, err
+			},
+			Dump: func(t testing.TB) []byte { return storetest.FileDump(t, path) },
+		}
+	})
+}

@@ -117,12 +117,66 @@ func (s *Store) HashesAt(ctx context.Context, name string, number int64, instanc
 		case !exists:
 			return fmt.Errorf("state %q has no version %d: %w", name, number, kilolock.ErrNotFound)
 		}
-		return nil
+		return s.contentHashes(ctx, tx, name, instances, outputs)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return instances, outputs, nil
+}
+
+// sqlSealedPayloads are the sealed payloads of the state named $1 among
+// the addresses $2, with the state's data key.
+const sqlSealedPayloads = `SELECT p.hash, p.sealed, k.key_id, k.wrapped FROM {bytes $2} AS u
+	JOIN payloads p ON p.state_id = ` + sqlStateID + ` AND p.hash = u.k
+	JOIN state_keys k ON k.state_id = p.state_id
+	WHERE p.sealed IS NOT NULL`
+
+// contentHashes replaces, in the maps of HashesAt, the addresses of
+// sealed payloads (keyed hashes) with their content hashes, read from
+// inside them: one more statement, on a store that seals, with a probe
+// per key.
+func (s *Store) contentHashes(ctx context.Context, tx Tx, name string, maps ...map[string]graph.Hash) error {
+	if s.seal == nil {
+		return nil
+	}
+	var addrs [][]byte
+	for _, m := range maps {
+		for _, h := range m {
+			addrs = append(addrs, h[:])
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	content := map[graph.Hash]graph.Hash{}
+	rows, err := tx.Query(ctx, sqlSealedPayloads, name, addrs)
+	err = EachRow(rows, err, func(r Rows) error {
+		var (
+			addr, sealed []byte
+			rk           rowKey
+		)
+		if err := r.Scan(&addr, &sealed, &rk.keyID, &rk.wrapped); err != nil {
+			return err
+		}
+		if len(addr) != len(graph.Hash{}) {
+			return corrupt("a stored payload's hash is %d bytes: the database is corrupt", len(addr))
+		}
+		h, _, err := s.openPayload(rk.key(), addr, sealed, "a stored payload")
+		content[graph.Hash(addr)] = h
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range maps {
+		for k, a := range m {
+			if h, ok := content[a]; ok {
+				m[k] = h
+			}
+		}
+	}
+	return nil
 }
 
 // readHash returns a row reader filling m with the (key, hash) rows that

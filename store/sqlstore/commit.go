@@ -54,10 +54,11 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 		v     *kilolock.Version
 		stats kilolock.WriteStats
 	)
+	sc := s.prepareSeal(p)
 	err = s.write(ctx, "commit", func(tx Tx) error {
 		stats = kilolock.WriteStats{}
 		var err error
-		v, err = apply(ctx, tx, name, c, p, &stats, s.leaseNow())
+		v, err = s.apply(ctx, tx, name, c, p, sc, &stats, s.leaseNow())
 		return err
 	})
 	if err != nil {
@@ -66,11 +67,14 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 	return v, stats, nil
 }
 
-// apply runs the commit c, prepared as p, in tx.
-func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
+// apply runs the commit c, prepared as p (and sc, what it seals), in tx.
+func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, sc *sealedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
 	c.QuotaWarnings = nil
-	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}}
+	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}, sealed: sc}
 	more := cur.lookups(name, p)
+	// The state's data key, read under its row lock: whoever made it
+	// held that lock, so a state never gets two.
+	more.Query(scanStateKey(&cur.key), sqlStateKey, name)
 	// The runs in flight, and the run of the commit's lock whatever its
 	// status: what kilolock.CheckRunCommit decides on.
 	var runs []kilolock.ApplyRun
@@ -81,6 +85,9 @@ func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilol
 		return nil, err
 	}
 	if err := kilolock.CheckCommit(&st.StateInfo, c); err != nil {
+		return nil, err
+	}
+	if err := s.commitKey(cur, c); err != nil {
 		return nil, err
 	}
 	if err := checkRuns(ctx, tx, st, c, p, cur, runs, now); err != nil {
@@ -108,10 +115,31 @@ func apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilol
 		}
 	}
 	c.QuotaWarnings = ch.warnings
-	if err := ch.write(ctx, tx, st.id, &v, c, stats); err != nil {
+	if err := ch.write(ctx, tx, st.id, &v, c, cur, stats); err != nil {
 		return nil, err
 	}
 	return &v, nil
+}
+
+// commitKey settles the data key of a commit: the state's, unwrapped,
+// when it has one (a store without a keyring refuses to write into a
+// sealed state in the clear), or a new one when the commit seals
+// something first.
+func (s *Store) commitKey(cur *current, c *kilolock.Commit) error {
+	if cur.key != nil {
+		k, err := s.open(cur.key)
+		if err != nil {
+			return err
+		}
+		cur.key = k
+		return nil
+	}
+	if !cur.sealed.needsKey(c) {
+		return nil
+	}
+	k, err := s.newStateKey()
+	cur.key = k
+	return err
 }
 
 // checkRuns runs kilolock.CheckRunCommit when an apply run is in play:
@@ -149,7 +177,7 @@ func (cur *current) changed(p *kilolock.PreparedCommit) []string {
 	var keys []string
 	for i := range p.Upserts {
 		u := &p.Upserts[i]
-		if c, ok := cur.instances[u.ID]; !ok || string(c.hash) != string(u.Instance.Hash[:]) {
+		if c, ok := cur.instances[u.ID]; !ok || string(c.hash) != string(cur.address(u.Instance.Hash)) {
 			keys = append(keys, u.ID)
 		}
 	}
@@ -160,7 +188,7 @@ func (cur *current) changed(p *kilolock.PreparedCommit) []string {
 	}
 	for i := range p.OutputUpserts {
 		o := &p.OutputUpserts[i]
-		if c, ok := cur.outputs[o.Name]; !ok || string(c.hash) != string(o.Hash[:]) {
+		if c, ok := cur.outputs[o.Name]; !ok || string(c.hash) != string(cur.address(o.Hash)) {
 			keys = append(keys, "output."+o.Name)
 		}
 	}
@@ -174,13 +202,25 @@ func (cur *current) changed(p *kilolock.PreparedCommit) []string {
 
 // current is what the state holds of what a commit touches, read under
 // the state's row lock: the current intervals of its instance IDs and
-// outputs, and which of its payloads are stored already.
+// outputs, which of its payloads are stored already, and its data key.
 type current struct {
 	instances, outputs map[string]interval
 	payloads           map[string]bool
+	sealed             *sealedCommit
+	key                *stateKey
 	// managedRemoved is how many of the commit's removals are of objects
 	// quotas count.
 	managedRemoved int64
+}
+
+// address is what the payload of content hash h is stored under: h, or
+// for a sealed payload the keyed hash of h.
+func (cur *current) address(h graph.Hash) []byte {
+	if cur.sealed.sensitive(h) {
+		a := cur.key.dk.Address(h)
+		return a[:]
+	}
+	return h[:]
 }
 
 // interval is the current interval of an instance or output: its hash and
@@ -216,14 +256,20 @@ const (
 func (cur *current) lookups(name string, p *kilolock.PreparedCommit) *Batch {
 	var ids, outputs []string
 	var hashes [][]byte
+	// A sealed payload's address needs the data key read in the same
+	// batch: it is inserted unless already there instead (see write).
 	for i := range p.Upserts {
 		ids = append(ids, p.Upserts[i].ID)
-		hashes = append(hashes, p.Upserts[i].Instance.Hash[:])
+		if h := p.Upserts[i].Instance.Hash; !cur.sealed.sensitive(h) {
+			hashes = append(hashes, h[:])
+		}
 	}
 	ids = append(ids, p.Removed...)
 	for i := range p.OutputUpserts {
 		outputs = append(outputs, p.OutputUpserts[i].Name)
-		hashes = append(hashes, p.OutputUpserts[i].Hash[:])
+		if h := p.OutputUpserts[i].Hash; !cur.sealed.sensitive(h) {
+			hashes = append(hashes, h[:])
+		}
 	}
 	outputs = append(outputs, p.OutputsRemoved...)
 	b := &Batch{}
@@ -275,6 +321,7 @@ type changes struct {
 	closeIDs, closeOutputs  []any // rows of current intervals to end
 	opens                   []*graph.Instance
 	payloads                [][]any // state_id, hash, body
+	sealed                  [][]any // state_id, address, masked body, sealed object
 	outputs                 []*kilolock.PreparedOutput
 	added, changed, removed int
 	// managedAdded counts the added objects quotas count (quota.Counts).
@@ -287,11 +334,18 @@ type changes struct {
 // removal of an absent one are no change.
 func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 	ch := &changes{}
-	addPayload := func(hash []byte, body string) {
-		if !cur.payloads[string(hash)] {
-			cur.payloads[string(hash)] = true
-			ch.payloads = append(ch.payloads, []any{nil, hash, body})
+	addPayload := func(h graph.Hash, body string) {
+		addr := cur.address(h)
+		if cur.payloads[string(addr)] {
+			return
 		}
+		cur.payloads[string(addr)] = true
+		if cur.sealed.sensitive(h) {
+			m := cur.sealed.masked[h]
+			ch.sealed = append(ch.sealed, []any{nil, addr, string(m), sealPayload(cur.key, addr, h, []byte(body))})
+			return
+		}
+		ch.payloads = append(ch.payloads, []any{nil, addr, body})
 	}
 	for i := range p.Upserts {
 		u := &p.Upserts[i]
@@ -303,14 +357,14 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 			if quota.Counts(in.Resource.Mode, in.Deposed) {
 				ch.managedAdded++
 			}
-		case string(c.hash) == string(in.Hash[:]):
+		case string(c.hash) == string(cur.address(in.Hash)):
 			continue
 		default:
 			ch.closeIDs = append(ch.closeIDs, c.rowid)
 			ch.changed++
 		}
 		ch.opens = append(ch.opens, in)
-		addPayload(in.Hash[:], string(in.Object))
+		addPayload(in.Hash, string(in.Object))
 	}
 	for _, id := range p.Removed {
 		if c, ok := cur.instances[id]; ok {
@@ -321,14 +375,14 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 	for i := range p.OutputUpserts {
 		o := &p.OutputUpserts[i]
 		c, ok := cur.outputs[o.Name]
-		if ok && string(c.hash) == string(o.Hash[:]) {
+		if ok && string(c.hash) == string(cur.address(o.Hash)) {
 			continue
 		}
 		if ok {
 			ch.closeOutputs = append(ch.closeOutputs, c.rowid)
 		}
 		ch.outputs = append(ch.outputs, o)
-		addPayload(o.Hash[:], o.Body)
+		addPayload(o.Hash, o.Body)
 	}
 	for _, name := range p.OutputsRemoved {
 		if c, ok := cur.outputs[name]; ok {
@@ -350,7 +404,7 @@ var (
 // write writes the version v (State, Number and counts set; write sets ID
 // and Created) and the changes, in one batch, and counts what it wrote in
 // stats.
-func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.Version, c *kilolock.Commit, stats *kilolock.WriteStats) error {
+func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.Version, c *kilolock.Commit, cur *current, stats *kilolock.WriteStats) error {
 	var checks any
 	if c.CheckResults != nil {
 		checks = string(c.CheckResults)
@@ -364,9 +418,17 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		return r.Scan(&v.ID, &v.Created)
 	}, `INSERT INTO state_versions (`+join(versionColumns)+`, created_at) VALUES (`+placeholders(1, len(version))+`, {now})
 		RETURNING id, created_at`, version...)
+	if k := cur.key; k != nil && k.fresh {
+		b.Exec(counter(stats, 1, len(k.keyID)+len(k.wrapped)+2*intBytes), `INSERT INTO state_keys (state_id, key_id, wrapped, created_at, wrapped_at)
+			VALUES ($1, $2, $3, {now}, {now})`, stateID, k.keyID, k.wrapped)
+	}
 	if c.Raw != nil {
-		b.Exec(counter(stats, 1, intBytes+len(c.Raw)), `INSERT INTO version_raw (version_id, raw)
-			VALUES ((SELECT id FROM state_versions WHERE state_id = $1 AND number = $2), $3)`, stateID, v.Number, c.Raw)
+		raw, sealed := c.Raw, false
+		if cur.key != nil && cur.key.dk != nil {
+			raw, sealed = cur.key.dk.Seal(c.Raw, rawAAD(v.Number)), true
+		}
+		b.Exec(counter(stats, 1, 2*intBytes+len(raw)), `INSERT INTO version_raw (version_id, raw, sealed)
+			VALUES ((SELECT id FROM state_versions WHERE state_id = $1 AND number = $2), $3, $4)`, stateID, v.Number, raw, sealed)
 	}
 	// Intervals close before new ones open: one current interval per
 	// object. They are found by the row the lookup read in this
@@ -381,16 +443,27 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 			WHERE {rowidin $2}`, v.Number, ch.closeOutputs)
 	}
 	insert(b, stats, "payloads", payloadColumns, stateID, ch.payloads)
+	for _, row := range ch.sealed {
+		// Inserted unless the state has it already, which only the
+		// data key told (see lookups): such a row counts nothing.
+		row[0] = stateID
+		size := rowBytes(row)
+		b.Exec(func(n int64) error {
+			stats.Rows += int(n)
+			stats.Bytes += int(n) * size
+			return nil
+		}, `INSERT INTO payloads (state_id, hash, body, sealed) VALUES ($1, $2, $3, $4) ON CONFLICT (state_id, hash) DO NOTHING`, row...)
+	}
 	opens := make([][]any, len(ch.opens))
 	for i, in := range ch.opens {
 		r := &in.Resource
 		opens[i] = []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
-			r.Each, r.Provider, in.Status, in.Hash[:]}
+			r.Each, r.Provider, in.Status, cur.address(in.Hash)}
 	}
 	insert(b, stats, "instance_intervals", openColumns, stateID, opens)
 	outs := make([][]any, len(ch.outputs))
 	for i, o := range ch.outputs {
-		outs[i] = []any{nil, v.Number, o.Name, o.Hash[:], o.Sensitive}
+		outs[i] = []any{nil, v.Number, o.Name, cur.address(o.Hash), o.Sensitive}
 	}
 	insert(b, stats, "output_intervals", outputColumns, stateID, outs)
 	queueWarnings(b, stats, stateID, v, c, ch.warnings)

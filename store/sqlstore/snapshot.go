@@ -46,11 +46,15 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		var (
 			stateID, current int64
 			checks           *string
+			rawSealed        *bool
+			rk               rowKey
 		)
-		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+`, s.id, s.current_version, v.check_results, r.raw
+		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+`, s.id, s.current_version, v.check_results, r.raw, r.sealed,
+				k.key_id, k.wrapped
 			FROM state_versions v JOIN states s ON s.id = v.state_id
 			LEFT JOIN version_raw r ON r.version_id = v.id
-			WHERE s.name = $1 AND v.number = $2`, name, number), &stateID, &current, &checks, &snap.Raw)
+			LEFT JOIN state_keys k ON k.state_id = s.id
+			WHERE s.name = $1 AND v.number = $2`, name, number), &stateID, &current, &checks, &snap.Raw, &rawSealed, &rk.keyID, &rk.wrapped)
 		if errors.Is(err, ErrNoRows) {
 			return noVersion(ctx, tx, name, fmt.Sprintf("version %d", number))
 		}
@@ -58,6 +62,11 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 			return err
 		}
 		snap.Version = *v
+		if rawSealed != nil && *rawSealed {
+			if snap.Raw, err = s.openRaw(rk.key(), snap.Raw, v); err != nil {
+				return err
+			}
+		}
 		if checks != nil {
 			snap.CheckResults = []byte(*checks)
 		}
@@ -70,18 +79,29 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		snap.Outputs = []kilolock.Output{}
 		b := &Batch{}
 		b.Query(func(r Rows) error {
-			iv, err := scanInstance(r)
+			iv, err := s.scanInstance(r)
 			snap.Instances = append(snap.Instances, iv.Instance)
 			return err
 		}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.instance_id{C}`, args...)
 		b.Query(func(r Rows) error {
-			var name string
-			var body []byte
-			err := r.Scan(&name, &body)
+			var (
+				name               string
+				hash, body, sealed []byte
+				rk                 rowKey
+			)
+			if err := r.Scan(&name, &hash, &body, &sealed, &rk.keyID, &rk.wrapped); err != nil {
+				return err
+			}
+			if sealed != nil {
+				var err error
+				if _, body, err = s.openPayload(rk.key(), hash, sealed, "stored output "+name); err != nil {
+					return err
+				}
+			}
 			snap.Outputs = append(snap.Outputs, graph.NewOutput(name, body))
-			return err
-		}, `SELECT i.name, p.body FROM output_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+			return nil
+		}, `SELECT i.name, i.hash, p.body, p.sealed, `+sealedKey("i")+` FROM output_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.name{C}`, args...)
 		return tx.Send(ctx, b)
 	})
@@ -117,26 +137,35 @@ func noVersion(ctx context.Context, tx Tx, name, what string) error {
 
 // instanceSelect are the columns scanInstance reads, with valid_from and
 // valid_to last.
-const instanceSelect = `i.instance_id, i.module, i.mode, i.type, i.name, i.each, i.provider, i.hash, p.body,
-	i.valid_from, coalesce(i.valid_to, 0)`
+var instanceSelect = `i.instance_id, i.module, i.mode, i.type, i.name, i.each, i.provider, i.hash, p.body,
+	p.sealed, ` + sealedKey("i") + `, i.valid_from, coalesce(i.valid_to, 0)`
 
-// scanInstance reads an interval's instance object and checks its body
-// against its hash.
-func scanInstance(r Rows) (kilolock.InstanceInterval, error) {
+// scanInstance reads an interval's instance object (opening it when it is
+// sealed) and checks its body against its hash.
+func (s *Store) scanInstance(r Rows) (kilolock.InstanceInterval, error) {
 	var (
-		id         string
-		res        graph.Resource
-		hash, body []byte
-		iv         kilolock.InstanceInterval
+		id                 string
+		res                graph.Resource
+		hash, body, sealed []byte
+		rk                 rowKey
+		iv                 kilolock.InstanceInterval
 	)
-	err := r.Scan(&id, &res.Module, &res.Mode, &res.Type, &res.Name, &res.Each, &res.Provider, &hash, &body, &iv.ValidFrom, &iv.ValidTo)
+	err := r.Scan(&id, &res.Module, &res.Mode, &res.Type, &res.Name, &res.Each, &res.Provider, &hash, &body, &sealed, &rk.keyID, &rk.wrapped, &iv.ValidFrom, &iv.ValidTo)
 	if err != nil {
 		return iv, err
+	}
+	want := hash
+	if sealed != nil {
+		var h graph.Hash
+		if h, body, err = s.openPayload(rk.key(), hash, sealed, "stored instance "+id); err != nil {
+			return iv, err
+		}
+		want = h[:]
 	}
 	if iv.Instance, err = graph.NewInstance(res, body); err != nil {
 		return iv, corrupt("stored instance %s: %v", id, err)
 	}
-	if string(iv.Instance.Hash[:]) != string(hash) {
+	if string(iv.Instance.Hash[:]) != string(want) {
 		return iv, corrupt("stored instance %s: its body does not hash to %x: the database is corrupt", id, hash)
 	}
 	return iv, nil
@@ -194,7 +223,7 @@ func (s *Store) InstanceHistory(ctx context.Context, name, address string) ([]ki
 	lo, hi := kilolock.InstanceIDRange(address)
 	out, err := ofState(ctx, s, "instance history", name, func(r Rows, iv *kilolock.InstanceInterval) (bool, error) {
 		var err error
-		*iv, err = scanInstance(r)
+		*iv, err = s.scanInstance(r)
 		return err == nil && kilolock.MatchesAddress(&iv.Instance, address), err
 	}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 		WHERE i.state_id = `+sqlStateID+` AND i.instance_id{C} >= $2 AND i.instance_id{C} < $3

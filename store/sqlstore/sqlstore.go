@@ -25,6 +25,9 @@ type Store struct {
 	// clock is what leases are compared with in locks and commits (nil:
 	// the real time); RunStore methods take the caller's time instead.
 	clock func() time.Time
+	// seal encrypts at rest (nil: the store has no keyring; see
+	// UseKeyring).
+	seal *sealing
 }
 
 // SetClock makes the store compare apply runs' leases, in locks and
@@ -303,7 +306,7 @@ func Own(err error) bool {
 	for _, target := range []error{
 		kilolock.ErrNotFound, kilolock.ErrLocked, kilolock.ErrLockMismatch, kilolock.ErrConflict,
 		kilolock.ErrStale, kilolock.ErrInvalid, kilolock.ErrEncrypted, kilolock.ErrReadOnly,
-		kilolock.ErrUnavailable, kilolock.ErrRefused, kilolock.ErrQuotaExceeded,
+		kilolock.ErrUnavailable, kilolock.ErrRefused, kilolock.ErrKey, kilolock.ErrQuotaExceeded,
 	} {
 		if errors.Is(err, target) {
 			return true

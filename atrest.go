@@ -1,0 +1,298 @@
+package kilolock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Encryption at rest. A store opened with a keyring (store.WithKeyring)
+// seals what Terraform marks sensitive, and the raw documents it keeps,
+// with AES-256-GCM under a data key of each state, which the keyring's
+// active key wraps. A payload holding a secret is kept twice: sealed
+// whole, so it reads back byte for byte, and in the clear with each
+// sensitive value replaced by SensitiveMask (MaskedInstanceObject,
+// MaskedOutputObject), so that the views users query keep every other
+// attribute. Such a payload is addressed by a keyed hash of its content
+// hash, not by the content hash, which would let anyone who reads the
+// database test guesses of a low-entropy secret offline.
+
+// MaskedInstanceObject returns what a store keeps in the clear of an
+// instance object that holds sensitive values: the object with every value
+// its sensitive_attributes name replaced by SensitiveMask, and its private
+// blob too. sensitive is false (and masked nil) when the object marks
+// nothing sensitive. Paths this program cannot follow mask the whole value
+// they go into; sensitive_attributes it cannot read at all mask every
+// attribute.
+func MaskedInstanceObject(obj []byte) (masked []byte, sensitive bool) {
+	if !marksSensitive(obj) {
+		return nil, false
+	}
+	v, err := decodeJSON(obj)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		// Not an object NewInstance accepts: nothing of it is kept in the
+		// clear.
+		return []byte("{}"), true
+	}
+	if sa, has := m["sensitive_attributes"]; !has || sa == nil || isEmptyList(sa) {
+		return nil, false
+	}
+	paths := sensitivePaths(obj)
+	for _, key := range []string{"attributes", "attributes_flat"} {
+		attrs, has := m[key]
+		if !has {
+			continue
+		}
+		if paths == nil || key == "attributes_flat" {
+			m[key] = maskOf(attrs) // paths in an encoding this program does not read
+			continue
+		}
+		orig, _ := decodeJSON(obj) // a copy to read the secrets from
+		for _, p := range paths {
+			attrs = maskPath(attrs, p)
+		}
+		var secrets []any
+		secretsOf(orig.(map[string]any)[key], attrs, &secrets)
+		m[key] = maskHolding(attrs, secrets)
+	}
+	if _, has := m["private"]; has {
+		m["private"] = maskOf(m["private"])
+	}
+	b, err := marshalValue(m)
+	if err != nil {
+		return []byte("{}"), true
+	}
+	return b, true
+}
+
+// marksSensitive reports, without decoding obj, whether it may mark
+// something sensitive: a "sensitive_attributes" key whose value is not
+// [] or null. OpenTofu writes [] in every object, so most objects are
+// told apart by this scan alone. (The key's closing quote right before
+// the colon cannot be inside a JSON string, where it would be escaped; an
+// attribute of that name nested in the object costs a decode, no more.)
+func marksSensitive(obj []byte) bool {
+	key := []byte(`"sensitive_attributes":`)
+	for rest := obj; ; {
+		i := bytes.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(key):], " \t\r\n")
+		if !bytes.HasPrefix(rest, []byte("null")) && !emptyList(rest) {
+			return true
+		}
+	}
+}
+
+// emptyList reports whether b starts with an empty JSON array.
+func emptyList(b []byte) bool {
+	if len(b) == 0 || b[0] != '[' {
+		return false
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	return len(b) > 0 && b[0] == ']'
+}
+
+// secretsOf appends to out the leaves (strings and numbers) of orig where
+// the same value masked was masked.
+func secretsOf(orig, m any, out *[]any) {
+	switch mv := m.(type) {
+	case masked:
+		leaves(orig, out)
+	case map[string]any:
+		if o, ok := orig.(map[string]any); ok {
+			for k, v := range mv {
+				secretsOf(o[k], v, out)
+			}
+		}
+	case []any:
+		if o, ok := orig.([]any); ok && len(o) == len(mv) {
+			for i := range mv {
+				secretsOf(o[i], mv[i], out)
+			}
+		}
+	}
+}
+
+func leaves(v any, out *[]any) {
+	switch x := v.(type) {
+	case string, json.Number:
+		*out = append(*out, x)
+	case map[string]any:
+		for _, e := range x {
+			leaves(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			leaves(e, out)
+		}
+	}
+}
+
+// minSecretInside is the length from which a secret string masks every
+// string that holds it, not only the strings equal to it.
+const minSecretInside = 4
+
+// maskHolding masks, in v, every value that holds a secret although no
+// path marks it: terraform_data's output repeats its sensitive input
+// unmarked, and a provider may copy a password into a connection string.
+// A string holding a secret string (or equal to a short one) is masked, a
+// number equal to a secret number too. Masking more than was marked costs
+// only what the views show: the object is sealed whole.
+func maskHolding(v any, secrets []any) any {
+	if len(secrets) == 0 {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		for _, sec := range secrets {
+			if s, ok := sec.(string); ok && s != "" && (x == s || (len(s) >= minSecretInside && strings.Contains(x, s))) {
+				return maskOf(x)
+			}
+		}
+	case json.Number:
+		for _, sec := range secrets {
+			if n, ok := sec.(json.Number); ok && n == x {
+				return maskOf(x)
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = maskHolding(e, secrets)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = maskHolding(e, secrets)
+		}
+	}
+	return v
+}
+
+func isEmptyList(v any) bool {
+	l, ok := v.([]any)
+	return ok && len(l) == 0
+}
+
+// MaskedOutputObject is MaskedInstanceObject for an output object: its
+// value replaced by SensitiveMask when it is sensitive; sensitive is false
+// (and masked nil) when it is not.
+func MaskedOutputObject(obj []byte) (masked []byte, sensitive bool) {
+	if !bytes.Contains(obj, []byte(`"sensitive"`)) {
+		return nil, false
+	}
+	var head struct {
+		Sensitive bool `json:"sensitive"`
+	}
+	if json.Unmarshal(obj, &head) != nil || !head.Sensitive {
+		return nil, false
+	}
+	m := maskedOutput(obj)
+	b, err := marshalValue(m)
+	if err != nil {
+		return []byte("{}"), true
+	}
+	return b, true
+}
+
+// KeyUsage is one key-encryption key: how many states' data keys it
+// wraps, and whether it is configured (and active).
+type KeyUsage struct {
+	KeyID      string `json:"key_id"`
+	States     int64  `json:"states"`
+	Configured bool   `json:"configured"`
+	Active     bool   `json:"active"`
+}
+
+// KeyStore is a Store that encrypts at rest with a keyring.
+type KeyStore interface {
+	// KeyUsage lists the keys that wrap data keys and the configured
+	// ones, the active key first, then by ID. Empty (not nil) when the
+	// store has no keyring and holds nothing encrypted.
+	KeyUsage(ctx context.Context) ([]KeyUsage, error)
+	// RewrapKeys re-wraps with the active key at most limit data keys
+	// that another key wraps, and returns how many it re-wrapped and how
+	// many remain. A data key itself never changes, so nothing else is
+	// rewritten and readers and writers go on meanwhile; several
+	// processes may re-wrap at once. A *RefusedError when the store has
+	// no keyring.
+	RewrapKeys(ctx context.Context, limit int) (rewrapped, remaining int64, err error)
+}
+
+// KeyRotation is the progress of Engine.RotateKeys.
+type KeyRotation struct {
+	Active    string    `json:"active_key"`
+	Total     int64     `json:"total"` // data keys another key wrapped when it started
+	Done      int64     `json:"rewrapped"`
+	Remaining int64     `json:"remaining"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished,omitzero"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// rotateBatch is how many data keys one transaction of RotateKeys
+// re-wraps.
+const rotateBatch = 100
+
+// RotateKeys re-wraps every state's data key with the active key, a
+// batch per transaction, calling progress after each batch (and at the
+// start). A *RefusedError when the store does not encrypt at rest.
+func (e *Engine) RotateKeys(ctx context.Context, progress func(KeyRotation)) (KeyRotation, error) {
+	r := KeyRotation{Started: e.now().UTC()}
+	ks, ok := e.store.(KeyStore)
+	if !ok {
+		return r, noKeyStore()
+	}
+	usage, err := ks.KeyUsage(ctx)
+	if err != nil {
+		return r, err
+	}
+	for _, u := range usage {
+		if u.Active {
+			r.Active = u.KeyID
+		} else {
+			r.Total += u.States
+		}
+	}
+	r.Remaining = r.Total
+	if progress != nil {
+		progress(r)
+	}
+	for {
+		n, remaining, err := ks.RewrapKeys(ctx, rotateBatch)
+		if err != nil {
+			r.Error = err.Error()
+			return r, err
+		}
+		r.Done += n
+		r.Remaining = remaining
+		r.Total = max(r.Total, r.Done+remaining)
+		if remaining == 0 || n == 0 {
+			r.Finished = e.now().UTC()
+		}
+		if progress != nil {
+			progress(r)
+		}
+		if !r.Finished.IsZero() {
+			return r, nil
+		}
+	}
+}
+
+// KeyUsage lists the store's keys (see KeyStore.KeyUsage); a
+// *RefusedError when it does not encrypt at rest.
+func (e *Engine) KeyUsage(ctx context.Context) ([]KeyUsage, error) {
+	ks, ok := e.store.(KeyStore)
+	if !ok {
+		return nil, noKeyStore()
+	}
+	return ks.KeyUsage(ctx)
+}
+
+func noKeyStore() error {
+	return &RefusedError{Code: "encryption_unsupported", Message: "this store does not encrypt at rest",
+		Hint: "open a SQL store (store.Open) with store.WithKeyring"}
+}

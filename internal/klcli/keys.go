@@ -1,0 +1,191 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/keyring"
+)
+
+// KeysCmds are kl keys: the keys of encryption at rest.
+type KeysCmds struct {
+	Generate KeysGenerateCmd `cmd:"" help:"Print a new random key (base64, 32 bytes) for a key file: put it first to make it the active key."`
+	Status   KeysStatusCmd   `cmd:"" help:"List the keys that wrap the states' data keys, and the configured ones."`
+	Rotate   KeysRotateCmd   `cmd:"" help:"Re-wrap every state's data key with the active key (the first of the key file), in the background on a server; shows the progress until done."`
+}
+
+// KeysGenerateCmd is kl keys generate.
+type KeysGenerateCmd struct{}
+
+// Run runs the command.
+func (c *KeysGenerateCmd) Run(g *Globals) error {
+	_, err := fmt.Fprintln(g.out(), keyring.Generate())
+	return err
+}
+
+// KeysStatusCmd is kl keys status.
+type KeysStatusCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *KeysStatusCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.KeyStatus(ctx) })
+}
+
+// KeysRotateCmd is kl keys rotate.
+type KeysRotateCmd struct {
+	JSONFlag
+	NoWait bool          `help:"On a server: start the rotation and return; kl keys status shows what is left."`
+	Every  time.Duration `help:"How often a server's progress is asked for." default:"1s" hidden:""`
+}
+
+// Run runs the command.
+func (c *KeysRotateCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.RotateKeys(ctx, !c.NoWait, c.Every) })
+}
+
+// KeyOps are the operations of encryption at rest, on backends that have
+// them (both do; the store may still refuse: a *RefusedError without keys).
+type KeyOps interface {
+	// KeyUsage lists the keys that wrap data keys and the configured ones.
+	KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error)
+	// RotateKeys re-wraps every data key with the active key, calling
+	// progress as it goes; with wait false it may return once started
+	// (a server's rotation goes on in the background).
+	RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error)
+}
+
+func (c *CLI) keyOps() (KeyOps, error) {
+	k, ok := c.Backend.(KeyOps)
+	if !ok {
+		return nil, fmt.Errorf("this backend has no encryption at rest")
+	}
+	return k, nil
+}
+
+// KeysJSON is the JSON output of kl keys status.
+type KeysJSON struct {
+	Keys []kilolock.KeyUsage `json:"keys"`
+}
+
+// KeyStatus lists the keys.
+func (c *CLI) KeyStatus(ctx context.Context) error {
+	k, err := c.keyOps()
+	if err != nil {
+		return err
+	}
+	usage, err := k.KeyUsage(ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(KeysJSON{Keys: usage})
+	}
+	if len(usage) == 0 {
+		_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
+		return err
+	}
+	w := c.table()
+	row(w, "KEY", "ACTIVE", "CONFIGURED", "STATES")
+	for _, u := range usage {
+		row(w, u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10))
+	}
+	return w.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// RotateKeys re-wraps the data keys with the active key, printing a line
+// of progress per batch (on a server, per poll), and what is left to do.
+func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) error {
+	k, err := c.keyOps()
+	if err != nil {
+		return err
+	}
+	last := int64(-1)
+	res, err := k.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
+		if c.JSON || r.Done == last {
+			return
+		}
+		last = r.Done
+		fmt.Fprintf(c.Out, "rotating to key %s: %d of %d data keys re-wrapped, %d left\n", r.Active, r.Done, r.Total, r.Remaining)
+	})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(res)
+	}
+	if !wait && res.Finished.IsZero() {
+		_, err := fmt.Fprintf(c.Out, "rotation to key %s started on the server: %d data keys to re-wrap; kl keys status shows what is left\n", res.Active, res.Total)
+		return err
+	}
+	_, err = fmt.Fprintf(c.Out, "done: %d data keys re-wrapped to key %s in %s; a key that wraps none (kl keys status) can leave the key file\n",
+		res.Done, res.Active, res.Finished.Sub(res.Started).Round(time.Millisecond))
+	return err
+}
+
+// KeyUsage implements KeyOps.
+func (b *EngineBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
+	return b.engine.KeyUsage(ctx)
+}
+
+// RotateKeys implements KeyOps: in this process, to the end.
+func (b *EngineBackend) RotateKeys(ctx context.Context, _ bool, _ time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
+	return b.engine.RotateKeys(ctx, progress)
+}
+
+// KeyUsage implements KeyOps.
+func (b *HTTPBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
+	var out struct {
+		Keys []kilolock.KeyUsage `json:"keys"`
+	}
+	if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Keys, nil
+}
+
+// RotateKeys implements KeyOps: it starts the server's rotation and, with
+// wait, asks for its progress every so often until it is over.
+func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
+	var started struct {
+		Rotation kilolock.KeyRotation `json:"rotation"`
+	}
+	if err := b.do(ctx, http.MethodPost, "/v1/api/keys/rotate", nil, struct{}{}, &started); err != nil {
+		return kilolock.KeyRotation{}, err
+	}
+	r := started.Rotation
+	progress(r)
+	for wait && r.Finished.IsZero() && r.Error == "" {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(max(every, 10*time.Millisecond)):
+		}
+		var st struct {
+			Rotation *kilolock.KeyRotation `json:"rotation"`
+		}
+		if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &st); err != nil {
+			return r, err
+		}
+		if st.Rotation != nil {
+			r = *st.Rotation
+		}
+		progress(r)
+	}
+	if r.Error != "" {
+		return r, fmt.Errorf("key rotation on the server stopped after %d data keys: %s", r.Done, r.Error)
+	}
+	return r, nil
+}
