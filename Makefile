@@ -6,7 +6,7 @@ LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
 TIMEOUT  ?= 30m
 
-.PHONY: all run build tofu test fmt-check mod-check vet gotest bench fuzz clean
+.PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
 
 all: build
 
@@ -43,6 +43,10 @@ gotest: tofu
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+## bench-memory: a real kld's peak RSS and times with 10,000 and 100,000 instances, on both stores
+bench-memory:
+	$(GO) test ./internal/e2e -run '^$$' -bench KLDMemory -benchtime 3x -timeout 30m
+
 ## fuzz: a short run of the state parser's and the canonicalizer's fuzz targets (FUZZTIME=30s each)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./graph
@@ -51,67 +55,81 @@ fuzz:
 clean:
 	rm -rf bin .cache/kltest
 
-# The parallel-apply demo (examples/parallel-apply/README.md): two applies at
-# once on one optimistic state. KL_SERVER (default http://localhost:8080)
-# names the kld; PARALLEL_SLEEP the seconds each changed resource takes.
+# The small parallel-apply demo (examples/parallel-apply/README.md): two
+# applies at once on one optimistic two-resource state. KL_SERVER (default
+# http://localhost:8080) names the kld; PARALLEL_SLEEP the seconds each
+# changed resource takes.
 PARALLEL_SLEEP ?= 15
 PARALLEL_A     ?= -var a=v2 -var b=v1 -var sleep=$(PARALLEL_SLEEP)
 PARALLEL_B     ?= -var a=v1 -var b=v2 -var sleep=$(PARALLEL_SLEEP)
 
-.PHONY: parallel-demo parallel-tf-a parallel-tf-b
+.PHONY: parallel-demo parallel-small-a parallel-small-b
 
 ## parallel-demo: kld (running, else a new one on a temp DB), seed, both applies at once, timings
 parallel-demo: build tofu
 	SLEEP=$(PARALLEL_SLEEP) bash examples/parallel-apply/demo.sh
 
-## parallel-tf-a: terminal A of the demo (after examples/parallel-apply/seed.sh): changes a
-parallel-tf-a:
+## parallel-small-a: terminal A of the small demo (after examples/parallel-apply/seed.sh): changes a
+parallel-small-a:
 	bash examples/parallel-apply/apply.sh a $(PARALLEL_A)
 
-## parallel-tf-b: terminal B of the demo: changes b
-parallel-tf-b:
+## parallel-small-b: terminal B of the small demo: changes b
+parallel-small-b:
 	bash examples/parallel-apply/apply.sh b $(PARALLEL_B)
 
-# The warm start (examples/big-state/README.md): a 10,000-instance state
-# loaded with kl import into KL_SERVER's kld, or with DATABASE=… straight
-# into a database.
-.PHONY: demo-warm
+# The demo (examples/big-state/README.md), on state big-state of
+# KL_SERVER's kld (default http://localhost:8080): a configuration of
+# 10,000 cheap resources and two slow ones. TF_BIN (a name in PATH or a
+# path; default the pinned OpenTofu) is the CLI every target runs.
+.PHONY: demo-warm demo-status parallel-tf-a parallel-tf-b
 
-## demo-warm: generate examples/big-state/big.tfstate (once) and kl import it as state "big"; prints the time
+## demo-warm: restore big-state to the pre-baked state of examples/big-state (or into DATABASE=…); prints the time
 demo-warm: build
 	DATABASE=$(DATABASE) bash examples/big-state/demo-warm.sh
+
+## demo-status: big-state's version, instances, lock mode and holders
+demo-status: build
+	bin/kl $(if $(DATABASE),--database $(DATABASE)) status $(or $(STATE),big-state)
+
+## parallel-tf-a: terminal A of the parallel beat: tofu apply -refresh=false replacing time_sleep.slow_a, from /tmp/parallel-tf-a
+parallel-tf-a: build
+	bash examples/big-state/parallel-tf.sh a
+
+## parallel-tf-b: terminal B, at the same time: replaces time_sleep.slow_b, from /tmp/parallel-tf-b
+parallel-tf-b: build
+	bash examples/big-state/parallel-tf.sh b
 
 # The reservation demos (examples/big-state/README.md): orchestrated
 # applies on state big-state of KL_SERVER's kld (default
 # http://localhost:8080), from copies of examples/big-state in
 # .cache/orchestrated/. WAIT_SLEEP is the seconds each changed resource
 # takes.
-WAIT_SLEEP   ?= 20
+WAIT_SLEEP   ?= 30
 ORCHESTRATED  = bash examples/big-state/orchestrated.sh
 
 .PHONY: wait-demo wait-demo-blocker wait-demo-waiter parallel-demo-a parallel-demo-b
 
 ## wait-demo-blocker: terminal 1 of the wait demo: reserves and replaces time_sleep.slow_a
 wait-demo-blocker: build
-	$(ORCHESTRATED) blocker -f slow_a.tf --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
+	$(ORCHESTRATED) blocker --target time_sleep.slow_a --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
 
 ## wait-demo-waiter: terminal 2 (within a few seconds): waits for the blocker, streaming who holds what, then applies
 wait-demo-waiter: build
-	$(ORCHESTRATED) waiter -f slow_a.tf --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m
+	$(ORCHESTRATED) waiter --target time_sleep.slow_a --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m
 
 ## wait-demo: both in one terminal: the blocker in the background (/tmp/wait-demo-blocker.log), the waiter in the foreground
 wait-demo: build
-	@$(ORCHESTRATED) blocker -f slow_a.tf --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) >/tmp/wait-demo-blocker.log 2>&1 & \
+	@$(ORCHESTRATED) blocker --target time_sleep.slow_a --var slow_a_version=blocker-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) >/tmp/wait-demo-blocker.log 2>&1 & \
 	blocker=$$!; \
 	for i in $$(seq 1 600); do grep -q 'kl: reserved:' /tmp/wait-demo-blocker.log && break; kill -0 $$blocker 2>/dev/null || break; sleep 0.1; done; \
 	echo "blocker running in the background (log: /tmp/wait-demo-blocker.log)"; \
-	$(ORCHESTRATED) waiter -f slow_a.tf --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m; \
+	$(ORCHESTRATED) waiter --target time_sleep.slow_a --var slow_a_version=waiter-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP) --wait-timeout 2m; \
 	rc=$$?; wait $$blocker; exit $$rc
 
 ## parallel-demo-a: terminal A of the reservation demo: reserves and replaces time_sleep.slow_a
 parallel-demo-a: build
-	$(ORCHESTRATED) a -f slow_a.tf --var slow_a_version=a-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
+	$(ORCHESTRATED) a --target time_sleep.slow_a --var slow_a_version=a-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
 
 ## parallel-demo-b: terminal B, at the same time: time_sleep.slow_b; neither waits for the other
 parallel-demo-b: build
-	$(ORCHESTRATED) b -f slow_b.tf --var slow_b_version=b-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)
+	$(ORCHESTRATED) b --target time_sleep.slow_b --var slow_b_version=b-$$(date +%s) --var slow_seconds=$(WAIT_SLEEP)

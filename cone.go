@@ -152,13 +152,13 @@ func (e *Engine) Outputs(ctx context.Context, name string) (*Document, error) {
 	}
 	s := ent.graph.Slice(nil)
 	s.CheckResults = nil
-	return &Document{Version: ent.doc.Version, Bytes: s.Render(s.Format)}, nil
+	return &Document{Version: ent.body.Version, Bytes: s.Render(s.Format)}, nil
 }
 
 // depGraph returns version ref of a state with its graph's dependency
 // index: the current version's cached with it, an older one's built for
 // the call.
-func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Document, *graph.State, *graph.DepIndex, error) {
+func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Body, *graph.State, *graph.DepIndex, error) {
 	var ent *cacheEntry
 	if ref.Kind == RefLatest {
 		// One cheap read when the version is cached: no more than a GET.
@@ -191,7 +191,7 @@ func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Do
 	if ent.graph == nil {
 		return nil, nil, nil, encryptedError(name)
 	}
-	return ent.doc, ent.graph, e.cache.depIndex(ent), nil
+	return ent.body, ent.graph, e.cache.depIndex(ent), nil
 }
 
 // lookup spells addresses canonically and finds them in x: an

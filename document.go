@@ -8,43 +8,17 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/internal/delta"
 )
 
-// Document is one version of a state as bytes, ready to serve.
+// Document is one version of a state as bytes, in memory: what Read and
+// ReadVersion return. To serve a version without holding its bytes, Open
+// it (see Body).
 type Document struct {
 	Version Version
 	Bytes   []byte
-
-	gzMu sync.Mutex
-	gz   atomic.Pointer[[]byte]
-}
-
-// Gzip returns the document gzip-compressed, computing it once.
-func (d *Document) Gzip() []byte {
-	if p := d.gz.Load(); p != nil {
-		return *p
-	}
-	d.gzMu.Lock()
-	defer d.gzMu.Unlock()
-	if p := d.gz.Load(); p != nil {
-		return *p
-	}
-	b := gzipBytes(d.Bytes)
-	d.gz.Store(&b)
-	return b
-}
-
-// GzipReady returns the compressed bytes if they were computed already, so a
-// server can serve them without making a client wait for compression.
-func (d *Document) GzipReady() ([]byte, bool) {
-	if p := d.gz.Load(); p != nil {
-		return *p, true
-	}
-	return nil, false
 }
 
 func gzipBytes(b []byte) []byte {
@@ -63,17 +37,13 @@ func gunzipBytes(b []byte) ([]byte, error) {
 	return io.ReadAll(zr)
 }
 
-// documentOf renders a stored version: the bytes kept when they were (see
-// keptBytes), else the normalized parts in the layout the writer used. The
+// bodyOf is a stored version to serve: its graph, which renders it, or
+// the bytes it keeps when rendering does not give them (see keptBytes). The
 // graph is nil for an opaque (client-side encrypted) version.
-func (e *Engine) documentOf(snap *Snapshot) (*Document, *graph.State, error) {
+func (e *Engine) bodyOf(snap *Snapshot) (*Body, *graph.State, error) {
 	v := snap.Version
 	if v.Format == FormatOpaque {
-		b, err := gunzipBytes(snap.Raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("version %d of %q: stored blob: %w", v.Number, v.State, err)
-		}
-		return &Document{Version: v, Bytes: b}, nil, nil
+		return gzippedBody(v, nil, snap.Raw, nil), nil, nil
 	}
 	g := &graph.State{
 		Version:          4,
@@ -87,8 +57,13 @@ func (e *Engine) documentOf(snap *Snapshot) (*Document, *graph.State, error) {
 	}
 	g.Sort()
 	if snap.Raw == nil {
-		return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
+		return renderedBody(v, g), g, nil
 	}
+	if !bytes.HasPrefix(snap.Raw, []byte(keptDeltaMagic)) {
+		return gzippedBody(v, g, snap.Raw, nil), g, nil
+	}
+	// A delta against the rendering: made into the whole document once,
+	// and kept compressed.
 	b, err := keptDocument(snap.Raw, func() []byte { return g.Render(g.Format) })
 	if errors.Is(err, delta.ErrMismatch) {
 		// The rendering is not the one the kept delta was made against:
@@ -96,15 +71,15 @@ func (e *Engine) documentOf(snap *Snapshot) (*Document, *graph.State, error) {
 		// The rendering means the same as the posted bytes; serve it
 		// rather than fail the read, and say so.
 		e.log.Error("kept bytes of a version do not apply to its rendering; serving the rendering, which means the same", "state", v.State, "version", v.Number, "err", err)
-		return &Document{Version: v, Bytes: g.Render(g.Format)}, g, nil
+		return renderedBody(v, g), g, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("version %d of %q: stored bytes: %w", v.Number, v.State, err)
 	}
-	return &Document{Version: v, Bytes: b}, g, nil
+	return gzippedBody(v, g, gzipBytes(b), b), g, nil
 }
 
-// docCache keeps the current document and graph of recently used states,
+// docCache keeps the current body and graph of recently used states,
 // keyed by state name and trusted only for the exact version id the store
 // reports as current. It evicts least recently used states past its budget.
 type docCache struct {
@@ -117,7 +92,7 @@ type docCache struct {
 
 type cacheEntry struct {
 	name  string
-	doc   *Document
+	body  *Body
 	graph *graph.State
 	size  int64
 	// deps indexes graph's dependency edges for cones and slices, built
@@ -138,25 +113,22 @@ func (c *docCache) get(name string, versionID int64) *cacheEntry {
 		return nil
 	}
 	ent := el.Value.(*cacheEntry)
-	if ent.doc.Version.ID != versionID {
+	if ent.body.Version.ID != versionID {
 		return nil
 	}
 	c.lru.MoveToFront(el)
 	return ent
 }
 
-// put caches d and g as name's current version and returns their entry
+// put caches b and g as name's current version and returns their entry
 // (which is not cached when a newer version is already).
-func (c *docCache) put(name string, d *Document, g *graph.State) *cacheEntry {
-	// The graph's instances refer into the document's bytes for a parsed
-	// document; count the bytes twice for a rendered one to stay on the
-	// safe side of the budget.
-	ent := &cacheEntry{name: name, doc: d, graph: g, size: 2 * int64(len(d.Bytes))}
+func (c *docCache) put(name string, b *Body, g *graph.State) *cacheEntry {
+	ent := &cacheEntry{name: name, body: b, graph: g, size: b.memory()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byName[name]; ok {
 		old := el.Value.(*cacheEntry)
-		if old.doc.Version.ID > d.Version.ID {
+		if old.body.Version.ID > b.Version.ID {
 			return ent // a newer version is cached already
 		}
 		c.size -= old.size

@@ -20,8 +20,8 @@ func TestDocCacheCountsDepIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(id int64) *Document { return &Document{Version: Version{ID: id}, Bytes: b} }
-	docSize := 2 * int64(len(b))
+	doc := func(id int64) *Body { return postedBody(Version{ID: id}, g, b) }
+	docSize := doc(0).memory()
 	x := graph.NewDepIndex(g)
 	// Room for two documents, not for two documents and an index.
 	c := newDocCache(2*docSize + x.Bytes()/2)

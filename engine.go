@@ -99,18 +99,39 @@ func (e *Engine) Store() Store { return e.store }
 func (e *Engine) DefaultLockMode() LockMode { return e.mode }
 
 // Read returns the current version of a state as the bytes a client wrote
-// (or, for a version the server made, as Terraform would write it).
-// ErrNotFound when the state does not exist or has no version yet.
+// (or, for a version the server made, as Terraform would write it), in
+// memory. ErrNotFound when the state does not exist or has no version yet.
 func (e *Engine) Read(ctx context.Context, name string) (*Document, error) {
-	d, _, err := e.current(ctx, name)
+	return documentOf(e.Open(ctx, name))
+}
+
+// ReadVersion returns a version of a state by number, like Read.
+func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*Document, error) {
+	return documentOf(e.OpenVersion(ctx, name, number))
+}
+
+func documentOf(b *Body, err error) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d, nil
+	data, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return &Document{Version: b.Version, Bytes: data}, nil
 }
 
-// ReadVersion returns a version of a state by number, rendered like Read.
-func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*Document, error) {
+// Open returns the current version of a state to serve: the bytes Read
+// returns, written to each reader without being held in memory (see Body).
+// ErrNotFound when the state does not exist or has no version yet.
+func (e *Engine) Open(ctx context.Context, name string) (*Body, error) {
+	b, _, err := e.current(ctx, name)
+	return b, err
+}
+
+// OpenVersion returns a version of a state by number, like Open. A
+// *VersionNotFoundError when there is no such version.
+func (e *Engine) OpenVersion(ctx context.Context, name string, number int64) (*Body, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
@@ -124,18 +145,18 @@ func (e *Engine) ReadVersion(ctx context.Context, name string, number int64) (*D
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := e.documentOf(snap)
-	return d, err
+	b, _, err := e.bodyOf(snap)
+	return b, err
 }
 
-// current returns the current document and, unless the state is opaque, its
+// current returns the current body and, unless the state is opaque, its
 // graph, from the cache when the store confirms it is still current.
-func (e *Engine) current(ctx context.Context, name string) (*Document, *graph.State, error) {
+func (e *Engine) current(ctx context.Context, name string) (*Body, *graph.State, error) {
 	ent, err := e.currentEntry(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ent.doc, ent.graph, nil
+	return ent.body, ent.graph, nil
 }
 
 // currentEntry is current's cache entry.
@@ -162,12 +183,12 @@ func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, er
 	return e.loadEntry(ctx, st)
 }
 
-func (e *Engine) load(ctx context.Context, st *StateInfo) (*Document, *graph.State, error) {
+func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, error) {
 	ent, err := e.loadEntry(ctx, st)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ent.doc, ent.graph, nil
+	return ent.body, ent.graph, nil
 }
 
 // loadEntry returns the cache entry of st's current version, loading it
@@ -183,11 +204,11 @@ func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, err
 	if err != nil {
 		return nil, err
 	}
-	d, g, err := e.documentOf(snap)
+	b, g, err := e.bodyOf(snap)
 	if err != nil {
 		return nil, err
 	}
-	return e.cache.put(st.Name, d, g), nil
+	return e.cache.put(st.Name, b, g), nil
 }
 
 // Graph returns the parsed current version of a state. ErrEncrypted when
@@ -289,6 +310,11 @@ type WriteOptions struct {
 	Source Source
 	// Force skips the lineage and stale-serial guards.
 	Force bool
+	// Verify, when set, checks the body (a checksum, say) while Write
+	// parses it: it is called once, before anything is stored, and its
+	// error fails the write, nothing stored. It also wins over any other
+	// error of the write: a body that is not what was sent explains them.
+	Verify func() error
 }
 
 // WriteResult is the outcome of a write.
@@ -320,9 +346,18 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 	mu, _ := e.writers.LoadOrStore(name, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	var p parsed
+	verify := func() error { return nil }
+	if o.Verify != nil {
+		verify = sync.OnceValue(o.Verify)
+	}
+	p := parsed{verify: verify}
 	for attempt := 0; ; attempt++ {
 		res, err := e.write(ctx, name, body, o, &p)
+		if err != nil {
+			if verr := verify(); verr != nil {
+				return nil, verr
+			}
+		}
 		if !errors.Is(err, ErrStale) || attempt >= maxStaleRetries {
 			return res, err
 		}
@@ -346,6 +381,8 @@ type parsed struct {
 	// base is the version an optimistic lock read, when comparing the
 	// body with it by meaning needed its objects (see sameAsBase).
 	base *Snapshot
+	// verify is WriteOptions.Verify, run once.
+	verify func() error
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
@@ -363,20 +400,23 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		return nil, err
 	}
 	var (
-		prevDoc   *Document
+		prevBody  *Body
 		prevGraph *graph.State
 	)
 	if st.Current > 0 {
-		if prevDoc, prevGraph, err = e.load(ctx, st); err != nil {
+		if prevBody, prevGraph, err = e.load(ctx, st); err != nil {
 			return nil, err
 		}
-		if string(prevDoc.Bytes) == string(body) {
+		if prevBody.same(body) {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
 				return nil, err
 			}
-			return &WriteResult{Version: prevDoc.Version, Unchanged: true}, nil
+			if err := p.verify(); err != nil {
+				return nil, err
+			}
+			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
 		}
 	}
 
@@ -388,6 +428,11 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	g, encrypted := p.graph, p.encrypted
 	if p.err != nil && !encrypted {
 		return nil, parseError(p.err)
+	}
+	// Parsed: before anything is decided on it (a merge, a refusal on
+	// record), the body must be what was sent.
+	if err := p.verify(); err != nil {
+		return nil, err
 	}
 
 	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
@@ -406,6 +451,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 		}
 	}
+	// next is the new version's body: written from the graph the store
+	// will hold, or from the bytes kept beside it.
+	var next func(v Version) *Body
 	if encrypted {
 		// An opaque blob: locking, history and whole-version rollback work,
 		// graph features do not. Its serial and lineage are unreadable, so
@@ -424,23 +472,35 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 			c.Version.Removed = len(c.Removed)
 		}
+		next = func(v Version) *Body { return gzippedBody(v, nil, c.Raw, body) }
 	} else {
 		held := diffInto(c, prevGraph, g)
 		c.Version.Format = g.Format.String()
+		var merged *graph.State
 		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevGraph != nil && !o.Force {
-			merged, err := e.rebase(ctx, st, c, prevGraph, held, o, p)
-			if err != nil {
+			if merged, err = e.rebase(ctx, st, c, prevGraph, held, o, p); err != nil {
 				return nil, err
 			}
-			if merged != nil {
-				held, body = merged, merged.Render(merged.Format)
-			}
 		}
-		if rendered := held.Render(held.Format); string(rendered) != string(body) {
+		switch {
+		case merged != nil:
+			// Made by the server: its document is its rendering.
+			held = merged
+			next = func(v Version) *Body { return renderedBody(v, merged) }
+		case held.RenderEqual(held.Format, body):
+			// What the CLIs write: the rows give the posted bytes back,
+			// compared piece by piece, never built.
+			next = func(v Version) *Body { return postedBody(v, held, body) }
+		default:
 			// Rendering what the store will hold does not give the
 			// posted bytes back (another writer's layout, or objects
 			// kept in an earlier spelling): keep them.
-			c.Raw = keptBytes(rendered, body)
+			c.Raw = keptBytes(held.Render(held.Format), body)
+			gz := c.Raw
+			if bytes.HasPrefix(gz, []byte(keptDeltaMagic)) {
+				gz = gzipBytes(body)
+			}
+			next = func(v Version) *Body { return gzippedBody(v, held, gz, body) }
 		}
 		g = held
 	}
@@ -459,8 +519,12 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 		return nil, err
 	}
-	doc := &Document{Version: *v, Bytes: body}
-	e.cache.put(name, doc, g)
+	if g != nil {
+		// The cache keeps the graph, not the posted bytes its fragments
+		// refer to: written once, the body may go.
+		g.Detach()
+	}
+	e.cache.put(name, next(*v), g)
 	return &WriteResult{Version: *v, Stats: stats, QuotaWarnings: c.QuotaWarnings}, nil
 }
 
@@ -474,99 +538,6 @@ func runLock(st *StateInfo, id string) bool {
 		}
 	}
 	return false
-}
-
-// diffInto fills c with the changes that turn prev (nil for none) into
-// next, and the version metadata of next. It compares by meaning
-// (graph.Instance.Equal): an instance or output that next spells otherwise
-// but that means the same is no change, costs no row, and the store keeps
-// prev's bytes for it. It returns next as the store will hold it: those
-// objects with prev's bytes (next itself when there are none), which is
-// what the version renders from.
-func diffInto(c *Commit, prev, next *graph.State) *graph.State {
-	v := &c.Version
-	v.Serial = next.Serial
-	v.Lineage = next.Lineage
-	v.TerraformVersion = next.TerraformVersion
-	v.Instances = len(next.Instances)
-	c.CheckResults = next.CheckResults
-
-	held := next
-	// hold returns the copy of next that takes prev's bytes, made on the
-	// first respelled object: next (cached, or the caller's) is not changed.
-	hold := func() *graph.State {
-		if held == next {
-			cp := *next
-			cp.Instances = append([]graph.Instance(nil), next.Instances...)
-			cp.Outputs = append([]graph.Output(nil), next.Outputs...)
-			held = &cp
-		}
-		return held
-	}
-
-	var prevByID map[string]*graph.Instance
-	if prev != nil {
-		prevByID = make(map[string]*graph.Instance, len(prev.Instances))
-		for i := range prev.Instances {
-			prevByID[prev.Instances[i].ID()] = &prev.Instances[i]
-		}
-	}
-	for i := range next.Instances {
-		in := &next.Instances[i]
-		id := in.ID()
-		old, ok := prevByID[id]
-		switch {
-		case !ok:
-			v.Added++
-			c.Upserts = append(c.Upserts, *in)
-		case old.Hash == in.Hash:
-		case old.Equal(in):
-			hold().Instances[i] = storedCopy(old)
-		default:
-			v.Changed++
-			c.Upserts = append(c.Upserts, *in)
-		}
-		delete(prevByID, id)
-	}
-	for id := range prevByID {
-		c.Removed = append(c.Removed, id)
-	}
-	sort.Strings(c.Removed)
-	v.Removed = len(c.Removed)
-
-	prevOut := map[string]*graph.Output{}
-	if prev != nil {
-		for i := range prev.Outputs {
-			prevOut[prev.Outputs[i].Name] = &prev.Outputs[i]
-		}
-	}
-	for i := range next.Outputs {
-		o := &next.Outputs[i]
-		old, ok := prevOut[o.Name]
-		switch {
-		case !ok || !old.Equal(o):
-			c.OutputUpserts = append(c.OutputUpserts, *o)
-		case old.Hash != o.Hash:
-			hold().Outputs[i] = *old
-		}
-		delete(prevOut, o.Name)
-	}
-	for n := range prevOut {
-		c.OutputsRemoved = append(c.OutputsRemoved, n)
-	}
-	sort.Strings(c.OutputsRemoved)
-	return held
-}
-
-// storedCopy is in as a store returns it: its own copy of the object and
-// no memory of the document it was parsed from, so that a state holding it
-// keeps no earlier document or parse alive.
-func storedCopy(in *graph.Instance) graph.Instance {
-	cp, err := graph.NewInstance(in.Resource, bytes.Clone(in.Object))
-	if err != nil { // cannot happen: in was parsed or loaded
-		return *in
-	}
-	return cp
 }
 
 // parseError turns a graph parse error into an *InvalidError with a hint.

@@ -122,13 +122,13 @@ type StateDiff struct {
 // versionGraph loads the version ref names, from the cache when it is the
 // current one. ErrEncrypted for a client-side encrypted version; see
 // ResolveVersion for the other errors.
-func (e *Engine) versionGraph(ctx context.Context, st *StateInfo, ref VersionRef) (*Document, *graph.State, error) {
+func (e *Engine) versionGraph(ctx context.Context, st *StateInfo, ref VersionRef) (*Body, *graph.State, error) {
 	v, err := e.resolve(ctx, st, ref)
 	if err != nil {
 		return nil, nil, err
 	}
 	var (
-		d *Document
+		d *Body
 		g *graph.State
 	)
 	if v.Number == st.Current {
@@ -136,7 +136,7 @@ func (e *Engine) versionGraph(ctx context.Context, st *StateInfo, ref VersionRef
 	} else {
 		var snap *Snapshot
 		if snap, err = e.store.Snapshot(ctx, st.Name, v.Number); err == nil {
-			d, g, err = e.documentOf(snap)
+			d, g, err = e.bodyOf(snap)
 		}
 	}
 	if err != nil {

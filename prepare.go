@@ -57,6 +57,9 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 		return nil, invalidCommit("serial %d is out of range", max(c.Version.Serial, c.Version.BaseSerial))
 	}
 	p := &PreparedCommit{}
+	if len(c.Upserts) > 0 {
+		p.Upserts = make([]PreparedInstance, 0, len(c.Upserts))
+	}
 	upserted := make(map[string]int, len(c.Upserts))
 	for _, in := range c.Upserts {
 		inst, err := graph.NewInstance(in.Resource, in.Object)

@@ -1,7 +1,6 @@
 package kilolock
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -100,7 +99,7 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 			return res, err
 		}
 	}
-	var target *Document
+	var target *Body
 	w := serverWrite{operation: "rollback", source: SourceRollback, actor: o.Actor, dryRun: dryRun}
 	if address != "" {
 		w.operation = "rollback resource"
@@ -198,7 +197,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 	if dryRun {
 		return res, e.pinRollbackTarget(ctx, name, target.Version.Number)
 	}
-	if bytes.Equal(target.Bytes, cur.Bytes) {
+	if cur.same(target.Bytes) {
 		return res, nil
 	}
 	body := target.Bytes

@@ -102,7 +102,8 @@ func (e *Engine) commitEditOnce(ctx context.Context, name string, w serverWrite,
 	if err != nil {
 		return nil, nil, WriteStats{}, err
 	}
-	e.cache.put(name, &Document{Version: *v, Bytes: next.Render(next.Format)}, next)
+	next.Detach()
+	e.cache.put(name, renderedBody(*v, next), next)
 	e.log.Info("server-side write", "state", name, "operation", w.operation, "version", v.Number, "serial", v.Serial, "actor", w.actor,
 		"added", v.Added, "changed", v.Changed, "removed", v.Removed)
 	return plan, v, stats, nil

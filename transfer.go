@@ -1,7 +1,6 @@
 package kilolock
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +23,7 @@ func (e *Engine) Export(ctx context.Context, name string, ref VersionRef) ([]byt
 	if err != nil && !errors.Is(err, ErrEncrypted) {
 		return nil, err
 	}
-	return d.Bytes, nil
+	return d.Bytes()
 }
 
 // ImportOptions describe an import.
@@ -82,12 +81,12 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 		// The content of the current version again (re-importing an
 		// export, in either layout) adds nothing: answer unchanged rather
 		// than append an empty version.
-		cur, err := e.Read(ctx, name)
+		cur, err := e.Open(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		g.Serial = st.Serial
-		if g.Lineage == st.Lineage && (bytes.Equal(g.Render(graph.FormatIndent), cur.Bytes) || bytes.Equal(g.Render(graph.FormatCompact), cur.Bytes)) {
+		if g.Lineage == st.Lineage && (cur.same(g.Render(graph.FormatIndent)) || cur.same(g.Render(graph.FormatCompact))) {
 			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
 		}
 		g.Serial = st.Serial + 1

@@ -101,21 +101,31 @@ type Instance struct {
 
 	// fragment is the object as it appeared in the posted document, and
 	// canonical reports whether rendering Object in fragmentFormat gives
-	// back exactly fragment. Both are unset for instances loaded from a store.
-	// fragHash hashes fragment and the resource header, to find the instance
-	// again in the next document (see ParseReusing). objFirst is &Object[0]
-	// as parsed: an Instance copied and given another Object no longer
-	// trusts its fragment.
+	// back exactly fragment. Both are unset for instances loaded from a store;
+	// Detach drops fragment and keeps the rest. fragHash and fragSum hash
+	// fragment (fragHash with the resource header), two independent 64-bit
+	// keyed hashes, and fragLen is its length: what finds the instance again
+	// in the next document (see ParseReusing) without keeping the document.
+	// objFirst is &Object[0] as parsed: an Instance copied and given another
+	// Object no longer trusts what it knew of its fragment.
 	fragment       []byte
 	fragmentFormat Format
 	canonical      bool
 	fragHash       uint64
+	fragSum        uint64
+	fragLen        int
 	objFirst       *byte
+}
+
+// parsedAs reports whether in still knows the fragment it was parsed from
+// (its hashes, whether or not it still holds its bytes).
+func (in *Instance) parsedAs() bool {
+	return in.fragLen > 0 && len(in.Object) > 0 && &in.Object[0] == in.objFirst
 }
 
 // hasFragment reports whether in still has the fragment it was parsed with.
 func (in *Instance) hasFragment() bool {
-	return in.fragment != nil && len(in.Object) > 0 && &in.Object[0] == in.objFirst
+	return in.fragment != nil && in.parsedAs()
 }
 
 // copyable reports whether Render in format f may copy the fragment.
@@ -148,4 +158,20 @@ type State struct {
 	// Format is the layout of the parsed document (FormatIndent for a state
 	// built in memory).
 	Format Format
+}
+
+// Detach makes s keep nothing of the document it was parsed from: each
+// instance drops its fragment, the bytes Render copies when it can, and
+// keeps what ParseReusing needs to find it again in the next document (the
+// fragment's length and hashes). A parsed state holds the whole posted
+// document alive through its fragments; a detached one holds only its
+// objects, and renders them (as fast, but not by copying). s must not be
+// in use elsewhere while it is detached; a state with no fragment is left
+// as it is, so detaching one that others read is safe.
+func (s *State) Detach() {
+	for i := range s.Instances {
+		if in := &s.Instances[i]; in.fragment != nil {
+			in.fragment = nil
+		}
+	}
 }

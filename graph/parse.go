@@ -29,17 +29,26 @@ func Parse(data []byte) (*State, error) { return parse(data, nil) }
 // is identical to Parse(data); the difference is cost. An instance whose
 // bytes in data (and resource header) are byte-identical to one of prev's is
 // taken from prev instead of being compacted and hashed again, so beyond one
-// validating scan of data the work is proportional to what changed. prev may
-// be nil, or a state that was not parsed from a document, in which case
-// nothing is reused. prev is not modified.
+// validating scan of data the work is proportional to what changed. An
+// instance of prev that was not parsed from a document of data's layout
+// (one a store loaded) is found once the new instance is compacted, by its
+// hash, and gives it its Object: the work is Parse's, but the result holds
+// one copy of each unchanged object, prev's. prev may be nil. prev is not
+// modified.
 //
 // The result refers to data (see Render); data must not be modified
 // afterwards.
 func ParseReusing(data []byte, prev *State) (*State, error) { return parse(data, prev) }
 
-// fragmentSeed seeds the hashes that find reusable instances. It is shared
-// by every State of the process, so a state parsed earlier can be matched.
-var fragmentSeed = maphash.MakeSeed()
+// fragmentSeed and sumSeed seed the hashes that find reusable instances
+// (two independent 64-bit hashes of each fragment: Instance.fragHash and
+// fragSum). They are shared by every State of the process, so a state
+// parsed earlier can be matched, and random, so no document can be made to
+// collide with another on purpose.
+var (
+	fragmentSeed = maphash.MakeSeed()
+	sumSeed      = maphash.MakeSeed()
+)
 
 // Field names; encoding/json, which both CLIs read state with, matches them
 // case-insensitively, and so does Parse.
@@ -119,6 +128,7 @@ type parser struct {
 	reuse    bool
 	prevIdx  map[uint64]int32
 	prevNext []int32
+	prevObjs map[Hash]int32 // prev's instances that know no fragment, by Hash
 	prevOuts map[string]int
 
 	notObject   error
@@ -806,8 +816,20 @@ func (p *parser) setupReuse() {
 	}
 	n := 0
 	for i := range prev.Instances {
-		if in := &prev.Instances[i]; in.hasFragment() && in.fragmentFormat == p.format {
+		if in := &prev.Instances[i]; in.parsedAs() && in.fragmentFormat == p.format {
 			n++
+		}
+	}
+	if n < len(prev.Instances) {
+		// Instances loaded from a store, or parsed from the other
+		// layout: found again by their objects' hash once compacted, so
+		// that the state keeps one copy of each object.
+		p.reuse = true
+		p.prevObjs = make(map[Hash]int32, len(prev.Instances)-n)
+		for i := range prev.Instances {
+			if in := &prev.Instances[i]; !in.parsedAs() || in.fragmentFormat != p.format {
+				p.prevObjs[in.Hash] = int32(i)
+			}
 		}
 	}
 	if n == 0 {
@@ -819,7 +841,7 @@ func (p *parser) setupReuse() {
 	for i := len(prev.Instances) - 1; i >= 0; i-- {
 		in := &prev.Instances[i]
 		p.prevNext[i] = -1
-		if !in.hasFragment() || in.fragmentFormat != p.format {
+		if !in.parsedAs() || in.fragmentFormat != p.format {
 			continue
 		}
 		if j, ok := p.prevIdx[in.fragHash]; ok {
@@ -829,15 +851,19 @@ func (p *parser) setupReuse() {
 	}
 }
 
-// lookup finds an instance of prev with this resource header and fragment.
-func (p *parser) lookup(h uint64, r *Resource, frag []byte) *Instance {
+// lookup finds an instance of prev with this resource header and a
+// fragment of this length and hashes. prev need not hold its document any
+// more (see Detach): the two 64-bit hashes, of independent random seeds,
+// stand for the bytes; two different fragments of one length share both
+// with a chance of 2^-128.
+func (p *parser) lookup(h, sum uint64, r *Resource, frag []byte) *Instance {
 	j, ok := p.prevIdx[h]
 	if !ok {
 		return nil
 	}
 	for ; j >= 0; j = p.prevNext[j] {
 		in := &p.prev.Instances[j]
-		if in.fragHash == h && in.Resource == *r && bytes.Equal(in.fragment, frag) {
+		if in.fragHash == h && in.fragSum == sum && in.fragLen == len(frag) && in.Resource == *r {
 			return in
 		}
 	}
@@ -866,8 +892,9 @@ func (p *parser) finishResource(ri int, r *Resource) {
 		pd := &p.pend[i]
 		frag := s.data[pd.start:pd.end:pd.end]
 		fh := maphash.Bytes(fragmentSeed, frag) ^ hh
-		if p.reuse {
-			if old := p.lookup(fh, r, frag); old != nil {
+		sum := maphash.Bytes(sumSeed, frag)
+		if p.prevIdx != nil {
+			if old := p.lookup(fh, sum, r, frag); old != nil {
 				in := *old
 				in.Resource = *r
 				in.fragment = frag
@@ -877,6 +904,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 				continue
 			}
 		}
+		var hash Hash
 		if !pd.scanned {
 			save := s.pos
 			s.pos = pd.start
@@ -885,8 +913,15 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			if !ok { // cannot happen: the fragment was validated
 				return
 			}
-			pd.obj = p.keep(s.out)
+			hash = instanceHash(r, s.out)
+			if j, ok := p.prevObjs[hash]; ok && p.prev.Instances[j].Resource == *r && bytes.Equal(p.prev.Instances[j].Object, s.out) {
+				pd.obj = p.prev.Instances[j].Object
+			} else {
+				pd.obj = p.keep(s.out)
+			}
 			s.pos = save
+		} else {
+			hash = instanceHash(r, pd.obj)
 		}
 		in := Instance{
 			Resource:       *r,
@@ -895,13 +930,15 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			fragmentFormat: p.format,
 			canonical:      pd.canon,
 			fragHash:       fh,
+			fragSum:        sum,
+			fragLen:        len(frag),
 			objFirst:       &pd.obj[0],
 		}
 		if at, reason := decodeHead(s.data, pd.head, &in); reason != "" {
 			p.fieldf(at, reason, "resources[%d].instances[%d] (%s)", ri, pd.index, r.Address())
 			return
 		}
-		in.Hash = instanceHash(r, pd.obj)
+		in.Hash = hash
 		if !p.addInstance(&in, ri, pd) {
 			return
 		}
@@ -913,6 +950,8 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 		n := 64
 		if p.prev != nil {
 			n = len(p.prev.Instances) + 16
+		} else {
+			n = max(n, instancesHint(p.s.data))
 		}
 		p.ids = make(map[uint64]int32, n)
 		if p.st.Instances == nil {
@@ -938,6 +977,17 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 	}
 	p.st.Instances = append(p.st.Instances, *in)
 	return true
+}
+
+// instancesHint guesses how many instances a document holds, so that a
+// large state's instances are not copied as their slice grows (at the
+// last doubling, three times their size at once): every instance object
+// has one "schema_version" key. A document may spell it elsewhere too, so
+// the guess is bounded by one instance per 256 bytes of document, which
+// keeps the slice within about the document's size; a state of smaller
+// instances grows its slice past the guess as before.
+func instancesHint(data []byte) int {
+	return min(bytes.Count(data, []byte(`"schema_version"`)), len(data)/256) + 16
 }
 
 // idHash hashes what idOf returns.

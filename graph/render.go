@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,10 +29,80 @@ import (
 //
 // Objects must be valid JSON, as Parse and NewInstance guarantee.
 func (s *State) Render(f Format) []byte {
-	if f == FormatCompact {
-		return s.renderCompact()
+	r := renderer{b: make([]byte, 0, s.sizeHint(f))}
+	s.render(&r, f)
+	return r.b
+}
+
+// RenderTo writes what Render(f) returns to w, a piece at a time, so that
+// a large state is written without being built in memory first. It
+// returns the bytes written and the first error of w, after which it
+// stops.
+func (s *State) RenderTo(w io.Writer, f Format) (int64, error) {
+	r := renderer{b: make([]byte, 0, 2*renderChunk), w: w}
+	s.render(&r, f)
+	return r.n, r.err
+}
+
+// RenderEqual reports whether Render(f) would return exactly doc, without
+// building it: it compares piece by piece and stops at the first
+// difference.
+func (s *State) RenderEqual(f Format, doc []byte) bool {
+	cw := compareWriter{want: doc}
+	if _, err := s.RenderTo(&cw, f); err != nil {
+		return false
 	}
-	return s.renderIndent()
+	return cw.at == len(doc)
+}
+
+// renderChunk is how much RenderTo builds before it writes.
+const renderChunk = 32 << 10
+
+// renderer is where a state renders to: its buffer b, which, when w is
+// set, is written to w and emptied whenever it holds renderChunk bytes.
+type renderer struct {
+	b   []byte
+	w   io.Writer
+	n   int64
+	err error
+}
+
+// flush writes b to w once it holds renderChunk bytes, or when all is
+// set; it reports false once w has failed.
+func (r *renderer) flush(b []byte, all bool) ([]byte, bool) {
+	if r.w == nil || r.err != nil || len(b) < renderChunk && !all {
+		return b, r.err == nil
+	}
+	n, err := r.w.Write(b)
+	r.n += int64(n)
+	r.err = err
+	return b[:0], err == nil
+}
+
+// errDiffers is compareWriter's error at the first difference.
+var errDiffers = errors.New("graph: the rendering differs")
+
+// compareWriter compares what is written to it with want.
+type compareWriter struct {
+	want []byte
+	at   int
+}
+
+func (c *compareWriter) Write(p []byte) (int, error) {
+	if len(p) > len(c.want)-c.at || string(p) != string(c.want[c.at:c.at+len(p)]) {
+		return 0, errDiffers
+	}
+	c.at += len(p)
+	return len(p), nil
+}
+
+func (s *State) render(r *renderer, f Format) {
+	if f == FormatCompact {
+		r.b = s.renderCompact(r)
+	} else {
+		r.b = s.renderIndent(r)
+	}
+	r.b, _ = r.flush(r.b, true)
 }
 
 func (s *State) sizeHint(f Format) int {
@@ -56,8 +128,8 @@ func (s *State) sizeHint(f Format) int {
 	return n
 }
 
-func (s *State) renderIndent() []byte {
-	b := make([]byte, 0, s.sizeHint(FormatIndent))
+func (s *State) renderIndent(r *renderer) []byte {
+	b := r.b
 	b = append(b, "{\n  \"version\": 4,\n  \"terraform_version\": "...)
 	b = appendString(b, s.TerraformVersion)
 	b = append(b, ",\n  \"serial\": "...)
@@ -115,6 +187,10 @@ func (s *State) renderIndent() []byte {
 		} else {
 			b = appendIndent(b, in.Object, instanceLevel)
 		}
+		var ok bool
+		if b, ok = r.flush(b, false); !ok {
+			return b
+		}
 	}
 	if len(s.Instances) > 0 {
 		b = append(b, "\n      ]\n    }\n  "...)
@@ -128,8 +204,8 @@ func (s *State) renderIndent() []byte {
 	return append(b, "\n}\n"...)
 }
 
-func (s *State) renderCompact() []byte {
-	b := make([]byte, 0, s.sizeHint(FormatCompact))
+func (s *State) renderCompact(r *renderer) []byte {
+	b := r.b
 	b = append(b, `{"version":4,"terraform_version":`...)
 	b = appendString(b, s.TerraformVersion)
 	b = append(b, `,"serial":`...)
@@ -179,6 +255,10 @@ func (s *State) renderCompact() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, in.Object...)
+		var ok bool
+		if b, ok = r.flush(b, false); !ok {
+			return b
+		}
 	}
 	if len(s.Instances) > 0 {
 		b = append(b, "]}"...)
@@ -338,7 +418,12 @@ func (s *State) Sort() {
 	}
 }
 
-func compareInstances(a, b Instance) int {
+func compareInstances(a, b Instance) int { return a.Compare(&b) }
+
+// Compare orders in and o as Sort does: it is 0 exactly when they have one
+// ID (address and deposed key).
+func (in *Instance) Compare(o *Instance) int {
+	a, b := in, o
 	ra, rb := &a.Resource, &b.Resource
 	if c := strings.Compare(ra.Module, rb.Module); c != 0 {
 		return c

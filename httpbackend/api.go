@@ -69,12 +69,11 @@ func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doc, err := h.engine.ReadVersion(r.Context(), name, n)
+	body, err := h.engine.OpenVersion(r.Context(), name, n)
 	if err != nil {
 		return err
 	}
-	h.serveDocument(w, r, doc)
-	return nil
+	return h.serveBody(w, r, body)
 }
 
 // queryRequest is the body of POST /v1/api/query.

@@ -51,6 +51,11 @@ func TestBadInput(t *testing.T) {
 		{name: "state version 3", method: "POST", path: post, body: version3, status: 400, code: "unsupported_state_version"},
 		{name: "wrong Content-MD5", method: "POST", path: post, body: good, header: []string{"Content-MD5", md5Of([]byte("something else"))}, status: 400, code: "checksum_mismatch"},
 		{name: "Content-MD5 not base64", method: "POST", path: post, body: good, header: []string{"Content-MD5", "!!"}, status: 400, code: "checksum_mismatch"},
+		// The checksum is computed beside the parse; a body cut on its way
+		// fails both, and the checksum says why.
+		{name: "malformed JSON with a wrong Content-MD5", method: "POST", path: post, body: good[:len(good)/2], header: []string{"Content-MD5", md5Of(good)}, status: 400, code: "checksum_mismatch", hintSubstring: "altered or cut"},
+		{name: "the current bytes with a wrong Content-MD5", method: "POST", path: post, body: beforeBytes, header: []string{"Content-MD5", md5Of(good)}, status: 400, code: "checksum_mismatch"},
+		{name: "a conflicting state with a wrong Content-MD5", method: "POST", path: post, body: stateDoc(t, "lineage-2", 3, map[string]string{"web": "c"}), header: []string{"Content-MD5", md5Of(good)}, status: 400, code: "checksum_mismatch"},
 		{name: "oversize body", method: "POST", path: post, body: oversize, status: 413, code: "body_too_large", hintSubstring: "--body-limit"},
 		{name: "empty body", method: "POST", path: post, body: []byte{}, status: 400, code: "empty_state"},
 		{name: "another lineage", method: "POST", path: post, body: stateDoc(t, "lineage-2", 3, map[string]string{"web": "c"}), status: 409, code: kilolock.ReasonLineage},

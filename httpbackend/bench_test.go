@@ -110,7 +110,7 @@ var benchBackends = []benchBackend{
 type postBench struct {
 	h      *Handler
 	engine *kilolock.Engine
-	series *stateSeries
+	series *graphtest.Series
 }
 
 // newPostBench opens a store of kind be, kept until owner ends, and writes
@@ -121,7 +121,7 @@ func newPostBench(b *testing.B, owner testing.TB, be benchBackend) *postBench {
 		b.Fatal(err)
 	}
 	engine := kilolock.NewEngine(st, kilolock.Options{Logger: log.New(os.Stderr)})
-	pb := &postBench{h: New(engine, Options{Logger: log.NewWithOptions(os.Stderr, log.Options{Level: log.ErrorLevel})}), engine: engine, series: newStateSeries(b, benchBase())}
+	pb := &postBench{h: New(engine, Options{Logger: log.NewWithOptions(os.Stderr, log.Options{Level: log.ErrorLevel})}), engine: engine, series: newSeries(b, benchBase())}
 	if _, err := engine.Write(b.Context(), "bench", benchBase(), kilolock.WriteOptions{}); err != nil {
 		b.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func newPostBench(b *testing.B, owner testing.TB, be benchBackend) *postBench {
 func (pb *postBench) prefill(b *testing.B, n int) {
 	start := time.Now()
 	for range n {
-		if _, err := pb.engine.Write(context.Background(), "bench", pb.series.next(), kilolock.WriteOptions{}); err != nil {
+		if _, err := pb.engine.Write(context.Background(), "bench", pb.series.Next(), kilolock.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -155,7 +155,7 @@ func (pb *postBench) run(b *testing.B) {
 		b.StopTimer()
 		// Each version is a fresh copy made outside the timer, since the
 		// engine keeps the bytes it serves.
-		doc := pb.series.next()
+		doc := pb.series.Next()
 		runtime.GC() // neither side pays for the other's garbage
 		start := time.Now()
 		if err := postFloor(doc); err != nil {
@@ -215,25 +215,25 @@ func BenchmarkPost2Changes(b *testing.B) {
 }
 
 // BenchmarkGetCurrent GETs the current version of the bench state through
-// the handler: plain, and gzip as both CLIs ask for it. Each GET is paired
+// the handler: plain (rendered from the version's graph as it is written)
+// and gzip as both CLIs ask for it (from the compressed copy the first GET
+// made; the first GET of each version, which compresses it as it streams,
+// is measured by internal/e2e's BenchmarkKLDMemory). Each GET is paired
 // with a run of the floor (writing the same bytes from memory) outside the
 // timer, for x_floor.
 func BenchmarkGetCurrent(b *testing.B) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			pb := newPostBench(b, b, be)
-			doc, err := pb.engine.Read(b.Context(), "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
 			for _, enc := range []string{"plain", "gzip"} {
 				b.Run(enc, func(b *testing.B) {
 					req := httptest.NewRequest("GET", "/v1/states/bench", nil)
-					body := doc.Bytes
 					if enc == "gzip" {
 						req.Header.Set("Accept-Encoding", "gzip")
-						body = doc.Gzip() // what the first GET warms in the background
 					}
+					first := httptest.NewRecorder()
+					pb.h.ServeHTTP(first, req)
+					body := first.Body.Bytes()
 					var floor time.Duration
 					b.SetBytes(int64(len(body)))
 					b.ResetTimer()
@@ -264,97 +264,13 @@ func BenchmarkGetCurrent(b *testing.B) {
 	}
 }
 
-// stateSeries makes successive versions of a Terraform-layout state, each
-// with two instances' input values changed by one letter and the serial one
-// higher, by editing bytes: graphtest.Change re-encodes 13 MB per version,
-// which would make the benchmarks wait on their fixtures.
-type stateSeries struct {
-	head   []byte // through `"serial": `
-	serial uint64
-	tail   []byte // after the serial's digits
-	values []int  // offsets in tail of each instance's first input letter
-	step   int
-}
-
-func newStateSeries(tb testing.TB, doc []byte) *stateSeries {
+// newSeries is graphtest.NewSeries, failing tb on a document it cannot
+// read.
+func newSeries(tb testing.TB, doc []byte) *graphtest.Series {
 	tb.Helper()
-	key := []byte(`"serial": `)
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		tb.Fatal("stateSeries: no serial")
-	}
-	head := doc[:i+len(key)]
-	j := len(head)
-	for j < len(doc) && doc[j] >= '0' && doc[j] <= '9' {
-		j++
-	}
-	serial, err := strconv.ParseUint(string(doc[len(head):j]), 10, 64)
+	s, err := graphtest.NewSeries(doc)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &stateSeries{head: head, serial: serial, tail: doc[j:]}
-	input, value := []byte(`"input": {`), []byte(`"value": "`)
-	for off := 0; ; {
-		k := bytes.Index(s.tail[off:], input)
-		if k < 0 {
-			break
-		}
-		off += k
-		v := bytes.Index(s.tail[off:], value)
-		if v < 0 {
-			tb.Fatal("stateSeries: input without value")
-		}
-		off += v + len(value)
-		if c := s.tail[off]; c < 'a' || c > 'z' {
-			tb.Fatalf("stateSeries: input value starts with %q", c)
-		}
-		s.values = append(s.values, off)
-	}
-	if len(s.values) < 2 {
-		tb.Fatalf("stateSeries: %d instances", len(s.values))
-	}
 	return s
-}
-
-// next returns the next version: a new slice, since the engine keeps the
-// bytes it was given.
-func (s *stateSeries) next() []byte {
-	s.step++
-	tail := bytes.Clone(s.tail)
-	n := len(s.values)
-	for _, k := range [2]int{(s.step * 7919) % n, (s.step*104729 + n/2) % n} {
-		o := s.values[k]
-		tail[o] = 'a' + (tail[o]-'a'+1)%26
-	}
-	s.tail = tail
-	s.serial++
-	doc := make([]byte, 0, len(s.head)+20+len(tail))
-	doc = append(doc, s.head...)
-	doc = strconv.AppendUint(doc, s.serial, 10)
-	return append(doc, tail...)
-}
-
-// TestStateSeries checks the bench fixture changes exactly two instances
-// per version and stays a document the engine stores without raw bytes.
-func TestStateSeries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates a 13 MB state")
-	}
-	env := newEnv(t, "", Options{})
-	base := graphtest.Generate(500, 512, graph.FormatIndent)
-	s := newStateSeries(t, base)
-	env.post("s", "", base)
-	for range 5 {
-		doc := s.next()
-		res, err := env.engine.Write(t.Context(), "s", doc, kilolock.WriteOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := res.Version; v.Changed != 2 || v.Added != 0 || v.Removed != 0 {
-			t.Errorf("version %d: %d added, %d changed, %d removed; want 2 changed", v.Number, v.Added, v.Changed, v.Removed)
-		}
-	}
-	if got := env.do("GET", "/v1/states/s", nil).Body.String(); got != string(s.head)+strconv.FormatUint(s.serial, 10)+string(s.tail) {
-		t.Errorf("GET does not give the last version back")
-	}
 }

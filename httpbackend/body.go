@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,21 @@ const (
 // memory as its bytes arrive (the buffer doubles when full), never because
 // its Content-Length announces them.
 const firstBodyChunk = 32 << 10
+
+// A body of announced size from mapMinBody bytes on (a large state) is,
+// once its first chunk has arrived, read on into memory mapped for it
+// outside the Go heap (where the platform has it): its pages (huge pages on
+// Linux) take memory only as its bytes arrive, the budget is taken mapStep
+// bytes at a time ahead of them,
+// nothing is copied, and the memory is given back the moment the request
+// ends, not at a later garbage collection, so that it never counts twice
+// towards the heap the collector lets grow. The request's handler must not
+// keep the body (nor anything that refers into it) past its end; the
+// engine keeps none of it.
+const (
+	mapMinBody = 1 << 20
+	mapStep    = 2 << 20
+)
 
 // bodyBudget bounds the bytes of request bodies held at once, across all
 // requests: the capacity of their buffers, from the first byte read until
@@ -56,6 +72,12 @@ func (b *bodyBudget) give(n int64) { b.held.Add(-n) }
 func (h *Handler) releaseBodies(ri *reqInfo) {
 	h.bodies.give(ri.bodyBytes)
 	ri.bodyBytes = 0
+	for _, m := range ri.mapped {
+		if err := unmapBody(m); err != nil {
+			h.log.Error("unmapping a request body failed", "request_id", ri.id, "err", err)
+		}
+	}
+	ri.mapped = nil
 }
 
 // readBody reads a request body of at most limit bytes. Memory is taken as
@@ -134,6 +156,7 @@ type bodyBuffer struct {
 	buf    []byte   // being read into, up to its capacity
 	chunks [][]byte // full chunks before buf
 	inCh   int64    // bytes in chunks
+	mapped []byte   // the body's mapped memory, when it has some (buf is in it)
 }
 
 func (b *bodyBuffer) received() int64 { return b.inCh + int64(len(b.buf)) }
@@ -143,6 +166,22 @@ func (b *bodyBuffer) full() bool      { return len(b.buf) == cap(b.buf) }
 // false when the budget has none.
 func (b *bodyBuffer) grow(most int64) bool {
 	got, half := b.received(), (b.size+1)/2
+	if b.mapped == nil && b.inCh == 0 && got > 0 && b.size >= mapMinBody && b.mapStart() {
+		// Its first chunk arrived (and is full): on into mapped memory,
+		// where the chunk's budget goes with its bytes.
+		n := copy(b.mapped, b.buf)
+		b.buf = b.mapped[:n:n]
+	}
+	if b.mapped != nil {
+		// The budget for its next bytes (a huge page at a time, which
+		// the first of them makes resident), and room for them.
+		step := min(b.size-int64(cap(b.buf)), mapStep)
+		if !b.take(step) {
+			return false
+		}
+		b.buf = b.mapped[: len(b.buf) : cap(b.buf)+int(step)]
+		return true
+	}
 	switch {
 	case b.size >= 0 && (b.size <= firstBodyChunk || got >= half):
 		// Small, or half of it arrived: its own buffer.
@@ -177,6 +216,21 @@ func (b *bodyBuffer) grow(most int64) bool {
 		copy(grown, b.buf)
 		b.buf = grown
 	}
+	return true
+}
+
+// mapStart maps the memory of a body of announced size, inside a request
+// (whose end unmaps it); false when there is none to map.
+func (b *bodyBuffer) mapStart() bool {
+	if b.ri.w == nil || b.size > math.MaxInt {
+		return false
+	}
+	m, err := mapBody(int(b.size))
+	if err != nil {
+		return false
+	}
+	b.ri.mapped = append(b.ri.mapped, m)
+	b.mapped = m
 	return true
 }
 

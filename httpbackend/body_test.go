@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,7 +23,8 @@ import (
 )
 
 // readBodyOf reads body through readBody as a request with the given
-// Content-Length (-1: none), and gives its memory back.
+// Content-Length (-1: none), and gives its memory back, as the request's
+// end does: what it returns is a copy.
 func readBodyOf(t testing.TB, h *Handler, body io.Reader, length, limit int64) ([]byte, error) {
 	t.Helper()
 	ri := &reqInfo{w: httptest.NewRecorder()}
@@ -30,7 +32,40 @@ func readBodyOf(t testing.TB, h *Handler, body io.Reader, length, limit int64) (
 	r.ContentLength = length
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 	defer h.releaseBodies(ri)
-	return h.readBody(r, limit)
+	b, err := h.readBody(r, limit)
+	return bytes.Clone(b), err
+}
+
+// TestReadBodyMapped: a large body of announced size is read into memory
+// mapped for it, not into the Go heap, byte for byte, taking the budget as
+// it arrives and giving it back with the memory at the request's end.
+func TestReadBodyMapped(t *testing.T) {
+	if _, err := mapBody(mapMinBody); errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("no mapped memory on this platform: large bodies are read into the heap")
+	}
+	h := newEnv(t, "", Options{}).h
+	want := bytes.Repeat([]byte("0123456789abcdef"), (13<<20)/16+7)
+	ri := &reqInfo{w: httptest.NewRecorder()}
+	r := httptest.NewRequest("POST", "/v1/states/s", &shortReader{r: bytes.NewReader(want), rnd: rand.New(rand.NewPCG(3, 4))})
+	r.ContentLength = int64(len(want))
+	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := h.readBody(r, h.bodyLimit)
+	runtime.ReadMemStats(&after)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, %v; want the %d sent", len(got), err, len(want))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("reading a body of %d bytes allocated %d bytes of heap", len(want), alloc)
+	}
+	if len(ri.mapped) != 1 || h.bodies.held.Load() != int64(len(want)) {
+		t.Errorf("%d mappings, %d bytes of the budget held; want 1 and the body's %d", len(ri.mapped), h.bodies.held.Load(), len(want))
+	}
+	h.releaseBodies(ri)
+	if held := h.bodies.held.Load(); held != 0 || ri.mapped != nil {
+		t.Errorf("after the request: %d bytes of the budget held, %d mappings", held, len(ri.mapped))
+	}
 }
 
 // TestReadBodySizes: bodies of every size around the buffers' steps, with

@@ -15,7 +15,8 @@ import (
 )
 
 // Serve an engine on SQLite and drive it as Terraform does: LOCK, GET (404
-// is an empty state), a second LOCK (423), UNLOCK.
+// is an empty state), a second apply's LOCK (423: plans would share it),
+// UNLOCK.
 func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "kilolock-example")
 	defer os.RemoveAll(dir)

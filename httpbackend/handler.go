@@ -3,7 +3,6 @@ package httpbackend
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -92,7 +91,6 @@ type Handler struct {
 	// metricsHandler serves the registry at /metrics.
 	metricsHandler http.Handler
 	refused        *refusedLocks
-	warming        sync.Map // version id -> struct{}: gzip being computed
 	auth           AuthMode
 	operator       *kilolock.TokenHash // nil: no operator token
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host

@@ -36,8 +36,10 @@ type reqInfo struct {
 	// nil outside ServeHTTP.
 	w http.ResponseWriter
 	// bodyBytes is what its bodies hold of the body budget, given back
-	// when the request ends.
+	// when the request ends, and mapped the memory mapped for its bodies,
+	// unmapped then.
 	bodyBytes int64
+	mapped    [][]byte
 }
 
 // closeAfter asks the server to close the connection after the answer: a

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -55,8 +54,8 @@ func BenchmarkOptimistic4Writers(b *testing.B) {
 			if w := serve("POST", "/v1/states/bench", benchBase()); w.Code != http.StatusOK {
 				b.Fatalf("first POST: %d %s", w.Code, w.Body)
 			}
-			layout := newStateSeries(b, benchBase())
-			quarter := len(layout.values) / writers
+			layout := newSeries(b, benchBase())
+			quarter := layout.Len() / writers
 
 			var (
 				rows, dbBytes, merges int
@@ -82,7 +81,11 @@ func BenchmarkOptimistic4Writers(b *testing.B) {
 				docs := make([][]byte, k)
 				for w := range k {
 					first := w*quarter + (2*round)%quarter
-					docs[w] = layout.edit(b, read.Body.Bytes(), first, first+1)
+					doc, err := layout.Edit(read.Body.Bytes(), first, first+1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					docs[w] = doc
 				}
 				answers := make([]*httptest.ResponseRecorder, k)
 				took := make([]time.Duration, k)
@@ -120,42 +123,4 @@ func BenchmarkOptimistic4Writers(b *testing.B) {
 			b.ReportMetric(float64(latency.Nanoseconds())/float64(b.N), "latency_ns/op")
 		})
 	}
-}
-
-// edit returns doc, a version of the series' document in the same layout
-// (what a GET answers), with the input values of the instances at the
-// given positions changed by one letter and the serial one higher: what a
-// writer that read doc and changed those instances POSTs.
-func (s *stateSeries) edit(tb testing.TB, doc []byte, which ...int) []byte {
-	tb.Helper()
-	key := []byte(`"serial": `)
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		tb.Fatal("edit: no serial")
-	}
-	j := i + len(key)
-	k := j
-	for k < len(doc) && doc[k] >= '0' && doc[k] <= '9' {
-		k++
-	}
-	serial, err := strconv.ParseUint(string(doc[j:k]), 10, 64)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(doc)-k != len(s.tail) || j != len(s.head) {
-		tb.Fatalf("edit: the document is not laid out as the series' (%d bytes after the serial, want %d)", len(doc)-k, len(s.tail))
-	}
-	out := make([]byte, 0, len(doc)+1)
-	out = append(out, doc[:j]...)
-	out = strconv.AppendUint(out, serial+1, 10)
-	start := len(out)
-	out = append(out, doc[k:]...)
-	for _, n := range which {
-		o := start + s.values[n]
-		if c := out[o]; c < 'a' || c > 'z' {
-			tb.Fatalf("edit: instance %d's input value starts with %q: not the series' layout", n, c)
-		}
-		out[o] = 'a' + (out[o]-'a'+1)%26
-	}
-	return out
 }

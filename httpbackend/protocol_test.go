@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -78,39 +80,58 @@ func TestProtocolHappyPath(t *testing.T) {
 	env.lock("prod", lockInfo("22222222-bbbb", "bob@ci"))
 }
 
-func TestGetServesGzipWhenReady(t *testing.T) {
+// TestGetServesGzip: a client that accepts gzip gets it from the first GET
+// after a write on, streamed as it is compressed (no Content-Length yet),
+// then from the compressed copy (with its length); every answer
+// decompresses to the posted bytes, and a client that does not accept gzip
+// gets them plain.
+func TestGetServesGzip(t *testing.T) {
 	env := newEnv(t, "", Options{})
 	doc := stateDoc(t, "lineage-1", 1, map[string]string{"web": strings.Repeat("x", 4096)})
 	env.post("s", "", doc)
 
-	w := env.do("GET", "/v1/states/s", nil, "Accept-Encoding", "gzip")
-	if w.Code != http.StatusOK || !bytes.Equal(w.Body.Bytes(), doc) {
-		t.Fatalf("first GET: %d; want the plain bytes while gzip warms", w.Code)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		w = env.do("GET", "/v1/states/s", nil, "Accept-Encoding", "deflate, gzip;q=0.8")
-		if w.Header().Get("Content-Encoding") == "gzip" || time.Now().After(deadline) {
-			break
+	gunzip := func(t *testing.T, w *httptest.ResponseRecorder) []byte {
+		t.Helper()
+		if w.Code != http.StatusOK || w.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("GET accepting gzip: %d, Content-Encoding %q", w.Code, w.Header().Get("Content-Encoding"))
 		}
-		time.Sleep(10 * time.Millisecond)
+		zr, err := gzip.NewReader(w.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plain
 	}
-	if w.Header().Get("Content-Encoding") != "gzip" {
-		t.Fatalf("GET never served gzip")
+	// At once, as several clients reading one new version do.
+	answers := make([]*httptest.ResponseRecorder, 4)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i] = env.do("GET", "/v1/states/s", nil, "Accept-Encoding", "gzip") })
 	}
-	zr, err := gzip.NewReader(w.Body)
-	if err != nil {
-		t.Fatal(err)
+	wg.Wait()
+	for i, w := range answers {
+		if got := gunzip(t, w); !bytes.Equal(got, doc) {
+			t.Errorf("GET %d: gzip body does not decompress to the posted bytes", i)
+		}
 	}
-	plain, _ := io.ReadAll(zr)
-	if !bytes.Equal(plain, doc) {
+	w := env.do("GET", "/v1/states/s", nil, "Accept-Encoding", "deflate, gzip;q=0.8")
+	if n := w.Header().Get("Content-Length"); n != strconv.Itoa(w.Body.Len()) {
+		t.Errorf("GET of the compressed copy: Content-Length %q, body %d bytes", n, w.Body.Len())
+	}
+	if got := gunzip(t, w); !bytes.Equal(got, doc) {
 		t.Errorf("gzip body does not decompress to the posted bytes")
 	}
-	if w := env.do("GET", "/v1/states/s", nil); w.Header().Get("Content-Encoding") != "" || !bytes.Equal(w.Body.Bytes(), doc) {
-		t.Errorf("GET without Accept-Encoding: got Content-Encoding %q", w.Header().Get("Content-Encoding"))
+	if w := env.do("GET", "/v1/states/s", nil); w.Header().Get("Content-Encoding") != "" || !bytes.Equal(w.Body.Bytes(), doc) || w.Header().Get("Content-Length") != strconv.Itoa(len(doc)) {
+		t.Errorf("GET without Accept-Encoding: Content-Encoding %q, Content-Length %q, %d bytes", w.Header().Get("Content-Encoding"), w.Header().Get("Content-Length"), w.Body.Len())
 	}
 	if w := env.do("GET", "/v1/states/s", nil, "Accept-Encoding", "gzip;q=0"); w.Header().Get("Content-Encoding") != "" {
 		t.Errorf("GET with gzip;q=0 got gzip")
+	}
+	if w := env.do("HEAD", "/v1/states/s", nil); w.Code != http.StatusOK || w.Body.Len() != 0 || w.Header().Get("Content-Length") != strconv.Itoa(len(doc)) {
+		t.Errorf("HEAD: %d, %d bytes, Content-Length %q", w.Code, w.Body.Len(), w.Header().Get("Content-Length"))
 	}
 }
 

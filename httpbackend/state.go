@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kilolock/kilolock"
 )
@@ -16,23 +18,22 @@ import (
 // 404 before the first write, which both CLIs read as an empty state.
 func (h *Handler) getState(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	doc, err := h.engine.Read(r.Context(), name)
+	body, err := h.engine.Open(r.Context(), name)
 	if errors.Is(err, kilolock.ErrNotFound) {
 		return noVersionYet(name)
 	}
 	if err != nil {
 		return err
 	}
-	h.serveDocument(w, r, doc)
-	return nil
+	return h.serveBody(w, r, body)
 }
 
-// serveDocument writes a version's bytes with its version headers. A client
-// that accepts gzip (both CLIs do) gets the compressed bytes when they are
-// ready; otherwise it gets the plain bytes at once while they are compressed
-// in the background for the next reader.
-func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request, doc *kilolock.Document) {
-	v := &doc.Version
+// serveBody writes a version's bytes with its version headers, streamed:
+// gzip-compressed to a client that accepts it (both CLIs do), as they are
+// compressed the first time and from the compressed copy after, else plain
+// as they are rendered. Nothing is built in memory per request.
+func (h *Handler) serveBody(w http.ResponseWriter, r *http.Request, b *kilolock.Body) error {
+	v := &b.Version
 	hdr := w.Header()
 	etag := fmt.Sprintf(`"v%d-s%d-%d"`, v.Number, v.Serial, v.ID)
 	setVersionHeaders(hdr, v)
@@ -42,33 +43,49 @@ func (h *Handler) serveDocument(w http.ResponseWriter, r *http.Request, doc *kil
 	hdr.Set("Vary", "Accept-Encoding")
 	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return nil
 	}
-	body := doc.Bytes
+	write := b.WriteTo
 	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		if gz, ok := doc.GzipReady(); ok {
-			body = gz
-			hdr.Set("Content-Encoding", "gzip")
-		} else {
-			h.warmGzip(doc)
+		hdr.Set("Content-Encoding", "gzip")
+		if n, ok := b.GzipSize(); ok {
+			hdr.Set("Content-Length", strconv.FormatInt(n, 10))
+		} // else: chunked, as it is compressed
+		write = b.WriteGzipTo
+	} else {
+		size, err := b.Size()
+		if err != nil {
+			return err
 		}
+		hdr.Set("Content-Length", strconv.FormatInt(size, 10))
 	}
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(body)
+	if r.Method == http.MethodHead {
+		return nil
 	}
+	cw := &clientWriter{w: w}
+	if _, err := write(cw); err != nil && cw.err == nil {
+		// The status is sent: cut the response, so the client sees a
+		// failure rather than a short state.
+		h.log.Error("serving a state failed after its first bytes", "state", v.State, "version", v.Number, "request_id", info(r).id, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }
 
-// warmGzip compresses doc in the background, once per version at a time.
-func (h *Handler) warmGzip(doc *kilolock.Document) {
-	if _, busy := h.warming.LoadOrStore(doc.Version.ID, struct{}{}); busy {
-		return
+// clientWriter remembers the error of writing to the client (gone away),
+// to tell it from a failure to make the bytes.
+type clientWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
 	}
-	go func() {
-		defer h.warming.Delete(doc.Version.ID)
-		doc.Gzip()
-	}()
+	return n, err
 }
 
 // acceptsGzip reports whether an Accept-Encoding header admits gzip.
@@ -126,13 +143,17 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkMD5(r.Header.Get("Content-MD5"), body); err != nil {
-		return err
-	}
 	if len(body) == 0 {
 		return &kilolock.InvalidError{Code: "empty_state", Message: "the request body is empty", Hint: "POST the state file as terraform/tofu wrote it; to remove a state use DELETE"}
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID})
+	// The checksum is computed beside the parse (another core), and
+	// checked before anything is stored. The handler waits for it in any
+	// case: the body's memory goes when the request ends (see mapMinBody).
+	sum := make(chan error, 1)
+	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
+	verify := sync.OnceValue(func() error { return <-sum })
+	defer verify()
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify})
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,7 @@ type cli struct {
 	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
 	Retention       kldconfig.Retention  `embed:""`
+	Memory          kldconfig.Memory     `embed:""`
 	Encryption      kldconfig.Encryption `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
@@ -114,6 +115,7 @@ func newLogger(level, format string) *log.Logger {
 func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	gcPercent := c.Memory.Apply()
 	tlsConfig, err := c.Serving.TLSConfig()
 	if err != nil {
 		return &exitError{exitConfig, err}
@@ -168,6 +170,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent)
 	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "encryption_at_rest", atRest)
 
 	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)

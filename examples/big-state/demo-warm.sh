@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
-# Generate the 10,000-instance state (once) and load it with kl import.
-# KL_SERVER names a running kld; KL_DATABASE_URL (or DATABASE=…) loads it
-# straight into a database instead. STATE is the state name (default big).
+# Restore the warm state of this configuration: the state applying main.tf
+# with its defaults gives (time_sleep.slow_a and slow_b at v1, a herd of N
+# terraform_data resources), written once by main.go into
+# .cache/big-state/ and loaded with kl import, so that `tofu plan
+# -refresh=false` right after shows no changes. KL_SERVER names a running
+# kld; DATABASE=… (a SQLite path or postgres:// URL) loads it straight into
+# a database instead. STATE is the state name (default big-state); the herd
+# size and the slow resources' seconds are TF_VAR_herd_size (default 10000)
+# and TF_VAR_slow_seconds (default 30), as the CLI reads them; KL is the kl
+# binary (default bin/kl), BIG_STATE_CACHE where the file is kept.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-file=examples/big-state/big.tfstate
-state=${STATE:-big}
+state=${STATE:-big-state}
+n=${TF_VAR_herd_size:-10000}
+seconds=${TF_VAR_slow_seconds:-30}
 kl=${KL:-bin/kl}
+cache=${BIG_STATE_CACHE:-.cache/big-state}
+file=$cache/$state-$n-$seconds.tfstate
+start=$EPOCHREALTIME
 if [[ ! -s $file ]]; then
-	go run ./examples/big-state -n "${N:-10000}" -o "$file"
+	mkdir -p "$cache"
+	go run ./examples/big-state -n "$n" -slow-seconds "$seconds" -o "$file"
 fi
 args=()
 if [[ -n ${DATABASE:-} ]]; then
 	args=(--database "$DATABASE")
 fi
-start=$(date +%s%N)
+# --force: a demo run before may have left another lineage (or none).
 "$kl" ${args[@]+"${args[@]}"} import "$state" "$file" --force
-ms=$((($(date +%s%N) - start) / 1000000))
-printf 'demo-warm: loaded %s into state %s in %d.%03d s\n' "$file" "$state" $((ms / 1000)) $((ms % 1000))
+elapsed=$(awk -v s="$start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.2f", e - s }')
+echo "demo-warm: restored $file into state $state in ${elapsed} s"

@@ -24,13 +24,13 @@ func TestMain(m *testing.M) { testpg.Main(m) }
 // store is one kind of database kld runs on.
 type store struct {
 	name string
-	// url returns a new, empty database for t.
-	url func(t *testing.T) string
+	// url returns a new, empty database for tb.
+	url func(tb testing.TB) string
 }
 
 var stores = []store{
-	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "kilolock.db") }},
-	{"postgres", func(t *testing.T) string { return testpg.URL(t) }},
+	{"sqlite", func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "kilolock.db") }},
+	{"postgres", func(tb testing.TB) string { return testpg.URL(tb) }},
 }
 
 // eachStore runs flow as a parallel subtest per store, each on a new,

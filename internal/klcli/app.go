@@ -66,6 +66,7 @@ type Globals struct {
 	Timeout  time.Duration `help:"Timeout of each request to the server." default:"30s"`
 	KeyFile  string        `name:"encryption-key-file" help:"With --database: the keys of encryption at rest, as kld takes them (KL_ENCRYPTION_KEY may hold keys too)." env:"KL_ENCRYPTION_KEY_FILE" placeholder:"FILE"`
 	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity, and the audit actor (db:NAME) of tenancy changes made with --database (default kl)." env:"KL_ACTOR"`
+	LogLevel string        `name:"log-level" default:"info" env:"KL_LOG_LEVEL" enum:"debug,info,warn,error" help:"Least severe of kl's own messages shown on stderr: info shows the progress of imports, exports and orchestrated applies; warn or error only warnings and errors (the same variable sets kld's level)."`
 
 	// Out receives the commands' output; nil means os.Stdout.
 	Out io.Writer `kong:"-"`
@@ -81,8 +82,12 @@ func (g *Globals) progress(json bool) progress.Reporter {
 	if f == nil {
 		f = os.Stderr
 	}
-	return progress.Auto(f, json)
+	return progress.Auto(f, json || g.quiet())
 }
+
+// quiet reports whether --log-level (KL_LOG_LEVEL) hides kl's
+// informational messages.
+func (g *Globals) quiet() bool { return g.LogLevel == "warn" || g.LogLevel == "error" }
 
 // with opens the backend g names, runs f on a CLI over it and closes it.
 func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error {

@@ -122,6 +122,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	req := ApplyRequest{
 		Dir: c.Dir, Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
 		Actor: g.Actor, Orchestrated: c.Orchestrated, WaitTimeout: c.WaitTimeout, Lease: c.Lease,
+		Quiet: g.quiet(),
 	}
 	if c.Orchestrated && g.Database != "" {
 		return &UsageError{Message: "an orchestrated apply runs through a kld server, not --database", Hint: "drop --database; kl finds the server in the initialized backend (or give --server)"}
@@ -148,6 +149,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		defer done()
+		adm.Quiet = g.quiet() // on stderr beside the apply: KL_LOG_LEVEL=warn hides what fits
 		req.Admission = adm
 	}
 	if !c.Orchestrated {

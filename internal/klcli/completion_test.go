@@ -77,7 +77,7 @@ func TestCompletion(t *testing.T) {
 		{"kl sta", []string{"state", "states", "status"}},
 		{"kl comp", []string{"completion"}},
 		{"kl completion ", []string{"bash", "fish", "zsh"}},
-		{"kl history --l", []string{"--limit"}},
+		{"kl history --l", []string{"--limit", "--log-level"}},
 		{"kl state ", []string{"archive", "config", "list", "mv", "pull", "restore", "rm", "show"}},
 		{"kl --database " + path + " status ", []string{"app", "net-edge", "network"}},
 		{"kl --database=" + path + " history net", []string{"net-edge", "network"}},

@@ -48,6 +48,10 @@ type ApplyRequest struct {
 	Stdout, Stderr io.Writer
 	// Retry and Refresh tune the wait (2 s and 5 s when 0).
 	Retry, Refresh time.Duration
+	// Quiet drops kl's informational lines (plan, reserved, applying,
+	// released) from Stderr, keeping warnings and the wait feedback
+	// (KL_LOG_LEVEL=warn).
+	Quiet bool
 	// Admission, when set, admits the plan's changes against the state's
 	// quotas before anything is applied (or reserved).
 	Admission *Admission
@@ -270,7 +274,15 @@ type orchestration struct {
 	ended *kilolock.ApplyRun // set when a renewal learns the run is over
 }
 
+// printf writes an informational line, unless the request is quiet.
 func (o *orchestration) printf(format string, args ...any) {
+	if !o.req.Quiet {
+		o.warnf(format, args...)
+	}
+}
+
+// warnf writes a line that is shown whatever the log level.
+func (o *orchestration) warnf(format string, args ...any) {
 	fmt.Fprintf(o.req.Stderr, "kl: "+format+"\n", args...)
 }
 
@@ -412,7 +424,7 @@ func (o *orchestration) end(status kilolock.RunStatus, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := o.req.Runs.EndRun(ctx, o.run.ID, status, reason); err != nil && !errors.As(err, new(*kilolock.RunEndedError)) {
-		o.printf("could not end apply run %s (its lease frees its reservations within %s): %v", o.run.ID, o.run.Lease, err)
+		o.warnf("could not end apply run %s (its lease frees its reservations within %s): %v", o.run.ID, o.run.Lease, err)
 		return
 	}
 	o.printf("apply run %s ended %s; its reservations are released", o.run.ID, status)
@@ -584,7 +596,7 @@ func (o *orchestration) startHeartbeat(ctx context.Context, interrupt func()) fu
 				interrupt()
 				return
 			case err != nil && ctx.Err() == nil:
-				o.printf("renewing apply run %s failed (retrying; the lease holds %s from the last renewal): %v", o.run.ID, o.run.Lease, err)
+				o.warnf("renewing apply run %s failed (retrying; the lease holds %s from the last renewal): %v", o.run.ID, o.run.Lease, err)
 			}
 		}
 	}()

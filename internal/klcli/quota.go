@@ -188,6 +188,9 @@ type Admission struct {
 	// counted, each after Prefix.
 	Out    io.Writer
 	Prefix string
+	// Quiet (KL_LOG_LEVEL=warn) keeps only the lines of scopes past a
+	// limit, after the plan's line.
+	Quiet bool
 }
 
 // Admit counts changes against the state's limits and prints the
@@ -199,9 +202,18 @@ func (a *Admission) Admit(ctx context.Context, changes quota.PlanChanges) (*kilo
 	if st == nil {
 		return nil, err
 	}
+	var shown []kilolock.QuotaCount
+	for _, c := range st.Counts {
+		if !a.Quiet || c.Level != quota.Within {
+			shown = append(shown, c)
+		}
+	}
+	if len(shown) == 0 && a.Quiet {
+		return st, err
+	}
 	fmt.Fprintf(a.Out, "%squota: the plan creates %d, deletes %d and replaces %d managed instance(s) of state %s: %+d\n",
 		a.Prefix, changes.Create, changes.Delete, changes.Replace, a.State, changes.Delta())
-	for _, c := range st.Counts {
+	for _, c := range shown {
 		fmt.Fprintf(a.Out, "%s%s\n", a.Prefix, verdictLine(c))
 	}
 	return st, err

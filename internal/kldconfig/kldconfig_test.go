@@ -148,6 +148,8 @@ func TestServing(t *testing.T) {
 			"postgres://kl:secret@db/kilolock": "postgres://kl:xxxxx@db/kilolock",
 			"postgres://db/kilolock":           "postgres://db/kilolock",
 			"./kilolock.db":                    "./kilolock.db",
+			"sqlite:///var/lib/kl/kilolock.db": "sqlite:///var/lib/kl/kilolock.db",
+			"postgres://kl:s%40cret@db/kl?x=1": "postgres://kl:xxxxx@db/kl?x=1",
 		} {
 			if got := Redact(in); got != want {
 				t.Errorf("Redact(%q) = %q, want %q", in, got, want)

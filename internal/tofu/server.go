@@ -46,6 +46,13 @@ const ReadyTimeout = time.Minute
 // kld logged.
 func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
 	tb.Helper()
+	return StartKLDEnv(tb, nil, databaseURL, args...)
+}
+
+// StartKLDEnv is StartKLD with env ("NAME=value" entries, such as
+// GODEBUG=gctrace=1) added to kld's environment.
+func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string) *Server {
+	tb.Helper()
 	bin := BuildKLD(tb)
 	s := &Server{
 		DatabaseURL: databaseURL,
@@ -56,7 +63,7 @@ func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
 	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
 	s.cmd = exec.Command(bin, argv...)
 	// A developer's KL_* settings must not change what the test runs.
-	s.cmd.Env = cleanEnv("KL_")
+	s.cmd.Env = append(cleanEnv("KL_"), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("start kld: %v", err)
@@ -167,6 +174,9 @@ func (s *Server) Exited() bool {
 		return false
 	}
 }
+
+// PID is the kld process's id, e.g. to read its /proc/PID/status.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Log returns everything kld has printed so far, stdout and stderr.
 func (s *Server) Log() string { return s.log.String() }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"time"
+	"unsafe"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -364,7 +365,11 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 			ch.changed++
 		}
 		ch.opens = append(ch.opens, in)
-		addPayload(in.Hash, string(in.Object))
+		// The object's bytes, not a copy of them: objects are never
+		// changed, and the string lives only as long as this commit. A
+		// first write of a large state would otherwise hold all of its
+		// objects twice.
+		addPayload(in.Hash, unsafe.String(unsafe.SliceData(in.Object), len(in.Object)))
 	}
 	for _, id := range p.Removed {
 		if c, ok := cur.instances[id]; ok {

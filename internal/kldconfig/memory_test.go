@@ -1,0 +1,64 @@
+package kldconfig
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+
+	"github.com/alecthomas/kong"
+)
+
+func TestMemoryApply(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	parse := func(t *testing.T, args ...string) *Memory {
+		t.Helper()
+		var c struct {
+			Memory Memory `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parser.Parse(args); err != nil {
+			t.Fatalf("parse %v: %v", args, err)
+		}
+		return &c.Memory
+	}
+	gogc, had := os.LookupEnv("GOGC")
+	os.Unsetenv("GOGC")
+	t.Cleanup(func() {
+		if had {
+			os.Setenv("GOGC", gogc)
+		}
+	})
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, nil, DefaultGCPercent},
+		{"flag", []string{"--gc-percent=50"}, nil, 50},
+		{"KL_GC_PERCENT", nil, map[string]string{"KL_GC_PERCENT": "35"}, 35},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			if got := parse(t, tt.args...).Apply(); got != tt.want {
+				t.Errorf("Apply = %d, want %d", got, tt.want)
+			}
+			if got := debug.SetGCPercent(100); got != tt.want {
+				t.Errorf("the process's target is %d, want %d", got, tt.want)
+			}
+		})
+	}
+	t.Run("GOGC wins", func(t *testing.T) {
+		t.Setenv("GOGC", "70")
+		debug.SetGCPercent(70) // what the runtime read from GOGC at start
+		if got := parse(t, "--gc-percent=10").Apply(); got != 70 {
+			t.Errorf("Apply with GOGC=70 = %d, want 70", got)
+		}
+	})
+}
