@@ -136,6 +136,12 @@ func (e *Engine) OpenVersion(ctx context.Context, name string, number int64) (*B
 		return nil, err
 	}
 	snap, err := e.store.Snapshot(ctx, name, number)
+	if errors.Is(err, ErrNotFound) {
+		// Say why: the valid range, and who pruned it if retention did.
+		if _, rerr := e.ResolveVersion(ctx, name, VersionRef{Kind: RefNumber, N: uint64(number)}); rerr != nil {
+			return nil, rerr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,9 @@ type RollbackResult struct {
 
 // PlanRollback is the dry run of Rollback: what rolling the state back to
 // ref would change, relative to the current version, and the warning.
-// Nothing is written. Errors as for Rollback.
+// Nothing is written to the state; the target version is pinned against
+// retention for RetentionPinTTL, so that the plan can still be applied.
+// Errors as for Rollback.
 func (e *Engine) PlanRollback(ctx context.Context, name string, ref VersionRef) (*RollbackPlan, error) {
 	res, err := e.rollback(ctx, name, ref, "", RollbackOptions{}, true)
 	if err != nil {
@@ -142,6 +144,11 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 	if err != nil {
 		return nil, err
 	}
+	if dryRun {
+		if err := e.pinRollbackTarget(ctx, name, target.Version.Number); err != nil {
+			return nil, err
+		}
+	}
 	ref2 := fmt.Sprintf("@%d", target.Version.Number)
 	return &RollbackResult{
 		Plan: RollbackPlan{ChangePlan: *plan, Target: target.Version, Address: address,
@@ -187,7 +194,10 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 		Warning:    strings.Replace(RollbackWarning, "the target version", fmt.Sprintf("@%d", target.Version.Number), 1),
 		Opaque:     true,
 	}}
-	if dryRun || cur.same(target.Bytes) {
+	if dryRun {
+		return res, e.pinRollbackTarget(ctx, name, target.Version.Number)
+	}
+	if cur.same(target.Bytes) {
 		return res, nil
 	}
 	body := target.Bytes

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // VersionRefKind says how a VersionRef picks a version.
@@ -115,6 +116,12 @@ type VersionNotFoundError struct {
 	Latest       int64
 	FirstSerial  uint64
 	LatestSerial uint64
+	// First is the oldest version the state has: 1 unless retention
+	// pruned the first ones.
+	First int64
+	// Pruned is the run of pruned versions the reference falls in, nil
+	// when it names no pruned version.
+	Pruned *PrunedRange
 }
 
 func (e *VersionNotFoundError) Error() string {
@@ -124,7 +131,13 @@ func (e *VersionNotFoundError) Error() string {
 	if e.Latest == 0 {
 		return fmt.Sprintf("state %s has no version %s: it has no versions yet", e.State, e.Ref)
 	}
-	return fmt.Sprintf("state %s has no version %s: it has versions @1…@%d (serials %d…%d)", e.State, e.Ref, e.Latest, e.FirstSerial, e.LatestSerial)
+	first := max(e.First, 1)
+	has := fmt.Sprintf("it has versions @%d…@%d (serials %d…%d)", first, e.Latest, e.FirstSerial, e.LatestSerial)
+	if p := e.Pruned; p != nil {
+		return fmt.Sprintf("state %s has no version %s: retention pruned @%d…@%d (by %s at %s, policy %s); %s", e.State, e.Ref,
+			p.From, p.To, p.PrunedBy, p.PrunedAt.UTC().Format(time.RFC3339), p.Policy, has)
+	}
+	return fmt.Sprintf("state %s has no version %s: %s", e.State, e.Ref, has)
 }
 
 // Is makes errors.Is(err, ErrNotFound) true.
@@ -182,14 +195,28 @@ func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*V
 			return v, err
 		}
 	}
-	nf := &VersionNotFoundError{State: st.Name, Ref: ref, Latest: st.Current, LatestSerial: st.Serial}
-	if st.Current > 0 {
-		first, err := e.versionRecord(ctx, st.Name, 1)
-		if err != nil {
-			return nil, err
-		}
-		nf.FirstSerial = first.Serial
+	nf := &VersionNotFoundError{State: st.Name, Ref: ref, Latest: st.Current, LatestSerial: st.Serial, First: 1}
+	if st.Current == 0 {
+		return nil, nf
 	}
+	pruned, err := e.PrunedVersions(ctx, st.Name, 0, 1000)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(pruned) - 1; i >= 0; i-- { // oldest first
+		p := &pruned[i]
+		if p.From == nf.First {
+			nf.First = p.To + 1
+		}
+		if number >= p.From && number <= p.To {
+			nf.Pruned = p
+		}
+	}
+	first, err := e.versionRecord(ctx, st.Name, nf.First)
+	if err != nil {
+		return nil, err
+	}
+	nf.FirstSerial = first.Serial
 	return nil, nf
 }
 

@@ -208,6 +208,8 @@ func (h *Handler) routes() {
 	h.api("POST /v1/api/states/{name}/refresh", h.acceptRefresh)
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
+	// Backups and retention (ops.go).
+	h.opsRoutes()
 	// Encryption at rest: keys and their rotation (keys.go).
 	h.keyRoutes()
 

@@ -6,17 +6,6 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
-// caller is who a request is, for the audit log: the authenticated
-// credential (the operator) or, on an open server, the client-named actor.
-func caller(r *http.Request) kilolock.Caller {
-	ri := info(r)
-	who := ri.actor
-	if who == "" {
-		who = actor(r)
-	}
-	return kilolock.Caller{Actor: who, From: r.RemoteAddr, RequestID: ri.id}
-}
-
 // TagRequest is the body of PUT /v1/api/states/{name}/tags/{tag}.
 type TagRequest struct {
 	Ref         string `json:"ref"` // a version reference; empty is @latest

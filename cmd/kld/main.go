@@ -53,6 +53,7 @@ type cli struct {
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
+	Retention       kldconfig.Retention  `embed:""`
 	Memory          kldconfig.Memory     `embed:""`
 	Encryption      kldconfig.Encryption `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
@@ -172,6 +173,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent)
 	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "encryption_at_rest", atRest)
 
+	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

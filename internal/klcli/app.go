@@ -43,6 +43,9 @@ type App struct {
 	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
 	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`
 	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
+	Backup     BackupCmd     `cmd:"" help:"Write a consistent online backup of the whole store to a file (--database, or --server with the operator token)."`
+	Restore    RestoreCmd    `cmd:"" help:"Load a backup into an empty database of either store: kl restore --database URL FILE."`
+	Retention  RetentionCmds `cmd:"" help:"Retention: policies per server, environment or state (list, set, unset), pruning (apply [--dry-run]) and what was pruned. See kl retention --help."`
 	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
 	State      struct {

@@ -265,7 +265,12 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	if b.actor != "" {
 		req.Header.Set("X-Kilolock-Actor", b.actor)
 	}
-	resp, err := b.client.Do(req)
+	client := b.client
+	if u, ok := out.(untimed); ok {
+		c := *b.client
+		c.Timeout, client, out = 0, &c, u.out
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return b.transportError(err)
 	}
@@ -273,10 +278,10 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return decodeError(resp)
 	}
-	if buf, ok := out.(*bytes.Buffer); ok {
+	if w, ok := out.(io.Writer); ok {
 		receive := progress.From(ctx).Start("receive "+path, max(resp.ContentLength, 0), progress.Bytes)
 		defer receive.Done()
-		if _, err := buf.ReadFrom(receive.Reader(resp.Body)); err != nil {
+		if _, err := io.Copy(w, receive.Reader(resp.Body)); err != nil {
 			return b.transportError(err)
 		}
 		return nil

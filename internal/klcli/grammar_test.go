@@ -1,6 +1,7 @@
 package klcli_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -66,4 +67,54 @@ func show(b *bool) any {
 		return "unset"
 	}
 	return *b
+}
+
+// TestOpsGrammar: kl backup needs -o; kl retention set takes one scope;
+// kl restore takes its file.
+func TestOpsGrammar(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"backup", "-o", "b.json.gz"}, true},
+		{[]string{"backup"}, false},
+		{[]string{"restore", "--database", "x.db", "b.json.gz"}, true},
+		{[]string{"restore"}, false},
+		{[]string{"retention", "set", "--state", "a", "--keep-last", "3"}, true},
+		{[]string{"retention", "set", "--server-wide", "--keep-days", "30"}, true},
+		{[]string{"retention", "set", "--state", "a", "--env", "env_x", "--keep-last", "3"}, false},
+		{[]string{"retention", "apply", "--dry-run", "--state", "a", "--batch", "5"}, true},
+		{[]string{"retention", "pruned", "a", "--limit", "5"}, true},
+	} {
+		var cli klcli.App
+		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parser.Parse(tc.args); (err == nil) != tc.ok {
+			t.Errorf("%v: %v, want ok=%v", tc.args, err, tc.ok)
+		}
+	}
+}
+
+// TestOpsUsageErrors: what the grammar cannot say is a usage error before
+// anything is opened.
+func TestOpsUsageErrors(t *testing.T) {
+	ctx := t.Context()
+	g := &klcli.Globals{Server: "http://127.0.0.1:1"}
+	for name, run := range map[string]func() error{
+		"restore through a server": func() error { return (&klcli.RestoreCmd{File: "b.json.gz"}).Run(ctx, g) },
+		"set without a limit":      func() error { return (&klcli.RetentionSetCmd{}).Run(ctx, g) },
+		"keep-all and a limit": func() error {
+			c := &klcli.RetentionSetCmd{KeepAll: true, KeepLast: 3}
+			c.State = "a"
+			return c.Run(ctx, g)
+		},
+		"batch too large": func() error { return (&klcli.RetentionApplyCmd{Batch: 10_001}).Run(ctx, g) },
+	} {
+		var ue *klcli.UsageError
+		if err := run(); !errors.As(err, &ue) {
+			t.Errorf("%s: %v, want a usage error", name, err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"text/tabwriter"
 
 	"github.com/kilolock/kilolock"
 )
@@ -15,6 +16,9 @@ type HistoryJSON struct {
 	// write.
 	Current  int64              `json:"current_version"`
 	Versions []kilolock.Version `json:"versions"`
+	// Pruned are the runs of pruned versions among (or, on the last page,
+	// below) the versions listed, newest first.
+	Pruned []kilolock.PrunedRange `json:"pruned,omitempty"`
 }
 
 // History lists a state's versions, newest first, the current one marked
@@ -34,10 +38,14 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		return err
 	}
 	current := statusVersion(s)
-	if c.JSON {
-		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs})
+	pruned, err := c.prunedAmong(ctx, name, vs, opts)
+	if err != nil {
+		return err
 	}
-	if len(vs) == 0 {
+	if c.JSON {
+		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned})
+	}
+	if len(vs) == 0 && len(pruned) == 0 {
 		if opts.Before > 0 {
 			_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
 			return err
@@ -48,6 +56,10 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	w := c.table()
 	row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
 	for _, v := range vs {
+		for len(pruned) > 0 && pruned[0].From > v.Number {
+			prunedRow(w, pruned[0])
+			pruned = pruned[1:]
+		}
 		number := strconv.FormatInt(v.Number, 10)
 		if v.Number == current {
 			number = "*" + number
@@ -55,8 +67,55 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
 			orDash(v.Actor), orDash(v.LockID), fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed))
 	}
+	for _, p := range pruned {
+		prunedRow(w, p)
+	}
 	return w.Flush()
 }
+
+// prunedRow is the marker kl history shows where retention pruned a run
+// of versions.
+func prunedRow(w *tabwriter.Writer, p kilolock.PrunedRange) {
+	number := strconv.FormatInt(p.From, 10)
+	if p.To > p.From {
+		number += "-" + strconv.FormatInt(p.To, 10)
+	}
+	row(w, number, "-", formatTime(p.PrunedAt), "pruned", orDash(p.PrunedBy), "-", p.Policy)
+}
+
+// prunedAmong returns the runs of pruned versions among the page vs of
+// history opts asked: those above its oldest version, and, on the last
+// page (fewer than the limit), those below it too. A backend without
+// retention has none.
+func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Version, opts kilolock.HistoryOptions) ([]kilolock.PrunedRange, error) {
+	ops, ok := c.Backend.(Operations)
+	if !ok {
+		return nil, nil
+	}
+	limit := opts.Limit
+	if limit == 0 {
+		limit = 50
+	}
+	all, err := ops.PrunedVersions(ctx, name, opts.Before, maxHistoryPruned)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) < limit {
+		return all, nil
+	}
+	oldest := vs[len(vs)-1].Number
+	var out []kilolock.PrunedRange
+	for _, p := range all {
+		if p.From > oldest {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// maxHistoryPruned bounds the runs of pruned versions one page of kl
+// history asks for.
+const maxHistoryPruned = 500
 
 // sourceText says what made a version; a merge names the serial its
 // writer's lock read, from which its changes were merged.

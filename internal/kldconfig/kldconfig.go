@@ -37,6 +37,23 @@ type Limits struct {
 	DefaultStateQuota StateQuota `env:"KL_DEFAULT_STATE_QUOTA" placeholder:"SOFT,HARD" help:"Limit on the managed resource instances of a state that sets none and whose workspace sets none: SOFT,HARD (exactly HARD is allowed, one more refused with 403 quota_exceeded; above SOFT warns), HARD, or unlimited (the default). kl quota set changes one state's."`
 }
 
+// Retention are the flags of kld's scheduled pruning.
+type Retention struct {
+	RetentionInterval time.Duration `env:"KL_RETENTION_INTERVAL" placeholder:"DURATION" help:"Prune the versions the retention policies do not keep (kl retention set) at start and then every DURATION, e.g. 1h, recorded as kld:retention; 0 (the default) never prunes by itself (kl retention apply does, on demand)."`
+	RetentionBatch    int           `default:"100" env:"KL_RETENTION_BATCH" help:"Most versions one transaction of the scheduled pruning prunes (1 to 10000)."`
+}
+
+// Validate checks the flags; kong calls it as it parses them.
+func (r *Retention) Validate() error {
+	if r.RetentionInterval < 0 || (r.RetentionInterval > 0 && r.RetentionInterval < time.Second) {
+		return fmt.Errorf("--retention-interval %s: give 0 (no schedule) or at least 1s", r.RetentionInterval)
+	}
+	if r.RetentionBatch < 1 || r.RetentionBatch > 10_000 {
+		return fmt.Errorf("--retention-batch %d: give 1 to 10000", r.RetentionBatch)
+	}
+	return nil
+}
+
 // StateQuota is the value of --default-state-quota: "SOFT,HARD", "HARD"
 // or "unlimited" (quota.ParseLimit); the zero value sets none.
 type StateQuota struct{ Limit *quota.Limit }

@@ -157,3 +157,40 @@ func TestServing(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionFlags: --retention-interval is off by default, takes a
+// duration of at least a second, and --retention-batch 1 to 10000.
+func TestRetentionFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		interval time.Duration
+		bad      string
+	}{
+		{nil, 0, ""},
+		{[]string{"--retention-interval", "1h"}, time.Hour, ""},
+		{[]string{"--retention-interval", "1s", "--retention-batch", "10000"}, time.Second, ""},
+		{[]string{"--retention-interval", "10ms"}, 0, "at least 1s"},
+		{[]string{"--retention-interval=-1h"}, 0, "at least 1s"},
+		{[]string{"--retention-batch", "0"}, 0, "1 to 10000"},
+		{[]string{"--retention-batch", "10001"}, 0, "1 to 10000"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var c struct {
+				Retention Retention `embed:""`
+			}
+			parser, err := kong.New(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = parser.Parse(tt.args) // kong calls Validate
+			switch {
+			case tt.bad == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
+				t.Errorf("Validate = %v, want an error saying %q", err, tt.bad)
+			case tt.bad == "" && c.Retention.RetentionInterval != tt.interval:
+				t.Errorf("interval %s, want %s", c.Retention.RetentionInterval, tt.interval)
+			}
+		})
+	}
+}

@@ -130,3 +130,12 @@ func withParam(url, key, value string) string {
 	}
 	return url + "?" + key + "=" + value
 }
+
+// BenchmarkBackupRestore is storetest.BenchBackupRestore: 10,000
+// instances, 1,000 versions.
+func BenchmarkBackupRestore(b *testing.B) {
+	storetest.BenchBackupRestore(b, func(tb testing.TB) kilolock.Store { return openStore(tb) })
+}
+
+// BenchmarkPrune is storetest.BenchPrune: the cost of one pruned version.
+func BenchmarkPrune(b *testing.B) { storetest.BenchPrune(b, openStore(b)) }

@@ -40,6 +40,15 @@ func BenchmarkChangesSince(b *testing.B) {
 	storetest.BenchChangesSince(b, open(b), "cpu-ns/op", func() float64 { return float64(processCPU().Nanoseconds()) })
 }
 
+// BenchmarkBackupRestore is storetest.BenchBackupRestore: 10,000
+// instances, 1,000 versions.
+func BenchmarkBackupRestore(b *testing.B) {
+	storetest.BenchBackupRestore(b, func(tb testing.TB) kilolock.Store { return open(tb) })
+}
+
+// BenchmarkPrune is storetest.BenchPrune: the cost of one pruned version.
+func BenchmarkPrune(b *testing.B) { storetest.BenchPrune(b, open(b)) }
+
 // TestAtRest runs the encryption-at-rest suite on a database file; its
 // dump is the file and its WAL as they lie on disk.
 func TestAtRest(t *testing.T) {

@@ -33,7 +33,20 @@ func testSnapshot(t *testing.T, open Opener) {
 	s := open(t)
 	ctx := context.Background()
 	const name, versions = "model", 30
-	seed := uint64(20260501)
+	history := commitModel(t, s, name, versions, 20260501)
+	checkSnapshots(t, s, name, history)
+	for _, n := range []int64{0, -1, versions + 1} {
+		_, err := s.Snapshot(ctx, name, n)
+		errorIs(t, err, kilolock.ErrNotFound)
+	}
+	checkChanges(t, s, name, history)
+}
+
+// commitModel commits versions versions of random upserts and removals
+// (seeded with seed) to state name and returns what each holds.
+func commitModel(t *testing.T, s kilolock.Store, name string, versions int64, seed uint64) []model {
+	t.Helper()
+	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, seed))
 	t.Logf("seed %d", seed)
 
@@ -168,7 +181,14 @@ func testSnapshot(t *testing.T, open Opener) {
 		history = append(history, next)
 		current = next
 	}
+	return history
+}
 
+// checkSnapshots checks that Snapshot of every version of history gives
+// back what the model holds.
+func checkSnapshots(t *testing.T, s kilolock.Store, name string, history []model) {
+	t.Helper()
+	ctx := context.Background()
 	for _, m := range history {
 		n := m.version.Number
 		snap, err := s.Snapshot(ctx, name, n)
@@ -202,11 +222,6 @@ func testSnapshot(t *testing.T, open Opener) {
 			t.Errorf("Snapshot(%d).Raw = %x, want %x", n, snap.Raw, m.raw)
 		}
 	}
-	for _, n := range []int64{0, -1, versions + 1} {
-		_, err := s.Snapshot(ctx, name, n)
-		errorIs(t, err, kilolock.ErrNotFound)
-	}
-	checkChanges(t, s, name, history)
 }
 
 // testHistory checks History's order, Limit and Before.

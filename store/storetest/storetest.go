@@ -51,6 +51,9 @@ func Run(t *testing.T, open Opener) {
 		{"Tags", testTags},
 		{"Drift", testDrift},
 		{"TenantQueries", testTenantQueries},
+		{"Backup", testBackup},
+		{"BackupUnderWrites", testBackupUnderWrites},
+		{"Retention", testRetention},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })

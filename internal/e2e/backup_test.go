@@ -1,0 +1,148 @@
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/internal/tofu"
+)
+
+// TestBackupRoundTrip moves a store made by the real CLI, by hand-written
+// documents and by kl from SQLite to PostgreSQL and back with kl backup and
+// kl restore, taken while kld serves: at every stop kl history (JSON) is
+// the same, and every version's GET and kl export give the same bytes. A
+// backup through kld's API needs the operator token.
+func TestBackupRoundTrip(t *testing.T) {
+	tofu.Binary(t)
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.db")
+	srv := setup(t, first)
+
+	wd := tofu.NewWorkdir(t, srv.Backend("app")+smallConfig("v1"))
+	wd.Must("init", "-input=false")
+	for _, rev := range []string{"v1", "v2", "v3"} {
+		wd.WriteFile("main.tf", srv.Backend("app")+smallConfig(rev))
+		wd.Must("apply", "-auto-approve", "-input=false")
+	}
+	// A client's document in its own layout: kept byte for byte.
+	for serial, indent := range []string{"\t", "      "} {
+		doc := fmt.Sprintf("{\n%[1]s\"version\": 4,\n%[1]s\"terraform_version\": \"1.9.0\",\n%[1]s\"serial\": %[2]d,\n%[1]s\"lineage\": \"hand-made\",\n%[1]s\"outputs\": {\"x\": {\"value\": \"caf\u00e9 \\u00e9\", \"type\": \"string\"}},\n%[1]s\"resources\": [], \"check_results\": null\n}\n", indent, serial+1)
+		if code, body := request(t, "POST", srv.StateURL("handmade"), []byte(doc)); code != 200 {
+			t.Fatalf("POST handmade: %d %s", code, body)
+		}
+	}
+	mustKL(t, "--server", srv.URL, "state", "rm", "app", "--address", `terraform_data.named["beta"]`)
+	names := []string{"app", "handmade"}
+	want := snapshotOf(t, srv, names)
+	if len(want.versions["app"]) < 4 || len(want.versions["handmade"]) != 2 {
+		t.Fatalf("the fixture has versions %v", want.versions)
+	}
+
+	// SQLite → PostgreSQL, the backup taken online, while kld serves.
+	f1 := filepath.Join(dir, "one.json.gz")
+	out := mustKL(t, "--database", first, "backup", "-o", f1)
+	if !strings.Contains(out, "Backed up") || !strings.Contains(out, "state_versions") {
+		t.Errorf("kl backup said:\n%s", out)
+	}
+	pg := testpg.URL(t)
+	if out := mustKL(t, "--database", pg, "restore", f1); !strings.Contains(out, "Restored") {
+		t.Errorf("kl restore said:\n%s", out)
+	}
+	srvPG := setup(t, pg)
+	want.equal(t, "PostgreSQL", snapshotOf(t, srvPG, names))
+
+	// A second restore into the same database is refused, and changes nothing.
+	if _, errOut, code := kl(t, "--database", pg, "restore", f1); code == 0 || !strings.Contains(errOut, "empty") {
+		t.Errorf("kl restore into a store that is not empty: exit %d, %s", code, errOut)
+	}
+
+	// PostgreSQL → SQLite.
+	f2 := filepath.Join(dir, "two.json.gz")
+	mustKL(t, "--database", pg, "backup", "-o", f2)
+	last := filepath.Join(dir, "last.db")
+	mustKL(t, "--database", last, "restore", f2)
+	srvLast := setup(t, last)
+	want.equal(t, "SQLite again", snapshotOf(t, srvLast, names))
+
+	// Through kld's API: closed without authentication, the operator
+	// token's with it.
+	f3 := filepath.Join(dir, "three.json.gz")
+	if _, errOut, code := kl(t, "--server", srvLast.URL, "backup", "-o", f3); code == 0 || !strings.Contains(errOut, "without authentication") {
+		t.Errorf("kl backup from an open server: exit %d, %s", code, errOut)
+	}
+	if err := srvLast.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	authed := tofu.StartKLD(t, last, "--auth=token", "--operator-token="+operatorSecret)
+	if _, errOut, code := kl(t, "--server", authed.URL, "--token", "klo_wrong", "backup", "-o", f3); code == 0 {
+		t.Errorf("kl backup with a wrong token: exit 0, %s", errOut)
+	}
+	out = mustKL(t, "--server", authed.URL, "--token", operatorSecret, "backup", "-o", f3, "--json")
+	var sum struct {
+		Store  string `json:"store"`
+		Tables []struct {
+			Name string `json:"name"`
+			Rows int64  `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Store != "sqlite" {
+		t.Fatalf("kl backup --json through the API: %v\n%s", err, out)
+	}
+	again := filepath.Join(dir, "again.db")
+	mustKL(t, "--database", again, "restore", f3)
+	want.equal(t, "restored from the API's backup", snapshotOf(t, setup(t, again), names))
+}
+
+// storeSnapshot is what a user sees of states: kl history --json, and each
+// version's GET and kl export.
+type storeSnapshot struct {
+	history  map[string]string
+	versions map[string][]int64
+	gets     map[string][]byte // "name@N"
+	exports  map[string][]byte
+}
+
+func snapshotOf(t *testing.T, srv *tofu.Server, names []string) storeSnapshot {
+	t.Helper()
+	s := storeSnapshot{history: map[string]string{}, versions: map[string][]int64{}, gets: map[string][]byte{}, exports: map[string][]byte{}}
+	for _, name := range names {
+		s.history[name] = mustKL(t, "--server", srv.URL, "history", name, "--json", "--limit", "1000")
+		for _, v := range history(t, srv, name) {
+			s.versions[name] = append(s.versions[name], v.Number)
+			key := fmt.Sprintf("%s@%d", name, v.Number)
+			code, body := request(t, "GET", fmt.Sprintf("%s/v1/api/states/%s/versions/%d", srv.URL, name, v.Number), nil)
+			if code != 200 {
+				t.Fatalf("GET %s: %d %s", key, code, body)
+			}
+			s.gets[key] = body
+			s.exports[key] = []byte(mustKL(t, "--server", srv.URL, "export", name, fmt.Sprintf("@%d", v.Number)))
+		}
+	}
+	return s
+}
+
+// equal fails t where got differs from s.
+func (s storeSnapshot) equal(t *testing.T, where string, got storeSnapshot) {
+	t.Helper()
+	for name, h := range s.history {
+		if got.history[name] != h {
+			t.Errorf("%s: kl history %s differs:\n%s\nwant:\n%s", where, name, got.history[name], h)
+		}
+	}
+	for key, b := range s.gets {
+		if !bytes.Equal(got.gets[key], b) {
+			t.Errorf("%s: GET %s differs (%d bytes, want %d)", where, key, len(got.gets[key]), len(b))
+		}
+		if !bytes.Equal(got.exports[key], s.exports[key]) {
+			t.Errorf("%s: kl export %s differs", where, key)
+		}
+	}
+	if len(got.gets) != len(s.gets) {
+		t.Errorf("%s: %d versions, want %d", where, len(got.gets), len(s.gets))
+	}
+}

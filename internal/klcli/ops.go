@@ -1,0 +1,426 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store"
+	"github.com/kilolock/kilolock/store/sqlstore"
+)
+
+// Operations are what kl backup and kl retention need: a backup of the
+// whole store, retention policies, pruning and the markers of pruned
+// versions. Both backends implement them: a server's JSON API (its backup
+// only with the operator token) or the database directly.
+type Operations interface {
+	// Backup writes a backup of the whole store to w.
+	Backup(ctx context.Context, w io.Writer) error
+	RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error)
+	SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error)
+	// UnsetRetentionPolicy removes a policy; ErrNotFound when none.
+	UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error
+	ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error)
+	// PrunedVersions lists the runs of pruned versions of a state below
+	// before (0: all), newest first.
+	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error)
+}
+
+var (
+	_ Operations = (*HTTPBackend)(nil)
+	_ Operations = (*EngineBackend)(nil)
+)
+
+// operations returns the CLI's backend as Operations.
+func (c *CLI) operations() (Operations, error) {
+	ops, ok := c.Backend.(Operations)
+	if !ok {
+		return nil, &UsageError{Message: "this backend has no backups or retention", Hint: "use --server or --database"}
+	}
+	return ops, nil
+}
+
+// caller is who kl on a database prunes or sets a policy as (see
+// databaseCaller).
+func (b *EngineBackend) caller() kilolock.Caller { return databaseCaller(b.Actor) }
+
+// Backup implements Operations.
+func (b *EngineBackend) Backup(ctx context.Context, w io.Writer) error {
+	_, err := b.engine.Backup(ctx, w)
+	return err
+}
+
+// RetentionPolicies implements Operations.
+func (b *EngineBackend) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
+	return b.engine.RetentionPolicies(ctx)
+}
+
+// SetRetentionPolicy implements Operations.
+func (b *EngineBackend) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error) {
+	return b.engine.SetRetentionPolicy(ctx, b.caller(), p)
+}
+
+// UnsetRetentionPolicy implements Operations.
+func (b *EngineBackend) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
+	return b.engine.UnsetRetentionPolicy(ctx, b.caller(), scope, target)
+}
+
+// ApplyRetention implements Operations.
+func (b *EngineBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error) {
+	rep, err := b.engine.ApplyRetention(ctx, kilolock.RetentionOptions{DryRun: dryRun, State: state, Batch: batch, By: b.caller()})
+	return rep, stateError(state, err)
+}
+
+// PrunedVersions implements Operations.
+func (b *EngineBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
+	out, err := b.engine.PrunedVersions(ctx, name, before, limit)
+	return out, stateError(name, err)
+}
+
+// untimed is the answer of a request that has no bound on its whole time
+// (the context still cancels it), read into out: a backup streamed into a
+// writer, or a pruning that lasts as long as it has to.
+type untimed struct{ out any }
+
+// Backup implements Operations: GET /v1/api/backup, with the operator
+// token.
+func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
+	return b.do(ctx, http.MethodGet, "/v1/api/backup", nil, nil, untimed{w})
+}
+
+// RetentionPolicies implements Operations.
+func (b *HTTPBackend) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
+	var out struct {
+		Policies []kilolock.RetentionPolicy `json:"policies"`
+	}
+	err := b.do(ctx, http.MethodGet, "/v1/api/retention/policies", nil, nil, &out)
+	return out.Policies, err
+}
+
+// SetRetentionPolicy implements Operations.
+func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error) {
+	var out kilolock.RetentionPolicy
+	if err := b.do(ctx, http.MethodPut, "/v1/api/retention/policies", nil, p, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UnsetRetentionPolicy implements Operations.
+func (b *HTTPBackend) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
+	var out map[string]string
+	return b.do(ctx, http.MethodDelete, "/v1/api/retention/policies", url.Values{"scope": {string(scope)}, "target": {target}}, nil, &out)
+}
+
+// ApplyRetention implements Operations. The server prunes while the
+// request lasts, so it has no time bound of its own.
+func (b *HTTPBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error) {
+	var out kilolock.RetentionReport
+	err := b.do(ctx, http.MethodPost, "/v1/api/retention/apply", nil,
+		map[string]any{"dry_run": dryRun, "state": state, "batch": batch}, untimed{&out})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PrunedVersions implements Operations.
+func (b *HTTPBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
+	q := url.Values{}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out struct {
+		Pruned []kilolock.PrunedRange `json:"pruned"`
+	}
+	err := b.do(ctx, http.MethodGet, statePath(name)+"/pruned", q, nil, &out)
+	return out.Pruned, err
+}
+
+// Backup writes a backup of the whole store to the file output ("-":
+// stdout), then reads it back whole (sqlstore.VerifyBackup) and reports
+// what it holds. A file is written as output.partial and renamed only once
+// it is whole, so no cut-short backup ever takes the name.
+func (c *CLI) Backup(ctx context.Context, output string) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	if output == "" {
+		return &UsageError{Message: "kl backup needs a file to write", Hint: "kl backup -o kilolock-backup.json.gz (or -o - for stdout)"}
+	}
+	var sum *kilolock.BackupSummary
+	verify := func(w io.Writer) error {
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			sum, err = sqlstore.VerifyBackup(pr)
+			pr.CloseWithError(err)
+			done <- err
+		}()
+		err := ops.Backup(ctx, io.MultiWriter(w, pw))
+		pw.CloseWithError(err)
+		if verr := <-done; err == nil && verr != nil {
+			err = fmt.Errorf("the backup read back is not whole: %w", verr)
+		}
+		return err
+	}
+	if output == "-" {
+		if err := verify(c.Out); err != nil {
+			return err
+		}
+		return nil
+	}
+	tmp := output + ".partial"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return withHint(fmt.Errorf("write the backup: %w", err), "-o names a file in a directory that exists and that kl may write")
+	}
+	err = verify(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, output)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(sum)
+	}
+	abs, _ := filepath.Abs(output)
+	fmt.Fprintf(c.Out, "Backed up %s of a %s store (schema %d), taken %s, to %s (%s).\n",
+		plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), abs, byteSize(sum.Bytes))
+	c.backupTables(sum)
+	return nil
+}
+
+// backupTables lists the tables of a backup and their rows, and what was
+// left out.
+func (c *CLI) backupTables(sum *kilolock.BackupSummary) {
+	w := c.table()
+	row(w, "TABLE", "ROWS")
+	for _, t := range sum.Tables {
+		if t.Rows > 0 {
+			row(w, t.Name, strconv.FormatInt(t.Rows, 10))
+		}
+	}
+	w.Flush()
+	for _, t := range sum.Excluded {
+		if t.Rows > 0 {
+			fmt.Fprintf(c.Out, "Left out: %s of %s (%s).\n", plural(int(t.Rows), "row", "rows"), t.Name, t.Reason)
+		}
+	}
+}
+
+// Restore loads the backup file (or stdin for "-") into the empty database
+// at databaseURL, of either store, and reports what it loaded.
+func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string) error {
+	var in io.Reader = os.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return withHint(fmt.Errorf("read the backup: %w", err), "name the file kl backup wrote")
+		}
+		defer f.Close()
+		in = f
+	}
+	st, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return withHint(fmt.Errorf("open database: %w", err), "--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
+	}
+	defer st.Close()
+	sum, err := kilolock.Restore(ctx, st, in)
+	if err != nil {
+		return err
+	}
+	c := &CLI{Out: out, JSON: json}
+	if json {
+		return c.writeJSON(sum)
+	}
+	fmt.Fprintf(out, "Restored %s of a %s store (schema %d), taken %s, into %s.\n",
+		plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), redactURL(databaseURL))
+	c.backupTables(sum)
+	return nil
+}
+
+// redactURL hides a database URL's password.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
+}
+
+// byteSize shows n bytes to three figures.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// RetentionPolicies lists the policies.
+func (c *CLI) RetentionPolicies(ctx context.Context) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	ps, err := ops.RetentionPolicies(ctx)
+	if err != nil {
+		return err
+	}
+	if ps == nil {
+		ps = []kilolock.RetentionPolicy{}
+	}
+	if c.JSON {
+		return c.writeJSON(map[string]any{"policies": ps})
+	}
+	if len(ps) == 0 {
+		_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
+		return err
+	}
+	w := c.table()
+	row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
+	for _, p := range ps {
+		row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
+	}
+	return w.Flush()
+}
+
+func limitText(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// SetRetentionPolicy stores a policy and shows it.
+func (c *CLI) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	out, err := ops.SetRetentionPolicy(ctx, p)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(out)
+	}
+	_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
+	return err
+}
+
+// UnsetRetentionPolicy removes a policy.
+func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	if err := ops.UnsetRetentionPolicy(ctx, scope, target); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&kilolock.RetentionPolicy{Scope: scope, Target: target}).String())
+	return err
+}
+
+// ApplyRetention prunes (or with dryRun lists) what the policies do not
+// keep, and reports it state by state.
+func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	rep, err := ops.ApplyRetention(ctx, dryRun, state, batch)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(rep)
+	}
+	verb := "Pruned"
+	if dryRun {
+		verb = "Would prune"
+	}
+	if len(rep.States) == 0 {
+		_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
+		return err
+	}
+	w := c.table()
+	row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
+	for _, sp := range rep.States {
+		row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(kilolock.VersionRuns(sp.Versions)))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if dryRun {
+		_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
+		return err
+	}
+	_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
+		verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
+		plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
+	return err
+}
+
+// Pruned lists the runs of pruned versions of state name below before (0:
+// all), newest first: who pruned them, when and under what policy.
+func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) error {
+	ops, err := c.operations()
+	if err != nil {
+		return err
+	}
+	if before < 0 || limit < 1 || limit > maxHistoryPruned {
+		return &UsageError{Message: fmt.Sprintf("--before takes a version number and --limit 1 to %d", maxHistoryPruned), Hint: "e.g. kl retention pruned NAME --limit 20"}
+	}
+	out, err := ops.PrunedVersions(ctx, name, before, limit)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []kilolock.PrunedRange{}
+	}
+	if c.JSON {
+		return c.writeJSON(map[string]any{"state": name, "pruned": out})
+	}
+	if len(out) == 0 {
+		_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
+		return err
+	}
+	w := c.table()
+	row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
+	for _, p := range out {
+		row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
+	}
+	return w.Flush()
+}
+
+// rangeText shows a run of versions: "@3-@9", or "@3" alone.
+func rangeText(p kilolock.PrunedRange) string {
+	if p.To > p.From {
+		return fmt.Sprintf("@%d-@%d", p.From, p.To)
+	}
+	return fmt.Sprintf("@%d", p.From)
+}

@@ -1,0 +1,170 @@
+package klcli
+
+import (
+	"context"
+
+	"github.com/kilolock/kilolock"
+)
+
+// BackupCmd is kl backup.
+type BackupCmd struct {
+	JSONFlag
+	Output string `short:"o" required:"" help:"File to write the backup to (- for stdout); it is written as FILE.partial and renamed once read back whole." placeholder:"FILE" type:"path"`
+}
+
+// Help is kl backup --help's long text.
+func (c *BackupCmd) Help() string {
+	return `Writes a consistent online snapshot of the whole store — states, versions, payloads,
+intervals, kept bytes, refused commits, apply runs and reservations, quotas,
+tenancy, the audit log, retention policies and markers — as a gzip file of JSON
+lines (docs/backup.md), while writes go on. Held locks are left out and counted.
+
+With --database it reads the database directly; with --server it downloads the
+backup from kld's API, which needs the operator token (--token klo_…). Restore
+it with kl restore --database URL FILE, into an empty database of either store.`
+}
+
+// Run runs the command.
+func (c *BackupCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Backup(ctx, c.Output) })
+}
+
+// RestoreCmd is kl restore.
+type RestoreCmd struct {
+	JSONFlag
+	File string `arg:"" help:"The backup file kl backup wrote (- for stdin)." type:"path"`
+}
+
+// Help is kl restore --help's long text.
+func (c *RestoreCmd) Help() string {
+	return `Loads a backup into the empty database --database names: a SQLite file (made if
+missing) or a PostgreSQL database (migrated first), whichever store the backup
+came from. It is one transaction: a damaged or cut file, or a database that
+already holds states, changes nothing. Start kld on the database afterwards.`
+}
+
+// Run runs the command.
+func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
+	if g.Database == "" {
+		return &UsageError{Message: "kl restore loads a backup into a database, not through a server", Hint: "kl restore --database URL FILE (a postgres:// URL or a SQLite file path, empty)"}
+	}
+	return Restore(ctx, g.out(), c.JSON, g.Database, c.File)
+}
+
+// RetentionCmds are kl retention list|set|unset|apply|pruned.
+type RetentionCmds struct {
+	List   RetentionListCmd   `cmd:"" help:"List the retention policies."`
+	Set    RetentionSetCmd    `cmd:"" help:"Set the policy of the server, an environment or a state: keep the last N versions and/or those of the last D days."`
+	Unset  RetentionUnsetCmd  `cmd:"" help:"Remove a policy."`
+	Apply  RetentionApplyCmd  `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)."`
+	Pruned RetentionPrunedCmd `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy."`
+}
+
+// Help is kl retention --help's long text: the model.
+func (c *RetentionCmds) Help() string {
+	return `A retention policy keeps the last N versions (--keep-last) and/or the versions of
+the last D days (--keep-days) of a state; a version either keeps is kept. A state
+follows its own policy, else its environment's, else the server's; a policy with
+neither limit keeps everything and so exempts a state or environment.
+
+Whatever the policy, retention never prunes a state's current version, a
+version a held lock or an apply run in flight is based on (nor any later one),
+nor a version a rollback plan names (pinned for a week by kl rollback's dry run).
+Pruning deletes the versions, the intervals and payloads only they referenced,
+and keeps a marker per version (kl retention pruned, kl history) and an audit
+entry per batch. kld prunes on a schedule with --retention-interval.`
+}
+
+// retentionScopeFlags name what a policy applies to.
+type retentionScopeFlags struct {
+	State       string `help:"The policy of this state." placeholder:"NAME" predictor:"state" xor:"scope"`
+	Environment string `name:"env" help:"The policy of this environment (env_…): its tenants' states." placeholder:"ENV" xor:"scope"`
+	ServerWide  bool   `name:"server-wide" help:"The server's policy: every state without its own or its environment's." xor:"scope"`
+}
+
+// scope returns the policy's scope and target.
+func (f *retentionScopeFlags) scope() (kilolock.RetentionScope, string, error) {
+	switch {
+	case f.State != "":
+		return kilolock.RetentionState, f.State, nil
+	case f.Environment != "":
+		return kilolock.RetentionEnvironment, f.Environment, nil
+	case f.ServerWide:
+		return kilolock.RetentionServer, "", nil
+	}
+	return "", "", &UsageError{Message: "say which policy: --state NAME, --env ENV or --server-wide", Hint: "e.g. kl retention set --server-wide --keep-last 100"}
+}
+
+// RetentionListCmd is kl retention list.
+type RetentionListCmd struct{ JSONFlag }
+
+// Run runs the command.
+func (c *RetentionListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.RetentionPolicies(ctx) })
+}
+
+// RetentionSetCmd is kl retention set.
+type RetentionSetCmd struct {
+	JSONFlag
+	retentionScopeFlags
+	KeepLast int64 `help:"Keep the newest N versions." placeholder:"N"`
+	KeepDays int64 `help:"Keep the versions of the last D days." placeholder:"D"`
+	KeepAll  bool  `help:"Keep every version: exempts the state or environment from a broader policy."`
+}
+
+// Run runs the command.
+func (c *RetentionSetCmd) Run(ctx context.Context, g *Globals) error {
+	scope, target, err := c.scope()
+	if err != nil {
+		return err
+	}
+	if c.KeepAll == (c.KeepLast != 0 || c.KeepDays != 0) {
+		return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
+	}
+	p := kilolock.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.SetRetentionPolicy(ctx, p) })
+}
+
+// RetentionUnsetCmd is kl retention unset.
+type RetentionUnsetCmd struct{ retentionScopeFlags }
+
+// Run runs the command.
+func (c *RetentionUnsetCmd) Run(ctx context.Context, g *Globals) error {
+	scope, target, err := c.scope()
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.UnsetRetentionPolicy(ctx, scope, target) })
+}
+
+// RetentionApplyCmd is kl retention apply.
+type RetentionApplyCmd struct {
+	JSONFlag
+	DryRun bool   `help:"List what would be pruned; change nothing."`
+	State  string `help:"Prune only this state." placeholder:"NAME" predictor:"state"`
+	Batch  int    `help:"Prune at most N versions per transaction (1 to 10000; default 100)." placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *RetentionApplyCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Batch < 0 || c.Batch > maxBatch {
+		return &UsageError{Message: "--batch takes 1 to 10000", Hint: "leave it out for the default, 100"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.ApplyRetention(ctx, c.DryRun, c.State, c.Batch) })
+}
+
+// maxBatch bounds --batch (as kld's API does).
+const maxBatch = 10_000
+
+// RetentionPrunedCmd is kl retention pruned.
+type RetentionPrunedCmd struct {
+	JSONFlag
+	Name   string `arg:"" help:"State name." predictor:"state"`
+	Before int64  `help:"Only versions numbered below M." placeholder:"M"`
+	Limit  int    `help:"At most N runs of versions." default:"50" placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *RetentionPrunedCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Pruned(ctx, c.Name, c.Before, c.Limit) })
+}

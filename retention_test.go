@@ -1,0 +1,146 @@
+package kilolock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock"
+)
+
+func TestPolicyFor(t *testing.T) {
+	server := kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, KeepLast: 100}
+	env := kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "env_prod", KeepDays: 30}
+	state := kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "ws_a.env_prod.net"}
+	other := kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "local", KeepLast: 5}
+	all := []kilolock.RetentionPolicy{state, env, other, server}
+	tests := []struct {
+		name     string
+		policies []kilolock.RetentionPolicy
+		want     *kilolock.RetentionPolicy
+	}{
+		{"ws_a.env_prod.net", all, &state},
+		{"ws_a.env_prod.db", all, &env},
+		{"ws_a.env_dev.db", all, &server},
+		{"local", all, &other},
+		{"env_prod", all, &server}, // a local name is in no environment
+		{"local2", []kilolock.RetentionPolicy{other}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := kilolock.PolicyFor(tt.policies, tt.name)
+			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("PolicyFor(%s) = %+v, want %+v", tt.name, got, tt.want)
+			}
+		})
+	}
+	if !state.KeepsAll() || state.String() != "state:ws_a.env_prod.net keep everything" || env.String() != "environment:env_prod keep_days=30" {
+		t.Errorf("KeepsAll %v, String %q, %q", state.KeepsAll(), state.String(), env.String())
+	}
+}
+
+func TestValidRetentionPolicy(t *testing.T) {
+	tests := []struct {
+		p  kilolock.RetentionPolicy
+		ok bool
+	}{
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, KeepLast: 10}, true},
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, Target: "x"}, false},
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "env_1a"}, true},
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "prod"}, false},
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "a/b"}, false},
+		{kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "net", KeepDays: -1}, false},
+		{kilolock.RetentionPolicy{Scope: "galaxy"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.p.String(), func(t *testing.T) {
+			err := kilolock.ValidRetentionPolicy(&tt.p)
+			if (err == nil) != tt.ok || err != nil && !errors.Is(err, kilolock.ErrInvalid) {
+				t.Errorf("ValidRetentionPolicy(%+v) = %v, want ok %v", tt.p, err, tt.ok)
+			}
+		})
+	}
+}
+
+// TestApplyRetention: the engine prunes each state by the policy that
+// applies to it, keeps a rollback plan's target, and a dry run names what
+// the run then prunes.
+func TestApplyRetention(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	e := kilolock.NewEngine(st, kilolock.Options{})
+	by := kilolock.Caller{Actor: "ops"}
+	for _, name := range []string{"a", "b", "exempt"} {
+		for i := 1; i <= 8; i++ {
+			write(t, e, name, tfstate(t, true, i, "L", fmt.Sprint(i)))
+		}
+	}
+	for _, p := range []kilolock.RetentionPolicy{
+		{Scope: kilolock.RetentionServer, KeepLast: 3},
+		{Scope: kilolock.RetentionState, Target: "b", KeepLast: 6},
+		{Scope: kilolock.RetentionState, Target: "exempt"},
+	} {
+		if _, err := e.SetRetentionPolicy(ctx, by, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.SetRetentionPolicy(ctx, by, kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "b", KeepLast: -2}); !errors.Is(err, kilolock.ErrInvalid) {
+		t.Errorf("a negative keep_last = %v, want ErrInvalid", err)
+	}
+	// A rollback plan of a to @2 pins @2.
+	if _, err := e.PlanRollback(ctx, "a", mustRef(t, "@2")); err != nil {
+		t.Fatal(err)
+	}
+	dry, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{DryRun: true, By: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int64{"a": {1, 3, 4, 5}, "b": {1, 2}, "exempt": nil}
+	check := func(rep *kilolock.RetentionReport) {
+		t.Helper()
+		got := map[string][]int64{"exempt": nil}
+		for _, sp := range rep.States {
+			got[sp.State] = sp.Versions
+		}
+		for name, w := range want {
+			if !slices.Equal(got[name], w) {
+				t.Errorf("dry run %v: state %s pruned %v, want %v", rep.DryRun, name, got[name], w)
+			}
+		}
+	}
+	check(dry)
+	rep, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{By: by, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(rep)
+	if rep.Versions != 6 {
+		t.Errorf("pruned %d versions in all, want 6", rep.Versions)
+	}
+	// The plan can still be applied, and every kept version reads back.
+	if _, err := e.Rollback(ctx, "a", mustRef(t, "@2"), kilolock.RollbackOptions{Actor: "alice"}); err != nil {
+		t.Errorf("the rollback planned before retention ran: %v", err)
+	}
+	if _, err := e.ReadVersion(ctx, "a", 3); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("a pruned version reads %v, want ErrNotFound", err)
+	}
+	_, err = e.Show(ctx, "a", mustRef(t, "@4"))
+	var nf *kilolock.VersionNotFoundError
+	if !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 2 ||
+		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") || !strings.HasSuffix(err.Error(), "policy server keep_last=3); it has versions @2…@9 (serials 2…9)") {
+		t.Errorf("Show(@4) of a pruned version = %v", err)
+	}
+	if _, err := e.Show(ctx, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
+		t.Errorf("Show(@1) of a pruned first version = %v", err)
+	}
+	marks, err := e.PrunedVersions(ctx, "a", 0, 0)
+	if err != nil || len(marks) != 2 || marks[0].From != 3 || marks[0].To != 5 || marks[1].From != 1 || marks[0].PrunedBy != "ops" {
+		t.Errorf("PrunedVersions(a) = %+v, %v; want @3-@5 and @1 by ops", marks, err)
+	}
+	if _, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{State: "missing"}); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("retention of a missing state = %v, want ErrNotFound", err)
+	}
+}

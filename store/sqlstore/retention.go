@@ -1,0 +1,466 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kilolock/kilolock"
+)
+
+var _ kilolock.RetentionStore = (*Store)(nil)
+
+// auditIn queues the audit entry of a retention change, in the change's
+// own transaction.
+func auditIn(b *Batch, by kilolock.Caller, action, target, reason string) {
+	actor := by.Actor
+	if actor == "" {
+		actor = "anonymous"
+	}
+	b.Exec(nil, `INSERT INTO audit_log (at, actor, action, target, remote, denied, reason, request_id)
+		VALUES ({now}, $1, $2, $3, $4, false, $5, $6)`, actor, action, target, by.From, reason, by.RequestID)
+}
+
+// PutRetentionPolicy creates or replaces the policy of p's scope and
+// target, audited as retention.set in the same transaction.
+func (s *Store) PutRetentionPolicy(ctx context.Context, p *kilolock.RetentionPolicy, by kilolock.Caller) error {
+	return s.write(ctx, "put retention policy", func(tx Tx) error {
+		b := &Batch{}
+		b.Query(func(r Rows) error { return r.Scan(&p.Updated) },
+			`INSERT INTO retention_policies (scope, target, keep_last, keep_days, updated_at, updated_by)
+			VALUES ($1, $2, $3, $4, {now}, $5)
+			ON CONFLICT (scope, target) DO UPDATE SET keep_last = excluded.keep_last, keep_days = excluded.keep_days,
+				updated_at = excluded.updated_at, updated_by = excluded.updated_by
+			RETURNING updated_at`, string(p.Scope), p.Target, p.KeepLast, p.KeepDays, p.UpdatedBy)
+		auditIn(b, by, "retention.set", p.String(), "")
+		return tx.Send(ctx, b)
+	})
+}
+
+// DeleteRetentionPolicy removes a policy, audited as retention.unset.
+// ErrNotFound when there is none.
+func (s *Store) DeleteRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string, by kilolock.Caller) error {
+	p := kilolock.RetentionPolicy{Scope: scope, Target: target}
+	return s.write(ctx, "delete retention policy", func(tx Tx) error {
+		n, err := tx.Exec(ctx, `DELETE FROM retention_policies WHERE scope = $1 AND target = $2`, string(scope), target)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return missing("retention policy", p.String())
+		}
+		b := &Batch{}
+		auditIn(b, by, "retention.unset", p.String(), "")
+		return tx.Send(ctx, b)
+	})
+}
+
+// RetentionPolicies lists every policy by scope and target.
+func (s *Store) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
+	out, err := list(ctx, s, "retention policies", func(r Rows, p *kilolock.RetentionPolicy) error {
+		var scope string
+		err := r.Scan(&scope, &p.Target, &p.KeepLast, &p.KeepDays, &p.Updated, &p.UpdatedBy)
+		p.Scope = kilolock.RetentionScope(scope)
+		return err
+	}, `SELECT scope, target, keep_last, keep_days, updated_at, updated_by FROM retention_policies ORDER BY scope{C}, target{C}`)
+	if err == nil && s.resort {
+		inOrder(out, func(a, b kilolock.RetentionPolicy) int {
+			return strings.Compare(string(a.Scope)+"\x00"+a.Target, string(b.Scope)+"\x00"+b.Target)
+		})
+	}
+	return out, err
+}
+
+// PinVersion keeps a version from retention until pin.Expires.
+func (s *Store) PinVersion(ctx context.Context, name string, pin kilolock.VersionPin) error {
+	return s.write(ctx, "pin version", func(tx Tx) error {
+		n, err := tx.Exec(ctx, `INSERT INTO version_pins (state_id, number, reason, actor, created_at, expires_at)
+			SELECT v.state_id, v.number, $3, $4, {now}, $5 FROM state_versions v
+			WHERE v.state_id = `+sqlStateID+` AND v.number = $2
+			ON CONFLICT (state_id, number, reason) DO UPDATE SET actor = excluded.actor, created_at = excluded.created_at,
+				expires_at = excluded.expires_at`, name, pin.Number, pin.Reason, pin.Actor, pin.Expires.UTC())
+		if err == nil && n == 0 {
+			return noVersion(ctx, tx, name, fmt.Sprintf("version %d", pin.Number))
+		}
+		return err
+	})
+}
+
+// SQLProtectedVersions are the versions of state $1 that retention keeps
+// whatever the policy, beside the current one and those from
+// SQLProtectedFrom on: versions pinned at $2 (a rollback plan's target)
+// and tagged versions. It is the one place such a rule joins, as one more
+// UNION branch.
+const SQLProtectedVersions = `SELECT number FROM version_pins WHERE state_id = $1 AND expires_at > $2
+		UNION SELECT version FROM state_tags WHERE state_id = $1`
+
+// SQLProtectedFrom is the first version of state $1 that a holder needs,
+// at $2: the base of a held lock (a writer merges onto it, a plan compares
+// with it) or the version an apply run in flight planned from; that version
+// and every later one are kept, since a holder's commit reads the changes
+// made since its base. NULL when none.
+const SQLProtectedFrom = `SELECT min(n) FROM (
+		SELECT base_version AS n FROM locks WHERE state_id = $1 AND base_version > 0
+		UNION ALL
+		SELECT (SELECT max(v.number) FROM state_versions v WHERE v.state_id = a.state_id AND v.serial = a.source_serial)
+			FROM apply_runs a WHERE a.state_id = $1 AND a.status IN ('waiting', 'active') AND a.expires_at > $2
+	) AS p`
+
+// candidate is a version retention may prune.
+type candidate struct {
+	rowid  any
+	number int64
+}
+
+// candidates lists, oldest first and at most r.Max (0: all), the versions
+// of the state (id stateID, current version current) that r prunes: below
+// the newest r.KeepLast and created before r.Before, below the current
+// version and the first protected one, and not pinned. Its reads are index
+// range scans bounded by what it returns (and the pins among them): the
+// state's older versions are the ones earlier runs left.
+func candidates(ctx context.Context, tx Tx, stateID, current int64, r *kilolock.PruneRequest, now time.Time) (out []candidate, skipped int, err error) {
+	below := current
+	var (
+		from   *int64
+		keepAt *int64
+		pinned = map[int64]bool{}
+	)
+	b := &Batch{}
+	b.Query(func(rows Rows) error { return rows.Scan(&from) }, SQLProtectedFrom, stateID, now)
+	b.Query(func(rows Rows) error {
+		var n int64
+		err := rows.Scan(&n)
+		pinned[n] = true
+		return err
+	}, SQLProtectedVersions, stateID, now)
+	if r.KeepLast > 0 {
+		b.Query(func(rows Rows) error { return rows.Scan(&keepAt) },
+			`SELECT number FROM state_versions WHERE state_id = $1 ORDER BY number DESC LIMIT 1 OFFSET $2`, stateID, r.KeepLast-1)
+	}
+	if err := tx.Send(ctx, b); err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case r.KeepLast > 0 && keepAt == nil:
+		return nil, 0, nil // fewer versions than it keeps
+	case keepAt != nil:
+		below = min(below, *keepAt)
+	}
+	if from != nil {
+		below = min(below, *from)
+	}
+	limit := int64(math.MaxInt32)
+	if r.Max > 0 {
+		limit = int64(r.Max + len(pinned))
+	}
+	rows, err := tx.Query(ctx, `SELECT {rowid}, number, created_at FROM state_versions WHERE state_id = $1 AND number < $2
+		ORDER BY number LIMIT $3`, stateID, below, limit)
+	err = EachRow(rows, err, func(rows Rows) error {
+		var (
+			c       candidate
+			created time.Time
+		)
+		if err := rows.Scan(&c.rowid, &c.number, &created); err != nil {
+			return err
+		}
+		// Versions are numbered in the order they were made: the first
+		// one young enough ends the run (a clock that went back keeps
+		// more, never less).
+		if !r.Before.IsZero() && !created.Before(r.Before) {
+			return errEnough
+		}
+		switch {
+		case r.Max > 0 && len(out) == r.Max:
+			return errEnough
+		case pinned[c.number]:
+			skipped++
+		default:
+			out = append(out, c)
+		}
+		return nil
+	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	return out, skipped, err
+}
+
+// errEnough ends a scan early.
+var errEnough = errors.New("enough rows")
+
+// Prune prunes what candidates selects, in one transaction under the
+// state's row lock (so no commit, lock or other pruning runs meanwhile),
+// or with r.DryRun lists it in a read transaction. See pruneVersions.
+func (s *Store) Prune(ctx context.Context, r kilolock.PruneRequest) (*kilolock.PruneResult, error) {
+	now := r.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.UTC()
+	var res *kilolock.PruneResult
+	if r.DryRun {
+		err := s.read(ctx, "prune (dry run)", func(tx Tx) error {
+			res = &kilolock.PruneResult{Versions: []int64{}}
+			var id, current int64
+			err := tx.QueryRow(ctx, `SELECT id, current_version FROM states WHERE name = $1`, r.State).Scan(&id, &current)
+			if errors.Is(err, ErrNoRows) {
+				return notFound(r.State)
+			}
+			if err != nil {
+				return err
+			}
+			cs, _, err := candidates(ctx, tx, id, current, &r, now)
+			for _, c := range cs {
+				res.Versions = append(res.Versions, c.number)
+			}
+			return err
+		})
+		return res, err
+	}
+	err := s.write(ctx, "prune", func(tx Tx) error {
+		res = &kilolock.PruneResult{Versions: []int64{}}
+		st, err := lockState(ctx, tx, r.State, false, "", nil)
+		if err != nil {
+			return err
+		}
+		cs, skipped, err := candidates(ctx, tx, st.id, st.Current, &r, now)
+		if err != nil || len(cs) == 0 {
+			return err
+		}
+		return pruneVersions(ctx, tx, st, cs, skipped, &r, res)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// pruneVersions deletes the versions cs of state st, oldest first, and
+// keeps every other version as it was:
+//
+//   - an interval holding only pruned versions is deleted;
+//   - an interval that begins or ends at a pruned version begins or ends
+//     at the next version kept instead: it holds the same kept versions,
+//     and what a pruned version changed is read as changed by the next
+//     kept one (so ChangesSince across a pruned run still sees it);
+//   - a payload no interval refers to any more is deleted;
+//   - each version gets its marker in pruned_versions, and the batch one
+//     audit entry.
+//
+// The intervals it reads are those beginning or ending within the pruned
+// numbers (two index range scans), the payloads those of the deleted
+// intervals (one probe each of the (state_id, hash) indexes): the cost is
+// what the pruned versions changed, not the state's size.
+func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pinned int, r *kilolock.PruneRequest, res *kilolock.PruneResult) error {
+	pruned := make(map[int64]bool, len(cs))
+	var rowids []any
+	for _, c := range cs {
+		pruned[c.number] = true
+		res.Versions = append(res.Versions, c.number)
+		rowids = append(rowids, c.rowid)
+	}
+	lo, hi := cs[0].number, cs[len(cs)-1].number
+	// next[p]: the first version kept after each pruned p. From lo to the
+	// first kept version after hi are the pruned ones and the pinned ones
+	// candidates skipped among them; the current version is never pruned,
+	// so there is one.
+	next := map[int64]int64{}
+	var pending []int64
+	rows, err := tx.Query(ctx, `SELECT number FROM state_versions WHERE state_id = $1 AND number >= $2 ORDER BY number LIMIT $3`,
+		st.id, lo, len(cs)+pinned+1)
+	err = EachRow(rows, err, func(rows Rows) error {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if pruned[n] {
+			pending = append(pending, n)
+			return nil
+		}
+		for _, p := range pending {
+			next[p] = n
+		}
+		pending = pending[:0]
+		if n > hi {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	if len(pending) > 0 {
+		return corrupt("state %q: no version is kept after version %d", st.Name, hi)
+	}
+	moveTo := func(n int64) int64 {
+		if k, ok := next[n]; ok {
+			return k
+		}
+		return n
+	}
+
+	b := &Batch{}
+	var gone [][]byte
+	for _, it := range []struct{ table, key string }{{"instance_intervals", "instance_id"}, {"output_intervals", "name"}} {
+		var ivs []bounded
+		seen := map[string]bool{}
+		read := func(rows Rows) error {
+			var iv bounded
+			if err := rows.Scan(&iv.rowid, &iv.key, &iv.from, &iv.to, &iv.hash); err != nil {
+				return err
+			}
+			id := iv.key + "\x00" + strconv.FormatInt(iv.from, 10)
+			if !seen[id] {
+				seen[id] = true
+				ivs = append(ivs, iv)
+			}
+			return nil
+		}
+		scan := &Batch{}
+		for _, bound := range []string{"valid_from", "valid_to"} {
+			scan.Query(read, `SELECT {rowid}, `+it.key+`, valid_from, valid_to, hash FROM `+it.table+`
+				WHERE state_id = $1 AND `+bound+` >= $2 AND `+bound+` <= $3`, st.id, lo, hi)
+		}
+		if err := tx.Send(ctx, scan); err != nil {
+			return err
+		}
+		dels, hashes, moves := moveIntervals(ivs, moveTo)
+		gone = append(gone, hashes...)
+		res.Intervals += len(dels)
+		if len(dels) > 0 {
+			b.Exec(nil, `DELETE FROM `+it.table+` WHERE {rowidin $1}`, dels)
+		}
+		for k, ids := range moves {
+			res.Moved += len(ids)
+			if k[1] == openEnd {
+				b.Exec(nil, `UPDATE `+it.table+` SET valid_from = coalesce($1, valid_from), valid_to = NULL
+					WHERE {rowidin $2}`, orNull(k[0]), ids)
+				continue
+			}
+			b.Exec(nil, `UPDATE `+it.table+` SET valid_from = coalesce($1, valid_from), valid_to = coalesce($2, valid_to)
+				WHERE {rowidin $3}`, orNull(k[0]), orNull(k[1]), ids)
+		}
+	}
+	if len(gone) > 0 {
+		b.Exec(func(n int64) error { res.Payloads = int(n); return nil }, `DELETE FROM payloads WHERE state_id = $1
+			AND hash IN (SELECT k FROM {bytes $2} AS u)
+			AND NOT EXISTS (SELECT 1 FROM instance_intervals i WHERE i.state_id = $1 AND i.hash = payloads.hash)
+			AND NOT EXISTS (SELECT 1 FROM output_intervals o WHERE o.state_id = $1 AND o.hash = payloads.hash)`, st.id, gone)
+	}
+	by := r.By.Actor
+	if by == "" {
+		by = "anonymous"
+	}
+	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `INSERT INTO pruned_versions (state_id, number, version_id, serial, source, actor, created_at, pruned_at, pruned_by, policy)
+		SELECT state_id, number, id, serial, source, actor, created_at, {now}, $2, $3 FROM state_versions WHERE {rowidin $1}`, rowids, by, r.Policy)
+	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `DELETE FROM state_versions WHERE {rowidin $1}`, rowids)
+	auditIn(b, r.By, "retention.prune", st.Name, fmt.Sprintf("pruned %d version(s) %s under %s: %d interval(s) deleted, %d moved",
+		len(cs), kilolock.VersionRuns(res.Versions), r.Policy, res.Intervals, res.Moved))
+	return tx.Send(ctx, b)
+}
+
+// bounded is an interval whose bounds pruning may move: its row, key,
+// bounds (to nil while current) and hash.
+type bounded struct {
+	rowid    any
+	key      string
+	from     int64
+	to       *int64
+	hash     []byte
+	newFrom  int64
+	newTo    int64 // openEnd while current
+	dropped  bool
+	original int64 // the end it had, openEnd when none
+}
+
+// openEnd is the end of an interval while it is current (valid_to NULL).
+const openEnd int64 = -1
+
+// moveIntervals works out what pruning does to the intervals ivs (those
+// with a bound at a pruned version), moveTo mapping a pruned version to
+// the next one kept: the rows to delete (those holding only pruned
+// versions), their hashes, and the rows to move by their new bounds (0 for
+// a bound that stays; openEnd for an end that becomes NULL). Two intervals of
+// one key that come to meet with the same hash — a change undone within
+// the pruned versions — become one, so that no kept version reads as
+// changing what it did not.
+func moveIntervals(ivs []bounded, moveTo func(int64) int64) (dels []any, hashes [][]byte, moves map[[2]int64][]any) {
+	for i := range ivs {
+		iv := &ivs[i]
+		iv.newFrom, iv.newTo, iv.original = moveTo(iv.from), openEnd, openEnd
+		if iv.to != nil {
+			iv.newTo, iv.original = moveTo(*iv.to), *iv.to
+		}
+		if iv.newTo != openEnd && iv.newFrom >= iv.newTo {
+			iv.dropped = true
+		}
+	}
+	slices.SortFunc(ivs, func(a, b bounded) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.newFrom, b.newFrom))
+	})
+	var last *bounded
+	for i := range ivs {
+		iv := &ivs[i]
+		if iv.dropped {
+			continue
+		}
+		if last != nil && last.key == iv.key && last.newTo == iv.newFrom && string(last.hash) == string(iv.hash) {
+			last.newTo, iv.dropped = iv.newTo, true
+			continue
+		}
+		last = iv
+	}
+	moves = map[[2]int64][]any{}
+	for i := range ivs {
+		iv := &ivs[i]
+		if iv.dropped {
+			dels, hashes = append(dels, iv.rowid), append(hashes, iv.hash)
+			continue
+		}
+		var k [2]int64
+		if iv.newFrom != iv.from {
+			k[0] = iv.newFrom
+		}
+		if iv.newTo != iv.original {
+			k[1] = iv.newTo
+		}
+		if k != [2]int64{} {
+			moves[k] = append(moves[k], iv.rowid)
+		}
+	}
+	return dels, hashes, moves
+}
+
+// orNull is n, or NULL for 0.
+func orNull(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// PrunedVersions lists the runs of consecutive pruned versions of a state
+// numbered below before (0: all), newest first, at most limit (0: 50): the
+// numbers less their rank form one group per run (gaps and islands), split
+// where the actor or the policy changes.
+func (s *Store) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	return ofState(ctx, s, "pruned versions", name, func(r Rows, p *kilolock.PrunedRange) (bool, error) {
+		return true, r.Scan(&p.From, &p.To, &p.Versions, &p.PrunedAt, &p.PrunedBy, &p.Policy)
+	}, `SELECT min(number), max(number), count(*), max(pruned_at), pruned_by, policy FROM (
+			SELECT number, pruned_at, pruned_by, policy,
+				number - row_number() OVER (PARTITION BY pruned_by, policy ORDER BY number) AS island
+			FROM pruned_versions WHERE state_id = `+sqlStateID+` AND number < $2
+		) AS p GROUP BY island, pruned_by, policy ORDER BY min(number) DESC LIMIT $3`, name, before, limit)
+}

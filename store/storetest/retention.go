@@ -1,0 +1,364 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+)
+
+// retentionStore returns s as a kilolock.RetentionStore.
+func retentionStore(t testing.TB, s kilolock.Store) kilolock.RetentionStore {
+	t.Helper()
+	rs, ok := s.(kilolock.RetentionStore)
+	if !ok {
+		t.Fatalf("%T keeps no retention policies (kilolock.RetentionStore)", s)
+	}
+	return rs
+}
+
+// prune prunes state name by r in transactions of batch versions until
+// nothing is left to prune, and returns the versions pruned.
+func prune(t testing.TB, rs kilolock.RetentionStore, r kilolock.PruneRequest, batch int) []int64 {
+	t.Helper()
+	r.Max = batch
+	var all []int64
+	for {
+		res, err := rs.Prune(context.Background(), r)
+		if err != nil {
+			t.Fatalf("Prune(%s): %v", r.State, err)
+		}
+		all = append(all, res.Versions...)
+		if len(res.Versions) < batch {
+			return all
+		}
+	}
+}
+
+// keptModels are the models of history whose version numbers are not in
+// pruned.
+func keptModels(history []model, pruned []int64) []model {
+	var out []model
+	for _, m := range history {
+		if !slices.Contains(pruned, m.version.Number) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// numbers lists from..to.
+func numbers(from, to int64, except ...int64) []int64 {
+	var out []int64
+	for n := from; n <= to; n++ {
+		if !slices.Contains(except, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// checkPruned checks a state after pruning against the models of the
+// versions it keeps: every kept version reads back as it was committed,
+// ChangesSince and HashesAt answer as if the kept versions were the whole
+// history, the pruned ones are gone, and the store is whole (checkWhole).
+func checkPruned(t *testing.T, s kilolock.Store, name string, kept []model, pruned []int64) {
+	t.Helper()
+	checkSnapshots(t, s, name, kept)
+	checkChanges(t, s, name, kept)
+	for _, n := range pruned {
+		if _, err := s.Snapshot(context.Background(), name, n); !errors.Is(err, kilolock.ErrNotFound) {
+			t.Errorf("Snapshot(%d) of a pruned version = %v, want ErrNotFound", n, err)
+		}
+	}
+	h, err := s.History(context.Background(), name, kilolock.HistoryOptions{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != len(kept) {
+		t.Errorf("History lists %d versions, want the %d kept", len(h), len(kept))
+	}
+	checkWhole(t, s)
+}
+
+// checkWhole checks the rows of the whole store: every interval's payload
+// is there and every payload is some interval's; every bound of an
+// interval is a version its state has, and holds one; no pruned version
+// is still there.
+func checkWhole(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	d := dumpOf(t, s)
+	key := func(row map[string]any, cols ...string) string { return fmt.Sprint(pick(row, cols...)...) }
+	versions, payloads, used := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	d.each(t, "state_versions", func(r map[string]any) { versions[key(r, "state_id", "number")] = true })
+	d.each(t, "payloads", func(r map[string]any) { payloads[key(r, "state_id", "hash")] = true })
+	for _, table := range []string{"instance_intervals", "output_intervals"} {
+		d.each(t, table, func(r map[string]any) {
+			h := key(r, "state_id", "hash")
+			used[h] = true
+			if !payloads[h] {
+				t.Errorf("%s row %v: its payload is missing", table, r)
+			}
+			if !versions[key(r, "state_id", "valid_from")] {
+				t.Errorf("%s row %v begins at a version the state does not have", table, r)
+			}
+			if r["valid_to"] != nil && (!versions[key(r, "state_id", "valid_to")] || num(t, r["valid_to"]) <= num(t, r["valid_from"])) {
+				t.Errorf("%s row %v ends at a version the state does not have, or holds none", table, r)
+			}
+		})
+	}
+	for p := range payloads {
+		if !used[p] {
+			t.Errorf("payload %s is no interval's: pruning left it behind", p)
+		}
+	}
+	d.each(t, "pruned_versions", func(r map[string]any) {
+		if versions[key(r, "state_id", "number")] {
+			t.Errorf("version %v is marked pruned but is still there", r)
+		}
+	})
+}
+
+// num is a dump's integer.
+func num(t testing.TB, v any) int64 {
+	t.Helper()
+	n, err := v.(json.Number).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func pick(row map[string]any, cols ...string) []any {
+	out := make([]any, 0, 2*len(cols))
+	for _, c := range cols {
+		out = append(out, row[c], "/")
+	}
+	return out
+}
+
+// testRetention: policies round-trip; pruning keeps what its limits keep
+// and what is protected (the current version, pinned versions, a lock
+// holder's or an apply run's base and what follows), in batches; what it
+// keeps reads back as committed; the intervals and payloads only pruned
+// versions held go; history keeps a marker and the audit log an entry; a
+// dry run changes nothing.
+func testRetention(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	rs := retentionStore(t, s)
+	by := kilolock.Caller{Actor: "ops@host", From: "test", RequestID: "req-1"}
+
+	t.Run("policies", func(t *testing.T) {
+		ps := []kilolock.RetentionPolicy{
+			{Scope: kilolock.RetentionServer, KeepLast: 100, UpdatedBy: "a"},
+			{Scope: kilolock.RetentionState, Target: "prod", KeepLast: 10, KeepDays: 30, UpdatedBy: "b"},
+			{Scope: kilolock.RetentionEnvironment, Target: "env_1", KeepDays: 7, UpdatedBy: "c"},
+		}
+		for i := range ps {
+			must(t, rs.PutRetentionPolicy(ctx, &ps[i], by))
+		}
+		ps[0].KeepLast = 50
+		must(t, rs.PutRetentionPolicy(ctx, &ps[0], by))
+		got, err := rs.RetentionPolicies(ctx)
+		must(t, err)
+		want := []kilolock.RetentionPolicy{ps[2], ps[0], ps[1]}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("RetentionPolicies (-want +got):\n%s", diff)
+		}
+		must(t, rs.DeleteRetentionPolicy(ctx, kilolock.RetentionEnvironment, "env_1", by))
+		errorIs(t, rs.DeleteRetentionPolicy(ctx, kilolock.RetentionEnvironment, "env_1", by), kilolock.ErrNotFound)
+		for _, p := range ps {
+			_ = rs.DeleteRetentionPolicy(ctx, p.Scope, p.Target, by)
+		}
+	})
+
+	t.Run("keep last", func(t *testing.T) {
+		const name = "keep"
+		history := commitModel(t, s, name, 40, 20260701)
+		before := rowsOf(t, s)
+		r := kilolock.PruneRequest{State: name, KeepLast: 10, Policy: "state:keep keep_last=10", By: by}
+		dry, err := rs.Prune(ctx, kilolock.PruneRequest{State: name, KeepLast: 10, DryRun: true})
+		must(t, err)
+		if diff := cmp.Diff(numbers(1, 30), dry.Versions); diff != "" {
+			t.Errorf("dry run (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(before, rowsOf(t, s)); diff != "" {
+			t.Errorf("a dry run changed the store:\n%s", diff)
+		}
+		pruned := prune(t, rs, r, 7)
+		if !slices.Equal(pruned, dry.Versions) {
+			t.Errorf("pruned %v, the dry run listed %v", pruned, dry.Versions)
+		}
+		checkPruned(t, s, name, history[30:], pruned)
+		if again := prune(t, rs, r, 7); len(again) != 0 {
+			t.Errorf("a second run pruned %v", again)
+		}
+		marks, err := rs.PrunedVersions(ctx, name, 0, 0)
+		must(t, err)
+		if len(marks) != 1 || marks[0].From != 1 || marks[0].To != 30 || marks[0].Versions != 30 || marks[0].PrunedBy != "ops@host" || marks[0].Policy != r.Policy {
+			t.Errorf("PrunedVersions = %+v, want one run @1-@30 by ops@host under %q", marks, r.Policy)
+		}
+		if ts, ok := s.(kilolock.TenantStore); ok {
+			entries, err := ts.Audit(ctx, kilolock.AuditFilter{Limit: 100})
+			must(t, err)
+			n := 0
+			for _, e := range entries {
+				if e.Action == "retention.prune" && e.Target == name && e.Actor == "ops@host" && e.RequestID == "req-1" {
+					n++
+				}
+			}
+			if n != 5 {
+				t.Errorf("%d retention.prune audit entries, want one per batch of 7 of 30 versions: 5", n)
+			}
+		}
+	})
+
+	t.Run("protected", func(t *testing.T) {
+		const name = "guarded"
+		now := time.Now().UTC()
+		history := commitModel(t, s, name, 30, 20260702)
+		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 3, Reason: kilolock.PinRollbackPlan, Expires: now.Add(time.Hour)}))
+		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 6, Reason: kilolock.PinRollbackPlan, Expires: now.Add(-time.Second)}))
+		errorIs(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 99, Reason: "x", Expires: now}), kilolock.ErrNotFound)
+		runs := runStore(t, s)
+		run := &kilolock.ApplyRun{ID: kilolock.NewRunID(), State: name, Actor: "alice", Lease: time.Hour, SourceSerial: history[19].version.Serial}
+		must(t, runs.CreateRun(ctx, run, now))
+		r := kilolock.PruneRequest{State: name, KeepLast: 1, Policy: "keep_last=1", By: by, Now: now}
+		pruned := prune(t, rs, r, 4)
+		if want := numbers(1, 19, 3); !slices.Equal(pruned, want) {
+			t.Errorf("pruned %v; want %v: not the pinned @3, nor the run's base @20 and after", pruned, want)
+		}
+		checkPruned(t, s, name, keptModels(history, pruned), pruned)
+		// The run ends: its base is free; the pin stays until it expires.
+		if _, err := runs.EndRun(ctx, run.ID, kilolock.RunEnd{Status: kilolock.RunSucceeded, By: "alice"}, now); err != nil {
+			t.Fatal(err)
+		}
+		more := prune(t, rs, r, 4)
+		if want := numbers(20, 29); !slices.Equal(more, want) {
+			t.Errorf("after the run ended, pruned %v; want %v", more, want)
+		}
+		checkPruned(t, s, name, keptModels(history, append(pruned, more...)), append(pruned, more...))
+		r.Now = now.Add(2 * time.Hour)
+		if last := prune(t, rs, r, 4); !slices.Equal(last, []int64{3}) {
+			t.Errorf("once its pin expired, pruned %v; want [3]", last)
+		}
+		checkPruned(t, s, name, history[29:], numbers(1, 29))
+	})
+
+	t.Run("tagged", func(t *testing.T) {
+		const name = "tagged"
+		ts, ok := s.(kilolock.TagStore)
+		if !ok {
+			t.Skip("the store keeps no tags")
+		}
+		history := commitModel(t, s, name, 12, 20261201)
+		must(t, ts.PutTag(ctx, name, &kilolock.Tag{Name: "pre-migration", Version: 4, Actor: "alice"},
+			&kilolock.AuditEntry{Actor: "alice", Action: "tag.set", Target: name + "@pre-migration", From: "test"}))
+		r := kilolock.PruneRequest{State: name, KeepLast: 2, Policy: "keep_last=2", By: by, Now: time.Now().UTC()}
+		pruned := prune(t, rs, r, 100)
+		if want := numbers(1, 10, 4); !slices.Equal(pruned, want) {
+			t.Errorf("pruned %v; want %v: never the tagged @4", pruned, want)
+		}
+		checkPruned(t, s, name, keptModels(history, pruned), pruned)
+		// Untagged, it goes with the next run.
+		must(t, ts.DeleteTag(ctx, name, "pre-migration",
+			&kilolock.AuditEntry{Actor: "alice", Action: "tag.unset", Target: name + "@pre-migration", From: "test"}))
+		if more := prune(t, rs, r, 100); !slices.Equal(more, []int64{4}) {
+			t.Errorf("once untagged, pruned %v; want [4]", more)
+		}
+	})
+
+	t.Run("lock base", func(t *testing.T) {
+		const name = "held"
+		c := next(t, s, name)
+		for i := range 10 {
+			c.Upserts = []graph.Instance{instance(t, resource("aws_instance", "h"), intKey(int64(i%3)), fmt.Sprintf(`{"id":"%d"}`, i))}
+			commit(t, s, name, c)
+			c = next(t, s, name)
+		}
+		li := lockInfo("plan", "bob")
+		li.Operation = kilolock.OperationPlan
+		if l, err := s.Lock(ctx, name, li, kilolock.LockOptions{SharedPlans: true}); err != nil || !l.Shared || l.BaseVersion != 10 {
+			t.Fatalf("a plan's lock = %+v, %v", l, err)
+		}
+		for i := range 5 {
+			c.Upserts = []graph.Instance{instance(t, resource("aws_instance", "h"), intKey(int64(i%3)), fmt.Sprintf(`{"id":"later-%d"}`, i))}
+			commit(t, s, name, c)
+			c = next(t, s, name)
+		}
+		r := kilolock.PruneRequest{State: name, KeepLast: 1, By: by}
+		if got := prune(t, rs, r, 100); !slices.Equal(got, numbers(1, 9)) {
+			t.Errorf("pruned %v under a lock whose base is @10; want @1-@9", got)
+		}
+		checkWhole(t, s)
+		if _, err := s.Unlock(ctx, name, "plan", kilolock.UnlockOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := prune(t, rs, r, 100); !slices.Equal(got, numbers(10, 14)) {
+			t.Errorf("pruned %v once the lock was released; want @10-@14", got)
+		}
+		checkWhole(t, s)
+	})
+
+	t.Run("undone changes", func(t *testing.T) {
+		// x changes and changes back, y goes and comes back, z comes and
+		// goes, all within the pruned @2-@3: the kept @4 changed none of
+		// them against the kept @1, and reads so.
+		const name = "undone"
+		web := resource("aws_instance", "web")
+		x1, x2 := instance(t, web, strKey("x"), `{"id":"x1"}`), instance(t, web, strKey("x"), `{"id":"x2"}`)
+		y := instance(t, web, strKey("y"), `{"id":"y"}`)
+		z := instance(t, web, strKey("z"), `{"id":"z"}`)
+		w1, w2 := instance(t, web, strKey("w"), `{"id":"w1"}`), instance(t, web, strKey("w"), `{"id":"w2"}`)
+		steps := []func(c *kilolock.Commit){
+			func(c *kilolock.Commit) { c.Upserts = []graph.Instance{x1, y, w1} },
+			func(c *kilolock.Commit) { c.Upserts, c.Removed = []graph.Instance{x2, z}, []string{y.ID()} },
+			func(c *kilolock.Commit) { c.Upserts, c.Removed = []graph.Instance{x1, y}, []string{z.ID()} },
+			func(c *kilolock.Commit) { c.Upserts = []graph.Instance{w2} },
+		}
+		var vs []*kilolock.Version
+		for _, step := range steps {
+			c := next(t, s, name)
+			step(c)
+			vs = append(vs, commit(t, s, name, c))
+		}
+		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 1, Reason: "test", Expires: time.Now().Add(time.Hour)}))
+		if got := prune(t, rs, kilolock.PruneRequest{State: name, KeepLast: 1, By: by}, 10); !slices.Equal(got, []int64{2, 3}) {
+			t.Fatalf("pruned %v, want @2-@3", got)
+		}
+		changes, err := s.ChangesSince(ctx, name, 1)
+		must(t, err)
+		want := []kilolock.ChangeRecord{{Version: 4, Actor: vs[3].Actor, ID: w1.ID()}}
+		if diff := cmp.Diff(want, changes, cmpOpts...); diff != "" {
+			t.Errorf("ChangesSince(@1) after pruning @2-@3 (-want +got):\n%s", diff)
+		}
+		checkWhole(t, s)
+	})
+
+	t.Run("keep days", func(t *testing.T) {
+		const name = "aged"
+		history := commitModel(t, s, name, 12, 20260703)
+		r := kilolock.PruneRequest{State: name, Before: history[5].version.Created, By: by}
+		pruned := prune(t, rs, r, 100)
+		if !slices.Equal(pruned, numbers(1, 5)) {
+			t.Errorf("pruned %v created before @6's time; want @1-@5", pruned)
+		}
+		checkPruned(t, s, name, history[5:], pruned)
+		// Both limits: a version either keeps stays.
+		r.KeepLast = 9
+		if got := prune(t, rs, r, 100); len(got) != 0 {
+			t.Errorf("with keep_last 9 beside the time limit, pruned %v; want none", got)
+		}
+		_, err := rs.Prune(ctx, kilolock.PruneRequest{State: "missing", KeepLast: 1})
+		errorIs(t, err, kilolock.ErrNotFound)
+	})
+}
