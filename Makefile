@@ -4,7 +4,7 @@ GO       ?= go
 # The -X flags that stamp internal/buildinfo (version, commit, build date).
 LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
-TIMEOUT  ?= 30m
+TIMEOUT  ?= 60m
 
 .PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
 
