@@ -1,7 +1,6 @@
 package klcli
 
 import (
-	"archive/zip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -186,23 +185,14 @@ func refreshOnlyPlan(ctx context.Context, r DriftCheckRequest, targets []string)
 // planState reads the refreshed state a saved plan holds (its tfstate
 // entry): what applying the plan writes, with the serial it read.
 func planState(planFile string) ([]byte, error) {
-	z, err := zip.OpenReader(planFile)
-	if err != nil {
-		return nil, fmt.Errorf("drift check: read the plan file: %w", err)
+	data, ok, err := planStateEntry(planFile)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("drift check: %w", err)
+	case !ok:
+		return nil, errors.New("drift check: the plan file holds no state (tfstate)")
 	}
-	defer z.Close()
-	for _, f := range z.File {
-		if f.Name != "tfstate" {
-			continue
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("drift check: read the plan's state: %w", err)
-		}
-		defer rc.Close()
-		return io.ReadAll(io.LimitReader(rc, 1<<30))
-	}
-	return nil, errors.New("drift check: the plan file holds no state (tfstate)")
+	return data, nil
 }
 
 // driftReport turns a refresh-only plan's resource_drift into a report

@@ -307,11 +307,29 @@ func scopeError(dir string, scope *resolvedScope, out []reserve.Change) error {
 }
 
 // planSource reads the serial and lineage of the state a saved plan was
-// made against: the tfstate entry of the plan file (a zip archive).
+// made against (planStateEntry); a plan against a state that does not
+// exist yet holds none, the zero Source.
 func planSource(planPath string) (reserve.Source, error) {
+	data, ok, err := planStateEntry(planPath)
+	if err != nil || !ok {
+		return reserve.Source{}, err
+	}
+	var st struct {
+		Serial  uint64 `json:"serial"`
+		Lineage string `json:"lineage"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return reserve.Source{}, fmt.Errorf("read the state in plan file %s: %w", planPath, err)
+	}
+	return reserve.Source{Serial: st.Serial, Lineage: st.Lineage}, nil
+}
+
+// planStateEntry reads the state a saved plan holds: the tfstate entry of
+// the plan file (a zip archive), and false when it has none.
+func planStateEntry(planPath string) ([]byte, bool, error) {
 	zr, err := zip.OpenReader(planPath)
 	if err != nil {
-		return reserve.Source{}, fmt.Errorf("read plan file %s: %w", planPath, err)
+		return nil, false, fmt.Errorf("read plan file %s: %w", planPath, err)
 	}
 	defer zr.Close()
 	for _, f := range zr.File {
@@ -320,20 +338,16 @@ func planSource(planPath string) (reserve.Source, error) {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return reserve.Source{}, fmt.Errorf("read plan file %s: %w", planPath, err)
+			return nil, false, fmt.Errorf("read plan file %s: %w", planPath, err)
 		}
 		defer rc.Close()
-		var st struct {
-			Serial  uint64 `json:"serial"`
-			Lineage string `json:"lineage"`
+		data, err := io.ReadAll(io.LimitReader(rc, 1<<30))
+		if err != nil {
+			return nil, false, fmt.Errorf("read the state in plan file %s: %w", planPath, err)
 		}
-		if err := json.NewDecoder(io.LimitReader(rc, 1<<30)).Decode(&st); err != nil {
-			return reserve.Source{}, fmt.Errorf("read the state in plan file %s: %w", planPath, err)
-		}
-		return reserve.Source{Serial: st.Serial, Lineage: st.Lineage}, nil
+		return data, true, nil
 	}
-	// A plan against a state that does not exist yet holds none.
-	return reserve.Source{}, nil
+	return nil, false, nil
 }
 
 // newTF returns a terraform-exec handle on the CLI bin (DefaultTFBin when

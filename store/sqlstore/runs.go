@@ -164,16 +164,14 @@ func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilo
 		if err := ended(run); err != nil {
 			return err
 		}
-		run.Renewed, run.Expires = now, now.Add(run.Lease)
 		out = run
-		if run.Status == kilolock.RunActive {
-			_, err := tx.Exec(ctx, `UPDATE apply_runs SET renewed_at = $2, expires_at = $3 WHERE id = $1`, id, now, run.Expires)
-			return err
+		if run.Status != kilolock.RunActive {
+			blockers = kilolock.RunBlockers(&st.StateInfo, run, runs, now)
 		}
-		if blockers = kilolock.RunBlockers(&st.StateInfo, run, runs, now); len(blockers) > 0 {
-			_, err := tx.Exec(ctx, `UPDATE apply_runs SET renewed_at = $2, expires_at = $3 WHERE id = $1`, id, now, run.Expires)
-			return err
+		if run.Status == kilolock.RunActive || len(blockers) > 0 {
+			return renewLease(ctx, tx, run, now)
 		}
+		run.Renewed, run.Expires = now, now.Add(run.Lease)
 		run.Status, run.Acquired = kilolock.RunActive, now
 		b := &Batch{}
 		b.Exec(nil, `UPDATE apply_runs SET status = 'active', acquired_at = $2, renewed_at = $2, expires_at = $3 WHERE id = $1`, id, now, run.Expires)
@@ -197,12 +195,17 @@ func (s *Store) RenewRun(ctx context.Context, id string, now time.Time) (*kilolo
 		if err := ended(run); err != nil {
 			return err
 		}
-		run.Renewed, run.Expires = now, now.Add(run.Lease)
 		out = run
-		_, err = tx.Exec(ctx, `UPDATE apply_runs SET renewed_at = $2, expires_at = $3 WHERE id = $1`, id, now, run.Expires)
-		return err
+		return renewLease(ctx, tx, run, now)
 	})
 	return out, err
+}
+
+// renewLease extends run's lease from now, in the row and in run.
+func renewLease(ctx context.Context, tx Tx, run *kilolock.ApplyRun, now time.Time) error {
+	run.Renewed, run.Expires = now, now.Add(run.Lease)
+	_, err := tx.Exec(ctx, `UPDATE apply_runs SET renewed_at = $2, expires_at = $3 WHERE id = $1`, run.ID, now, run.Expires)
+	return err
 }
 
 // EndRun ends a waiting or active run, releasing its reservations and,
