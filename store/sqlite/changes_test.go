@@ -8,10 +8,10 @@ import (
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
-// The queries of ChangesSince, HashesAt and Rejections reach the
-// intervals and rejections through index searches, never a scan of a
-// table: their cost must follow the rows they return, not the state's size
-// or history. SQLite plans without statistics here (the store never runs
+// The queries of ChangesSince, HashesAt, Rejections and a commit's
+// lookups of current intervals reach the intervals and rejections through
+// index searches, never a scan of a table: their cost must follow the rows
+// they return, not the state's size or history. SQLite plans without statistics here (the store never runs
 // ANALYZE), so the plan of an empty database is the plan of a big one.
 func TestQueryPlans(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "kl.db"))
@@ -20,6 +20,8 @@ func TestQueryPlans(t *testing.T) {
 		"instance hashes at":   sqlstore.SQLInstanceHashesAt,
 		"output hashes at":     sqlstore.SQLOutputHashesAt,
 		"rejections":           sqlstore.SQLRejections,
+		"current instances":    sqlstore.SQLCurrentInstances,
+		"current outputs":      sqlstore.SQLCurrentOutputs,
 		"versions of a number": `SELECT 1 FROM state_versions WHERE state_id = $1 AND number = $2`,
 	} {
 		rows, err := s.d.write.db.Query("EXPLAIN QUERY PLAN "+spell.Of(q), "a", 2, `["a"]`)

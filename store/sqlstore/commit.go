@@ -235,13 +235,20 @@ type interval struct {
 // select list is a probe per row on both databases, whatever their
 // statistics say (right after a first big write they say nothing yet). A
 // state without a version has nothing to find: its first write skips them
-// (the condition is evaluated once, before the keys are read).
+// (the condition is evaluated once, before the keys are read). The probe
+// of a current interval is one of the partial unique index *_current:
+// the (state_id, valid_to) indexes hold closed intervals only, so that no
+// plan can walk the state's current intervals instead (PostgreSQL's
+// migration 14).
 const (
-	sqlCurrentInstances = `SELECT u.k,
+	// SQLCurrentInstances reads, for each instance ID of list $2 of state
+	// $1, its current interval's hash and row (NULLs when none).
+	SQLCurrentInstances = `SELECT u.k,
 		(SELECT i.hash FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL),
 		(SELECT i.{rowid} FROM instance_intervals i WHERE i.state_id = ` + sqlStateID + ` AND i.instance_id = u.k AND i.valid_to IS NULL)
 		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
-	sqlCurrentOutputs = `SELECT u.k,
+	// SQLCurrentOutputs reads the same of output names.
+	SQLCurrentOutputs = `SELECT u.k,
 		(SELECT o.hash FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL),
 		(SELECT o.{rowid} FROM output_intervals o WHERE o.state_id = ` + sqlStateID + ` AND o.name = u.k AND o.valid_to IS NULL)
 		FROM {texts $2} AS u WHERE ` + sqlCurrentVersion + ` > 0`
@@ -275,10 +282,10 @@ func (cur *current) lookups(name string, p *kilolock.PreparedCommit) *Batch {
 	outputs = append(outputs, p.OutputsRemoved...)
 	b := &Batch{}
 	if len(ids) > 0 {
-		b.Query(readCurrent(cur.instances), sqlCurrentInstances, name, ids)
+		b.Query(readCurrent(cur.instances), SQLCurrentInstances, name, ids)
 	}
 	if len(outputs) > 0 {
-		b.Query(readCurrent(cur.outputs), sqlCurrentOutputs, name, outputs)
+		b.Query(readCurrent(cur.outputs), SQLCurrentOutputs, name, outputs)
 	}
 	if len(p.Removed) > 0 {
 		b.Query(func(r Rows) error { return r.Scan(&cur.managedRemoved) }, sqlRemovedManaged, name, p.Removed)
