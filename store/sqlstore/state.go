@@ -71,8 +71,13 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 	b := &Batch{}
 	var created int64
 	if create {
+		// NOT EXISTS first: a state that exists (nearly every call) costs
+		// one probe of the name, not a row built (its id drawn from the
+		// sequence, its environment computed) to be thrown away by ON
+		// CONFLICT, which still settles a race of two creators.
 		b.Exec(func(n int64) error { created = n; return nil },
-			`INSERT INTO states (name, lock_mode, created_at) VALUES ($1, $2, {now}) ON CONFLICT (name) DO NOTHING`, name, string(mode))
+			`INSERT INTO states (name, lock_mode, created_at) SELECT $1, $2, {now}
+			WHERE NOT EXISTS (SELECT 1 FROM states WHERE name = $1) ON CONFLICT (name) DO NOTHING`, name, string(mode))
 	}
 	var st *stateRow
 	// No join here: when the row lock had to wait for another transaction
