@@ -42,11 +42,6 @@ type queryRole struct {
 
 var simpleName = regexp.MustCompile(`^[a-z0-9_]{1,54}$`)
 
-// queryRoleName names the query role of a database and schema:
-// kl_query_DB (with _SCHEMA beyond public), or a hash of them when they
-// are not plain lowercase names.
-func queryRoleName(db, schema string) string { return roleName("kl_query_", db, schema) }
-
 // roleName is prefix and DB (with _SCHEMA beyond public), or a hash of
 // them when they are not plain lowercase names.
 func roleName(prefix, db, schema string) string {
