@@ -218,17 +218,24 @@ func (d *dialect) Pool() sqlstore.Tx { return d.pool }
 // load_extension, the PRAGMAs that only describe the schema, and reads of
 // kilolock.QueryRelations; a table (tokens, payloads…) only through one of
 // those views. Writes, DDL, ATTACH and DETACH are refused.
-var queryDriver = func() *sqlite.Driver {
+var queryDriver = authorizedDriver(queryAuthorizer)
+
+// authorizedDriver opens connections with fn as their authorizer.
+func authorizedDriver(fn sqlite.AuthorizerFn) *sqlite.Driver {
 	d := &sqlite.Driver{}
-	d.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, _ string) error {
-		a, ok := c.(sqlite.AuthorizerRegisterer)
-		if !ok {
-			return errors.New("the sqlite driver has no authorizer")
-		}
-		return a.RegisterAuthorizer(queryAuthorizer)
-	})
+	d.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, _ string) error { return registerAuthorizer(c, fn) })
 	return d
-}()
+}
+
+// registerAuthorizer installs fn as the authorizer of conn, a connection
+// of the sqlite driver.
+func registerAuthorizer(conn any, fn sqlite.AuthorizerFn) error {
+	a, ok := conn.(sqlite.AuthorizerRegisterer)
+	if !ok {
+		return errors.New("the sqlite driver has no authorizer")
+	}
+	return a.RegisterAuthorizer(fn)
+}
 
 // introspection are the PRAGMAs a query may call with an argument: they
 // describe the schema and change nothing.
