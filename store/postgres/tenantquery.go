@@ -3,9 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -154,9 +152,8 @@ func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, sc
 			_, _ = s.pool.Exec(cctx, `DELETE FROM kl_query_scopes WHERE (pid = $1 AND nonce = $2) OR expires_at < now()`, int64(pid), nonce)
 		}, nil
 	})
-	var re *kilolock.RefusedError
-	if errors.As(err, &re) && re.Code == "query_denied" {
-		return nil, kilolock.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
+	if err != nil {
+		return nil, sqlstore.ScopedError(err)
 	}
-	return res, err
+	return res, nil
 }

@@ -13,6 +13,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
 var _ kilolock.ScopedQuerier = (*Store)(nil)
@@ -36,17 +37,7 @@ var _ kilolock.ScopedQuerier = (*Store)(nil)
 
 // tenantDriver opens the connections of tenants' queries; they refuse
 // everything until QueryScoped installs its authorizers.
-var tenantDriver = func() *sqlite.Driver {
-	d := &sqlite.Driver{}
-	d.RegisterConnectionHook(func(c sqlite.ExecQuerierContext, _ string) error {
-		a, ok := c.(sqlite.AuthorizerRegisterer)
-		if !ok {
-			return errors.New("the sqlite driver has no authorizer")
-		}
-		return a.RegisterAuthorizer(denyAll)
-	})
-	return d
-}()
+var tenantDriver = authorizedDriver(denyAll)
 
 func denyAll(sqlite.AuthorizerActionCode, string, string, string, string) sqlite.AuthorizerReturnCode {
 	return sqlite.AuthorizerDeny
@@ -105,13 +96,7 @@ func tenantAuthorizer(action sqlite.AuthorizerActionCode, arg1, arg2, db, view s
 
 // authorize installs fn as conn's authorizer.
 func authorize(conn *sql.Conn, fn sqlite.AuthorizerFn) error {
-	return conn.Raw(func(dc any) error {
-		a, ok := dc.(sqlite.AuthorizerRegisterer)
-		if !ok {
-			return errors.New("the sqlite driver has no authorizer")
-		}
-		return a.RegisterAuthorizer(fn)
-	})
+	return conn.Raw(func(dc any) error { return registerAuthorizer(dc, fn) })
 }
 
 // QueryScoped runs a tenant's statement as Query does, on views that show
@@ -122,12 +107,7 @@ func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, sc
 	defer cancel()
 	res, err := s.runScoped(qctx, l, scope, query, args)
 	if err != nil {
-		err = queryError(ctx, qctx, l, err)
-		var re *kilolock.RefusedError
-		if errors.As(err, &re) && re.Code == "query_denied" {
-			return nil, kilolock.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
-		}
-		return nil, err
+		return nil, sqlstore.ScopedError(queryError(ctx, qctx, l, err))
 	}
 	return res, nil
 }

@@ -1,6 +1,9 @@
 package sqlstore
 
 import (
+	"errors"
+	"strings"
+
 	"github.com/kilolock/kilolock"
 )
 
@@ -46,4 +49,14 @@ func ValueSize(v any) int {
 		return len(v)
 	}
 	return 8
+}
+
+// ScopedError is err, an error of a tenant's statement, with a refused
+// read (query_denied) said as a tenant's: kilolock.TenantQueryDenied.
+func ScopedError(err error) error {
+	var re *kilolock.RefusedError
+	if errors.As(err, &re) && re.Code == "query_denied" {
+		return kilolock.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
+	}
+	return err
 }
