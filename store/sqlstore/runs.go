@@ -141,30 +141,32 @@ func lockRun(ctx context.Context, tx Tx, id string, now time.Time) (*stateRow, *
 	return st, &own[0], runs, nil
 }
 
-func ended(run *kilolock.ApplyRun) error {
-	if run.Status.Ended() {
-		return &kilolock.RunEndedError{Run: run}
-	}
-	return nil
+// liveRun runs fn in a write transaction on run id, locked with its
+// state by lockRun, when the run has not ended (else a
+// *kilolock.RunEndedError), and returns the run as fn left it.
+func (s *Store) liveRun(ctx context.Context, op, id string, now time.Time, fn func(tx Tx, st *stateRow, run *kilolock.ApplyRun, runs []kilolock.ApplyRun) error) (*kilolock.ApplyRun, error) {
+	var out *kilolock.ApplyRun
+	err := s.write(ctx, op, func(tx Tx) error {
+		out = nil
+		st, run, runs, err := lockRun(ctx, tx, id, now)
+		if err != nil {
+			return err
+		}
+		if run.Status.Ended() {
+			return &kilolock.RunEndedError{Run: run}
+		}
+		out = run
+		return fn(tx, st, run, runs)
+	})
+	return out, err
 }
 
 // AcquireRun takes all of a waiting run's reservations, or none and the
 // blockers (kilolock.RunBlockers decides, under the state's row lock).
 func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilolock.ApplyRun, []reserve.Blocker, error) {
-	var (
-		out      *kilolock.ApplyRun
-		blockers []reserve.Blocker
-	)
-	err := s.write(ctx, "acquire apply run", func(tx Tx) error {
-		out, blockers = nil, nil
-		st, run, runs, err := lockRun(ctx, tx, id, now)
-		if err != nil {
-			return err
-		}
-		if err := ended(run); err != nil {
-			return err
-		}
-		out = run
+	var blockers []reserve.Blocker
+	out, err := s.liveRun(ctx, "acquire apply run", id, now, func(tx Tx, st *stateRow, run *kilolock.ApplyRun, runs []kilolock.ApplyRun) error {
+		blockers = nil
 		if run.Status != kilolock.RunActive {
 			blockers = kilolock.RunBlockers(&st.StateInfo, run, runs, now)
 		}
@@ -186,19 +188,9 @@ func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilo
 
 // RenewRun extends a waiting or active run's lease.
 func (s *Store) RenewRun(ctx context.Context, id string, now time.Time) (*kilolock.ApplyRun, error) {
-	var out *kilolock.ApplyRun
-	err := s.write(ctx, "renew apply run", func(tx Tx) error {
-		_, run, _, err := lockRun(ctx, tx, id, now)
-		if err != nil {
-			return err
-		}
-		if err := ended(run); err != nil {
-			return err
-		}
-		out = run
+	return s.liveRun(ctx, "renew apply run", id, now, func(tx Tx, _ *stateRow, run *kilolock.ApplyRun, _ []kilolock.ApplyRun) error {
 		return renewLease(ctx, tx, run, now)
 	})
-	return out, err
 }
 
 // renewLease extends run's lease from now, in the row and in run.
@@ -215,17 +207,8 @@ func renewLease(ctx context.Context, tx Tx, run *kilolock.ApplyRun, now time.Tim
 // that says so) and its unlock finds the lock; a lock of a run blocks no
 // one (see kilolock.CheckLock).
 func (s *Store) EndRun(ctx context.Context, id string, end kilolock.RunEnd, now time.Time) (*kilolock.ApplyRun, error) {
-	var out *kilolock.ApplyRun
-	err := s.write(ctx, "end apply run", func(tx Tx) error {
-		st, run, _, err := lockRun(ctx, tx, id, now)
-		if err != nil {
-			return err
-		}
-		if err := ended(run); err != nil {
-			return err
-		}
+	return s.liveRun(ctx, "end apply run", id, now, func(tx Tx, st *stateRow, run *kilolock.ApplyRun, _ []kilolock.ApplyRun) error {
 		run.Status, run.Ended, run.EndedBy, run.Reason = end.Status, now, end.By, end.Reason
-		out = run
 		b := &Batch{}
 		b.Exec(nil, `UPDATE apply_runs SET status = $2, ended_at = $3, ended_by = $4, reason = $5 WHERE id = $1`,
 			id, string(end.Status), now, end.By, end.Reason)
@@ -235,7 +218,6 @@ func (s *Store) EndRun(ctx context.Context, id string, end kilolock.RunEnd, now 
 		}
 		return tx.Send(ctx, b)
 	})
-	return out, err
 }
 
 // Run returns one run with its reservations.
