@@ -13,17 +13,8 @@ var _ kilolock.KeyStore = (*Store)(nil)
 // configured ones: the active key first, then by ID. One grouped scan of
 // state_keys's key index.
 func (s *Store) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
-	out := []kilolock.KeyUsage{}
-	err := s.read(ctx, "key usage", func(tx Tx) error {
-		out = out[:0]
-		rows, err := tx.Query(ctx, `SELECT key_id, count(*) FROM state_keys GROUP BY key_id ORDER BY key_id{C}`)
-		return EachRow(rows, err, func(r Rows) error {
-			var u kilolock.KeyUsage
-			err := r.Scan(&u.KeyID, &u.States)
-			out = append(out, u)
-			return err
-		})
-	})
+	out, err := list(ctx, s, "key usage", func(r Rows, u *kilolock.KeyUsage) error { return r.Scan(&u.KeyID, &u.States) },
+		`SELECT key_id, count(*) FROM state_keys GROUP BY key_id ORDER BY key_id{C}`)
 	if err != nil {
 		return nil, err
 	}

@@ -28,34 +28,28 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 	if err != nil {
 		return nil, &kilolock.InvalidError{Code: "invalid_lock_info", Message: err.Error()}
 	}
-	var lock *kilolock.Lock
-	err = s.write(ctx, "lock", func(tx Tx) error {
+	return writeValue(ctx, s, "lock", func(tx Tx) (*kilolock.Lock, error) {
 		now := s.leaseNow()
 		var runs []kilolock.ApplyRun
 		b := &Batch{}
 		queueRunRows(b, &runs, inFlight+` OR (s.name = $1 AND a.id = $3)`, `ORDER BY a.created_at, a.id{C}`, name, now, opts.Run)
 		st, err := lockState(ctx, tx, name, true, mode, b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := kilolock.CheckLock(&st.StateInfo, info, opts); err != nil {
-			return err
+			return nil, err
 		}
 		shared := kilolock.IsReadLock(&st.StateInfo, info, opts)
 		if err := kilolock.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
-			return err
+			return nil, err
 		}
 		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial, Shared: shared, Run: opts.Run}
 		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at, shared, run_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}, $8, $9) RETURNING acquired_at`,
 			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial), shared, opts.Run).Scan(&l.Acquired)
-		lock = &l
-		return err
+		return &l, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return lock, nil
 }
 
 // Unlock releases what kilolock.SelectUnlock selects under the state's
@@ -65,25 +59,20 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 // when none); a read-only caller's release of a write lock, a
 // *kilolock.ReadOnlyLockError; a state that does not exist, ErrNotFound.
 func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
-	var released []kilolock.Lock
-	err := s.write(ctx, "unlock", func(tx Tx) error {
+	return writeValue(ctx, s, "unlock", func(tx Tx) ([]kilolock.Lock, error) {
 		st, err := lockState(ctx, tx, name, false, "", nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		released, err = kilolock.SelectUnlock(&st.StateInfo, id, opts)
+		released, err := kilolock.SelectUnlock(&st.StateInfo, id, opts)
 		if err != nil || len(released) == 0 {
-			return err
+			return released, err
 		}
 		ids := make([]string, len(released))
 		for i, l := range released {
 			ids[i] = l.Info.ID
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM locks WHERE state_id = $1 AND lock_id IN (SELECT k FROM {texts $2} AS u)`, st.id, ids)
-		return err
+		return released, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return released, nil
 }

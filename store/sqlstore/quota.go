@@ -136,8 +136,7 @@ func (s *Store) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
 // one batch, as a commit adding delta would, with its latest refusal and
 // warning.
 func (s *Store) QuotaStatus(ctx context.Context, name string, delta int64, def *quota.Limit) (*kilolock.QuotaStatus, error) {
-	var st *kilolock.QuotaStatus
-	err := s.read(ctx, "quota status", func(tx Tx) error {
+	return readValue(ctx, s, "quota status", func(tx Tx) (*kilolock.QuotaStatus, error) {
 		b := &Batch{}
 		f := queueQuotaFacts(b, name, def, false)
 		exists := false
@@ -146,14 +145,12 @@ func (s *Store) QuotaStatus(ctx context.Context, name string, delta int64, def *
 		b.Query(readQuotaEvent(name, &refusal), sqlLatestQuotaEvent, name, string(quota.Exceed))
 		b.Query(readQuotaEvent(name, &warning), sqlLatestQuotaEvent, name, string(quota.Warn))
 		if err := tx.Send(ctx, b); err != nil {
-			return err
+			return nil, err
 		}
 		counts := f.Count(delta)
-		st = &kilolock.QuotaStatus{State: name, Environment: f.Environment, Exists: exists, Archived: f.Archived, Delta: delta,
-			Level: worst(counts), Counts: counts, LatestRefusal: refusal, LatestWarning: warning}
-		return nil
+		return &kilolock.QuotaStatus{State: name, Environment: f.Environment, Exists: exists, Archived: f.Archived, Delta: delta,
+			Level: worst(counts), Counts: counts, LatestRefusal: refusal, LatestWarning: warning}, nil
 	})
-	return st, err
 }
 
 func worst(counts []kilolock.QuotaCount) quota.Level {

@@ -267,18 +267,9 @@ func (s *Store) UseKeyring(ctx context.Context, ring *keyring.Ring) error {
 		id      string
 		wrapped []byte
 	}
-	var uses []use
-	err := s.read(ctx, "check keys", func(tx Tx) error {
-		uses = uses[:0]
-		rows, err := tx.Query(ctx, `SELECT k.key_id, (SELECT w.wrapped FROM state_keys w WHERE w.key_id = k.key_id LIMIT 1)
+	uses, err := list(ctx, s, "check keys", func(r Rows, u *use) error { return r.Scan(&u.id, &u.wrapped) },
+		`SELECT k.key_id, (SELECT w.wrapped FROM state_keys w WHERE w.key_id = k.key_id LIMIT 1)
 			FROM (SELECT DISTINCT key_id FROM state_keys) k ORDER BY k.key_id`)
-		return EachRow(rows, err, func(r Rows) error {
-			var u use
-			err := r.Scan(&u.id, &u.wrapped)
-			uses = append(uses, u)
-			return err
-		})
-	})
 	if err != nil {
 		return err
 	}

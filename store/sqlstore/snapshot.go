@@ -198,20 +198,14 @@ func (s *Store) History(ctx context.Context, name string, opts kilolock.HistoryO
 // (state_id, serial, number) index. ErrNotFound when the state does not
 // exist or no version has serial.
 func (s *Store) VersionBySerial(ctx context.Context, name string, serial uint64) (*kilolock.Version, error) {
-	var out *kilolock.Version
-	err := s.read(ctx, "version by serial", func(tx Tx) error {
+	return readValue(ctx, s, "version by serial", func(tx Tx) (*kilolock.Version, error) {
 		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+` FROM state_versions v JOIN states s ON s.id = v.state_id
 			WHERE v.state_id = `+sqlStateID+` AND v.serial = $2 ORDER BY v.number DESC LIMIT 1`, name, int64(serial)))
 		if errors.Is(err, ErrNoRows) {
-			return noVersion(ctx, tx, name, fmt.Sprintf("version with serial %d", serial))
+			return nil, noVersion(ctx, tx, name, fmt.Sprintf("version with serial %d", serial))
 		}
-		out = v
-		return err
+		return v, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // InstanceHistory lists the intervals of the instance objects at address

@@ -236,6 +236,30 @@ func (s *Store) read(ctx context.Context, op string, fn func(Tx) error) error {
 	return s.d.Translate(op, s.d.Read(ctx, fn))
 }
 
+// readValue runs fn in a read transaction and returns what it made: the
+// zero value and the translated error when it fails.
+func readValue[T any](ctx context.Context, s *Store, op string, fn func(Tx) (T, error)) (T, error) {
+	return valueOf(ctx, s.read, op, fn)
+}
+
+// writeValue is readValue in a write transaction.
+func writeValue[T any](ctx context.Context, s *Store, op string, fn func(Tx) (T, error)) (T, error) {
+	return valueOf(ctx, s.write, op, fn)
+}
+
+func valueOf[T any](ctx context.Context, run func(context.Context, string, func(Tx) error) error, op string, fn func(Tx) (T, error)) (T, error) {
+	var out T
+	err := run(ctx, op, func(tx Tx) (err error) {
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
 // notFound is the ErrNotFound of a missing state.
 func notFound(name string) error {
 	return fmt.Errorf("state %q: %w", name, kilolock.ErrNotFound)

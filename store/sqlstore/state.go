@@ -120,29 +120,21 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 // State returns the state and its current holders. ErrNotFound when the
 // state was never locked or written.
 func (s *Store) State(ctx context.Context, name string) (*kilolock.StateInfo, error) {
-	var st *kilolock.StateInfo
-	err := s.read(ctx, "state", func(tx Tx) error {
+	return readValue(ctx, s, "state", func(tx Tx) (*kilolock.StateInfo, error) {
 		all, err := readStates(ctx, tx, name)
+		if err == nil && len(all) == 0 {
+			err = notFound(name)
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if len(all) == 0 {
-			return notFound(name)
-		}
-		st = &all[0]
-		return nil
+		return &all[0], nil
 	})
-	return st, err
 }
 
 // States lists every state with its holders, by name.
 func (s *Store) States(ctx context.Context) ([]kilolock.StateInfo, error) {
-	all := []kilolock.StateInfo{}
-	err := s.read(ctx, "list states", func(tx Tx) (err error) {
-		all, err = readStates(ctx, tx, "")
-		return err
-	})
-	return all, err
+	return readValue(ctx, s, "list states", func(tx Tx) ([]kilolock.StateInfo, error) { return readStates(ctx, tx, "") })
 }
 
 // readStates reads one state (name != "") or all of them, with their

@@ -74,13 +74,11 @@ func (s *Store) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) 
 
 // TagVersion returns the version number a tag names.
 func (s *Store) TagVersion(ctx context.Context, state, name string) (int64, error) {
-	var n int64
-	err := s.read(ctx, "tag version", func(tx Tx) error {
-		err := tx.QueryRow(ctx, `SELECT version FROM state_tags WHERE state_id = `+sqlStateID+` AND name = $2`, state, name).Scan(&n)
+	return readValue(ctx, s, "tag version", func(tx Tx) (n int64, err error) {
+		err = tx.QueryRow(ctx, `SELECT version FROM state_tags WHERE state_id = `+sqlStateID+` AND name = $2`, state, name).Scan(&n)
 		if errors.Is(err, ErrNoRows) {
-			return noVersion(ctx, tx, state, fmt.Sprintf("tag %q", name))
+			return 0, noVersion(ctx, tx, state, fmt.Sprintf("tag %q", name))
 		}
-		return err
+		return n, err
 	})
-	return n, err
 }

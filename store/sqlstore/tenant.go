@@ -10,10 +10,11 @@ import (
 )
 
 // list runs one query in a read transaction, scan making an item of each
-// row; never nil.
+// row; never nil. A transaction run again starts the list again.
 func list[T any](ctx context.Context, s *Store, op string, scan func(Rows, *T) error, sql string, args ...any) ([]T, error) {
 	out := []T{}
 	err := s.read(ctx, op, func(tx Tx) error {
+		out = out[:0]
 		rows, err := tx.Query(ctx, sql, args...)
 		return EachRow(rows, err, func(r Rows) error {
 			var x T
