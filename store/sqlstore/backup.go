@@ -65,23 +65,16 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (*kilolock.BackupSummar
 	if err != nil {
 		return nil, err
 	}
-	var sum *kilolock.BackupSummary
 	begun := false
-	err = s.read(ctx, "backup", func(tx Tx) error {
+	return readValue(ctx, s, "backup", func(tx Tx) (*kilolock.BackupSummary, error) {
 		if begun {
 			// The transaction is being run again (a dropped connection),
 			// but part of the file is written: it cannot be taken back.
-			return corrupt("the backup's transaction failed after it began writing; take the backup again")
+			return nil, corrupt("the backup's transaction failed after it began writing; take the backup again")
 		}
 		begun = true
-		var err error
-		sum, err = backupTx(ctx, tx, bd, w)
-		return err
+		return backupTx(ctx, tx, bd, w)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return sum, nil
 }
 
 func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*kilolock.BackupSummary, error) {
