@@ -239,7 +239,7 @@ type interval struct {
 // of a current interval is one of the partial unique index *_current:
 // the (state_id, valid_to) indexes hold closed intervals only, so that no
 // plan can walk the state's current intervals instead (PostgreSQL's
-// migration 14).
+// migration 15).
 const (
 	// SQLCurrentInstances reads, for each instance ID of list $2 of state
 	// $1, its current interval's hash and row (NULLs when none).

@@ -1,4 +1,4 @@
--- KiloLock schema, version 14: the (state_id, valid_to) indexes hold the
+-- KiloLock schema, version 15: the (state_id, valid_to) indexes hold the
 -- closed intervals only. Every query that reads them bounds valid_to
 -- (ChangesSince, retention), which a NULL never meets; a current interval
 -- is found through the partial unique index *_current. With current
