@@ -42,10 +42,10 @@ var docSeed = maphash.MakeSeed()
 // sumOf is the hash of a document's bytes that Body.same compares first.
 func sumOf(b []byte) uint64 { return maphash.Bytes(docSeed, b) }
 
-// postedBody is the body of a version whose bytes (the posted doc) are
-// what rendering g in its format gives.
-func postedBody(v Version, g *graph.State, doc []byte) *Body {
-	b := &Body{Version: v, graph: g, size: int64(len(doc)), sum: sumOf(doc)}
+// postedBody is the body of a version whose bytes (the posted document,
+// of size bytes and sumOf sum) are what rendering g in its format gives.
+func postedBody(v Version, g *graph.State, size int, sum uint64) *Body {
+	b := &Body{Version: v, graph: g, size: int64(size), sum: sum}
 	b.measure.Do(func() {})
 	return b
 }

@@ -153,7 +153,15 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
 	verify := sync.OnceValue(func() error { return <-sum })
 	defer verify()
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify})
+	// The body's memory goes as soon as the engine is done with it,
+	// before the store writes the version: a large first POST so never
+	// holds the body and the rows being written at once.
+	ri := info(r)
+	release := func() {
+		verify() // the checksum has read the body
+		h.releaseBodies(ri)
+	}
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release})
 	if err != nil {
 		return err
 	}
