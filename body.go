@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -33,7 +34,9 @@ type Body struct {
 	size    int64
 	sum     uint64
 
-	gz gzipCopy // the compressed copy made from graph, on demand
+	// gz is the compressed copy made from graph, on demand; nil until a
+	// reader asks, and again once dropped (see dropGzip).
+	gz atomic.Pointer[gzipCopy]
 }
 
 // docSeed seeds the hash that tells a re-POST of the current bytes.
@@ -115,9 +118,22 @@ func (b *Body) WriteGzipTo(w io.Writer) (int64, error) {
 		n, err := w.Write(b.gzipped)
 		return int64(n), err
 	}
-	b.gz.start(b)
-	return b.gz.writeTo(w)
+	gz := b.gz.Load()
+	if gz == nil {
+		b.gz.CompareAndSwap(nil, new(gzipCopy))
+		gz = b.gz.Load()
+	}
+	gz.start(b)
+	return gz.writeTo(w)
 }
+
+// dropGzip lets go of the compressed copy made from the graph, if any: the
+// version is about to be superseded (a write of its state has begun), so
+// the copy would soon be garbage, and holding it through the write costs a
+// quarter of the state's bytes at the write's peak. Readers streaming it
+// finish; a reader that asks after (the write failed, or one that reads
+// this version still) compresses it again.
+func (b *Body) dropGzip() { b.gz.Store(nil) }
 
 // GzipSize is the length of the compressed document, and true, once the
 // whole of it is made.
@@ -125,7 +141,10 @@ func (b *Body) GzipSize() (int64, bool) {
 	if b.gzipped != nil {
 		return int64(len(b.gzipped)), true
 	}
-	return b.gz.size()
+	if gz := b.gz.Load(); gz != nil {
+		return gz.size()
+	}
+	return 0, false
 }
 
 // Bytes returns the document.

@@ -455,6 +455,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
 		}
+		prevBody.dropGzip()
 	}
 
 	if !p.done {
