@@ -118,13 +118,15 @@ func (b *Body) WriteGzipTo(w io.Writer) (int64, error) {
 		n, err := w.Write(b.gzipped)
 		return int64(n), err
 	}
-	gz := b.gz.Load()
-	if gz == nil {
+	for {
+		if gz := b.gz.Load(); gz != nil {
+			gz.start(b)
+			return gz.writeTo(w)
+		}
+		// The first reader, or the first after dropGzip (which may drop
+		// this one too before it is loaded: then again).
 		b.gz.CompareAndSwap(nil, new(gzipCopy))
-		gz = b.gz.Load()
 	}
-	gz.start(b)
-	return gz.writeTo(w)
 }
 
 // dropGzip lets go of the compressed copy made from the graph, if any: the

@@ -186,6 +186,79 @@ func TestWriteDropsTheSupersededGzip(t *testing.T) {
 	checkBody(t, nb, next)
 }
 
+// TestGzipReadersDuringWrites: gzip readers of the current version, while
+// writes supersede it (and drop its compressed copy) one after another,
+// each get exactly the version they opened.
+func TestGzipReadersDuringWrites(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	e := kilolock.NewEngine(st, kilolock.Options{})
+	series, err := graphtest.NewSeries(graphtest.Generate(300, 300, graph.FormatIndent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		docs = map[int64][]byte{}
+	)
+	write := func() {
+		// Known before it is written: a reader may open it at once.
+		doc := series.Next()
+		mu.Lock()
+		n := int64(len(docs) + 1)
+		docs[n] = doc
+		mu.Unlock()
+		if res, err := e.Write(ctx, "s", doc, kilolock.WriteOptions{}); err != nil || res.Version.Number != n {
+			t.Fatalf("write: %+v, %v; want version %d", res, err, n)
+		}
+	}
+	write()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				b, err := e.Open(ctx, "s")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var gz bytes.Buffer
+				if _, err := b.WriteGzipTo(&gz); err != nil {
+					t.Error(err)
+					return
+				}
+				got, err := gunzip(gz.Bytes())
+				mu.Lock()
+				want := docs[b.Version.Number]
+				mu.Unlock()
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("version %d: gzip read of %d bytes (%v), not the %d posted", b.Version.Number, len(got), err, len(want))
+					return
+				}
+			}
+		})
+	}
+	for range 30 {
+		write()
+	}
+	close(done)
+	wg.Wait()
+}
+
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
+}
+
 // TestWriteKeepsNoPostedBytes: once a large write is committed, the engine
 // keeps its graph (and serves from it), not the posted document; so a state
 // held in memory costs its objects, not its bytes too.
