@@ -148,7 +148,8 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The checksum is computed beside the parse (another core), and
 	// checked before anything is stored. The handler waits for it in any
-	// case: the body's memory goes when the request ends (see mapMinBody).
+	// case: the body's memory goes at the release below, or when the
+	// request ends (see mapMinBody).
 	sum := make(chan error, 1)
 	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
 	verify := sync.OnceValue(func() error { return <-sum })
