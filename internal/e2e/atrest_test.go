@@ -187,6 +187,35 @@ func TestEncryptionAtRest(t *testing.T) {
 		if got := getState(t, srv, "app"); !bytes.Equal(got, posted) {
 			t.Fatalf("with the new key alone, GET is not what tofu posted:\n%s", got)
 		}
+		if err := srv.Stop(); err != nil {
+			t.Fatal(err)
+		}
+
+		// Its backup holds no secret; kl restore needs the key to load it
+		// (into SQLite, from either store), and kld on the restored file
+		// answers what tofu posted.
+		backup := filepath.Join(dir, "backup.json.gz")
+		mustKL(t, "--database", databaseURL, "--encryption-key-file", newFile, "backup", "-o", backup)
+		file, err := os.ReadFile(backup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := gunzip(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(plain, []byte(secret)) || bytes.Contains(plain, []byte(token)) || !bytes.Contains(plain, []byte("db-v2.internal")) {
+			t.Fatalf("the backup (%d bytes) holds a secret, or not the host", len(plain))
+		}
+		restored := filepath.Join(dir, "restored.db")
+		if _, stderr, code := kl(t, "--database", restored, "restore", backup); code == 0 || !strings.Contains(stderr, "encryption-key-file") {
+			t.Fatalf("kl restore of an encrypted store's backup without its key: exit %d, %s", code, stderr)
+		}
+		mustKL(t, "--database", restored, "--encryption-key-file", newFile, "restore", backup)
+		srv = tofu.StartKLD(t, restored, "--encryption-key-file", newFile)
+		if got := getState(t, srv, "app"); !bytes.Equal(got, posted) {
+			t.Fatalf("restored from the backup, GET is not what tofu posted:\n%s", got)
+		}
 	})
 }
 

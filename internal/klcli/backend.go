@@ -95,6 +95,16 @@ type Target struct {
 	Actor string
 }
 
+// loadKeyring loads the keys of encryption at rest from keyFile and
+// KL_ENCRYPTION_KEY: nil when neither holds any.
+func loadKeyring(keyFile string) (*keyring.Ring, error) {
+	ring, err := keyring.Load(keyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+	if err != nil {
+		return nil, withHint(err, "--encryption-key-file (KL_ENCRYPTION_KEY_FILE) and KL_ENCRYPTION_KEY take one base64 32-byte key per line; kl keys generate prints one")
+	}
+	return ring, nil
+}
+
 // Open returns the Backend for t: HTTPBackend for a server (DefaultServer
 // when t names nothing), EngineBackend for a database. Naming both is a
 // *UsageError.
@@ -106,9 +116,9 @@ func Open(ctx context.Context, t Target) (Backend, error) {
 			Hint:    "use either --server (KL_SERVER) or --database (KL_DATABASE_URL), not both",
 		}
 	case t.Database != "":
-		ring, err := keyring.Load(t.KeyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+		ring, err := loadKeyring(t.KeyFile)
 		if err != nil {
-			return nil, withHint(err, "--encryption-key-file (KL_ENCRYPTION_KEY_FILE) and KL_ENCRYPTION_KEY take one base64 32-byte key per line; kl keys generate prints one")
+			return nil, err
 		}
 		b, err := OpenEngineBackend(ctx, t.Database, store.WithKeyring(ring))
 		if err != nil {

@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -229,8 +230,10 @@ func (c *CLI) backupTables(sum *kilolock.BackupSummary) {
 }
 
 // Restore loads the backup file (or stdin for "-") into the empty database
-// at databaseURL, of either store, and reports what it loaded.
-func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string) error {
+// at databaseURL, of either store, opened with opts (the keyring of an
+// encrypted store's backup: without it the restore is refused), and
+// reports what it loaded.
+func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string, opts ...store.Option) error {
 	var in io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -240,12 +243,16 @@ func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file st
 		defer f.Close()
 		in = f
 	}
-	st, err := store.Open(ctx, databaseURL)
+	st, err := store.Open(ctx, databaseURL, opts...)
 	if err != nil {
 		return withHint(fmt.Errorf("open database: %w", err), "--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
 	}
 	defer st.Close()
 	sum, err := kilolock.Restore(ctx, st, in)
+	var ke *kilolock.KeyError
+	if errors.As(err, &ke) {
+		return withHint(err, "the backup is of an encrypted store: give kl restore its keys with --encryption-key-file (or KL_ENCRYPTION_KEY)")
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store"
 )
 
 // BackupCmd is kl backup.
@@ -48,7 +49,11 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
 	if g.Database == "" {
 		return &UsageError{Message: "kl restore loads a backup into a database, not through a server", Hint: "kl restore --database URL FILE (a postgres:// URL or a SQLite file path, empty)"}
 	}
-	return Restore(ctx, g.out(), c.JSON, g.Database, c.File)
+	ring, err := loadKeyring(g.KeyFile)
+	if err != nil {
+		return err
+	}
+	return Restore(ctx, g.out(), c.JSON, g.Database, c.File, store.WithKeyring(ring))
 }
 
 // RetentionCmds are kl retention list|set|unset|apply|pruned.

@@ -247,6 +247,11 @@ func (s *Store) Restore(ctx context.Context, r io.Reader) (*kilolock.BackupSumma
 		if err := br.complete(sum.Rows()); err != nil {
 			return err
 		}
+		// A backup of an encrypted store needs its keys: without them
+		// the restored store could not read what it holds.
+		if err := checkKeys(ctx, tx, s.ring()); err != nil {
+			return err
+		}
 		return bd.AfterRestore(ctx, tx, loaded)
 	})
 	if err != nil {

@@ -13,14 +13,27 @@ import (
 // sqlCurrentVersion is the current version number of the state named $1.
 const sqlCurrentVersion = `(SELECT current_version FROM states WHERE name = $1)`
 
+// sqlKeptAt is the version of the state whose id is the SQL expression
+// state that an interval bound (the SQL expression bound) reads as: the
+// first version kept at or after it, one probe of the (state_id, number)
+// key. A bound is a version the state has until retention prunes it;
+// pruning moves no bound (see pruneVersions), so a bound at a pruned
+// number stands for the next version kept. Whether a version v holds an
+// interval reads the same either way (valid_from <= v < valid_to).
+func sqlKeptAt(state, bound string) string {
+	return `(SELECT min(w.number) FROM state_versions w WHERE w.state_id = ` + state + ` AND w.number >= ` + bound + `)`
+}
+
 // SQLChangesSince lists the keys versions after $2 changed: a version v
-// changed a key iff it opened an interval of it (valid_from = v) or closed
-// one (valid_to = v). Each branch is a range scan of the (state_id,
-// valid_from) or (state_id, valid_to) index, so the cost is that of the
-// rows returned, not of the state or its history (the NULL valid_to of the
-// current intervals sort after the range, so the scan stops before them);
-// UNION drops the second row of a change, which both closes and opens an
-// interval.
+// changed a key iff it opened an interval of it (a valid_from that reads
+// as v, see sqlKeptAt) or closed one (a valid_to that does). Each branch
+// is a range scan of the (state_id, valid_from) or (state_id, valid_to)
+// index, so the cost is that of the rows returned, not of the state or its
+// history (the NULL valid_to of the current intervals sort after the
+// range, so the scan stops before them); DISTINCT drops the second row of
+// a change, which both closes and opens an interval. The ranges start
+// after the newest version at or before $2 (bounds past it read as later
+// versions, those before it as it or earlier ones).
 //
 // The upper bound, the current version, selects nothing more; it is there
 // for PostgreSQL's planner. A range bounded on both sides by values it does
@@ -28,23 +41,26 @@ const sqlCurrentVersion = `(SELECT current_version FROM states WHERE name = $1)`
 // estimated at 0.5% of the rows, which keeps index scans; a range bounded
 // on one side is estimated at a third, which for a state's versions or
 // outputs is a sequential scan of the whole history.
-const SQLChangesSince = `SELECT c.version, v.lock_id, v.actor, c.output, c.id
+var SQLChangesSince = func() string {
+	after := `coalesce((SELECT max(a.number) FROM state_versions a WHERE a.state_id = ` + sqlStateID + ` AND a.number <= $2), 0)`
+	within := func(bound string) string { return bound + ` > ` + after + ` AND ` + bound + ` <= ` + sqlCurrentVersion }
+	in := func(bound string) string { return `state_id = ` + sqlStateID + ` AND ` + within(bound) }
+	return `SELECT c.version, v.lock_id, v.actor, c.output, c.id
 	FROM (
-		SELECT valid_from AS version, false AS output, instance_id AS id FROM instance_intervals
-			WHERE state_id = ` + sqlStateID + ` AND valid_from > $2 AND valid_from <= ` + sqlCurrentVersion + `
-		UNION
-		SELECT valid_to, false, instance_id FROM instance_intervals
-			WHERE state_id = ` + sqlStateID + ` AND valid_to > $2 AND valid_to <= ` + sqlCurrentVersion + `
-		UNION
-		SELECT valid_from, true, name FROM output_intervals
-			WHERE state_id = ` + sqlStateID + ` AND valid_from > $2 AND valid_from <= ` + sqlCurrentVersion + `
-		UNION
-		SELECT valid_to, true, name FROM output_intervals
-			WHERE state_id = ` + sqlStateID + ` AND valid_to > $2 AND valid_to <= ` + sqlCurrentVersion + `
+		SELECT DISTINCT ` + sqlKeptAt(sqlStateID, "r.bound") + ` AS version, r.output, r.id FROM (
+			SELECT valid_from AS bound, false AS output, instance_id AS id FROM instance_intervals WHERE ` + in("valid_from") + `
+			UNION
+			SELECT valid_to, false, instance_id FROM instance_intervals WHERE ` + in("valid_to") + `
+			UNION
+			SELECT valid_from, true, name FROM output_intervals WHERE ` + in("valid_from") + `
+			UNION
+			SELECT valid_to, true, name FROM output_intervals WHERE ` + in("valid_to") + `
+		) AS r
 	) AS c
 	JOIN state_versions AS v ON v.state_id = ` + sqlStateID + ` AND v.number = c.version
-		AND v.number > $2 AND v.number <= ` + sqlCurrentVersion + `
+		AND ` + within("v.number") + `
 	ORDER BY c.version, c.output, c.id{C}`
+}()
 
 // ChangesSince lists what every version numbered above after changed: one
 // record per instance ID or output name a version added, changed or

@@ -26,7 +26,8 @@
 //   - instance_intervals, output_intervals: which objects each version
 //     holds. An object is in version v iff valid_from <= v AND (valid_to IS
 //     NULL OR valid_to > v); a partial unique index keeps one current
-//     interval per object. A commit closes and opens intervals: it writes
+//     interval per object. A bound is a version number; once retention
+//     pruned that version it reads as the next version kept (sqlKeptAt). A commit closes and opens intervals: it writes
 //     rows in proportion to its changes, not to the state (see Commit).
 //   - rejected_commits: refused commits, for `kl conflicts`.
 //   - tenancy: workspaces, environments, workspace_members, tokens (hashes

@@ -241,22 +241,32 @@ func (s *Store) Prune(ctx context.Context, r kilolock.PruneRequest) (*kilolock.P
 	return res, nil
 }
 
-// pruneVersions deletes the versions cs of state st, oldest first, and
-// keeps every other version as it was:
+// pruneVersions deletes the versions cs of state st and keeps every other
+// version as it was, touching only the rows the pruned versions changed.
 //
-//   - an interval holding only pruned versions is deleted;
-//   - an interval that begins or ends at a pruned version begins or ends
-//     at the next version kept instead: it holds the same kept versions,
-//     and what a pruned version changed is read as changed by the next
-//     kept one (so ChangesSince across a pruned run still sees it);
+// No bound of an interval moves: a bound reads as the first version kept
+// at or after it (a bound at a pruned number stands for the next version
+// kept; see SQLKeptAt). An interval holds the same kept versions whatever
+// is pruned around it, so the intervals the pruned versions left open —
+// every instance the oldest version created, say — are not rewritten, and
+// pruning one version costs what that version changed, not the state's size.
+// What does change:
+//
+//   - an interval that now holds no kept version is deleted;
+//   - two intervals of one key that come to meet with the same hash (a
+//     change undone within the pruned versions, or the objects between
+//     them gone) become one, so that no kept version reads as changing
+//     what it did not: the first takes the second's end;
 //   - a payload no interval refers to any more is deleted;
 //   - each version gets its marker in pruned_versions, and the batch one
 //     audit entry.
 //
-// The intervals it reads are those beginning or ending within the pruned
-// numbers (two index range scans), the payloads those of the deleted
-// intervals (one probe each of the (state_id, hash) indexes): the cost is
-// what the pruned versions changed, not the state's size.
+// Such intervals end after lo, the first pruned version, and no later
+// than nk, the first version kept after the last pruned one, or begin
+// within (lo, nk]: two index range scans bounded by what the pruned
+// versions (and nk) changed. An interval that ends at or before the
+// newest version kept below lo (pinned, since candidates prune oldest
+// first) holds that version or an older one and is not affected.
 func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pinned int, r *kilolock.PruneRequest, res *kilolock.PruneResult) error {
 	pruned := make(map[int64]bool, len(cs))
 	var rowids []any
@@ -266,43 +276,44 @@ func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pin
 		rowids = append(rowids, c.rowid)
 	}
 	lo, hi := cs[0].number, cs[len(cs)-1].number
-	// next[p]: the first version kept after each pruned p. From lo to the
-	// first kept version after hi are the pruned ones and the pinned ones
-	// candidates skipped among them; the current version is never pruned,
-	// so there is one.
-	next := map[int64]int64{}
-	var pending []int64
-	rows, err := tx.Query(ctx, `SELECT number FROM state_versions WHERE state_id = $1 AND number >= $2 ORDER BY number LIMIT $3`,
-		st.id, lo, len(cs)+pinned+1)
-	err = EachRow(rows, err, func(rows Rows) error {
+	// kept: the versions that stay, ascending, up to nk. Below lo they are
+	// the pinned ones candidates skipped (a few); from lo to nk, the pinned
+	// ones among the pruned; the current version is never pruned, so there
+	// is an nk.
+	var kept []int64
+	keep := func(rows Rows) error {
 		var n int64
 		if err := rows.Scan(&n); err != nil {
 			return err
 		}
-		if pruned[n] {
-			pending = append(pending, n)
-			return nil
-		}
-		for _, p := range pending {
-			next[p] = n
-		}
-		pending = pending[:0]
-		if n > hi {
-			return errEnough
+		if !pruned[n] && (len(kept) == 0 || kept[len(kept)-1] <= hi) {
+			kept = append(kept, n)
 		}
 		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
+	}
+	scan := &Batch{}
+	scan.Query(keep, `SELECT number FROM state_versions WHERE state_id = $1 AND number < $2 ORDER BY number`, st.id, lo)
+	scan.Query(keep, `SELECT number FROM state_versions WHERE state_id = $1 AND number >= $2 ORDER BY number LIMIT $3`,
+		st.id, lo, len(cs)+pinned+1)
+	if err := tx.Send(ctx, scan); err != nil {
 		return err
 	}
-	if len(pending) > 0 {
+	if len(kept) == 0 || kept[len(kept)-1] <= hi {
 		return corrupt("state %q: no version is kept after version %d", st.Name, hi)
 	}
-	moveTo := func(n int64) int64 {
-		if k, ok := next[n]; ok {
-			return k
+	nk := kept[len(kept)-1]
+	var pk int64 // the newest version kept below lo, 0 when none
+	if i, _ := slices.BinarySearch(kept, lo); i > 0 {
+		pk = kept[i-1]
+	}
+	// keptAt is the version a bound reads as: the first kept at or after
+	// it. Past nk nothing changes, and a bound reads as itself.
+	keptAt := func(n int64) int64 {
+		if n > nk {
+			return n
 		}
-		return n
+		i, _ := slices.BinarySearch(kept, n)
+		return kept[i]
 	}
 
 	b := &Batch{}
@@ -323,28 +334,22 @@ func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pin
 			return nil
 		}
 		scan := &Batch{}
-		for _, bound := range []string{"valid_from", "valid_to"} {
-			scan.Query(read, `SELECT {rowid}, `+it.key+`, valid_from, valid_to, hash FROM `+it.table+`
-				WHERE state_id = $1 AND `+bound+` >= $2 AND `+bound+` <= $3`, st.id, lo, hi)
-		}
+		scan.Query(read, `SELECT {rowid}, `+it.key+`, valid_from, valid_to, hash FROM `+it.table+`
+			WHERE state_id = $1 AND valid_to > $2 AND valid_to <= $3`, st.id, pk, nk)
+		scan.Query(read, `SELECT {rowid}, `+it.key+`, valid_from, valid_to, hash FROM `+it.table+`
+			WHERE state_id = $1 AND valid_from > $2 AND valid_from <= $3`, st.id, lo, nk)
 		if err := tx.Send(ctx, scan); err != nil {
 			return err
 		}
-		dels, hashes, moves := moveIntervals(ivs, moveTo)
+		dels, hashes, ends := settle(ivs, keptAt)
 		gone = append(gone, hashes...)
-		res.Intervals += len(dels)
+		res.Intervals += len(dels) - len(ends)
 		if len(dels) > 0 {
 			b.Exec(nil, `DELETE FROM `+it.table+` WHERE {rowidin $1}`, dels)
 		}
-		for k, ids := range moves {
-			res.Moved += len(ids)
-			if k[1] == openEnd {
-				b.Exec(nil, `UPDATE `+it.table+` SET valid_from = coalesce($1, valid_from), valid_to = NULL
-					WHERE {rowidin $2}`, orNull(k[0]), ids)
-				continue
-			}
-			b.Exec(nil, `UPDATE `+it.table+` SET valid_from = coalesce($1, valid_from), valid_to = coalesce($2, valid_to)
-				WHERE {rowidin $3}`, orNull(k[0]), orNull(k[1]), ids)
+		for _, e := range ends {
+			res.Moved++
+			b.Exec(nil, `UPDATE `+it.table+` SET valid_to = $1 WHERE {rowid} = $2`, e.to, e.rowid)
 		}
 	}
 	if len(gone) > 0 {
@@ -360,89 +365,68 @@ func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pin
 	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `INSERT INTO pruned_versions (state_id, number, version_id, serial, source, actor, created_at, pruned_at, pruned_by, policy)
 		SELECT state_id, number, id, serial, source, actor, created_at, {now}, $2, $3 FROM state_versions WHERE {rowidin $1}`, rowids, by, r.Policy)
 	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `DELETE FROM state_versions WHERE {rowidin $1}`, rowids)
-	auditIn(b, r.By, "retention.prune", st.Name, fmt.Sprintf("pruned %d version(s) %s under %s: %d interval(s) deleted, %d moved",
+	auditIn(b, r.By, "retention.prune", st.Name, fmt.Sprintf("pruned %d version(s) %s under %s: %d interval(s) deleted, %d joined",
 		len(cs), kilolock.VersionRuns(res.Versions), r.Policy, res.Intervals, res.Moved))
 	return tx.Send(ctx, b)
 }
 
-// bounded is an interval whose bounds pruning may move: its row, key,
-// bounds (to nil while current) and hash.
+// bounded is an interval pruning reads: its row, key, bounds (to nil while
+// current) and hash.
 type bounded struct {
-	rowid    any
-	key      string
-	from     int64
-	to       *int64
-	hash     []byte
-	newFrom  int64
-	newTo    int64 // openEnd while current
-	dropped  bool
-	original int64 // the end it had, openEnd when none
+	rowid any
+	key   string
+	from  int64
+	to    *int64
+	hash  []byte
 }
 
-// openEnd is the end of an interval while it is current (valid_to NULL).
-const openEnd int64 = -1
+// end is the new end of an interval that absorbed the next one of its key
+// (to nil: it is current now).
+type end struct {
+	rowid any
+	to    *int64
+}
 
-// moveIntervals works out what pruning does to the intervals ivs (those
-// with a bound at a pruned version), moveTo mapping a pruned version to
-// the next one kept: the rows to delete (those holding only pruned
-// versions), their hashes, and the rows to move by their new bounds (0 for
-// a bound that stays; openEnd for an end that becomes NULL). Two intervals of
-// one key that come to meet with the same hash — a change undone within
-// the pruned versions — become one, so that no kept version reads as
-// changing what it did not.
-func moveIntervals(ivs []bounded, moveTo func(int64) int64) (dels []any, hashes [][]byte, moves map[[2]int64][]any) {
-	for i := range ivs {
-		iv := &ivs[i]
-		iv.newFrom, iv.newTo, iv.original = moveTo(iv.from), openEnd, openEnd
-		if iv.to != nil {
-			iv.newTo, iv.original = moveTo(*iv.to), *iv.to
-		}
-		if iv.newTo != openEnd && iv.newFrom >= iv.newTo {
-			iv.dropped = true
-		}
-	}
+// settle works out what pruning does to the intervals ivs, keptAt mapping
+// a bound to the version it reads as: the rows to delete — those that hold
+// no kept version and those absorbed by the one before them — with their
+// hashes, and the new ends of the absorbing ones. Two intervals of a key
+// that come to meet (the first's end reads as the version the second's
+// start does) with the same hash become one. ivs holds, for each key it
+// holds, a run of consecutive intervals of that key (pruneVersions' scans
+// return every interval between two they return), so meeting ones are
+// next to each other once sorted.
+func settle(ivs []bounded, keptAt func(int64) int64) (dels []any, hashes [][]byte, ends []end) {
 	slices.SortFunc(ivs, func(a, b bounded) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.newFrom, b.newFrom))
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(a.from, b.from))
 	})
-	var last *bounded
-	for i := range ivs {
-		iv := &ivs[i]
-		if iv.dropped {
-			continue
+	var (
+		last   *bounded
+		lastTo *int64 // last's end once it absorbed others
+		grown  bool
+	)
+	flush := func() {
+		if last != nil && grown {
+			ends = append(ends, end{last.rowid, lastTo})
 		}
-		if last != nil && last.key == iv.key && last.newTo == iv.newFrom && string(last.hash) == string(iv.hash) {
-			last.newTo, iv.dropped = iv.newTo, true
-			continue
-		}
-		last = iv
+		last, grown = nil, false
 	}
-	moves = map[[2]int64][]any{}
 	for i := range ivs {
 		iv := &ivs[i]
-		if iv.dropped {
+		if iv.to != nil && keptAt(iv.from) >= keptAt(*iv.to) {
 			dels, hashes = append(dels, iv.rowid), append(hashes, iv.hash)
 			continue
 		}
-		var k [2]int64
-		if iv.newFrom != iv.from {
-			k[0] = iv.newFrom
+		if last != nil && last.key == iv.key && lastTo != nil && keptAt(*lastTo) == keptAt(iv.from) && string(last.hash) == string(iv.hash) {
+			dels, hashes = append(dels, iv.rowid), append(hashes, iv.hash)
+			lastTo, grown = iv.to, true
+			continue
 		}
-		if iv.newTo != iv.original {
-			k[1] = iv.newTo
-		}
-		if k != [2]int64{} {
-			moves[k] = append(moves[k], iv.rowid)
-		}
+		flush()
+		last, lastTo = iv, iv.to
 	}
-	return dels, hashes, moves
-}
-
-// orNull is n, or NULL for 0.
-func orNull(n int64) any {
-	if n == 0 {
-		return nil
-	}
-	return n
+	flush()
+	return dels, hashes, ends
 }
 
 // PrunedVersions lists the runs of consecutive pruned versions of a state

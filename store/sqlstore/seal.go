@@ -257,27 +257,45 @@ func plural(n int, one, many string) string {
 }
 
 // UseKeyring checks the database against ring (nil for none) and makes
-// the store seal with it. A database that holds data keys that ring cannot
-// unwrap — ring is nil, or lacks a key that wraps some — is a
-// *kilolock.KeyError naming the keys: found when the store opens, not at
-// the first read. Each key the database needs is proven by unwrapping one
-// data key it wraps. Stores call it when they open, before serving.
+// the store seal with it (see checkKeys): found when the store opens, not
+// at the first read. Stores call it when they open, before serving.
 func (s *Store) UseKeyring(ctx context.Context, ring *keyring.Ring) error {
+	if err := s.read(ctx, "check keys", func(tx Tx) error { return checkKeys(ctx, tx, ring) }); err != nil {
+		return err
+	}
+	if ring == nil {
+		s.seal = nil
+		return nil
+	}
+	s.seal = &sealing{ring: ring, keys: map[string]*keyring.DataKey{}}
+	return nil
+}
+
+// ring is the keyring the store seals with, nil when none.
+func (s *Store) ring() *keyring.Ring {
+	if s.seal == nil {
+		return nil
+	}
+	return s.seal.ring
+}
+
+// checkKeys checks, in tx, that ring (nil for none) unwraps the data keys
+// the database holds: one that ring cannot unwrap — ring is nil, or lacks
+// a key that wraps some — is a *kilolock.KeyError naming the keys. Each
+// key the database needs is proven by unwrapping one data key it wraps.
+func checkKeys(ctx context.Context, tx Tx, ring *keyring.Ring) error {
 	type use struct {
 		id      string
 		wrapped []byte
 	}
 	var uses []use
-	err := s.read(ctx, "check keys", func(tx Tx) error {
-		uses = uses[:0]
-		rows, err := tx.Query(ctx, `SELECT k.key_id, (SELECT w.wrapped FROM state_keys w WHERE w.key_id = k.key_id LIMIT 1)
-			FROM (SELECT DISTINCT key_id FROM state_keys) k ORDER BY k.key_id`)
-		return EachRow(rows, err, func(r Rows) error {
-			var u use
-			err := r.Scan(&u.id, &u.wrapped)
-			uses = append(uses, u)
-			return err
-		})
+	rows, err := tx.Query(ctx, `SELECT k.key_id, (SELECT w.wrapped FROM state_keys w WHERE w.key_id = k.key_id LIMIT 1)
+		FROM (SELECT DISTINCT key_id FROM state_keys) k ORDER BY k.key_id`)
+	err = EachRow(rows, err, func(r Rows) error {
+		var u use
+		err := r.Scan(&u.id, &u.wrapped)
+		uses = append(uses, u)
+		return err
 	})
 	if err != nil {
 		return err
@@ -286,7 +304,6 @@ func (s *Store) UseKeyring(ctx context.Context, ring *keyring.Ring) error {
 		if len(uses) > 0 {
 			return missingKey(uses[0].id)
 		}
-		s.seal = nil
 		return nil
 	}
 	var unknown []string
@@ -303,6 +320,5 @@ func (s *Store) UseKeyring(ctx context.Context, ring *keyring.Ring) error {
 			return wrongKey(u.id, err)
 		}
 	}
-	s.seal = &sealing{ring: ring, keys: map[string]*keyring.DataKey{}}
 	return nil
 }

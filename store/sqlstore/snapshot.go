@@ -136,9 +136,12 @@ func noVersion(ctx context.Context, tx Tx, name, what string) error {
 }
 
 // instanceSelect are the columns scanInstance reads, with valid_from and
-// valid_to last.
-var instanceSelect = `i.instance_id, i.module, i.mode, i.type, i.name, i.each, i.provider, i.hash, p.body,
-	p.sealed, ` + sealedKey("i") + `, i.valid_from, coalesce(i.valid_to, 0)`
+// valid_to last; instanceColumns all but those two.
+var (
+	instanceColumns = `i.instance_id, i.module, i.mode, i.type, i.name, i.each, i.provider, i.hash, p.body,
+	p.sealed, ` + sealedKey("i")
+	instanceSelect = instanceColumns + `, i.valid_from, coalesce(i.valid_to, 0)`
+)
 
 // scanInstance reads an interval's instance object (opening it when it is
 // sealed) and checks its body against its hash.
@@ -216,18 +219,22 @@ func (s *Store) VersionBySerial(ctx context.Context, name string, serial uint64)
 
 // InstanceHistory lists the intervals of the instance objects at address
 // (an instance or a resource address), ordered by valid_from, then ID in
-// byte order. It range-scans the (state_id, instance_id in byte order,
-// valid_from) index over kilolock.InstanceIDRange(address). ErrNotFound
-// when the state does not exist.
+// byte order, their bounds read as the versions they stand for
+// (sqlKeptAt). It range-scans the (state_id, instance_id in byte order,
+// valid_from) index over kilolock.InstanceIDRange(address), with a probe
+// of the state's versions per bound. ErrNotFound when the state does not
+// exist.
 func (s *Store) InstanceHistory(ctx context.Context, name, address string) ([]kilolock.InstanceInterval, error) {
 	lo, hi := kilolock.InstanceIDRange(address)
+	from := sqlKeptAt("i.state_id", "i.valid_from")
 	out, err := ofState(ctx, s, "instance history", name, func(r Rows, iv *kilolock.InstanceInterval) (bool, error) {
 		var err error
 		*iv, err = s.scanInstance(r)
 		return err == nil && kilolock.MatchesAddress(&iv.Instance, address), err
-	}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+	}, `SELECT `+instanceColumns+`, `+from+`, coalesce(`+sqlKeptAt("i.state_id", "i.valid_to")+`, 0)
+		FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 		WHERE i.state_id = `+sqlStateID+` AND i.instance_id{C} >= $2 AND i.instance_id{C} < $3
-		ORDER BY i.valid_from, i.instance_id{C}`, name, lo, hi)
+		ORDER BY `+from+`, i.instance_id{C}`, name, lo, hi)
 	if err == nil && s.resort {
 		inOrder(out, func(a, b kilolock.InstanceInterval) int {
 			return cmp.Or(cmp.Compare(a.ValidFrom, b.ValidFrom), strings.Compare(a.Instance.ID(), b.Instance.ID()))

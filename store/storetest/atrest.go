@@ -2,10 +2,13 @@ package storetest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -39,6 +42,7 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 	t.Run("KeysAtOpen", func(t *testing.T) { testKeysAtOpen(t, newDB(t)) })
 	t.Run("Rotation", func(t *testing.T) { testRotation(t, newDB(t)) })
 	t.Run("ReplicaWithoutKey", func(t *testing.T) { testReplicaWithoutKey(t, newDB(t)) })
+	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t)) })
 }
 
 // ring returns a keyring of new keys, the first active.
@@ -293,6 +297,74 @@ func testReplicaWithoutKey(t *testing.T, db AtRest) {
 	errorIs(t, err, kilolock.ErrKey)
 	if bytes.Contains(db.Dump(t), []byte(pw)) {
 		t.Fatal("the refused write's secret reached the database")
+	}
+}
+
+// A backup of an encrypted store carries the secrets sealed: the file
+// holds none of their bytes, a store restored from it with the keys reads
+// every version back byte for byte, and one without them is refused at
+// open (or, restoring into it, refused before it writes a row).
+func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
+	ctx := context.Background()
+	keys := ring(t, keyring.Generate())
+	src := openAtRest(t, from, keys)
+	password, token := secret(t, "pw"), secret(t, "token")
+	db1 := sensitiveInstance(t, "main", password, "db.internal")
+	c := next(t, src, "secrets")
+	c.Upserts = []graph.Instance{db1}
+	c.OutputUpserts = []graph.Output{output("token", token, true)}
+	c.Raw = []byte("kept document holding " + password)
+	v1 := commit(t, src, "secrets", c)
+	c = next(t, src, "secrets")
+	c.Upserts = []graph.Instance{sensitiveInstance(t, "main", secret(t, "pw2"), "db.internal")}
+	v2 := commit(t, src, "secrets", c)
+
+	var file bytes.Buffer
+	if _, err := backupStore(t, src).Backup(ctx, &file); err != nil {
+		t.Fatalf("Backup: %v", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, b := range map[string][]byte{"the password": []byte(password), "the token": []byte(token)} {
+		if bytes.Contains(plain, b) {
+			t.Errorf("the backup (%d bytes uncompressed) holds %s", len(plain), what)
+		}
+	}
+	if !bytes.Contains(plain, []byte("db.internal")) {
+		t.Errorf("the backup does not hold the host, which is not secret: it is not of this store")
+	}
+
+	dst := openAtRest(t, to, keys)
+	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes())); err != nil {
+		t.Fatalf("Restore with the keys: %v", err)
+	}
+	for _, v := range []*kilolock.Version{v1, v2} {
+		want, err := src.Snapshot(ctx, "secrets", v.Number)
+		must(t, err)
+		got, err := dst.Snapshot(ctx, "secrets", v.Number)
+		must(t, err)
+		if diff := cmp.Diff(want.Instances, got.Instances, cmpOpts...); diff != "" || !bytes.Equal(want.Raw, got.Raw) {
+			t.Errorf("restored @%d (-original +restored):\n%s raw %q / %q", v.Number, diff, want.Raw, got.Raw)
+		}
+	}
+	if _, err := to.Open(t, nil); !errors.Is(err, kilolock.ErrKey) {
+		t.Errorf("opening the restored store without its key = %v, want a KeyError", err)
+	}
+
+	bare, err := keyless.Open(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()))
+	errorIs(t, err, kilolock.ErrKey)
+	if st, err := bare.States(ctx); err != nil || len(st) != 0 {
+		t.Errorf("a refused restore left states %v, %v", st, err)
 	}
 }
 

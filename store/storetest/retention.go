@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -90,30 +91,62 @@ func checkPruned(t *testing.T, s kilolock.Store, name string, kept []model, prun
 }
 
 // checkWhole checks the rows of the whole store: every interval's payload
-// is there and every payload is some interval's; every bound of an
-// interval is a version its state has, and holds one; no pruned version
-// is still there.
+// is there and every payload is some interval's; every interval holds a
+// version its state has (its bounds read as the first version kept at or
+// after them, so they may be pruned numbers), and no two intervals of a key
+// meet with the same hash; no pruned version is still there.
 func checkWhole(t testing.TB, s kilolock.Store) {
 	t.Helper()
 	d := dumpOf(t, s)
 	key := func(row map[string]any, cols ...string) string { return fmt.Sprint(pick(row, cols...)...) }
-	versions, payloads, used := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	d.each(t, "state_versions", func(r map[string]any) { versions[key(r, "state_id", "number")] = true })
+	versions := map[int64][]int64{} // a state's version numbers, ascending
+	payloads, used := map[string]bool{}, map[string]bool{}
+	d.each(t, "state_versions", func(r map[string]any) {
+		id := num(t, r["state_id"])
+		versions[id] = append(versions[id], num(t, r["number"]))
+	})
+	for _, vs := range versions {
+		slices.Sort(vs)
+	}
+	// keptAt is the version a bound of state id reads as, 0 past the last.
+	keptAt := func(id, bound int64) int64 {
+		vs := versions[id]
+		if i, _ := slices.BinarySearch(vs, bound); i < len(vs) {
+			return vs[i]
+		}
+		return 0
+	}
 	d.each(t, "payloads", func(r map[string]any) { payloads[key(r, "state_id", "hash")] = true })
-	for _, table := range []string{"instance_intervals", "output_intervals"} {
+	for table, k := range map[string]string{"instance_intervals": "instance_id", "output_intervals": "name"} {
+		type span struct {
+			from, to int64 // as read; to 0 while current
+			hash     any
+		}
+		spans := map[string][]span{}
 		d.each(t, table, func(r map[string]any) {
 			h := key(r, "state_id", "hash")
 			used[h] = true
 			if !payloads[h] {
 				t.Errorf("%s row %v: its payload is missing", table, r)
 			}
-			if !versions[key(r, "state_id", "valid_from")] {
-				t.Errorf("%s row %v begins at a version the state does not have", table, r)
+			id := num(t, r["state_id"])
+			sp := span{from: keptAt(id, num(t, r["valid_from"])), hash: r["hash"]}
+			if r["valid_to"] != nil {
+				sp.to = keptAt(id, num(t, r["valid_to"]))
 			}
-			if r["valid_to"] != nil && (!versions[key(r, "state_id", "valid_to")] || num(t, r["valid_to"]) <= num(t, r["valid_from"])) {
-				t.Errorf("%s row %v ends at a version the state does not have, or holds none", table, r)
+			if sp.from == 0 || (r["valid_to"] != nil && sp.to <= sp.from) {
+				t.Errorf("%s row %v holds no version its state has", table, r)
 			}
+			spans[key(r, "state_id", k)] = append(spans[key(r, "state_id", k)], sp)
 		})
+		for kk, sps := range spans {
+			slices.SortFunc(sps, func(a, b span) int { return int(a.from - b.from) })
+			for i := 1; i < len(sps); i++ {
+				if sps[i-1].to == sps[i].from && fmt.Sprint(sps[i-1].hash) == fmt.Sprint(sps[i].hash) {
+					t.Errorf("%s %s: two intervals meet at version %d with the same hash", table, kk, sps[i].from)
+				}
+			}
+		}
 	}
 	for p := range payloads {
 		if !used[p] {
@@ -121,7 +154,7 @@ func checkWhole(t testing.TB, s kilolock.Store) {
 		}
 	}
 	d.each(t, "pruned_versions", func(r map[string]any) {
-		if versions[key(r, "state_id", "number")] {
+		if slices.Contains(versions[num(t, r["state_id"])], num(t, r["number"])) {
 			t.Errorf("version %v is marked pruned but is still there", r)
 		}
 	})
@@ -342,6 +375,67 @@ func testRetention(t *testing.T, open Opener) {
 			t.Errorf("ChangesSince(@1) after pruning @2-@3 (-want +got):\n%s", diff)
 		}
 		checkWhole(t, s)
+	})
+
+	t.Run("cost follows what is pruned", func(t *testing.T) {
+		// @1 creates 200 instances, each later version changes 2 of them.
+		// Pruning @1 deletes the 2 intervals only it held; pruning each
+		// later version deletes the 2 the next one closed: no run rewrites
+		// the intervals the pruned versions left open.
+		const name = "wide"
+		web := resource("aws_instance", "wide")
+		c := next(t, s, name)
+		for i := range 200 {
+			c.Upserts = append(c.Upserts, instance(t, web, intKey(int64(i)), fmt.Sprintf(`{"id":"%d"}`, i)))
+		}
+		commit(t, s, name, c)
+		for v := range 8 {
+			c = next(t, s, name)
+			for j := range 2 {
+				c.Upserts = append(c.Upserts, instance(t, web, intKey(int64(2*v+j)), fmt.Sprintf(`{"id":"%d","v":%d}`, 2*v+j, v)))
+			}
+			commit(t, s, name, c)
+		}
+		for v := int64(1); v <= 8; v++ {
+			res, err := rs.Prune(ctx, kilolock.PruneRequest{State: name, KeepLast: 1, Max: 1, By: by})
+			must(t, err)
+			if !slices.Equal(res.Versions, []int64{v}) || res.Intervals != 2 || res.Moved != 0 || res.Payloads != 2 {
+				t.Errorf("pruning @%d: %+v; want @%d only, 2 intervals and 2 payloads deleted, none moved", v, res, v)
+			}
+		}
+		checkWhole(t, s)
+		snap, err := s.Snapshot(ctx, name, 9)
+		must(t, err)
+		if len(snap.Instances) != 200 {
+			t.Errorf("the current version holds %d instances, want 200", len(snap.Instances))
+		}
+	})
+
+	t.Run("runs around pins", func(t *testing.T) {
+		// Random pins come and go between runs of random sizes: whatever
+		// bounds earlier runs left at pruned numbers, every kept version
+		// reads back as committed and the store stays whole.
+		const name = "pinned"
+		history := commitModel(t, s, name, 60, 20261202)
+		rng := rand.New(rand.NewPCG(7, 11))
+		now := time.Now().UTC()
+		var pruned []int64
+		for run := range 12 {
+			for range 3 {
+				n := history[rng.IntN(len(history))].version.Number
+				if !slices.Contains(pruned, n) {
+					_ = rs.PinVersion(ctx, name, kilolock.VersionPin{Number: n, Reason: fmt.Sprintf("run-%d", run),
+						Expires: now.Add(time.Duration(run+1+rng.IntN(3)) * time.Minute)})
+				}
+			}
+			r := kilolock.PruneRequest{State: name, KeepLast: int64(60 - 4*run), By: by, Now: now.Add(time.Duration(run) * time.Minute)}
+			pruned = append(pruned, prune(t, rs, r, 1+rng.IntN(5))...)
+			slices.Sort(pruned)
+			checkPruned(t, s, name, keptModels(history, pruned), pruned)
+		}
+		if len(pruned) < 30 {
+			t.Errorf("pruned only %v", pruned)
+		}
 	})
 
 	t.Run("keep days", func(t *testing.T) {
