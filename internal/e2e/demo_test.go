@@ -72,7 +72,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	srv := setup(t, databaseURL)
-	d := newDemo(t, srv, scale, sleep)
+	d := newDemo(t, srv, tofu.OpenTofu, scale, sleep)
 	instances := strconv.Itoa(scale + 2)
 
 	// Setup: make demo-warm, twice (the second a restore of the file the
@@ -237,17 +237,23 @@ type demo struct {
 	tfLog     string // one line per CLI run through TF_BIN
 }
 
-func newDemo(t *testing.T, srv *tofu.Server, scale, sleep int) *demo {
+// newDemo returns the environment of a replay with the CLI cli.
+func newDemo(t *testing.T, srv *tofu.Server, cli tofu.Kind, scale, sleep int) *demo {
 	t.Helper()
 	d := &demo{root: tofu.ModuleRoot(t), dir: t.TempDir()}
-	// TF_BIN is a name on PATH: a wrapper that notes each run.
+	// TF_BIN is a name on PATH: a wrapper that notes each run. For
+	// Terraform it is TF_BIN=terraform, as the README gives it.
 	bin := filepath.Join(d.dir, "bin")
 	d.tfLog = filepath.Join(d.dir, "tf-runs.log")
-	wrapper := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%q\nexec %q \"$@\"\n", d.tfLog, tofu.Binary(t))
+	wrapper := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%q\nexec %q \"$@\"\n", d.tfLog, cli.Binary(t))
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d.tfBin = filepath.Join(bin, "demo-tf")
+	name := "demo-tf"
+	if cli == tofu.Terraform {
+		name = "terraform"
+	}
+	d.tfBin = filepath.Join(bin, name)
 	if err := os.WriteFile(d.tfBin, []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +264,10 @@ func newDemo(t *testing.T, srv *tofu.Server, scale, sleep int) *demo {
 	}
 	d.env = append(d.env,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"TF_BIN=demo-tf",
+		"TF_BIN="+name,
 		"KL="+tofu.BuildKL(t),
 		"KL_SERVER="+srv.URL,
-		"TF_CLI_CONFIG_FILE="+tofu.CLIConfigFile(t),
+		"TF_CLI_CONFIG_FILE="+cli.CLIConfigFile(t),
 		"TF_VAR_herd_size="+strconv.Itoa(scale),
 		"TF_VAR_slow_seconds="+strconv.Itoa(sleep),
 		"BIG_STATE_CACHE="+filepath.Join(d.dir, "cache"),

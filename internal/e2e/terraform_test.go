@@ -5,7 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +173,109 @@ func terraformLocks(t *testing.T, srv *tofu.Server) {
 			t.Errorf("terraform plan of the merged state: exit %d (want 0, no changes)\n%s\n%s", code, stdout, stderr)
 		}
 	}
+}
+
+// The Terraform replay's herd and slow resources' seconds: small, since
+// TestDemo replays the whole demo at CI's scale with OpenTofu.
+const (
+	terraformDemoScale = 50
+	terraformDemoSleep = 8
+)
+
+// TestDemoTerraform: the demo's parallel beat with TF_BIN=terraform (a name
+// on PATH), on a small herd, through the scripts make demo-warm and make
+// parallel-tf-a / -b run: demo-warm restores the state as Terraform writes
+// it, terraform plan -refresh=false right after shows no changes, and both
+// terminals at once on the optimistic state replace their slow resource in
+// about the time of one, each a version in kl history.
+func TestDemoTerraform(t *testing.T) {
+	t.Parallel()
+	skipShort(t)
+	tofu.Terraform.Binary(t)
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			srv := setup(t, s.url(t))
+			d := newDemo(t, srv, tofu.Terraform, terraformDemoScale, terraformDemoSleep)
+			var out string
+			timed(t, "demo-warm (TF_BIN=terraform)", func() { out = d.script(t, nil, "demo-warm.sh") })
+			if !strings.Contains(out, "demo-warm: restored") || !strings.Contains(out, "-terraform.tfstate") {
+				t.Fatalf("demo-warm with TF_BIN=terraform said:\n%s", out)
+			}
+			plan := d.prepare(t, "plan")
+			out = d.tf(t, plan, 0, "plan", "-refresh=false", "-detailed-exitcode")
+			if !strings.Contains(out, "No changes.") {
+				t.Errorf("terraform plan after demo-warm shows changes:\n%s", tail(out, 20))
+			}
+
+			d.kl(t, "state", "config", "big-state", "--exclusive-locks=false")
+			outs := make([]string, 2)
+			pair := timed(t, "the pair in parallel (parallel-tf-a and -b, TF_BIN=terraform)", func() {
+				var wg sync.WaitGroup
+				for i, side := range []string{"a", "b"} {
+					wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
+				}
+				wg.Wait()
+			})
+			for i, o := range outs {
+				if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") || !strings.Contains(o, "terraform apply -refresh=false") {
+					t.Errorf("terminal %c did not replace exactly its slow resource with terraform:\n%s", 'a'+i, tail(o, 20))
+				}
+			}
+			if limit := 2 * terraformDemoSleep * time.Second; pair >= limit {
+				t.Errorf("the pair took %s, at least two slow resources' %s: the applies took turns", pair.Round(time.Millisecond), limit)
+			}
+			if a, b := d.slowVersion(t, "a"), d.slowVersion(t, "b"); !strings.HasPrefix(a, "a-") || !strings.HasPrefix(b, "b-") {
+				t.Errorf("after the pair slow_a = %q, slow_b = %q; want both terminals' versions", a, b)
+			}
+			hist := d.kl(t, "history", "big-state", "--limit=3")
+			rows := historyRows(hist)
+			if len(rows) != 3 || !strings.HasPrefix(rows[0][0], "*") || rows[2][3] != "import" ||
+				!slices.Equal(slices.Sorted(slices.Values([]string{rows[0][3], rows[1][3]})), []string{"apply", "merge"}) {
+				t.Errorf("kl history after the pair: want the two applies (one merged onto the other) over the import:\n%s", hist)
+			}
+			if n := d.tfRuns(t); n < 5 {
+				t.Errorf("TF_BIN=terraform ran %d times, want every script's CLI runs", n)
+			}
+		})
+	}
+}
+
+// TestDemoCLIConfig: the demo scripts give each CLI the config of make
+// tofu's cache that resolves hashicorp/time where that CLI looks for it:
+// terraformrc for Terraform, tofurc for OpenTofu.
+func TestDemoCLIConfig(t *testing.T) {
+	t.Parallel()
+	cache := t.TempDir()
+	for _, k := range []tofu.Kind{tofu.OpenTofu, tofu.Terraform} {
+		bin := k.Binary(t)
+		t.Run(k.String(), func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), "bash", "-c", `source "$1/examples/big-state/tf.sh" && echo "$TF_CLI_CONFIG_FILE"`, "tf.sh", tofu.ModuleRoot(t))
+			cmd.Env = append(cleanEnvWithout("TF_", "KL_"), "TF_BIN="+bin, tofu.EnvTofuCache+"="+cache)
+			for _, rc := range []string{"tofurc", "terraformrc"} {
+				if err := os.WriteFile(filepath.Join(cache, rc), []byte("# "+rc+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("source tf.sh: %v\n%s", err, out)
+			}
+			if got, want := strings.TrimSpace(string(out)), filepath.Join(cache, k.String()+"rc"); got != want {
+				t.Errorf("tf.sh with TF_BIN=%s sets TF_CLI_CONFIG_FILE=%s, want %s", bin, got, want)
+			}
+		})
+	}
+}
+
+// cleanEnvWithout is the environment without the variables that start
+// with one of prefixes.
+func cleanEnvWithout(prefixes ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
