@@ -108,19 +108,7 @@ func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	}
 	atTwo := d.slowVersion(t, "a") // version @2's
 	d.backendShare(t, srv, mark, alone)
-	outs := make([]string, 2)
-	pair := timed(t, "the pair in parallel (parallel-tf-a and -b)", func() {
-		var wg sync.WaitGroup
-		for i, side := range []string{"a", "b"} {
-			wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
-		}
-		wg.Wait()
-	})
-	for i, o := range outs {
-		if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
-			t.Errorf("terminal %c did not replace exactly its slow resource:\n%s", 'a'+i, tail(o, 20))
-		}
-	}
+	_, pair := d.parallelPair(t)
 	ratio := pair.Seconds() / alone.Seconds()
 	t.Logf("TIMING %s pair/alone ratio: %.2f (goal 1.3)", t.Name(), ratio)
 	if ratio > demoMaxPairRatio {
@@ -154,20 +142,7 @@ func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	// The orchestrated pair (make parallel-demo-a / -b) on the same
 	// configuration; then one with KL_LOG_LEVEL=warn, which keeps kl's
 	// informational lines to itself.
-	timed(t, "orchestrated pair (parallel-demo-a and -b)", func() {
-		var wg sync.WaitGroup
-		for i, side := range []string{"a", "b"} {
-			wg.Go(func() {
-				outs[i] = d.script(t, nil, "orchestrated.sh", side, "--target", "time_sleep.slow_"+side, "--var", "slow_"+side+"_version=orch-"+side)
-			})
-		}
-		wg.Wait()
-	})
-	for i, o := range outs {
-		if !strings.Contains(o, "kl: reserved:") || !strings.Contains(o, "exited 0") {
-			t.Errorf("orchestrated apply %c:\n%s", 'a'+i, tail(o, 20))
-		}
-	}
+	d.orchestratedPair(t)
 	out = d.script(t, []string{"KL_LOG_LEVEL=warn"}, "orchestrated.sh", "quiet", "--target", "time_sleep.slow_a", "--var", "slow_a_version=quiet")
 	if strings.Contains(out, "kl: ") || !strings.Contains(out, "exited 0") {
 		t.Errorf("KL_LOG_LEVEL=warn: kl still says what it does, or failed:\n%s", tail(out, 20))
@@ -292,6 +267,49 @@ func (d *demo) script(t *testing.T, env []string, name string, args ...string) s
 		t.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out.String(), 30))
 	}
 	return out.String()
+}
+
+// parallelPair runs both terminals of the parallel beat at once
+// (parallel-tf.sh a and b) and returns their outputs and the pair's wall
+// time; it fails t unless each replaced exactly its slow resource.
+func (d *demo) parallelPair(t *testing.T) ([]string, time.Duration) {
+	t.Helper()
+	outs := make([]string, 2)
+	pair := timed(t, "the pair in parallel (parallel-tf-a and -b)", func() {
+		var wg sync.WaitGroup
+		for i, side := range []string{"a", "b"} {
+			wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
+		}
+		wg.Wait()
+	})
+	for i, o := range outs {
+		if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
+			t.Errorf("terminal %c did not replace exactly its slow resource:\n%s", 'a'+i, tail(o, 20))
+		}
+	}
+	return outs, pair
+}
+
+// orchestratedPair runs both terminals of the reservation demo at once
+// (orchestrated.sh a and b, each --target its slow resource and a new
+// version orch-SIDE) and fails t unless both reserved and succeeded.
+func (d *demo) orchestratedPair(t *testing.T) {
+	t.Helper()
+	outs := make([]string, 2)
+	timed(t, "orchestrated pair (parallel-demo-a and -b)", func() {
+		var wg sync.WaitGroup
+		for i, side := range []string{"a", "b"} {
+			wg.Go(func() {
+				outs[i] = d.script(t, nil, "orchestrated.sh", side, "--target", "time_sleep.slow_"+side, "--var", "slow_"+side+"_version=orch-"+side)
+			})
+		}
+		wg.Wait()
+	})
+	for i, o := range outs {
+		if !strings.Contains(o, "kl: reserved:") || !strings.Contains(o, "exited 0") {
+			t.Errorf("orchestrated apply %c:\n%s", 'a'+i, tail(o, 20))
+		}
+	}
 }
 
 // prepare returns a working directory of the configuration, initialized

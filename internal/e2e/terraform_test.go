@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +29,8 @@ import (
 const terraformSleep = 6
 
 // TestTerraform: init, apply, a plan with no changes, GET byte for byte
-// what Terraform posted, a second apply; then, on a slow stack, a lock held
+// what Terraform posted, a second apply, force-unlock of a lock left
+// behind; then, on a slow stack, a lock held
 // by one Terraform refused to another (exclusive), and two plain applies on
 // disjoint resources both landing (optimistic, merged at commit), in
 // history. On both stores.
@@ -102,6 +103,27 @@ func terraformBasics(t *testing.T, srv *tofu.Server) {
 	h := history(t, srv, state)
 	if len(h) != 2 || h[0].Source != "apply" || h[1].Source != "apply" || h[0].Serial != serial {
 		t.Errorf("history of %s: %+v, want the two applies, the newest at serial %d", state, h, serial)
+	}
+
+	// A lock left behind by a crashed run blocks terraform until
+	// `terraform force-unlock -force ID` removes it. (Terraform 1.5.7 sends
+	// that UNLOCK with an empty body: it never says which lock.)
+	left := newLock("crashed-run@ci-runner-7")
+	if code, body := lock(t, srv, state, left); code != http.StatusOK {
+		t.Fatalf("LOCK: %d %s", code, body)
+	}
+	wd.WriteFile("main.tf", backend+smallConfig("v3"))
+	if _, stderr, code := wd.Run("apply", "-auto-approve", "-no-color", "-lock-timeout=0s"); code == 0 || !strings.Contains(stderr, left.ID) {
+		t.Errorf("apply on a state locked by %s: exit %d, want a failure naming the lock:\n%s", left.ID, code, stderr)
+	}
+	if out := wd.Must("force-unlock", "-force", left.ID); !strings.Contains(out, "successfully unlocked") {
+		t.Errorf("terraform force-unlock:\n%s", out)
+	}
+	if out := wd.Must("apply", "-auto-approve", "-no-color"); !strings.Contains(out, "Apply complete! Resources: 0 added, 6 changed, 0 destroyed.") {
+		t.Errorf("apply after force-unlock:\n%s", out)
+	}
+	if code, body := lock(t, srv, state, newLock("after@e2e")); code != http.StatusOK {
+		t.Errorf("LOCK after force-unlock and apply: %d %s (something is still locked)", code, body)
 	}
 }
 
@@ -187,7 +209,8 @@ const (
 // parallel-tf-a / -b run: demo-warm restores the state as Terraform writes
 // it, terraform plan -refresh=false right after shows no changes, and both
 // terminals at once on the optimistic state replace their slow resource in
-// about the time of one, each a version in kl history.
+// about the time of one, each a version in kl history; then the
+// orchestrated pair (kl apply --orchestrated running terraform).
 func TestDemoTerraform(t *testing.T) {
 	t.Parallel()
 	skipShort(t)
@@ -209,17 +232,10 @@ func TestDemoTerraform(t *testing.T) {
 			}
 
 			d.kl(t, "state", "config", "big-state", "--exclusive-locks=false")
-			outs := make([]string, 2)
-			pair := timed(t, "the pair in parallel (parallel-tf-a and -b, TF_BIN=terraform)", func() {
-				var wg sync.WaitGroup
-				for i, side := range []string{"a", "b"} {
-					wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
-				}
-				wg.Wait()
-			})
+			outs, pair := d.parallelPair(t)
 			for i, o := range outs {
-				if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") || !strings.Contains(o, "terraform apply -refresh=false") {
-					t.Errorf("terminal %c did not replace exactly its slow resource with terraform:\n%s", 'a'+i, tail(o, 20))
+				if !strings.Contains(o, "] terraform apply -refresh=false") {
+					t.Errorf("terminal %c did not run terraform:\n%s", 'a'+i, tail(o, 20))
 				}
 			}
 			if limit := 2 * terraformDemoSleep * time.Second; pair >= limit {
@@ -233,6 +249,13 @@ func TestDemoTerraform(t *testing.T) {
 			if len(rows) != 3 || !strings.HasPrefix(rows[0][0], "*") || rows[2][3] != "import" ||
 				!slices.Equal(slices.Sorted(slices.Values([]string{rows[0][3], rows[1][3]})), []string{"apply", "merge"}) {
 				t.Errorf("kl history after the pair: want the two applies (one merged onto the other) over the import:\n%s", hist)
+			}
+
+			// The orchestrated pair (make parallel-demo-a / -b): kl apply
+			// --orchestrated runs terraform itself (KL_TF_BIN).
+			d.orchestratedPair(t)
+			if a, b := d.slowVersion(t, "a"), d.slowVersion(t, "b"); a != "orch-a" || b != "orch-b" {
+				t.Errorf("after the orchestrated pair slow_a = %q, slow_b = %q; want orch-a, orch-b", a, b)
 			}
 			if n := d.tfRuns(t); n < 5 {
 				t.Errorf("TF_BIN=terraform ran %d times, want every script's CLI runs", n)
