@@ -1,8 +1,6 @@
 package tofu
 
-import (
-	"testing"
-)
+import "testing"
 
 // Kind is a CLI the harness drives: the project's pinned OpenTofu, which
 // every helper of the package uses unless told otherwise, or HashiCorp
@@ -43,9 +41,6 @@ var kinds = [...]struct {
 
 // String is the CLI's command name: "tofu" or "terraform".
 func (k Kind) String() string { return kinds[k].command }
-
-// Product is how the CLI names itself: "OpenTofu" or "Terraform".
-func (k Kind) Product() string { return kinds[k].product }
 
 // Registry is the registry host the CLI resolves hashicorp/time at, as
 // state files name providers: provider["<Registry>/hashicorp/time"].
