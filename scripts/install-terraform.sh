@@ -29,7 +29,7 @@ if [ -x "$terraform" ]; then
   built=$(CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$terraform" version 2>/dev/null || true)
 fi
 if [[ ${built%%$'\n'*} != "Terraform $TERRAFORM_VERSION" ]]; then
-  echo "building Terraform $TERRAFORM_VERSION from the Go module proxy (about 4 minutes cold)" >&2
+  echo "building Terraform $TERRAFORM_VERSION from the Go module proxy (about 2 minutes cold)" >&2
   (cd "$neutral" && GOFLAGS=-mod=mod GOWORK=off go mod download "github.com/hashicorp/terraform@$TERRAFORM_VERSION")
   src=$(go env GOMODCACHE)/github.com/hashicorp/terraform@$TERRAFORM_VERSION
   (cd "$src" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 go build -trimpath \
