@@ -30,10 +30,9 @@ const terraformSleep = 6
 
 // TestTerraform: init, apply, a plan with no changes, GET byte for byte
 // what Terraform posted, a second apply, force-unlock of a lock left
-// behind; then, on a slow stack, a lock held
-// by one Terraform refused to another (exclusive), and two plain applies on
-// disjoint resources both landing (optimistic, merged at commit), in
-// history. On both stores.
+// behind; then, on a slow stack, a lock held by one Terraform refused to
+// another (exclusive), and two plain applies on disjoint resources both
+// landing (optimistic, merged at commit), in history. On both stores.
 func TestTerraform(t *testing.T) {
 	t.Parallel()
 	skipShort(t)
