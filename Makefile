@@ -18,11 +18,12 @@ run:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/kld ./cmd/kl
 
-## tofu: build the pinned OpenTofu and the hashicorp/time provider into .cache/tofu
+## tofu: build the pinned OpenTofu, Terraform v1.5.7 and the hashicorp/time provider into .cache/tofu
 tofu:
 	bash scripts/install-tofu.sh
+	bash scripts/install-terraform.sh
 
-## test: gofmt, go mod tidy, go vet and every test, with PostgreSQL, the real OpenTofu and headless Chromium
+## test: gofmt, go mod tidy, go vet and every test, with PostgreSQL, the real OpenTofu and Terraform, and headless Chromium
 test: fmt-check mod-check vet gotest
 
 fmt-check:

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -33,7 +34,9 @@ type Body struct {
 	size    int64
 	sum     uint64
 
-	gz gzipCopy // the compressed copy made from graph, on demand
+	// gz is the compressed copy made from graph, on demand; nil until a
+	// reader asks, and again once dropped (see dropGzip).
+	gz atomic.Pointer[gzipCopy]
 }
 
 // docSeed seeds the hash that tells a re-POST of the current bytes.
@@ -42,10 +45,10 @@ var docSeed = maphash.MakeSeed()
 // sumOf is the hash of a document's bytes that Body.same compares first.
 func sumOf(b []byte) uint64 { return maphash.Bytes(docSeed, b) }
 
-// postedBody is the body of a version whose bytes (the posted doc) are
-// what rendering g in its format gives.
-func postedBody(v Version, g *graph.State, doc []byte) *Body {
-	b := &Body{Version: v, graph: g, size: int64(len(doc)), sum: sumOf(doc)}
+// postedBody is the body of a version whose bytes (the posted document,
+// of size bytes and sumOf sum) are what rendering g in its format gives.
+func postedBody(v Version, g *graph.State, size int, sum uint64) *Body {
+	b := &Body{Version: v, graph: g, size: int64(size), sum: sum}
 	b.measure.Do(func() {})
 	return b
 }
@@ -115,9 +118,24 @@ func (b *Body) WriteGzipTo(w io.Writer) (int64, error) {
 		n, err := w.Write(b.gzipped)
 		return int64(n), err
 	}
-	b.gz.start(b)
-	return b.gz.writeTo(w)
+	for {
+		if gz := b.gz.Load(); gz != nil {
+			gz.start(b)
+			return gz.writeTo(w)
+		}
+		// The first reader, or the first after dropGzip (which may drop
+		// this one too before it is loaded: then again).
+		b.gz.CompareAndSwap(nil, new(gzipCopy))
+	}
 }
+
+// dropGzip lets go of the compressed copy made from the graph, if any: the
+// version is about to be superseded (a write of its state has begun), so
+// the copy would soon be garbage, and holding it through the write costs a
+// quarter of the state's bytes at the write's peak. Readers streaming it
+// finish; a reader that asks after (the write failed, or one that reads
+// this version still) compresses it again.
+func (b *Body) dropGzip() { b.gz.Store(nil) }
 
 // GzipSize is the length of the compressed document, and true, once the
 // whole of it is made.
@@ -125,7 +143,10 @@ func (b *Body) GzipSize() (int64, bool) {
 	if b.gzipped != nil {
 		return int64(len(b.gzipped)), true
 	}
-	return b.gz.size()
+	if gz := b.gz.Load(); gz != nil {
+		return gz.size()
+	}
+	return 0, false
 }
 
 // Bytes returns the document.

@@ -20,7 +20,7 @@ func TestDocCacheCountsDepIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(id int64) *Body { return postedBody(Version{ID: id}, g, b) }
+	doc := func(id int64) *Body { return postedBody(Version{ID: id}, g, len(b), sumOf(b)) }
 	docSize := doc(0).memory()
 	x := graph.NewDepIndex(g)
 	// Room for two documents, not for two documents and an index.

@@ -315,6 +315,16 @@ type WriteOptions struct {
 	// error fails the write, nothing stored. It also wins over any other
 	// error of the write: a body that is not what was sent explains them.
 	Verify func() error
+	// Release, when set, is called at most once, when Write reads body no
+	// more and nothing it keeps refers into it: once body is parsed,
+	// verified and known to be what rendering the new version gives, and
+	// before the commit, so that the caller may free body's memory (the
+	// HTTP handler unmaps it) while the store writes. A write that must be
+	// recomputed after that (another process committed first) renders the
+	// bytes again from what it parsed. Write does not call it for a body
+	// it keeps bytes of (one no rendering gives back, an encrypted one) or
+	// merges.
+	Release func()
 }
 
 // WriteResult is the outcome of a write.
@@ -350,9 +360,14 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 	if o.Verify != nil {
 		verify = sync.OnceValue(o.Verify)
 	}
-	p := parsed{verify: verify}
+	p := parsed{verify: verify, body: body}
 	for attempt := 0; ; attempt++ {
-		res, err := e.write(ctx, name, body, o, &p)
+		if p.released && p.body == nil {
+			// Released, then raced: the same bytes again, from the
+			// version that rendered them.
+			p.body = p.rendered.Render(p.rendered.Format)
+		}
+		res, err := e.write(ctx, name, p.body, o, &p)
 		if err != nil {
 			if verr := verify(); verr != nil {
 				return nil, verr
@@ -383,6 +398,28 @@ type parsed struct {
 	base *Snapshot
 	// verify is WriteOptions.Verify, run once.
 	verify func() error
+	// body is the document being written; nil once released, when
+	// rendered gives it back.
+	body     []byte
+	rendered *graph.State
+	released bool
+}
+
+// release hands the body back to the writer (WriteOptions.Release), once,
+// when held, the state about to be committed, renders exactly body: the
+// graphs that refer into body let go of it first. Only the parse and
+// held may refer into it here (the merge of an optimistic write, which
+// builds graphs of its own, keeps the body).
+func (p *parsed) release(o *WriteOptions, held *graph.State, c *Commit) {
+	if o.Release == nil || p.released {
+		return
+	}
+	p.released = true
+	held.Detach()
+	p.graph.Detach()
+	(&graph.State{Instances: c.Upserts}).Detach()
+	p.body, p.rendered = nil, held
+	o.Release()
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
@@ -418,6 +455,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
 		}
+		prevBody.dropGzip()
 	}
 
 	if !p.done {
@@ -490,7 +528,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		case held.RenderEqual(held.Format, body):
 			// What the CLIs write: the rows give the posted bytes back,
 			// compared piece by piece, never built.
-			next = func(v Version) *Body { return postedBody(v, held, body) }
+			size, sum := len(body), sumOf(body)
+			next = func(v Version) *Body { return postedBody(v, held, size, sum) }
+			p.release(&o, held, c)
 		default:
 			// Rendering what the store will hold does not give the
 			// posted bytes back (another writer's layout, or objects

@@ -34,11 +34,12 @@ const firstBodyChunk = 32 << 10
 // outside the Go heap (where the platform has it): its pages (huge pages on
 // Linux) take memory only as its bytes arrive, the budget is taken mapStep
 // bytes at a time ahead of them,
-// nothing is copied, and the memory is given back the moment the request
-// ends, not at a later garbage collection, so that it never counts twice
-// towards the heap the collector lets grow. The request's handler must not
-// keep the body (nor anything that refers into it) past its end; the
-// engine keeps none of it.
+// nothing is copied, and the memory is given back the moment the engine is
+// done with it (a POST's, before the store writes the version; see
+// kilolock.WriteOptions.Release) or the request ends, not at a later
+// garbage collection, so that it never counts twice towards the heap the
+// collector lets grow. The request's handler must not keep the body (nor
+// anything that refers into it) past then; the engine keeps none of it.
 const (
 	mapMinBody = 1 << 20
 	mapStep    = 2 << 20

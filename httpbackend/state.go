@@ -148,12 +148,21 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The checksum is computed beside the parse (another core), and
 	// checked before anything is stored. The handler waits for it in any
-	// case: the body's memory goes when the request ends (see mapMinBody).
+	// case: the body's memory goes at the release below, or when the
+	// request ends (see mapMinBody).
 	sum := make(chan error, 1)
 	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
 	verify := sync.OnceValue(func() error { return <-sum })
 	defer verify()
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify})
+	// The body's memory goes as soon as the engine is done with it,
+	// before the store writes the version: a large first POST so never
+	// holds the body and the rows being written at once.
+	ri := info(r)
+	release := func() {
+		verify() // the checksum has read the body
+		h.releaseBodies(ri)
+	}
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release})
 	if err != nil {
 		return err
 	}

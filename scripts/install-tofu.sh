@@ -10,22 +10,11 @@
 set -euo pipefail
 
 TOFU_VERSION=${TOFU_VERSION:-v1.10.10}
-TIME_VERSION=${TIME_VERSION:-0.14.2}
-root=$(cd "$(dirname "$0")/.." && pwd)
-cache=${KL_TOFU_CACHE:-$root/.cache/tofu}
-platform=$(go env GOOS)_$(go env GOARCH)
-bin=$cache/bin
-mirror=$cache/mirror
+source "$(dirname "$0")/cli-cache.sh"
 tofu=$bin/tofu-$TOFU_VERSION
 provider_dir=$mirror/registry.opentofu.org/hashicorp/time/$TIME_VERSION/$platform
 provider=$provider_dir/terraform-provider-time_v$TIME_VERSION
-
-mkdir -p "$bin" "$provider_dir"
-
-# Go commands below run outside this repository, so they can neither read
-# nor change its go.mod and go.sum.
-neutral=$(mktemp -d)
-trap 'rm -rf "$neutral"' EXIT
+mkdir -p "$provider_dir"
 
 # A release build says "OpenTofu v1.10.10"; a binary built without the
 # release flag says "v1.10.10-dev" and is rebuilt.

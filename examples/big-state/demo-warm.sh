@@ -8,7 +8,9 @@
 # a database instead. STATE is the state name (default big-state); the herd
 # size and the slow resources' seconds are TF_VAR_herd_size (default 10000)
 # and TF_VAR_slow_seconds (default 30), as the CLI reads them; KL is the kl
-# binary (default bin/kl), BIG_STATE_CACHE where the file is kept.
+# binary (default bin/kl), BIG_STATE_CACHE where the file is kept. With
+# TF_BIN naming Terraform (TF_BIN=terraform) the state is the one Terraform
+# writes: hashicorp/time from registry.terraform.io.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 state=${STATE:-big-state}
@@ -16,11 +18,16 @@ n=${TF_VAR_herd_size:-10000}
 seconds=${TF_VAR_slow_seconds:-30}
 kl=${KL:-bin/kl}
 cache=${BIG_STATE_CACHE:-.cache/big-state}
-file=$cache/$state-$n-$seconds.tfstate
 start=$EPOCHREALTIME
+cli=tofu
+if [[ -n ${TF_BIN:-} ]] && [[ $(CHECKPOINT_DISABLE=1 "$TF_BIN" version 2>/dev/null) == Terraform* ]]; then
+	cli=terraform
+fi
+file=$cache/$state-$n-$seconds.tfstate
+[[ $cli == tofu ]] || file=$cache/$state-$n-$seconds-$cli.tfstate
 if [[ ! -s $file ]]; then
 	mkdir -p "$cache"
-	go run ./examples/big-state -n "$n" -slow-seconds "$seconds" -o "$file"
+	go run ./examples/big-state -n "$n" -slow-seconds "$seconds" -cli "$cli" -o "$file"
 fi
 args=()
 if [[ -n ${DATABASE:-} ]]; then

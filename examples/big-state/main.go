@@ -3,7 +3,9 @@
 // and slow_b at version v1 and a herd of -n terraform_data resources in
 // -groups modules, so that `make demo-warm` can restore it in seconds
 // rather than apply thousands of resources, and `tofu plan
-// -refresh=false` right after shows no changes.
+// -refresh=false` right after shows no changes. -cli terraform writes it
+// as Terraform v1.5.7 does (hashicorp/time at registry.terraform.io), for
+// the demo run with TF_BIN=terraform.
 //
 //	go run ./examples/big-state -n 10000 -o big-state.tfstate
 //
@@ -30,12 +32,14 @@ func main() {
 	groups := flag.Int("groups", 10, "modules the herd is split into (var.herd_groups)")
 	seconds := flag.Int("slow-seconds", 30, "var.slow_seconds")
 	out := flag.String("o", "big-state.tfstate", "file to write")
+	cliName := flag.String("cli", "tofu", "the CLI that plans against it: tofu or terraform")
 	flag.Parse()
-	if *groups < 1 || *n < 0 {
-		fmt.Fprintln(os.Stderr, "big-state: -groups must be at least 1 and -n not negative")
+	cli, ok := clis[*cliName]
+	if *groups < 1 || *n < 0 || !ok {
+		fmt.Fprintln(os.Stderr, "big-state: -groups must be at least 1, -n not negative and -cli tofu or terraform")
 		os.Exit(2)
 	}
-	data := graphtest.Encode(State(*n, *groups, *seconds), graph.FormatIndent)
+	data := graphtest.Encode(State(*n, *groups, *seconds, cli), graph.FormatIndent)
 	if err := os.WriteFile(*out, data, 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "big-state: %v\n", err)
 		os.Exit(1)
@@ -43,13 +47,28 @@ func main() {
 	fmt.Printf("wrote %s: %d herd resources in %d modules, %d bytes\n", *out, *groups*(*n / *groups), *groups, len(data))
 }
 
+// CLI is what of a state depends on the CLI that wrote it.
+type CLI struct {
+	// Version is its terraform_version.
+	Version string
+	// Registry is the host it resolves hashicorp/time at.
+	Registry string
+}
+
+// clis are the CLIs -cli names: the project's pinned OpenTofu and
+// Terraform v1.5.7.
+var clis = map[string]CLI{
+	"tofu":      {Version: "1.10.10", Registry: "registry.opentofu.org"},
+	"terraform": {Version: "1.5.7", Registry: "registry.terraform.io"},
+}
+
 // State is the state of the configuration applied with herd_size n,
-// herd_groups groups and slow_seconds seconds, as OpenTofu writes it.
-func State(n, groups, seconds int) *graphtest.StateV4 {
+// herd_groups groups and slow_seconds seconds, as cli writes it.
+func State(n, groups, seconds int, cli CLI) *graphtest.StateV4 {
 	per := n / groups
 	s := &graphtest.StateV4{
 		Version:          4,
-		TerraformVersion: "1.10.10",
+		TerraformVersion: cli.Version,
 		Serial:           1,
 		Lineage:          Lineage,
 		Outputs:          map[string]graphtest.OutputV4{"herd_size": {Value: raw(per * groups), Type: raw("number")}},
@@ -58,7 +77,7 @@ func State(n, groups, seconds int) *graphtest.StateV4 {
 	for _, name := range []string{"slow_a", "slow_b"} {
 		s.Resources = append(s.Resources, graphtest.ResourceV4{
 			Mode: "managed", Type: "time_sleep", Name: name,
-			Provider: `provider["registry.opentofu.org/hashicorp/time"]`,
+			Provider: `provider["` + cli.Registry + `/hashicorp/time"]`,
 			Instances: []graphtest.InstanceV4{{
 				Attributes: raw(map[string]any{
 					"create_duration":  fmt.Sprintf("%ds", seconds),

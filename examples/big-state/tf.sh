@@ -1,20 +1,26 @@
 # Sourced by the demo scripts: the CLI (TF_BIN, a name in PATH or a path;
-# default the project's pinned OpenTofu), the project's CLI config
-# (hashicorp/time from the local mirror, nothing from the network) and no
+# default the project's pinned OpenTofu), the project's CLI config for it
+# (hashicorp/time from the local mirror, nothing from the network: tofurc
+# for OpenTofu, terraformrc for Terraform, as make tofu writes them) and no
 # prompts. Sets tf, root, server, state and url.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 server=${KL_SERVER:-http://localhost:8080}
 server=${server%/}
 state=${STATE:-big-state}
 url=$server/v1/states/$state
-tf=${TF_BIN:-$root/.cache/tofu/bin/tofu}
+cache=${KL_TOFU_CACHE:-$root/.cache/tofu}
+tf=${TF_BIN:-$cache/bin/tofu}
 if ! command -v "$tf" >/dev/null; then
   echo "no CLI $tf: run make tofu, or set TF_BIN (e.g. TF_BIN=terraform)" >&2
   exit 1
 fi
 export TF_IN_AUTOMATION=1 TF_INPUT=0 CHECKPOINT_DISABLE=1
-if [ -z "${TF_CLI_CONFIG_FILE:-}" ] && [ -f "$root/.cache/tofu/tofurc" ]; then
-  export TF_CLI_CONFIG_FILE=$root/.cache/tofu/tofurc
+# Terraform resolves hashicorp/time at registry.terraform.io, OpenTofu at
+# registry.opentofu.org: each has its config.
+rc=$cache/tofurc
+[[ $("$tf" version 2>/dev/null) != Terraform* ]] || rc=$cache/terraformrc
+if [ -z "${TF_CLI_CONFIG_FILE:-}" ] && [ -f "$rc" ]; then
+  export TF_CLI_CONFIG_FILE=$rc
 fi
 
 # prepare DIR: a copy of the configuration in DIR, initialized against

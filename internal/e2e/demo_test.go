@@ -72,7 +72,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	srv := setup(t, databaseURL)
-	d := newDemo(t, srv, scale, sleep)
+	d := newDemo(t, srv, tofu.OpenTofu, scale, sleep)
 	instances := strconv.Itoa(scale + 2)
 
 	// Setup: make demo-warm, twice (the second a restore of the file the
@@ -108,19 +108,7 @@ func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	}
 	atTwo := d.slowVersion(t, "a") // version @2's
 	d.backendShare(t, srv, mark, alone)
-	outs := make([]string, 2)
-	pair := timed(t, "the pair in parallel (parallel-tf-a and -b)", func() {
-		var wg sync.WaitGroup
-		for i, side := range []string{"a", "b"} {
-			wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
-		}
-		wg.Wait()
-	})
-	for i, o := range outs {
-		if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
-			t.Errorf("terminal %c did not replace exactly its slow resource:\n%s", 'a'+i, tail(o, 20))
-		}
-	}
+	_, pair := d.parallelPair(t)
 	ratio := pair.Seconds() / alone.Seconds()
 	t.Logf("TIMING %s pair/alone ratio: %.2f (goal 1.3)", t.Name(), ratio)
 	if ratio > demoMaxPairRatio {
@@ -154,20 +142,7 @@ func replayDemo(t *testing.T, databaseURL string, scale, sleep int) {
 	// The orchestrated pair (make parallel-demo-a / -b) on the same
 	// configuration; then one with KL_LOG_LEVEL=warn, which keeps kl's
 	// informational lines to itself.
-	timed(t, "orchestrated pair (parallel-demo-a and -b)", func() {
-		var wg sync.WaitGroup
-		for i, side := range []string{"a", "b"} {
-			wg.Go(func() {
-				outs[i] = d.script(t, nil, "orchestrated.sh", side, "--target", "time_sleep.slow_"+side, "--var", "slow_"+side+"_version=orch-"+side)
-			})
-		}
-		wg.Wait()
-	})
-	for i, o := range outs {
-		if !strings.Contains(o, "kl: reserved:") || !strings.Contains(o, "exited 0") {
-			t.Errorf("orchestrated apply %c:\n%s", 'a'+i, tail(o, 20))
-		}
-	}
+	d.orchestratedPair(t)
 	out = d.script(t, []string{"KL_LOG_LEVEL=warn"}, "orchestrated.sh", "quiet", "--target", "time_sleep.slow_a", "--var", "slow_a_version=quiet")
 	if strings.Contains(out, "kl: ") || !strings.Contains(out, "exited 0") {
 		t.Errorf("KL_LOG_LEVEL=warn: kl still says what it does, or failed:\n%s", tail(out, 20))
@@ -237,17 +212,23 @@ type demo struct {
 	tfLog     string // one line per CLI run through TF_BIN
 }
 
-func newDemo(t *testing.T, srv *tofu.Server, scale, sleep int) *demo {
+// newDemo returns the environment of a replay with the CLI cli.
+func newDemo(t *testing.T, srv *tofu.Server, cli tofu.Kind, scale, sleep int) *demo {
 	t.Helper()
 	d := &demo{root: tofu.ModuleRoot(t), dir: t.TempDir()}
-	// TF_BIN is a name on PATH: a wrapper that notes each run.
+	// TF_BIN is a name on PATH: a wrapper that notes each run. For
+	// Terraform it is TF_BIN=terraform, as the README gives it.
 	bin := filepath.Join(d.dir, "bin")
 	d.tfLog = filepath.Join(d.dir, "tf-runs.log")
-	wrapper := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%q\nexec %q \"$@\"\n", d.tfLog, tofu.Binary(t))
+	wrapper := fmt.Sprintf("#!/bin/sh\necho \"$*\" >>%q\nexec %q \"$@\"\n", d.tfLog, cli.Binary(t))
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d.tfBin = filepath.Join(bin, "demo-tf")
+	name := "demo-tf"
+	if cli == tofu.Terraform {
+		name = "terraform"
+	}
+	d.tfBin = filepath.Join(bin, name)
 	if err := os.WriteFile(d.tfBin, []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +239,10 @@ func newDemo(t *testing.T, srv *tofu.Server, scale, sleep int) *demo {
 	}
 	d.env = append(d.env,
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"TF_BIN=demo-tf",
+		"TF_BIN="+name,
 		"KL="+tofu.BuildKL(t),
 		"KL_SERVER="+srv.URL,
-		"TF_CLI_CONFIG_FILE="+tofu.CLIConfigFile(t),
+		"TF_CLI_CONFIG_FILE="+cli.CLIConfigFile(t),
 		"TF_VAR_herd_size="+strconv.Itoa(scale),
 		"TF_VAR_slow_seconds="+strconv.Itoa(sleep),
 		"BIG_STATE_CACHE="+filepath.Join(d.dir, "cache"),
@@ -286,6 +267,49 @@ func (d *demo) script(t *testing.T, env []string, name string, args ...string) s
 		t.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out.String(), 30))
 	}
 	return out.String()
+}
+
+// parallelPair runs both terminals of the parallel beat at once
+// (parallel-tf.sh a and b) and returns their outputs and the pair's wall
+// time; it fails t unless each replaced exactly its slow resource.
+func (d *demo) parallelPair(t *testing.T) ([]string, time.Duration) {
+	t.Helper()
+	outs := make([]string, 2)
+	pair := timed(t, "the pair in parallel (parallel-tf-a and -b)", func() {
+		var wg sync.WaitGroup
+		for i, side := range []string{"a", "b"} {
+			wg.Go(func() { outs[i] = d.script(t, nil, "parallel-tf.sh", side) })
+		}
+		wg.Wait()
+	})
+	for i, o := range outs {
+		if !strings.Contains(o, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
+			t.Errorf("terminal %c did not replace exactly its slow resource:\n%s", 'a'+i, tail(o, 20))
+		}
+	}
+	return outs, pair
+}
+
+// orchestratedPair runs both terminals of the reservation demo at once
+// (orchestrated.sh a and b, each --target its slow resource and a new
+// version orch-SIDE) and fails t unless both reserved and succeeded.
+func (d *demo) orchestratedPair(t *testing.T) {
+	t.Helper()
+	outs := make([]string, 2)
+	timed(t, "orchestrated pair (parallel-demo-a and -b)", func() {
+		var wg sync.WaitGroup
+		for i, side := range []string{"a", "b"} {
+			wg.Go(func() {
+				outs[i] = d.script(t, nil, "orchestrated.sh", side, "--target", "time_sleep.slow_"+side, "--var", "slow_"+side+"_version=orch-"+side)
+			})
+		}
+		wg.Wait()
+	})
+	for i, o := range outs {
+		if !strings.Contains(o, "kl: reserved:") || !strings.Contains(o, "exited 0") {
+			t.Errorf("orchestrated apply %c:\n%s", 'a'+i, tail(o, 20))
+		}
+	}
 }
 
 // prepare returns a working directory of the configuration, initialized

@@ -37,10 +37,16 @@ var stores = []store{
 // empty database.
 func eachStore(t *testing.T, flow func(t *testing.T, databaseURL string)) {
 	t.Helper()
+	eachStoreWith(t, tofu.OpenTofu, flow)
+}
+
+// eachStoreWith is eachStore for a flow that drives the CLI cli.
+func eachStoreWith(t *testing.T, cli tofu.Kind, flow func(t *testing.T, databaseURL string)) {
+	t.Helper()
 	for _, s := range stores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			tofu.Binary(t) // skip (or fail in CI) before starting anything
+			cli.Binary(t) // skip (or fail in CI) before starting anything
 			flow(t, s.url(t))
 		})
 	}

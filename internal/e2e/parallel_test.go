@@ -60,21 +60,7 @@ func TestParallelTwoDirs(t *testing.T) {
 			cur = cur.with("slow_a", "alone")
 			alone := timed(t, "one apply alone", func() { dirs[0].Must(cur.applyArgs(pairSleep)...) })
 
-			wantA, wantB := cur.with("slow_a", "v2"), cur.with("slow_b", "v2")
-			outs, wall := runTogether(t, "two dirs at once",
-				run{"dir A (slow_a)", dirs[0], wantA.applyArgs(pairSleep)},
-				run{"dir B (slow_b)", dirs[1], wantB.applyArgs(pairSleep)},
-			)
-			mustSucceed(t, outs)
-			for _, o := range outs {
-				if !strings.Contains(o.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
-					t.Errorf("%s did not replace exactly its own resource:\n%s", o.name, o.stdout)
-				}
-			}
-			want := inputs{"slow_a": "v2", "slow_b": "v2"}
-			if got := stateInputs(t, srv, state); !maps.Equal(got, want) {
-				t.Errorf("state after both applies holds %v, want %v", got, want)
-			}
+			want, wall := disjointPair(t, srv, state, dirs, cur, "v2", "v2", pairSleep)
 			if got := parseInputs(t, []byte(dirs[1].Must("state", "pull"))); !maps.Equal(got, want) {
 				t.Errorf("tofu state pull in dir B holds %v, want %v", got, want)
 			}
@@ -91,6 +77,30 @@ func TestParallelTwoDirs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// disjointPair runs dirs[0], replacing slow_a with a, and dirs[1],
+// replacing slow_b with b, at once from inputs cur, each created in sleep
+// seconds. Both must succeed, each replacing exactly its own resource, and
+// the state must hold both changes afterwards: it returns those inputs and
+// the pair's wall time.
+func disjointPair(t *testing.T, srv *tofu.Server, state string, dirs []*tofu.Workdir, cur inputs, a, b string, sleep int) (inputs, time.Duration) {
+	t.Helper()
+	outs, wall := runTogether(t, "two dirs at once",
+		run{"dir A (slow_a)", dirs[0], cur.with("slow_a", a).applyArgs(sleep)},
+		run{"dir B (slow_b)", dirs[1], cur.with("slow_b", b).applyArgs(sleep)},
+	)
+	mustSucceed(t, outs)
+	for _, o := range outs {
+		if !strings.Contains(o.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.") {
+			t.Errorf("%s did not replace exactly its own resource:\n%s", o.name, o.stdout)
+		}
+	}
+	want := cur.with("slow_a", a).with("slow_b", b)
+	if got := stateInputs(t, srv, state); !maps.Equal(got, want) {
+		t.Errorf("state after both applies holds %v, want %v", got, want)
+	}
+	return want, wall
 }
 
 // TestParallelEightDirs: eight directories apply at once, each changing one
@@ -369,14 +379,7 @@ func TestParallelExclusive(t *testing.T) {
 	}
 
 	// Without -lock-timeout the second fails at once with the holder.
-	holderArgs := cur.with("slow_a", "v3").applyArgs(pairSleep)
-	done := make(chan outcome, 1)
-	go func() {
-		o := outcome{run: run{"holder", dirs[0], holderArgs}}
-		o.stdout, o.stderr, o.code = dirs[0].Run(holderArgs...)
-		done <- o
-	}()
-	holder := waitLocks(t, srv, state, 1, 30*time.Second)[0]
+	holder, done := startHolder(t, srv, state, dirs[0], cur.with("slow_a", "v3").applyArgs(pairSleep))
 	var stdout, stderr string
 	var code int
 	took := timed(t, "second apply without -lock-timeout", func() {

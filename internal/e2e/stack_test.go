@@ -99,11 +99,17 @@ func (in inputs) applyArgs(sleep int, extra ...string) []string {
 // with every input "v1" and no sleep, and returns those inputs.
 func seedStack(t *testing.T, srv *tofu.Server, state string, resources ...slowResource) inputs {
 	t.Helper()
+	return seedStackWith(t, tofu.OpenTofu, srv, state, resources...)
+}
+
+// seedStackWith is seedStack with the CLI cli.
+func seedStackWith(t *testing.T, cli tofu.Kind, srv *tofu.Server, state string, resources ...slowResource) inputs {
+	t.Helper()
 	seed := inputs{}
 	for _, r := range resources {
 		seed[r.name] = "v1"
 	}
-	wd := tofu.NewWorkdir(t, slowStack(srv.Backend(state), resources...))
+	wd := cli.NewWorkdir(t, slowStack(srv.Backend(state), resources...))
 	wd.Must("init", "-no-color")
 	timed(t, "seed apply", func() { wd.Must(seed.applyArgs(0)...) })
 	if got := stateInputs(t, srv, state); !maps.Equal(got, seed) {
@@ -116,9 +122,15 @@ func seedStack(t *testing.T, srv *tofu.Server, state string, resources ...slowRe
 // same backend address.
 func stackDirs(t *testing.T, srv *tofu.Server, state string, n int, resources ...slowResource) []*tofu.Workdir {
 	t.Helper()
+	return stackDirsWith(t, tofu.OpenTofu, srv, state, n, resources...)
+}
+
+// stackDirsWith is stackDirs with the CLI cli.
+func stackDirsWith(t *testing.T, cli tofu.Kind, srv *tofu.Server, state string, n int, resources ...slowResource) []*tofu.Workdir {
+	t.Helper()
 	dirs := make([]*tofu.Workdir, n)
 	for i := range dirs {
-		dirs[i] = tofu.NewWorkdir(t, slowStack(srv.Backend(state), resources...))
+		dirs[i] = cli.NewWorkdir(t, slowStack(srv.Backend(state), resources...))
 		dirs[i].Must("init", "-no-color")
 	}
 	return dirs
@@ -243,6 +255,20 @@ type outcome struct {
 	took           time.Duration
 }
 
+// startHolder starts wd's CLI with args in the background (an apply that
+// takes a while) and waits until it holds a lock on state. It returns the
+// lock's id and the channel the run's outcome arrives on.
+func startHolder(t *testing.T, srv *tofu.Server, state string, wd *tofu.Workdir, args []string) (string, <-chan outcome) {
+	t.Helper()
+	done := make(chan outcome, 1)
+	go func() {
+		o := outcome{run: run{"holder", wd, args}}
+		o.stdout, o.stderr, o.code = wd.Run(args...)
+		done <- o
+	}()
+	return waitLocks(t, srv, state, 1, 30*time.Second)[0], done
+}
+
 // runTogether starts every run at the same instant, waits for all of them
 // and returns their outcomes, in order, and the wall time of the batch. It
 // logs a TIMING line for each run and for the batch under label.
@@ -282,7 +308,7 @@ func mustSucceed(t *testing.T, outs []outcome) {
 	t.Helper()
 	for _, o := range outs {
 		if o.code != 0 {
-			t.Errorf("%s: tofu %s: exit %d\nstdout:\n%s\nstderr:\n%s", o.name, strings.Join(o.args, " "), o.code, o.stdout, o.stderr)
+			t.Errorf("%s: %s %s: exit %d\nstdout:\n%s\nstderr:\n%s", o.name, o.wd.Kind(), strings.Join(o.args, " "), o.code, o.stdout, o.stderr)
 		}
 	}
 	if t.Failed() {

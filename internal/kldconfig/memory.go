@@ -6,18 +6,20 @@ import (
 )
 
 // DefaultGCPercent is kld's garbage collection target: the heap may grow
-// 20% past what was live at the last collection, where Go's default lets
+// 15% past what was live at the last collection, where Go's default lets
 // it double. kld's heap is mostly the states it caches, large arrays of
 // bytes without pointers that a collection marks at almost no cost, and
-// the bodies it reads are outside the heap; so collecting five times as
-// often costs little CPU and keeps kld's peak memory near what it holds
-// (about 3x a 140 MB state's bytes while serving it, where the default
-// gave about 4x; internal/e2e BenchmarkKLDMemory).
-const DefaultGCPercent = 20
+// the bodies it reads are outside the heap; so collecting often costs
+// little CPU and keeps kld's peak memory near what it holds. Measured with
+// internal/e2e BenchmarkKLDMemory, serving a 134 MiB state (100,000
+// instances): peak RSS 2.8x the state at 15, 3.0x at 20; against 20, 15
+// makes its POSTs and GETs up to about 10% slower, where 10 (2.8-2.9x)
+// made POSTs 25-30% and GETs 40-90% slower.
+const DefaultGCPercent = 15
 
 // Memory is the flag of kld's garbage collection target.
 type Memory struct {
-	GCPercent int `name:"gc-percent" default:"20" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; -1 turns collection off."`
+	GCPercent int `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; -1 turns collection off."`
 }
 
 // Apply sets the target for the process, unless GOGC is set in its

@@ -20,6 +20,9 @@ import (
 const (
 	// EnvTofu names the tofu binary to use instead of the cached one.
 	EnvTofu = "KL_TOFU"
+	// EnvTerraform names the terraform binary to use instead of the
+	// cached one.
+	EnvTerraform = "KL_TERRAFORM"
 	// EnvTofuCache names the directory scripts/install-tofu.sh installs
 	// into, .cache/tofu under the module root when unset.
 	EnvTofuCache = "KL_TOFU_CACHE"
@@ -99,27 +102,38 @@ func cacheDir(tb testing.TB) string {
 	return filepath.Join(ModuleRoot(tb), ".cache", "tofu")
 }
 
-var (
-	versionOnce sync.Once
-	version     string
-	versionErr  error
-)
+// probes holds each CLI's `version`, run once per test binary.
+var probes [len(kinds)]struct {
+	once    sync.Once
+	version string
+	err     error
+}
 
-// Binary returns the path of the tofu binary: $KL_TOFU, else
-// .cache/tofu/bin/tofu under the module root. When there is none it skips
-// tb, or fails it when CI=true; a KL_TOFU that does not run always fails.
+// Binary returns the path of the tofu binary: OpenTofu.Binary.
 func Binary(tb testing.TB) string {
 	tb.Helper()
-	bin := os.Getenv(EnvTofu)
+	return OpenTofu.Binary(tb)
+}
+
+// Binary returns the path of the CLI's binary: $KL_TOFU (OpenTofu) or
+// $KL_TERRAFORM (Terraform), else bin/tofu or bin/terraform in the cache
+// (.cache/tofu under the module root, or $KL_TOFU_CACHE). When there is
+// none it skips tb, or fails it when CI=true; a binary that does not run
+// always fails.
+func (k Kind) Binary(tb testing.TB) string {
+	tb.Helper()
+	spec := kinds[k]
+	bin := os.Getenv(spec.env)
 	if bin == "" {
-		bin = filepath.Join(cacheDir(tb), "bin", "tofu")
+		bin = filepath.Join(cacheDir(tb), "bin", spec.command)
 		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
-			Unavailable(tb, "OpenTofu is not installed at %s: run `make tofu` (scripts/install-tofu.sh) or set %s", bin, EnvTofu)
+			Unavailable(tb, "%s is not installed at %s: run `make tofu` (%s) or set %s", spec.product, bin, spec.script, spec.env)
 		}
 	}
-	versionOnce.Do(func() { version, versionErr = probe(bin) })
-	if versionErr != nil {
-		tb.Fatalf("tofu: %s does not run: %v", bin, versionErr)
+	p := &probes[k]
+	p.once.Do(func() { p.version, p.err = probe(bin) })
+	if p.err != nil {
+		tb.Fatalf("tofu: %s does not run: %v", bin, p.err)
 	}
 	return bin
 }
@@ -127,15 +141,23 @@ func Binary(tb testing.TB) string {
 // Version returns the first line of `tofu version`, e.g. "OpenTofu v1.10.10".
 func Version(tb testing.TB) string {
 	tb.Helper()
-	Binary(tb)
-	return version
+	return OpenTofu.Version(tb)
+}
+
+// Version returns the first line of the CLI's `version`, e.g. "OpenTofu
+// v1.10.10" or "Terraform v1.5.7".
+func (k Kind) Version(tb testing.TB) string {
+	tb.Helper()
+	k.Binary(tb)
+	return probes[k].version
 }
 
 func probe(bin string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "version")
-	cmd.Env = cleanEnv("TF_")
+	// No checkpoint: Terraform would ask HashiCorp for its latest release.
+	cmd.Env = append(cleanEnv("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("%s version: %w\n%s", bin, err, out)
@@ -144,18 +166,19 @@ func probe(bin string) (string, error) {
 	return strings.TrimSpace(first), nil
 }
 
-// cliConfig returns a CLI configuration that installs hashicorp/time from
-// the filesystem mirror scripts/install-tofu.sh fills, when there is one,
-// and never reaches the network for it.
-func cliConfig(tb testing.TB) string {
+// cliConfig returns a CLI configuration for k that installs hashicorp/time
+// (at k's registry host) from the filesystem mirror the install scripts
+// fill, when there is one, and never reaches the network for it.
+func cliConfig(tb testing.TB, k Kind) string {
 	mirror := filepath.Join(cacheDir(tb), "mirror")
 	if st, err := os.Stat(mirror); err != nil || !st.IsDir() {
 		return "# no provider mirror: only built-in providers are available\n"
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "provider_installation {\n")
-	fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %q\n    include = [\"registry.opentofu.org/hashicorp/time\"]\n  }\n", mirror)
-	fmt.Fprintf(&b, "  direct {\n    exclude = [\"registry.opentofu.org/hashicorp/time\"]\n  }\n")
+	provider := k.Registry() + "/hashicorp/time"
+	fmt.Fprintf(&b, "  filesystem_mirror {\n    path    = %q\n    include = [%q]\n  }\n", mirror, provider)
+	fmt.Fprintf(&b, "  direct {\n    exclude = [%q]\n  }\n", provider)
 	fmt.Fprintf(&b, "}\n")
 	return b.String()
 }
@@ -176,14 +199,21 @@ next:
 	return env
 }
 
-// CLIConfigFile writes the harness's CLI configuration (hashicorp/time from
-// the local mirror, nothing from the network) to a file of tb's and
-// returns its path, for programs that run tofu themselves
-// (TF_CLI_CONFIG_FILE).
+// CLIConfigFile writes the harness's CLI configuration of OpenTofu:
+// OpenTofu.CLIConfigFile.
 func CLIConfigFile(tb testing.TB) string {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "tofurc")
-	if err := os.WriteFile(path, []byte(cliConfig(tb)), 0o644); err != nil {
+	return OpenTofu.CLIConfigFile(tb)
+}
+
+// CLIConfigFile writes the harness's CLI configuration of the CLI
+// (hashicorp/time from the local mirror, nothing from the network) to a
+// file of tb's and returns its path, for programs that run the CLI
+// themselves (TF_CLI_CONFIG_FILE).
+func (k Kind) CLIConfigFile(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), k.String()+"rc")
+	if err := os.WriteFile(path, []byte(cliConfig(tb, k)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	return path

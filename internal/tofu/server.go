@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -24,11 +25,15 @@ type Server struct {
 	// DatabaseURL is the --database it was started with.
 	DatabaseURL string
 
-	tb   testing.TB
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, set before done is closed
+	tb  testing.TB
+	cmd *exec.Cmd
+	log *syncBuffer
+	// stdout is kld's stdout alone, where its URL line is looked for: on
+	// the log, the runtime's own writes to stderr (GODEBUG=gctrace=1)
+	// may cut into it.
+	stdout *syncBuffer
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit status, set before done is closed
 
 	stopOnce sync.Once
 	stopErr  error
@@ -58,13 +63,14 @@ func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string
 		DatabaseURL: databaseURL,
 		tb:          tb,
 		log:         &syncBuffer{},
+		stdout:      &syncBuffer{},
 		done:        make(chan struct{}),
 	}
 	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
 	s.cmd = exec.Command(bin, argv...)
 	// A developer's KL_* settings must not change what the test runs.
 	s.cmd.Env = append(cleanEnv("KL_"), env...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.attach(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("start kld: %v", err)
 	}
@@ -89,6 +95,22 @@ func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string
 // listenLine is what kld prints on stdout when asked for port 0.
 var listenLine = regexp.MustCompile(`(?m)^(https?)://(127\.0\.0\.1:[0-9]+)$`)
 
+// attach sends cmd's stdout and stderr to the log, and its stdout to
+// s.stdout too: two pipes, so that no write to stderr lands inside a line
+// of stdout.
+func (s *Server) attach(cmd *exec.Cmd) {
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(s.log, s.stdout), s.log
+}
+
+// listenURL finds kld's URL line on its stdout.
+func (s *Server) listenURL() (scheme, addr string, ok bool) {
+	m := listenLine.FindStringSubmatch(s.stdout.String())
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
 func (s *Server) waitReady() error {
 	// Readiness only: a kld serving HTTPS (--tls-cert) is probed without
 	// checking its certificate; the tests that start one check it with the
@@ -103,8 +125,8 @@ func (s *Server) waitReady() error {
 		default:
 		}
 		if s.URL == "" {
-			if m := listenLine.FindStringSubmatch(s.Log()); m != nil {
-				s.Addr, s.URL = m[2], m[1]+"://"+m[2]
+			if scheme, addr, ok := s.listenURL(); ok {
+				s.Addr, s.URL = addr, scheme+"://"+addr
 			} else {
 				last = "kld has not printed its URL"
 			}

@@ -12,33 +12,41 @@ import (
 	"time"
 )
 
-// CommandTimeout bounds one tofu command, so a command stuck waiting (for a
+// CommandTimeout bounds one CLI command, so a command stuck waiting (for a
 // lock, for input) fails its test instead of hanging the test binary.
 const CommandTimeout = 10 * time.Minute
 
-// Workdir is a tofu working directory: a temporary directory holding
-// main.tf and whatever tofu writes (.terraform, a local state).
+// Workdir is a working directory of one CLI (tofu unless made with
+// Terraform.NewWorkdir): a temporary directory holding main.tf and
+// whatever the CLI writes (.terraform, a local state).
 type Workdir struct {
-	// Dir is the directory tofu runs in.
+	// Dir is the directory the CLI runs in.
 	Dir string
 
-	tb  testing.TB
-	bin string
-	env []string
+	tb   testing.TB
+	kind Kind
+	bin  string
+	env  []string
 }
 
-// NewWorkdir returns a new working directory whose main.tf is hcl. It skips
-// tb when tofu is not installed (fails it when CI=true).
+// NewWorkdir returns a new tofu working directory whose main.tf is hcl. It
+// skips tb when tofu is not installed (fails it when CI=true).
+// Terraform.NewWorkdir is the same for Terraform.
 func NewWorkdir(tb testing.TB, hcl string) *Workdir {
 	tb.Helper()
-	bin := Binary(tb)
+	return newWorkdir(tb, OpenTofu, hcl)
+}
+
+func newWorkdir(tb testing.TB, k Kind, hcl string) *Workdir {
+	tb.Helper()
+	bin := k.Binary(tb)
 	tmp := tb.TempDir()
 	dir := filepath.Join(tmp, "work")
-	rc := filepath.Join(tmp, "tofurc")
+	rc := filepath.Join(tmp, k.String()+"rc")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(rc, []byte(cliConfig(tb)), 0o644); err != nil {
+	if err := os.WriteFile(rc, []byte(cliConfig(tb, k)), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	// Nothing of the machine's tofu/terraform environment may leak in:
@@ -50,7 +58,7 @@ func NewWorkdir(tb testing.TB, hcl string) *Workdir {
 		"TF_INPUT=0",
 		"CHECKPOINT_DISABLE=1",
 	)
-	w := &Workdir{Dir: dir, tb: tb, bin: bin, env: env}
+	w := &Workdir{Dir: dir, tb: tb, kind: k, bin: bin, env: env}
 	w.WriteFile("main.tf", hcl)
 	return w
 }
@@ -79,12 +87,15 @@ func (w *Workdir) Setenv(key, value string) {
 	w.env = append(w.env, key+"="+value)
 }
 
-// Env returns the environment tofu runs with here (its CLI configuration,
+// Kind is the CLI the directory runs.
+func (w *Workdir) Kind() Kind { return w.kind }
+
+// Env returns the environment the CLI runs with here (its CLI configuration,
 // no TF_* of the machine's), for another program that runs tofu in the
 // directory, such as kl drift check.
 func (w *Workdir) Env() []string { return append([]string(nil), w.env...) }
 
-// Run runs tofu with args in the directory and returns what it printed and
+// Run runs the CLI with args in the directory and returns what it printed and
 // its exit code: -1 when it could not be started or was killed (the reason
 // is then in stderr). It never fails the test itself, so it may be called
 // from any goroutine.
@@ -107,25 +118,25 @@ func (w *Workdir) Run(args ...string) (stdout, stderr string, exitCode int) {
 	if ctx.Err() != nil {
 		errb.WriteString("\n[harness] " + ctx.Err().Error())
 	}
-	w.tb.Logf("tofu %s: exit %d in %s", strings.Join(args, " "), exitCode, time.Since(start).Round(time.Millisecond))
+	w.tb.Logf("%s %s: exit %d in %s", w.kind, strings.Join(args, " "), exitCode, time.Since(start).Round(time.Millisecond))
 	return out.String(), errb.String(), exitCode
 }
 
-// Must runs tofu like Run and fails the test, showing both outputs, unless
+// Must runs the CLI like Run and fails the test, showing both outputs, unless
 // it exits 0. It returns stdout. Call it from the test goroutine only.
 func (w *Workdir) Must(args ...string) string {
 	w.tb.Helper()
 	stdout, stderr, code := w.Run(args...)
 	if code != 0 {
-		w.tb.Fatalf("tofu %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
+		w.tb.Fatalf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", w.kind, strings.Join(args, " "), code, stdout, stderr)
 	}
 	return stdout
 }
 
 // Command returns a command running bin with args in the directory, with
-// the environment every tofu command of the directory gets (its CLI
-// configuration, no prompts) and KL_TF_BIN naming the tofu binary: how a
-// test runs kl plan or kl apply, which run tofu themselves.
+// the environment every CLI command of the directory gets (its CLI
+// configuration, no prompts) and KL_TF_BIN naming the CLI's binary: how a
+// test runs kl plan or kl apply, which run the CLI themselves.
 func (w *Workdir) Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = w.Dir

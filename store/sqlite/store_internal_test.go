@@ -28,6 +28,22 @@ func openAt(t testing.TB, path string) *Store {
 	return s
 }
 
+// TestPageCacheBounded: every pool's connections keep a page cache of
+// pageCacheKiB, not SQLite's default 2,000 KiB each.
+func TestPageCacheBounded(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "kl.db"))
+	// (The tenant pool, opened with the same settings, refuses PRAGMAs.)
+	for name, db := range map[string]*sql.DB{"write": s.d.write.db, "read": s.d.read.db, "query": s.query} {
+		var size int
+		if err := db.QueryRowContext(t.Context(), "PRAGMA cache_size").Scan(&size); err != nil {
+			t.Fatalf("%s pool: %v", name, err)
+		}
+		if size != -pageCacheKiB {
+			t.Errorf("%s pool: cache_size %d, want %d (KiB)", name, size, -pageCacheKiB)
+		}
+	}
+}
+
 // A writer that another process keeps waiting past the busy timeout gets
 // ErrUnavailable, not the driver's error.
 func TestBusyIsUnavailable(t *testing.T) {
