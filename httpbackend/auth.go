@@ -1,12 +1,10 @@
 package httpbackend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -176,10 +174,11 @@ const readOnlyHint = "use a read-write token to apply; a read token reads the st
 // when they lock for a plan.
 const planOperation = "OperationTypePlan"
 
-// classifyAccess says what r does. A LOCK's body is read, and put back for
-// the handler, to tell a plan's lock (a read: allowed under a lifecycle
-// hold, so `tofu plan` works in a suspended workspace) from an apply's. A
-// body that cannot be read is an apply's, and the handler answers why.
+// classifyAccess says what r does. A LOCK's body is read (once: the
+// handler reads it from lockBody too) to tell a plan's lock (a read:
+// allowed under a lifecycle hold, so `tofu plan` works in a suspended
+// workspace) from an apply's. A body that cannot be read is an apply's,
+// and the handler answers why.
 func (h *Handler) classifyAccess(r *http.Request, suffix string) access {
 	switch {
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && suffix == "/outputs":
@@ -189,13 +188,10 @@ func (h *Handler) classifyAccess(r *http.Request, suffix string) access {
 	case r.Method == "UNLOCK" || (r.Method == http.MethodPost && suffix == "/unlock") || (r.Method == http.MethodDelete && suffix == "/lock"):
 		return accessUnlock
 	case r.Method == "LOCK" || (r.Method == http.MethodPost && suffix == "/lock"):
-		body, err := h.readBody(r, lockBodyLimit)
-		r.Body.Close()
+		body, err := h.lockBody(r)
 		if err != nil {
-			r.Body = failedBody{err}
 			return accessWrite
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		var li kilolock.LockInfo
 		if json.Unmarshal(body, &li) == nil && li.Operation == planOperation {
 			return accessPlanLock
@@ -272,13 +268,6 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	r2.URL.Path, r2.URL.RawPath = "/v1/states/"+name+suffix, ""
 	return r2, nil
 }
-
-// failedBody is a request body that was already read and failed: reading
-// it again answers the same error.
-type failedBody struct{ err error }
-
-func (b failedBody) Read([]byte) (int, error) { return 0, b.err }
-func (b failedBody) Close() error             { return nil }
 
 // tokenActor names a token in logs and the audit log; a PAT's requests
 // are named as PAT-backed, with their user.

@@ -18,7 +18,7 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(r, lockBodyLimit)
+	body, err := h.lockBody(r)
 	if err != nil {
 		return err
 	}
@@ -53,6 +53,18 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, lock)
 	return nil
+}
+
+// lockBody is the body of a LOCK request, read once however many times it
+// is asked for (the authenticated lane reads it to tell a plan's lock
+// before the handler does), with the error of that one read.
+func (h *Handler) lockBody(r *http.Request) ([]byte, error) {
+	ri := info(r)
+	if !ri.lockBodyRead {
+		ri.lockBody, ri.lockBodyErr = h.readBody(r, lockBodyLimit)
+		ri.lockBodyRead = true
+	}
+	return ri.lockBody, ri.lockBodyErr
 }
 
 // decodeLockInfo reads a LockInfo body: 400 when it is empty, not JSON, or

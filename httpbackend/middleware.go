@@ -38,6 +38,11 @@ type reqInfo struct {
 	// w is the request's ResponseWriter, for reading its body (deadlines);
 	// nil outside ServeHTTP.
 	w http.ResponseWriter
+	// lockBody is a LOCK's body and the error reading it gave, once
+	// lockBodyRead (see lockBody).
+	lockBody     []byte
+	lockBodyErr  error
+	lockBodyRead bool
 	// bodyBytes is what its bodies hold of the body budget, given back
 	// when the request ends, and mapped the memory mapped for its bodies,
 	// unmapped then.
