@@ -36,16 +36,34 @@ func NewEngineBackend(e *kilolock.Engine) *EngineBackend {
 // path, see store.Open) and returns a Backend on an Engine over it. Close
 // closes the store.
 func OpenEngineBackend(ctx context.Context, url string, opts ...store.Option) (*EngineBackend, error) {
-	s, err := store.Open(ctx, url, opts...)
-	var ke *kilolock.KeyError
-	if errors.As(err, &ke) {
-		return nil, withHint(fmt.Errorf("open database: %w", err), ke.Hint+" (kl: --encryption-key-file)")
-	}
+	s, err := openStore(ctx, url, opts...)
 	if err != nil {
-		return nil, withHint(fmt.Errorf("open database: %w", err),
-			"--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
+		return nil, err
 	}
 	return &EngineBackend{engine: kilolock.NewEngine(s, kilolock.Options{}), owned: true}, nil
+}
+
+// openStore opens the store at url with opts, its error hinted for kl.
+func openStore(ctx context.Context, url string, opts ...store.Option) (kilolock.Store, error) {
+	s, err := store.Open(ctx, url, opts...)
+	if err != nil {
+		return nil, keyHint(fmt.Errorf("open database: %w", err),
+			"--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
+	}
+	return s, nil
+}
+
+// keyHint is err with what to do: a *kilolock.KeyError's own hint, naming
+// kl's flag for the keys, else hint (none when "").
+func keyHint(err error, hint string) error {
+	var ke *kilolock.KeyError
+	switch {
+	case errors.As(err, &ke):
+		return withHint(err, ke.Hint+" (kl: --encryption-key-file)")
+	case hint == "":
+		return err
+	}
+	return withHint(err, hint)
 }
 
 // Status implements Backend.

@@ -2,7 +2,6 @@ package klcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -243,18 +242,15 @@ func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file st
 		defer f.Close()
 		in = f
 	}
-	st, err := store.Open(ctx, databaseURL, opts...)
+	st, err := openStore(ctx, databaseURL, opts...)
 	if err != nil {
-		return withHint(fmt.Errorf("open database: %w", err), "--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
+		return err
 	}
 	defer st.Close()
 	sum, err := kilolock.Restore(ctx, st, in)
-	var ke *kilolock.KeyError
-	if errors.As(err, &ke) {
-		return withHint(err, "the backup is of an encrypted store: give kl restore its keys with --encryption-key-file (or KL_ENCRYPTION_KEY)")
-	}
 	if err != nil {
-		return err
+		// A backup of an encrypted store needs its keys.
+		return keyHint(err, "")
 	}
 	c := &CLI{Out: out, JSON: json}
 	if json {
