@@ -76,7 +76,7 @@ func (t tx) Send(ctx context.Context, b *sqlstore.Batch) error {
 	)
 	for _, it := range b.Items {
 		switch {
-		case it.Table != "" && len(it.Values) >= copyThreshold:
+		case it.Table != "" && it.Rows >= copyThreshold:
 			copies = append(copies, it)
 			continue
 		case it.Table != "":
@@ -93,8 +93,8 @@ func (t tx) Send(ctx context.Context, b *sqlstore.Batch) error {
 		}
 	}
 	for _, it := range copies {
-		n, err := t.q.CopyFrom(ctx, pgx.Identifier{it.Table}, it.Columns, pgx.CopyFromSlice(len(it.Values), func(i int) ([]any, error) {
-			return escapeArgs(it.Values[i]), nil
+		n, err := t.q.CopyFrom(ctx, pgx.Identifier{it.Table}, it.Columns, pgx.CopyFromSlice(it.Rows, func(i int) ([]any, error) {
+			return escapeArgs(it.Row(i)), nil
 		}))
 		if err != nil {
 			return err
@@ -137,11 +137,15 @@ func unnestInsert(it sqlstore.Item) (string, []any) {
 	casts := make([]string, len(it.Columns))
 	cols := make([][]any, len(it.Columns))
 	for i := range cols {
-		cols[i] = make([]any, len(it.Values))
-		for j, row := range it.Values {
-			cols[i][j] = row[i]
+		cols[i] = make([]any, it.Rows)
+	}
+	for j := range it.Rows {
+		for i, v := range it.Row(j) {
+			cols[i][j] = v
 		}
-		casts[i] = "$" + strconv.Itoa(i+1) + "::" + arrayType(it.Values[0][i]) + "[]"
+	}
+	for i := range cols {
+		casts[i] = "$" + strconv.Itoa(i+1) + "::" + arrayType(cols[i][0]) + "[]"
 	}
 	args := make([]any, len(cols))
 	for i, c := range cols {

@@ -133,8 +133,8 @@ func (t *tx) Send(ctx context.Context, b *sqlstore.Batch) error {
 				return err
 			}
 			var n int64
-			for _, v := range it.Values {
-				res, err := st.ExecContext(ctx, values(v)...)
+			for i := range it.Rows {
+				res, err := st.ExecContext(ctx, values(it.Row(i))...)
 				if err != nil {
 					return err
 				}

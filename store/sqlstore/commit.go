@@ -454,7 +454,7 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		b.Exec(counter(stats, len(ch.closeOutputs), intBytes), `UPDATE output_intervals SET valid_to = $1
 			WHERE {rowidin $2}`, v.Number, ch.closeOutputs)
 	}
-	insert(b, stats, "payloads", payloadColumns, stateID, ch.payloads)
+	insert(b, stats, "payloads", payloadColumns, stateID, len(ch.payloads), func(i int) []any { return ch.payloads[i] })
 	for _, row := range ch.sealed {
 		// Inserted unless the state has it already, which only the
 		// data key told (see lookups): such a row counts nothing.
@@ -466,18 +466,19 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 			return nil
 		}, `INSERT INTO payloads (state_id, hash, body, sealed) VALUES ($1, $2, $3, $4) ON CONFLICT (state_id, hash) DO NOTHING`, row...)
 	}
-	opens := make([][]any, len(ch.opens))
-	for i, in := range ch.opens {
+	// The opened intervals' rows are made as they are sent: a first write
+	// of a large state would otherwise hold them all at once beside its
+	// graph (about 600 bytes an instance).
+	insert(b, stats, "instance_intervals", openColumns, stateID, len(ch.opens), func(i int) []any {
+		in := ch.opens[i]
 		r := &in.Resource
-		opens[i] = []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
+		return []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
 			r.Each, r.Provider, in.Status, cur.address(in.Hash)}
-	}
-	insert(b, stats, "instance_intervals", openColumns, stateID, opens)
-	outs := make([][]any, len(ch.outputs))
-	for i, o := range ch.outputs {
-		outs[i] = []any{nil, v.Number, o.Name, cur.address(o.Hash), o.Sensitive}
-	}
-	insert(b, stats, "output_intervals", outputColumns, stateID, outs)
+	})
+	insert(b, stats, "output_intervals", outputColumns, stateID, len(ch.outputs), func(i int) []any {
+		o := ch.outputs[i]
+		return []any{nil, v.Number, o.Name, cur.address(o.Hash), o.Sensitive}
+	})
 	queueWarnings(b, stats, stateID, v, c, ch.warnings)
 	// current_version, current_version_id, serial, lineage.
 	b.Exec(counter(stats, 1, 3*intBytes+len(v.Lineage)), `UPDATE states SET current_version = $2,
@@ -487,25 +488,27 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	return tx.Send(ctx, b)
 }
 
-// insert queues the insert of rows (their first value, the state id, set
-// here) into table, counting each row's values.
-func insert(b *Batch, stats *kilolock.WriteStats, table string, columns []string, stateID int64, rows [][]any) {
-	if len(rows) == 0 {
+// insert queues the insert of n rows, row(i) giving row i (its first
+// value, the state id, set here), into table, counting each row's values
+// as it is sent.
+func insert(b *Batch, stats *kilolock.WriteStats, table string, columns []string, stateID int64, n int, row func(i int) []any) {
+	if n == 0 {
 		return
 	}
 	size := 0
-	for _, r := range rows {
-		r[0] = stateID
-		size += rowBytes(r)
-	}
-	b.Insert(func(n int64) error {
-		if int(n) != len(rows) {
-			return corrupt("insert into %s wrote %d rows, want %d", table, n, len(rows))
+	b.InsertRows(func(got int64) error {
+		if int(got) != n {
+			return corrupt("insert into %s wrote %d rows, want %d", table, got, n)
 		}
-		stats.Rows += len(rows)
+		stats.Rows += n
 		stats.Bytes += size
 		return nil
-	}, table, columns, rows)
+	}, table, columns, n, func(i int) []any {
+		r := row(i)
+		r[0] = stateID
+		size += rowBytes(r)
+		return r
+	})
 }
 
 // counter returns the reader of a statement that must affect exactly want

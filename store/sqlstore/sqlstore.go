@@ -112,7 +112,7 @@ type Batch struct{ Items []Item }
 
 // Item is one statement of a Batch: a query read row by row (Each), a
 // statement whose rows affected Done gets, or (Table set) an insert of
-// Values into Columns of Table, which the dialect runs as it pays.
+// Rows rows into Columns of Table, which the dialect runs as it pays.
 type Item struct {
 	SQL     string
 	Args    []any
@@ -120,7 +120,12 @@ type Item struct {
 	Done    func(rowsAffected int64) error
 	Table   string
 	Columns []string
-	Values  [][]any
+	// Rows is the number of rows an insert writes, and Row gives the
+	// values of row i: called once per row, in order, when the dialect
+	// sends it, so that a large insert holds its rows' values a chunk at
+	// a time, not all at once.
+	Rows int
+	Row  func(i int) []any
 }
 
 // Query queues a query whose every row each reads.
@@ -136,7 +141,13 @@ func (b *Batch) Exec(done func(int64) error, sql string, args ...any) {
 // Insert queues an insert of rows into columns of table; done gets the
 // rows inserted.
 func (b *Batch) Insert(done func(int64) error, table string, columns []string, rows [][]any) {
-	b.Items = append(b.Items, Item{Table: table, Columns: columns, Values: rows, Done: done})
+	b.InsertRows(done, table, columns, len(rows), func(i int) []any { return rows[i] })
+}
+
+// InsertRows queues an insert of n rows into columns of table, row(i)
+// giving row i's values (see Item.Row); done gets the rows inserted.
+func (b *Batch) InsertRows(done func(int64) error, table string, columns []string, n int, row func(i int) []any) {
+	b.Items = append(b.Items, Item{Table: table, Columns: columns, Rows: n, Row: row, Done: done})
 }
 
 // Spell turns the shared SQL into a dialect's: $n placeholders become
