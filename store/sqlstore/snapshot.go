@@ -78,8 +78,10 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
 		snap.Outputs = []kilolock.Output{}
 		b := &Batch{}
+		shared := interner{}
 		b.Query(func(r Rows) error {
 			iv, err := s.scanInstance(r)
+			shared.resource(&iv.Instance.Resource)
 			snap.Instances = append(snap.Instances, iv.Instance)
 			return err
 		}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
@@ -142,6 +144,24 @@ var (
 	p.sealed, ` + sealedKey("i")
 	instanceSelect = instanceColumns + `, i.valid_from, coalesce(i.valid_to, 0)`
 )
+
+// interner makes equal strings one: the instances of a loaded version
+// share their resource headers' strings (module, type, provider…) as a
+// parsed state does, instead of each row holding copies of its own.
+type interner map[string]string
+
+func (in interner) of(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	in[s] = s
+	return s
+}
+
+func (in interner) resource(r *graph.Resource) {
+	r.Module, r.Mode, r.Type = in.of(r.Module), in.of(r.Mode), in.of(r.Type)
+	r.Name, r.Each, r.Provider = in.of(r.Name), in.of(r.Each), in.of(r.Provider)
+}
 
 // scanInstance reads an interval's instance object (opening it when it is
 // sealed) and checks its body against its hash.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -40,6 +41,32 @@ func testSnapshot(t *testing.T, open Opener) {
 		errorIs(t, err, kilolock.ErrNotFound)
 	}
 	checkChanges(t, s, name, history)
+	snap, err := s.Snapshot(ctx, name, versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSharedHeaders(t, snap.Instances)
+}
+
+// checkSharedHeaders fails t unless the loaded instances hold each
+// resource header string once: a cached version costs its objects, not a
+// copy of its module, type and provider per instance.
+func checkSharedHeaders(t *testing.T, instances []kilolock.Instance) {
+	t.Helper()
+	first := map[string]*byte{}
+	for i := range instances {
+		r := &instances[i].Resource
+		for _, v := range []string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider} {
+			if v == "" {
+				continue
+			}
+			if p, ok := first[v]; !ok {
+				first[v] = unsafe.StringData(v)
+			} else if p != unsafe.StringData(v) {
+				t.Fatalf("instance %s: its header string %q is a copy of its own, not the one the other instances share", instances[i].ID(), v)
+			}
+		}
+	}
 }
 
 // commitModel commits versions versions of random upserts and removals
