@@ -78,7 +78,7 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
 		snap.Outputs = []kilolock.Output{}
 		b := &Batch{}
-		shared := interner{}
+		var shared interner
 		b.Query(func(r Rows) error {
 			iv, err := s.scanInstance(r)
 			shared.resource(&iv.Instance.Resource)
@@ -147,20 +147,34 @@ var (
 
 // interner makes equal strings one: the instances of a loaded version
 // share their resource headers' strings (module, type, provider…) as a
-// parsed state does, instead of each row holding copies of its own.
-type interner map[string]string
+// parsed state does, instead of each row holding copies of its own. The
+// few distinct modules, types and providers are kept in a map; a name is
+// shared with the row before it (rows come in instance ID order, so the
+// instances of one resource are adjacent), which a map of every name
+// would cost more than it saves.
+type interner struct {
+	seen map[string]string
+	name string
+}
 
-func (in interner) of(s string) string {
-	if v, ok := in[s]; ok {
+func (in *interner) of(s string) string {
+	if v, ok := in.seen[s]; ok {
 		return v
 	}
-	in[s] = s
+	if in.seen == nil {
+		in.seen = map[string]string{}
+	}
+	in.seen[s] = s
 	return s
 }
 
-func (in interner) resource(r *graph.Resource) {
+func (in *interner) resource(r *graph.Resource) {
 	r.Module, r.Mode, r.Type = in.of(r.Module), in.of(r.Mode), in.of(r.Type)
-	r.Name, r.Each, r.Provider = in.of(r.Name), in.of(r.Each), in.of(r.Provider)
+	r.Each, r.Provider = in.of(r.Each), in.of(r.Provider)
+	if r.Name == in.name {
+		r.Name = in.name
+	}
+	in.name = r.Name
 }
 
 // scanInstance reads an interval's instance object (opening it when it is

@@ -49,23 +49,29 @@ func testSnapshot(t *testing.T, open Opener) {
 }
 
 // checkSharedHeaders fails t unless the loaded instances hold each
-// resource header string once: a cached version costs its objects, not a
-// copy of its module, type and provider per instance.
+// module, mode, type, each and provider string once, and the instances
+// of one resource one name: a cached version costs its objects, not a
+// copy of its headers per instance.
 func checkSharedHeaders(t *testing.T, instances []kilolock.Instance) {
 	t.Helper()
 	first := map[string]*byte{}
-	for i := range instances {
-		r := &instances[i].Resource
-		for _, v := range []string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider} {
-			if v == "" {
-				continue
-			}
-			if p, ok := first[v]; !ok {
-				first[v] = unsafe.StringData(v)
-			} else if p != unsafe.StringData(v) {
-				t.Fatalf("instance %s: its header string %q is a copy of its own, not the one the other instances share", instances[i].ID(), v)
-			}
+	share := func(in *kilolock.Instance, key, v string) {
+		if v == "" {
+			return
 		}
+		if p, ok := first[key]; !ok {
+			first[key] = unsafe.StringData(v)
+		} else if p != unsafe.StringData(v) {
+			t.Fatalf("instance %s: its header string %q is a copy of its own, not the one the other instances share", in.ID(), v)
+		}
+	}
+	for i := range instances {
+		in := &instances[i]
+		r := &in.Resource
+		for _, v := range []string{r.Module, r.Mode, r.Type, r.Each, r.Provider} {
+			share(in, v, v)
+		}
+		share(in, r.Address(), r.Name)
 	}
 }
 
