@@ -32,9 +32,11 @@ type Source string
 
 // Sources of versions.
 const (
-	SourceApply    Source = "apply"    // a POST under a lock
-	SourcePush     Source = "push"     // a POST without a lock (state push, -lock=false)
-	SourceMerge    Source = "merge"    // a commit merged onto newer versions
+	SourceApply Source = "apply" // a POST under a lock
+	SourcePush  Source = "push"  // a POST without a lock (state push, -lock=false)
+	// SourceMerge is what versions merged onto newer ones recorded before
+	// Version.Merged: a merged write now keeps its writer's source.
+	SourceMerge    Source = "merge"
 	SourceRollback Source = "rollback" // a rollback to an earlier version
 	SourceStateOp  Source = "state-op" // a server-side state rm/mv
 	SourceImport   Source = "import"   // kl import
@@ -106,21 +108,27 @@ type Lock struct {
 type Version struct {
 	// ID is unique across the store and never reused, so it is safe as a
 	// cache key even when a state is deleted and created again.
-	ID               int64     `json:"id"`
-	State            string    `json:"state"`
-	Number           int64     `json:"number"` // 1 for the first version of a state
-	Serial           uint64    `json:"serial"`
-	Lineage          string    `json:"lineage"`
-	TerraformVersion string    `json:"terraform_version"`
-	Source           Source    `json:"source"`
-	Actor            string    `json:"actor"`
-	LockID           string    `json:"lock_id,omitempty"`
-	BaseSerial       uint64    `json:"base_serial"`
-	Created          time.Time `json:"created"`
-	Added            int       `json:"added"`
-	Changed          int       `json:"changed"`
-	Removed          int       `json:"removed"`
-	Instances        int       `json:"instances"`
+	ID               int64  `json:"id"`
+	State            string `json:"state"`
+	Number           int64  `json:"number"` // 1 for the first version of a state
+	Serial           uint64 `json:"serial"`
+	Lineage          string `json:"lineage"`
+	TerraformVersion string `json:"terraform_version"`
+	Source           Source `json:"source"`
+	Actor            string `json:"actor"`
+	LockID           string `json:"lock_id,omitempty"`
+	BaseSerial       uint64 `json:"base_serial"`
+	// Merged is set on a write that was merged onto versions other
+	// writers committed after BaseSerial, the serial its writer read (an
+	// optimistic state's, or an apply run's): an apply that shared the
+	// state, not one that had it to itself. Its Source stays the
+	// writer's (apply).
+	Merged    bool      `json:"merged"`
+	Created   time.Time `json:"created"`
+	Added     int       `json:"added"`
+	Changed   int       `json:"changed"`
+	Removed   int       `json:"removed"`
+	Instances int       `json:"instances"`
 	// Managed counts the version's managed resources' current objects
 	// (quota.Counts): what quotas count. It is kept with the version,
 	// computed from each commit's changes.

@@ -255,7 +255,7 @@ func TestOptimisticModel(t *testing.T) {
 			if len(changed) > 0 {
 				log = append(log, commitRecord{writer: w.name, keys: changed})
 			}
-			if res.Version.Source == kilolock.SourceMerge {
+			if res.Version.Merged {
 				stats["merge"]++
 			} else {
 				stats["direct"]++

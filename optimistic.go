@@ -146,7 +146,7 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *
 	merged := applyKeys(cur, in, keep)
 	merged.Serial = max(st.Serial+1, in.Serial)
 	filterCommit(c, keep)
-	c.Version.Source = SourceMerge
+	c.Version.Merged = true
 	c.Version.BaseSerial = held.BaseSerial
 	c.Version.Serial = merged.Serial
 	c.Version.Lineage = merged.Lineage

@@ -69,8 +69,8 @@ func TestRunsNarrowAnExclusiveState(t *testing.T) {
 				t.Errorf("state %v, want %v", got, want)
 			}
 			h, _ := e.History(ctx, "s", kilolock.HistoryOptions{Limit: 1})
-			if h[0].Source != kilolock.SourceMerge {
-				t.Errorf("the second run's write is a %s, want a merge", h[0].Source)
+			if h[0].Source != kilolock.SourceApply || !h[0].Merged {
+				t.Errorf("the second run's write is a %s (merged %v), want an apply merged onto the first", h[0].Source, h[0].Merged)
 			}
 		})
 	})

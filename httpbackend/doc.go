@@ -57,7 +57,8 @@
 // A state in optimistic mode ({"exclusive_locks": false}) admits many
 // holders; each lock records the serial it read. At POST the engine merges
 // the holder's changes onto what others committed since, at instance
-// granularity (the new version's source is "merge"), or refuses with 409:
+// granularity (the new version stays an apply, marked merged), or refuses
+// with 409:
 //
 //	{"error": "conflict", "message": "…",
 //	 "conflicting_addresses": ["aws_instance.web[0]", "output.url"],

@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "HTTP request durations by route pattern.", Buckets: durationBuckets}, []string{"route"})).(*prometheus.HistogramVec),
 		lockWaits:        counter("kl_lock_waits_total", "Locks taken after being refused at least once (clients waiting with -lock-timeout)."),
 		locksRefused:     counter("kl_locks_refused_total", "LOCK requests answered 423 because another holder had the state."),
-		commits:          byLabel("kl_commits_total", "Versions committed through this server, by source.", "source"),
+		commits:          byLabel("kl_commits_total", "Versions committed through this server, by source (merge: a write merged onto others committed since its base serial).", "source"),
 		refusals:         byLabel("kl_commits_refused_total", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).", "reason"),
 		denials:          byLabel("kl_auth_denials_total", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).", "reason"),
 		denialsUnaudited: counter("kl_auth_denials_unaudited_total", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log."),

@@ -109,7 +109,7 @@ func BenchmarkOptimistic4Writers(b *testing.B) {
 					json.Unmarshal(r.Body.Bytes(), &ans)
 					rows += ans.Rows
 					dbBytes += ans.Bytes
-					if ans.Source == kilolock.SourceMerge {
+					if ans.Merged {
 						merges++
 					}
 					latency += took[w]

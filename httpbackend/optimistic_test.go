@@ -216,8 +216,8 @@ func TestWriteConflict(t *testing.T) {
 	}
 	var ans writeAnswer
 	json.Unmarshal(w.Body.Bytes(), &ans)
-	if ans.Source != kilolock.SourceMerge || ans.BaseSerial != 1 || ans.Version != 3 {
-		t.Errorf("merge answer = %s, want source merge at version 3, base serial 1", w.Body)
+	if ans.Source != kilolock.SourceApply || !ans.Merged || ans.BaseSerial != 1 || ans.Version != 3 {
+		t.Errorf("merge answer = %s, want an apply merged at version 3, base serial 1", w.Body)
 	}
 	if got := valuesOf(t, env.do("GET", "/v1/states/shared", nil).Body.Bytes()); got["x"] != "alice" || got["y"] != "bob" || got["z"] != "1" {
 		t.Errorf("merged state = %v, want alice's x and bob's y", got)

@@ -111,15 +111,17 @@ func setVersionHeaders(hdr http.Header, v *kilolock.Version) {
 }
 
 // writeAnswer is the body of a successful POST: both CLIs ignore it, a
-// person with curl or a script reads what happened. Source is "merge" when
-// an optimistic write was merged onto versions committed since its lock's
-// base serial; rows and bytes are what the commit wrote to the database.
+// person with curl or a script reads what happened. Merged is true when an
+// optimistic write was merged onto versions committed since its lock's
+// base serial (its source stays apply); rows and bytes are what the commit
+// wrote to the database.
 type writeAnswer struct {
 	State      string          `json:"state"`
 	Version    int64           `json:"version"`
 	Serial     uint64          `json:"serial"`
 	Source     kilolock.Source `json:"source"`
 	BaseSerial uint64          `json:"base_serial"`
+	Merged     bool            `json:"merged"`
 	Unchanged  bool            `json:"unchanged"`
 	Added      int             `json:"added"`
 	Changed    int             `json:"changed"`
@@ -168,12 +170,16 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := &res.Version
 	if !res.Unchanged {
-		h.metrics.observeCommit(v.Source, res.Stats)
+		source := v.Source
+		if v.Merged {
+			source = kilolock.SourceMerge // counted apart: how often writers shared a state
+		}
+		h.metrics.observeCommit(source, res.Stats)
 	}
 	info(r).quotaWarnings = res.QuotaWarnings
 	setVersionHeaders(w.Header(), v)
 	writeJSON(w, http.StatusOK, &writeAnswer{
-		State: name, Version: v.Number, Serial: v.Serial, Source: v.Source, BaseSerial: v.BaseSerial, Unchanged: res.Unchanged,
+		State: name, Version: v.Number, Serial: v.Serial, Source: v.Source, BaseSerial: v.BaseSerial, Merged: v.Merged, Unchanged: res.Unchanged,
 		Added: v.Added, Changed: v.Changed, Removed: v.Removed,
 		Rows: res.Stats.Rows, Bytes: res.Stats.Bytes, QuotaWarnings: res.QuotaWarnings,
 	})

@@ -119,7 +119,10 @@ func TestOptimisticWriters(t *testing.T) {
 			}
 			merges := 0
 			for _, v := range vs {
-				if v.Source == kilolock.SourceMerge {
+				if v.Merged {
+					if v.Source != kilolock.SourceApply {
+						t.Errorf("merged version %d: source %s, want apply", v.Number, v.Source)
+					}
 					merges++
 					if v.BaseSerial != 1 || v.Changed != 2 || v.Added != 0 || v.Removed != 0 {
 						t.Errorf("merge version %d: base serial %d, +%d ~%d -%d; want base 1 and 2 changed", v.Number, v.BaseSerial, v.Added, v.Changed, v.Removed)

@@ -72,8 +72,8 @@ func TestParallelTwoDirs(t *testing.T) {
 			// The one that committed second was merged onto the first.
 			h := versions(t, srv, state)
 			logVersions(t, h[:3])
-			if h[0].Source != "merge" || h[1].Source != "apply" || h[0].LockID == h[1].LockID {
-				t.Errorf("the pair's versions are %s by %s and %s by %s, want an apply, then a merge by another lock", h[1].Source, h[1].LockID, h[0].Source, h[0].LockID)
+			if h[0].Source != "apply" || !h[0].Merged || h[1].Source != "apply" || h[1].Merged || h[0].LockID == h[1].LockID {
+				t.Errorf("the pair's versions are %s (merged %v) by %s and %s (merged %v) by %s, want two applies by two locks, the second merged", h[1].Source, h[1].Merged, h[1].LockID, h[0].Source, h[0].Merged, h[0].LockID)
 			}
 		})
 	}
@@ -143,7 +143,7 @@ func TestParallelEightDirs(t *testing.T) {
 	merges := 0
 	for _, v := range h[:n] {
 		locks[v.LockID] = true
-		if v.Source == "merge" {
+		if v.Merged {
 			merges++
 		}
 	}

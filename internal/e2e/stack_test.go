@@ -326,6 +326,7 @@ type versionRecord struct {
 	Source     string `json:"source"`
 	LockID     string `json:"lock_id"`
 	BaseSerial uint64 `json:"base_serial"`
+	Merged     bool   `json:"merged"`
 	Added      int    `json:"added"`
 	Changed    int    `json:"changed"`
 	Removed    int    `json:"removed"`

@@ -168,14 +168,14 @@ func terraformLocks(t *testing.T, srv *tofu.Server) {
 	}
 	h := versions(t, srv, state)
 	logVersions(t, h[:3])
-	if h[0].Source != "merge" || h[1].Source != "apply" || h[0].LockID == h[1].LockID {
-		t.Errorf("the pair's versions are %s by %s and %s by %s, want an apply, then a merge by another lock", h[1].Source, h[1].LockID, h[0].Source, h[0].LockID)
+	if h[0].Source != "apply" || !h[0].Merged || h[1].Source != "apply" || h[1].Merged || h[0].LockID == h[1].LockID {
+		t.Errorf("the pair's versions are %s (merged %v) by %s and %s (merged %v) by %s, want two applies by two locks, the second merged", h[1].Source, h[1].Merged, h[1].LockID, h[0].Source, h[0].Merged, h[0].LockID)
 	}
 	hist := mustKL(t, "--server", srv.URL, "history", state, "--limit=3")
 	t.Logf("kl history %s --limit=3:\n%s", state, hist)
 	rows := historyRows(hist)
-	if len(rows) != 3 || !strings.HasPrefix(rows[0][0], "*") || rows[0][3] != "merge" || rows[1][3] != "apply" {
-		t.Errorf("kl history does not show the merge over the apply:\n%s", hist)
+	if len(rows) != 3 || !strings.HasPrefix(rows[0][0], "*") || rows[0][3] != "apply" || !merged(rows[0]) || rows[1][3] != "apply" || merged(rows[1]) {
+		t.Errorf("kl history does not show the merged apply over the apply:\n%s", hist)
 	}
 	for _, v := range h[:2] {
 		if !strings.Contains(hist, v.LockID) {
@@ -246,7 +246,7 @@ func TestDemoTerraform(t *testing.T) {
 			hist := d.kl(t, "history", "big-state", "--limit=3")
 			rows := historyRows(hist)
 			if len(rows) != 3 || !strings.HasPrefix(rows[0][0], "*") || rows[2][3] != "import" ||
-				!slices.Equal(slices.Sorted(slices.Values([]string{rows[0][3], rows[1][3]})), []string{"apply", "merge"}) {
+				rows[0][3] != "apply" || rows[1][3] != "apply" || merged(rows[0]) == merged(rows[1]) {
 				t.Errorf("kl history after the pair: want the two applies (one merged onto the other) over the import:\n%s", hist)
 			}
 

@@ -65,7 +65,7 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 			number = "*" + number
 		}
 		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
-			orDash(v.Actor), orDash(v.LockID), fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed))
+			orDash(v.Actor), orDash(v.LockID), changesText(&v))
 	}
 	for _, p := range pruned {
 		prunedRow(w, p)
@@ -117,11 +117,22 @@ func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Versio
 // history asks for.
 const maxHistoryPruned = 500
 
-// sourceText says what made a version; a merge names the serial its
-// writer's lock read, from which its changes were merged.
+// sourceText says what made a version; a merge of a version recorded
+// before merged writes kept their source names the serial its writer's
+// lock read.
 func sourceText(v *kilolock.Version) string {
 	if v.Source == kilolock.SourceMerge {
 		return fmt.Sprintf("merge (base %d)", v.BaseSerial)
 	}
 	return orDash(string(v.Source))
+}
+
+// changesText counts what a version changed; a merged write says onto
+// what: the serial its writer read, others having written since.
+func changesText(v *kilolock.Version) string {
+	s := fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed)
+	if v.Merged && v.Source != kilolock.SourceMerge {
+		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)
+	}
+	return s
 }

@@ -28,8 +28,12 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if s.Version == nil {
 		row(w, "version:", "none yet (the state was locked, never written)")
 	} else {
+		source := string(s.Version.Source)
+		if s.Version.Merged && s.Version.Source != kilolock.SourceMerge {
+			source += " (merged)"
+		}
 		row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",
-			s.Version.Number, s.Version.Serial, s.Version.Source, orDash(s.Version.Actor), formatTime(s.Version.Created)))
+			s.Version.Number, s.Version.Serial, source, orDash(s.Version.Actor), formatTime(s.Version.Created)))
 	}
 	row(w, "lineage:", orDash(s.Lineage))
 	row(w, "lock mode:", string(s.LockMode))

@@ -36,7 +36,7 @@ func TestBrowserPages(t *testing.T) {
 			if got := b.attrs("#timeline li.version", "data-version"); !slices.Equal(got, []string{"5", "4", "3", "2", "1"}) {
 				t.Errorf("timeline versions = %v, want 5 4 3 2 1", got)
 			}
-			if got := b.attrs("#timeline li.source-merge", "data-version"); !slices.Equal(got, []string{"4"}) {
+			if got := b.attrs("#timeline li.merged", "data-version"); !slices.Equal(got, []string{"4"}) {
 				t.Errorf("merges on the timeline = %v, want [4]", got)
 			}
 			if rej := b.text("#timeline li.rejected"); !strings.Contains(rej, "erin@ci") || !strings.Contains(rej, "aws_route53_record.www") || !strings.Contains(rej, "frank@ci") {

@@ -406,7 +406,7 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 
 var (
 	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
-		"base_serial", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
+		"base_serial", "merged", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
 	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
 		"index_key", "deposed", "each", "provider", "status", "hash"}
 	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
@@ -423,7 +423,7 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	}
 	b := &Batch{}
 	version := []any{stateID, v.Number, int64(v.Serial), v.Lineage, v.TerraformVersion, string(v.Source), v.Actor, v.LockID,
-		int64(v.BaseSerial), v.Added, v.Changed, v.Removed, v.Instances, int64(v.Managed), v.Format, checks}
+		int64(v.BaseSerial), v.Merged, v.Added, v.Changed, v.Removed, v.Instances, int64(v.Managed), v.Format, checks}
 	b.Query(func(r Rows) error {
 		stats.Rows++
 		stats.Bytes += rowBytes(version) + intBytes // and created_at

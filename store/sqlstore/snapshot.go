@@ -14,7 +14,7 @@ import (
 )
 
 const versionSelect = `v.id, s.name, v.number, v.serial, v.lineage, v.terraform_version, v.source, v.actor,
-	v.lock_id, v.base_serial, v.created_at, v.added, v.changed, v.removed, v.instance_count, v.managed_count, v.format`
+	v.lock_id, v.base_serial, v.merged, v.created_at, v.added, v.changed, v.removed, v.instance_count, v.managed_count, v.format`
 
 func scanVersion(row Row, extra ...any) (*kilolock.Version, error) {
 	var (
@@ -23,7 +23,7 @@ func scanVersion(row Row, extra ...any) (*kilolock.Version, error) {
 		source             string
 	)
 	dest := []any{&v.ID, &v.State, &v.Number, &serial, &v.Lineage, &v.TerraformVersion, &source, &v.Actor,
-		&v.LockID, &baseSerial, &v.Created, &v.Added, &v.Changed, &v.Removed, &v.Instances, &v.Managed, &v.Format}
+		&v.LockID, &baseSerial, &v.Merged, &v.Created, &v.Added, &v.Changed, &v.Removed, &v.Instances, &v.Managed, &v.Format}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

@@ -127,7 +127,7 @@ FROM rejected_commit_history WHERE state = $1 ORDER BY lock_id`, []any{name}, []
 			"outputs":               {"state", "name", "value", "type", "sensitive", "raw_json"},
 			"resource_history":      {"state", "address", "instance_id", "type", "valid_from", "valid_to", "hash"},
 			"version_history": {"state", "number", "serial", "source", "actor", "lock_id", "base_serial", "created_at",
-				"added", "changed", "removed", "instance_count"},
+				"added", "changed", "removed", "instance_count", "merged"},
 			"rejected_commit_history": {"state", "created_at", "lock_id", "actor", "reason", "addresses", "latest_serial",
 				"base_serial", "winner_actor", "winner_lock_id", "winner_version", "hint"},
 		}

@@ -125,7 +125,7 @@ func commitModel(t *testing.T, s kilolock.Store, name string, versions int64, se
 			Version: kilolock.Version{
 				Serial: uint64(n * 2), Lineage: lineage, TerraformVersion: "1.9.0",
 				Source: []kilolock.Source{kilolock.SourcePush, kilolock.SourceApply, kilolock.SourceMerge}[n%3],
-				Actor:  fmt.Sprintf("actor-%d", n%4), BaseSerial: uint64(n*2 - 2),
+				Actor:  fmt.Sprintf("actor-%d", n%4), BaseSerial: uint64(n*2 - 2), Merged: n%4 == 1,
 				Format: []string{"compact", "indent"}[n%2],
 			},
 		}
