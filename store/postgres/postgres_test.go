@@ -373,3 +373,48 @@ func TestUnavailable(t *testing.T) {
 		t.Errorf("Ping on a closed pool: %v, want ErrUnavailable", err)
 	}
 }
+
+// Upgrading a database to schema 16 keeps every version and marks those
+// recorded as merges merged; the view shows the column.
+func TestMigrateMergedWrites(t *testing.T) {
+	const version = 16 // migrations/0016_merged_writes.sql
+	ctx := context.Background()
+	url := testpg.URL(t)
+	s := openURL(t, url)
+	for serial := uint64(1); serial <= 2; serial++ {
+		c := &kilolock.Commit{Parent: int64(serial - 1), Version: kilolock.Version{Serial: serial, Lineage: "l", Source: kilolock.SourceApply}}
+		if _, _, err := s.Commit(ctx, "up", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The database as schema 15 left it, the second version a merge.
+	for _, q := range []string{
+		`DROP VIEW version_history CASCADE`,
+		`ALTER TABLE state_versions DROP COLUMN merged`,
+		`CREATE VIEW version_history AS SELECT s.name AS state, v.number, v.serial, v.source, v.actor, v.lock_id,
+			v.base_serial, v.created_at, v.added, v.changed, v.removed, v.instance_count
+			FROM state_versions v JOIN states s ON s.id = v.state_id`,
+		// A view on it, as the tenant lane's are: the upgrade replaces
+		// version_history under its dependents.
+		`CREATE VIEW kl_test_dependent AS SELECT v.* FROM version_history v`,
+		`UPDATE state_versions SET source = 'merge' WHERE number = 2`,
+		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version = %d`, version),
+	} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s = openURL(t, url)
+	h, err := s.History(ctx, "up", kilolock.HistoryOptions{})
+	if err != nil || len(h) != 2 {
+		t.Fatalf("history after the upgrade: %v, %v", h, err)
+	}
+	if h[0].Source != kilolock.SourceMerge || !h[0].Merged || h[1].Source != kilolock.SourceApply || h[1].Merged {
+		t.Errorf("after the upgrade: @2 %s merged %v, @1 %s merged %v; want the merge marked merged, the apply not", h[0].Source, h[0].Merged, h[1].Source, h[1].Merged)
+	}
+	var merged bool
+	if err := s.pool.QueryRow(ctx, `SELECT merged FROM version_history WHERE state = 'up' AND number = 2`).Scan(&merged); err != nil || !merged {
+		t.Errorf("version_history.merged of @2 = %v, %v; want true", merged, err)
+	}
+}

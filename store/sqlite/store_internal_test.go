@@ -207,3 +207,42 @@ func TestOpenRefusesMemory(t *testing.T) {
 		}
 	}
 }
+
+// Upgrading a database to schema 14 keeps every version and marks those
+// recorded as merges merged; the view shows the column.
+func TestMigrateMergedWrites(t *testing.T) {
+	const version = 14 // migrations/0014_merged_writes.sql
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s := openAt(t, path)
+	for serial := uint64(1); serial <= 2; serial++ {
+		c := &kilolock.Commit{Parent: int64(serial - 1), Version: kilolock.Version{Serial: serial, Lineage: "l", Source: kilolock.SourceApply}}
+		if _, _, err := s.Commit(t.Context(), "up", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The database as schema 13 left it, the second version a merge.
+	for _, q := range []string{
+		`DROP VIEW version_history`,
+		`ALTER TABLE state_versions DROP COLUMN merged`,
+		`CREATE VIEW version_history AS SELECT 1 AS number`,
+		`UPDATE state_versions SET source = 'merge' WHERE number = 2`,
+		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version = %d`, version),
+	} {
+		if _, err := s.d.write.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s = openAt(t, path)
+	h, err := s.History(t.Context(), "up", kilolock.HistoryOptions{})
+	if err != nil || len(h) != 2 {
+		t.Fatalf("history after the upgrade: %v, %v", h, err)
+	}
+	if h[0].Source != kilolock.SourceMerge || !h[0].Merged || h[1].Source != kilolock.SourceApply || h[1].Merged {
+		t.Errorf("after the upgrade: @2 %s merged %v, @1 %s merged %v; want the merge marked merged, the apply not", h[0].Source, h[0].Merged, h[1].Source, h[1].Merged)
+	}
+	var merged bool
+	if err := s.d.write.db.QueryRow(`SELECT merged FROM version_history WHERE state = 'up' AND number = 2`).Scan(&merged); err != nil || !merged {
+		t.Errorf("version_history.merged of @2 = %v, %v; want true", merged, err)
+	}
+}
