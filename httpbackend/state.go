@@ -176,7 +176,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		}
 		h.metrics.observeCommit(source, res.Stats)
 	}
-	info(r).quotaWarnings = res.QuotaWarnings
+	ri.quotaWarnings = res.QuotaWarnings
 	setVersionHeaders(w.Header(), v)
 	writeJSON(w, http.StatusOK, &writeAnswer{
 		State: name, Version: v.Number, Serial: v.Serial, Source: v.Source, BaseSerial: v.BaseSerial, Merged: v.Merged, Unchanged: res.Unchanged,

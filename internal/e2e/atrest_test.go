@@ -230,7 +230,7 @@ func runKLD(t *testing.T, databaseURL string, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tofu.BuildKLD(t), append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)...)
-	cmd.Env = cleanKLEnv()
+	cmd.Env = tofu.CleanEnv("KL_")
 	out, err := cmd.CombinedOutput()
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatalf("kld: %v", err)

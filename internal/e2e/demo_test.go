@@ -233,12 +233,7 @@ func newDemo(t *testing.T, srv *tofu.Server, cli tofu.Kind, scale, sleep int) *d
 	if err := os.WriteFile(d.tfBin, []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KL_") && !strings.HasPrefix(kv, "TF_") && !strings.HasPrefix(kv, "PATH=") {
-			d.env = append(d.env, kv)
-		}
-	}
-	d.env = append(d.env,
+	d.env = append(tofu.CleanEnv("KL_", "TF_", "PATH="),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"TF_BIN="+name,
 		"KL="+tofu.BuildKL(t),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -257,7 +256,7 @@ func unlock(t *testing.T, srv *tofu.Server, name string, l lockInfo) (int, []byt
 // code.
 func kl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return klEnv(t, cleanKLEnv(), 2*time.Minute, args...)
+	return klEnv(t, tofu.CleanEnv("KL_"), 2*time.Minute, args...)
 }
 
 // klEnv is kl with the environment env, stopped after timeout.
@@ -307,15 +306,4 @@ type historyVersion struct {
 	Lineage string `json:"lineage"`
 	Source  string `json:"source"`
 	LockID  string `json:"lock_id"`
-}
-
-// cleanKLEnv is the environment without a developer's KL_* settings.
-func cleanKLEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KL_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

@@ -52,7 +52,7 @@ func TestRetentionKill9(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, tofu.BuildKL(t), "--database", databaseURL, "--actor", "pruner", "retention", "apply", "--batch", "1")
-		cmd.Env = cleanKLEnv()
+		cmd.Env = tofu.CleanEnv("KL_")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

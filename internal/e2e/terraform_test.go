@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,7 +272,7 @@ func TestDemoCLIConfig(t *testing.T) {
 		bin := k.Binary(t)
 		t.Run(k.String(), func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), "bash", "-c", `source "$1/examples/big-state/tf.sh" && echo "$TF_CLI_CONFIG_FILE"`, "tf.sh", tofu.ModuleRoot(t))
-			cmd.Env = append(cleanEnvWithout("TF_", "KL_"), "TF_BIN="+bin, tofu.EnvTofuCache+"="+cache)
+			cmd.Env = append(tofu.CleanEnv("TF_", "KL_"), "TF_BIN="+bin, tofu.EnvTofuCache+"="+cache)
 			for _, rc := range []string{"tofurc", "terraformrc"} {
 				if err := os.WriteFile(filepath.Join(cache, rc), []byte("# "+rc+"\n"), 0o644); err != nil {
 					t.Fatal(err)
@@ -288,16 +287,4 @@ func TestDemoCLIConfig(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cleanEnvWithout is the environment without the variables that start
-// with one of prefixes.
-func cleanEnvWithout(prefixes ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

@@ -127,11 +127,16 @@ func sourceText(v *kilolock.Version) string {
 	return orDash(string(v.Source))
 }
 
+// mergedWrite reports whether v is a write merged onto others that says
+// so beside its source: a version recorded as a merge (SourceMerge, before
+// Version.Merged) already says it by its source.
+func mergedWrite(v *kilolock.Version) bool { return v.Merged && v.Source != kilolock.SourceMerge }
+
 // changesText counts what a version changed; a merged write says onto
 // what: the serial its writer read, others having written since.
 func changesText(v *kilolock.Version) string {
 	s := fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed)
-	if v.Merged && v.Source != kilolock.SourceMerge {
+	if mergedWrite(v) {
 		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)
 	}
 	return s

@@ -29,7 +29,7 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		row(w, "version:", "none yet (the state was locked, never written)")
 	} else {
 		source := string(s.Version.Source)
-		if s.Version.Merged && s.Version.Source != kilolock.SourceMerge {
+		if mergedWrite(s.Version) {
 			source += " (merged)"
 		}
 		row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func (k Kind) Binary(tb testing.TB) string {
 	p := &probes[k]
 	p.once.Do(func() { p.version, p.err = probe(bin) })
 	if p.err != nil {
-		tb.Fatalf("tofu: %s does not run: %v", bin, p.err)
+		tb.Fatalf("tofu: %s (%s) does not run: %v", bin, spec.product, p.err)
 	}
 	return bin
 }
@@ -157,7 +158,7 @@ func probe(bin string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "version")
 	// No checkpoint: Terraform would ask HashiCorp for its latest release.
-	cmd.Env = append(cleanEnv("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1")
+	cmd.Env = append(CleanEnv("TF_", "CHECKPOINT_"), "CHECKPOINT_DISABLE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("%s version: %w\n%s", bin, err, out)
@@ -183,20 +184,21 @@ func cliConfig(tb testing.TB, k Kind) string {
 	return b.String()
 }
 
-// cleanEnv returns the environment without the variables that start with
-// one of prefixes.
-func cleanEnv(prefixes ...string) []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		for _, p := range prefixes {
-			if strings.HasPrefix(kv, p) {
-				continue next
-			}
+// CleanEnv returns the environment without the variables that start with
+// one of prefixes: what a command the tests start runs with, free of a
+// developer's settings (KL_, TF_, …).
+func CleanEnv(prefixes ...string) []string { return withoutVars(os.Environ(), prefixes...) }
+
+// withoutVars returns env without the variables that start with one of
+// prefixes.
+func withoutVars(env []string, prefixes ...string) []string {
+	var out []string
+	for _, kv := range env {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			out = append(out, kv)
 		}
-		env = append(env, kv)
 	}
-	return env
+	return out
 }
 
 // CLIConfigFile writes the harness's CLI configuration of OpenTofu:

@@ -73,7 +73,7 @@ func goBuild(rootDir string) (string, error) {
 	}
 	cmd := exec.CommandContext(ctx, goBin, "build", "-ldflags", ldflags, "-o", dir+string(filepath.Separator), "./cmd/kld", "./cmd/kl")
 	cmd.Dir = rootDir
-	cmd.Env = cleanEnv("GOOS=", "GOARCH=")
+	cmd.Env = CleanEnv("GOOS=", "GOARCH=")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/kld ./cmd/kl: %w\n%s", err, msg)
 	}

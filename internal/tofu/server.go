@@ -69,7 +69,7 @@ func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string
 	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
 	s.cmd = exec.Command(bin, argv...)
 	// A developer's KL_* settings must not change what the test runs.
-	s.cmd.Env = append(cleanEnv("KL_"), env...)
+	s.cmd.Env = append(CleanEnv("KL_"), env...)
 	s.attach(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("start kld: %v", err)

@@ -40,19 +40,15 @@ func NewWorkdir(tb testing.TB, hcl string) *Workdir {
 func newWorkdir(tb testing.TB, k Kind, hcl string) *Workdir {
 	tb.Helper()
 	bin := k.Binary(tb)
-	tmp := tb.TempDir()
-	dir := filepath.Join(tmp, "work")
-	rc := filepath.Join(tmp, k.String()+"rc")
+	dir := filepath.Join(tb.TempDir(), "work")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(rc, []byte(cliConfig(tb, k)), 0o644); err != nil {
-		tb.Fatal(err)
-	}
+	rc := k.CLIConfigFile(tb)
 	// Nothing of the machine's tofu/terraform environment may leak in:
 	// TF_HTTP_* would override the backend block, TF_CLI_ARGS* would add
 	// flags, TF_CLI_CONFIG_FILE may name a missing file.
-	env := append(cleanEnv("TF_", "TOFU_"),
+	env := append(CleanEnv("TF_", "TOFU_"),
 		"TF_CLI_CONFIG_FILE="+rc,
 		"TF_IN_AUTOMATION=1",
 		"TF_INPUT=0",
@@ -140,18 +136,7 @@ func (w *Workdir) Must(args ...string) string {
 func (w *Workdir) Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = w.Dir
-	cmd.Env = append(cleanEnvOf(w.env, "KL_"), "KL_TF_BIN="+w.bin, "NO_COLOR=1")
+	cmd.Env = append(withoutVars(w.env, "KL_"), "KL_TF_BIN="+w.bin, "NO_COLOR=1")
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
-}
-
-// cleanEnvOf returns env without the variables that start with prefix.
-func cleanEnvOf(env []string, prefix string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, prefix) {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
