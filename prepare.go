@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -20,10 +21,13 @@ type PreparedCommit struct {
 	OutputsRemoved []string // output names
 }
 
-// PreparedInstance is an instance rebuilt with graph.NewInstance from the
-// resource and object a Commit gave.
+// PreparedInstance is an upsert checked against its object: Instance is
+// the Commit's own instance when its fields and hash are those
+// graph.NewInstance reads from its resource and object (every instance a
+// parse gives), else one rebuilt that way. It points into the Commit, so a
+// PreparedCommit is valid only as long as its Commit is unchanged.
 type PreparedInstance struct {
-	Instance graph.Instance
+	Instance *graph.Instance
 	ID       string // Instance.ID()
 }
 
@@ -61,24 +65,32 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 		p.Upserts = make([]PreparedInstance, 0, len(c.Upserts))
 	}
 	upserted := make(map[string]int, len(c.Upserts))
-	for _, in := range c.Upserts {
+	for i := range c.Upserts {
+		in := &c.Upserts[i]
+		// Rebuilt to be checked, and kept only when it differs: a first
+		// write of a large state would otherwise hold every instance twice
+		// while the store writes them.
 		inst, err := graph.NewInstance(in.Resource, in.Object)
 		if err != nil {
 			return nil, invalidCommit("%v", err)
 		}
 		id := inst.ID()
-		if in.ID() != id {
-			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
+		if claimed := in.ID(); claimed != id {
+			return nil, invalidCommit("instance %s: its object says it is %s", claimed, id)
 		}
 		if !in.Hash.IsZero() && in.Hash != inst.Hash {
 			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
 		}
-		if i, ok := upserted[id]; ok {
-			p.Upserts[i].Instance = inst
+		if !sameHead(in, &inst) {
+			in = new(graph.Instance)
+			*in = inst
+		}
+		if j, ok := upserted[id]; ok {
+			p.Upserts[j].Instance = in
 			continue
 		}
 		upserted[id] = len(p.Upserts)
-		p.Upserts = append(p.Upserts, PreparedInstance{Instance: inst, ID: id})
+		p.Upserts = append(p.Upserts, PreparedInstance{Instance: in, ID: id})
 	}
 	seen := map[string]bool{}
 	for _, id := range c.Removed {
@@ -121,6 +133,13 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 		p.OutputsRemoved = append(p.OutputsRemoved, name)
 	}
 	return p, nil
+}
+
+// sameHead reports whether in holds what graph.NewInstance read from its
+// object into want: the hash and every field a store keeps.
+func sameHead(in, want *graph.Instance) bool {
+	return in.Hash == want.Hash && in.Key == want.Key && in.Deposed == want.Deposed &&
+		in.Status == want.Status && slices.Equal(in.Dependencies, want.Dependencies)
 }
 
 func invalidCommit(format string, args ...any) error {

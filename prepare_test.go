@@ -45,14 +45,14 @@ func TestPrepareCommit(t *testing.T) {
 			Upserts:       []Instance{web1, web0},
 			OutputUpserts: []Output{ip, dns},
 		}, PreparedCommit{
-			Upserts:       []PreparedInstance{{web1, web1.ID()}, {web0, web0.ID()}},
+			Upserts:       []PreparedInstance{{&web1, web1.ID()}, {&web0, web0.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ip, false), prepared(dns, false)},
 		}},
 		{"the last upsert wins, in the place of the first", Commit{
 			Upserts:       []Instance{web0, web1, web0b},
 			OutputUpserts: []Output{ip, dns, ipB},
 		}, PreparedCommit{
-			Upserts:       []PreparedInstance{{web0b, web0.ID()}, {web1, web1.ID()}},
+			Upserts:       []PreparedInstance{{&web0b, web0.ID()}, {&web1, web1.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ipB, true), prepared(dns, false)},
 		}},
 		{"a removal of an upserted id is dropped", Commit{
@@ -61,7 +61,7 @@ func TestPrepareCommit(t *testing.T) {
 			OutputUpserts:  []Output{ip},
 			OutputsRemoved: []string{"ip", "dns"},
 		}, PreparedCommit{
-			Upserts:        []PreparedInstance{{web0, web0.ID()}},
+			Upserts:        []PreparedInstance{{&web0, web0.ID()}},
 			Removed:        []string{web1.ID()},
 			OutputUpserts:  []PreparedOutput{prepared(ip, false)},
 			OutputsRemoved: []string{"dns"},
@@ -77,8 +77,17 @@ func TestPrepareCommit(t *testing.T) {
 			Upserts:       []Instance{func() Instance { in := web0; in.Hash = graph.Hash{}; return in }()},
 			OutputUpserts: []Output{{Name: "ip", Object: ip.Object}},
 		}, PreparedCommit{
-			Upserts:       []PreparedInstance{{web0, web0.ID()}},
+			Upserts:       []PreparedInstance{{&web0, web0.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ip, false)},
+		}},
+		{"fields are read from the object", Commit{
+			Upserts: []Instance{func() Instance {
+				in := web0
+				in.Status, in.Dependencies = "tainted", []string{"aws_vpc.main"}
+				return in
+			}()},
+		}, PreparedCommit{
+			Upserts: []PreparedInstance{{&web0, web0.ID()}},
 		}},
 	}
 	for _, tt := range accepted {
@@ -92,6 +101,19 @@ func TestPrepareCommit(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("an instance as its object gives it is not copied", func(t *testing.T) {
+		c := Commit{Upserts: []Instance{web0, web1}}
+		got, err := PrepareCommit(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got.Upserts {
+			if got.Upserts[i].Instance != &c.Upserts[i] {
+				t.Errorf("upsert %d is a copy, not the commit's instance", i)
+			}
+		}
+	})
 
 	otherKey := web0
 	otherKey.Key = graph.IndexKey{Kind: graph.IntKey, Int: 1}

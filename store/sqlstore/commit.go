@@ -357,7 +357,7 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 	}
 	for i := range p.Upserts {
 		u := &p.Upserts[i]
-		in := &u.Instance
+		in := u.Instance
 		c, ok := cur.instances[u.ID]
 		switch {
 		case !ok:

@@ -114,7 +114,7 @@ func (s *Store) prepareSeal(p *kilolock.PreparedCommit) *sealedCommit {
 	}
 	sc := &sealedCommit{masked: map[graph.Hash][]byte{}}
 	for i := range p.Upserts {
-		in := &p.Upserts[i].Instance
+		in := p.Upserts[i].Instance
 		if m, ok := kilolock.MaskedInstanceObject(in.Object); ok {
 			sc.masked[in.Hash] = m
 		}
