@@ -2,8 +2,8 @@ package kilolock
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
 	"hash/maphash"
 	"io"
 	"sync"

@@ -2,10 +2,10 @@ package kilolock
 
 import (
 	"bytes"
-	"compress/gzip"
 	"container/list"
 	"errors"
 	"fmt"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"sync"
 
