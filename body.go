@@ -3,11 +3,12 @@ package kilolock
 import (
 	"bytes"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
 	"hash/maphash"
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/kilolock/kilolock/graph"
 )

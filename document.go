@@ -5,9 +5,10 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
-	"github.com/klauspost/compress/gzip"
 	"io"
 	"sync"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/internal/delta"
