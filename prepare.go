@@ -75,8 +75,10 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 			return nil, invalidCommit("%v", err)
 		}
 		id := inst.ID()
-		if claimed := in.ID(); claimed != id {
-			return nil, invalidCommit("instance %s: its object says it is %s", claimed, id)
+		// Both have in's resource, so equal keys give equal IDs: the
+		// claimed ID is built only when they differ.
+		if (in.Key != inst.Key || in.Deposed != inst.Deposed) && in.ID() != id {
+			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
 		}
 		if !in.Hash.IsZero() && in.Hash != inst.Hash {
 			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
