@@ -8,6 +8,8 @@ import (
 	"hash/maphash"
 	"math"
 	"unicode/utf8"
+
+	"github.com/kilolock/kilolock/internal/arena"
 )
 
 // Parse reads a tfstate version 4 document as Terraform writes it (indented)
@@ -144,12 +146,11 @@ type parser struct {
 	interned map[string]string
 	outIdx   map[string]int
 	scratch  []byte
-	arena    []byte
-	chunk    int
+	arena    arena.Arena
 }
 
 func parse(data []byte, prev *State) (*State, error) {
-	p := &parser{st: &State{Version: 4}, prev: prev, chunk: 4 << 10}
+	p := &parser{st: &State{Version: 4}, prev: prev}
 	p.s.data = data
 	if !p.document() {
 		return nil, p.s.err
@@ -470,21 +471,7 @@ func (p *parser) compact(depth, level int) ([]byte, bool) {
 // keep copies b into the state's arena. Objects are packed into shared
 // chunks, never left pointing into the document, so a state does not keep
 // old documents alive through the instances it reuses.
-func (p *parser) keep(b []byte) []byte {
-	if len(b) > cap(p.arena)-len(p.arena) {
-		n := p.chunk
-		if p.chunk < 1<<20 {
-			p.chunk *= 2
-		}
-		if n < len(b) {
-			n = len(b)
-		}
-		p.arena = make([]byte, 0, n)
-	}
-	start := len(p.arena)
-	p.arena = append(p.arena, b...)
-	return p.arena[start:len(p.arena):len(p.arena)]
-}
+func (p *parser) keep(b []byte) []byte { return p.arena.Keep(b) }
 
 func (p *parser) outputs() bool {
 	s := &p.s

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/internal/arena"
 )
 
 const versionSelect = `v.id, s.name, v.number, v.serial, v.lineage, v.terraform_version, v.source, v.actor,
@@ -78,9 +79,12 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
 		snap.Outputs = []kilolock.Output{}
 		b := &Batch{}
-		var shared interner
+		var (
+			shared  interner
+			objects arena.Arena
+		)
 		b.Query(func(r Rows) error {
-			iv, err := s.scanInstance(r)
+			iv, err := s.scanInstance(r, &objects)
 			shared.resource(&iv.Instance.Resource)
 			snap.Instances = append(snap.Instances, iv.Instance)
 			return err
@@ -178,8 +182,9 @@ func (in *interner) resource(r *graph.Resource) {
 }
 
 // scanInstance reads an interval's instance object (opening it when it is
-// sealed) and checks its body against its hash.
-func (s *Store) scanInstance(r Rows) (kilolock.InstanceInterval, error) {
+// sealed) and checks its body against its hash. With objects set, the body
+// is packed into it, as a parse packs a state's objects.
+func (s *Store) scanInstance(r Rows, objects *arena.Arena) (kilolock.InstanceInterval, error) {
 	var (
 		id                 string
 		res                graph.Resource
@@ -198,6 +203,9 @@ func (s *Store) scanInstance(r Rows) (kilolock.InstanceInterval, error) {
 			return iv, err
 		}
 		want = h[:]
+	}
+	if objects != nil {
+		body = objects.Keep(body)
 	}
 	if iv.Instance, err = graph.NewInstance(res, body); err != nil {
 		return iv, corrupt("stored instance %s: %v", id, err)
@@ -257,7 +265,7 @@ func (s *Store) InstanceHistory(ctx context.Context, name, address string) ([]ki
 	from := sqlKeptAt("i.state_id", "i.valid_from")
 	out, err := ofState(ctx, s, "instance history", name, func(r Rows, iv *kilolock.InstanceInterval) (bool, error) {
 		var err error
-		*iv, err = s.scanInstance(r)
+		*iv, err = s.scanInstance(r, nil)
 		return err == nil && kilolock.MatchesAddress(&iv.Instance, address), err
 	}, `SELECT `+instanceColumns+`, `+from+`, coalesce(`+sqlKeptAt("i.state_id", "i.valid_to")+`, 0)
 		FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
