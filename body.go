@@ -255,6 +255,11 @@ func (g *gzipCopy) compress(b *Body) {
 		err = cerr
 	}
 	g.mu.Lock()
+	// The last chunk is cut to its length: up to 1 MiB of a copy kept
+	// while the version is current. Readers keep what they took of it.
+	if last := len(g.chunks) - 1; last >= 0 && cap(g.chunks[last]) > len(g.chunks[last])+len(g.chunks[last])/8 {
+		g.chunks[last] = bytes.Clone(g.chunks[last])
+	}
 	g.done, g.err = true, err
 	g.more.Broadcast()
 	g.mu.Unlock()
