@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"encoding/json"
+	"io"
 	"sync"
 	"testing"
 
@@ -128,6 +129,20 @@ func BenchmarkRender(b *testing.B) {
 				stored.Render(f)
 			}
 		})
+	})
+	// What a GET of a small state costs (B/op): its bytes, not RenderTo's
+	// two 32 KiB chunks.
+	b.Run("small to a writer", func(b *testing.B) {
+		st, err := graph.Parse(graphtest.Generate(2, 200, graph.FormatIndent))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.RenderTo(io.Discard, graph.FormatIndent); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ import (
 //
 // Objects must be valid JSON, as Parse and NewInstance guarantee.
 func (s *State) Render(f Format) []byte {
-	r := renderer{b: make([]byte, 0, s.sizeHint(f))}
+	r := renderer{b: make([]byte, 0, s.sizeHint(f, math.MaxInt))}
 	s.render(&r, f)
 	return r.b
 }
@@ -39,7 +40,9 @@ func (s *State) Render(f Format) []byte {
 // returns the bytes written and the first error of w, after which it
 // stops.
 func (s *State) RenderTo(w io.Writer, f Format) (int64, error) {
-	r := renderer{b: make([]byte, 0, 2*renderChunk), w: w}
+	// A small state's buffer is its size, not two chunks: a GET of one,
+	// or the check of a POST, allocates a few kilobytes, not 64 KiB.
+	r := renderer{b: make([]byte, 0, s.sizeHint(f, 2*renderChunk)), w: w}
 	s.render(&r, f)
 	return r.n, r.err
 }
@@ -105,7 +108,9 @@ func (s *State) render(r *renderer, f Format) {
 	r.b, _ = r.flush(r.b, true)
 }
 
-func (s *State) sizeHint(f Format) int {
+// sizeHint is about the size of s rendered in format f, or most once it is
+// more than that.
+func (s *State) sizeHint(f Format, most int) int {
 	n := 256 + len(s.CheckResults)*2
 	for i := range s.Outputs {
 		n += 16 + len(s.Outputs[i].Name) + 2*len(s.Outputs[i].Object)
@@ -124,8 +129,11 @@ func (s *State) sizeHint(f Format) int {
 			r := &in.Resource
 			n += 160 + len(r.Module) + len(r.Type) + len(r.Name) + len(r.Provider)
 		}
+		if n >= most {
+			return most
+		}
 	}
-	return n
+	return min(n, most)
 }
 
 func (s *State) renderIndent(r *renderer) []byte {
