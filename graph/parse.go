@@ -146,7 +146,10 @@ type parser struct {
 	interned map[string]string
 	outIdx   map[string]int
 	scratch  []byte
-	arena    arena.Arena
+	// arena holds the state's objects, packed into shared chunks and never
+	// left pointing into the document, so a state does not keep old
+	// documents alive through the instances it reuses.
+	arena arena.Arena
 }
 
 func parse(data []byte, prev *State) (*State, error) {
@@ -387,7 +390,7 @@ func (p *parser) topField(f int) bool {
 			}
 			obj, ok := p.compact(1, checksLevel)
 			if ok {
-				p.st.CheckResults = p.keep(obj)
+				p.st.CheckResults = p.arena.Keep(obj)
 			}
 			return ok
 		}
@@ -468,11 +471,6 @@ func (p *parser) compact(depth, level int) ([]byte, bool) {
 	return s.out, ok
 }
 
-// keep copies b into the state's arena. Objects are packed into shared
-// chunks, never left pointing into the document, so a state does not keep
-// old documents alive through the instances it reuses.
-func (p *parser) keep(b []byte) []byte { return p.arena.Keep(b) }
-
 func (p *parser) outputs() bool {
 	s := &p.s
 	at := s.pos
@@ -538,7 +536,7 @@ func (p *parser) addOutput(name string, obj []byte) {
 		out = p.prev.Outputs[j]
 		out.Name = name
 	} else {
-		out = NewOutput(name, p.keep(obj))
+		out = NewOutput(name, p.arena.Keep(obj))
 	}
 	if p.outIdx == nil {
 		p.outIdx = make(map[string]int)
@@ -691,7 +689,7 @@ func (p *parser) instances(ri int) bool {
 				return false
 			}
 			pd.end = s.pos
-			pd.obj = p.keep(s.out)
+			pd.obj = p.arena.Keep(s.out)
 			p.pend = append(p.pend, pd)
 		}
 		more, ok := p.next(']')
@@ -904,7 +902,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			if j, ok := p.prevObjs[hash]; ok && p.prev.Instances[j].Resource == *r && bytes.Equal(p.prev.Instances[j].Object, s.out) {
 				pd.obj = p.prev.Instances[j].Object
 			} else {
-				pd.obj = p.keep(s.out)
+				pd.obj = p.arena.Keep(s.out)
 			}
 			s.pos = save
 		} else {
