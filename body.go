@@ -46,6 +46,23 @@ var docSeed = maphash.MakeSeed()
 // sumOf is the hash of a document's bytes that Body.same compares first.
 func sumOf(b []byte) uint64 { return maphash.Bytes(docSeed, b) }
 
+// sumOfDone is sumOf, a graph.ProgressStep at a time, telling done.
+func sumOfDone(b []byte, done func(from, to int)) uint64 {
+	if done == nil {
+		return sumOf(b)
+	}
+	var h maphash.Hash
+	h.SetSeed(docSeed)
+	p := graph.Progress{Done: done}
+	for at := 0; at < len(b); at += graph.ProgressStep {
+		end := min(at+graph.ProgressStep, len(b))
+		h.Write(b[at:end])
+		p.At(end)
+	}
+	p.Flush(len(b))
+	return h.Sum64()
+}
+
 // postedBody is the body of a version whose bytes (the posted document,
 // of size bytes and sumOf sum) are what rendering g in its format gives.
 func postedBody(v Version, g *graph.State, size int, sum uint64) *Body {
@@ -164,25 +181,29 @@ func (b *Body) Bytes() ([]byte, error) {
 }
 
 // same reports whether doc is exactly the document: by length and hash
-// first, then byte by byte, without building the document.
-func (b *Body) same(doc []byte) bool {
-	if b.measured() != nil || int64(len(doc)) != b.size || sumOf(doc) != b.sum {
+// first, then byte by byte, without building the document. done is told
+// how far each pass over doc got (see WriteOptions.Done).
+func (b *Body) same(doc []byte, done func(from, to int)) bool {
+	if b.measured() != nil || int64(len(doc)) != b.size || sumOfDone(doc, done) != b.sum {
 		return false
 	}
 	if b.gzipped == nil {
-		return b.graph.RenderEqual(b.graph.Format, doc)
+		return b.graph.RenderEqualDone(b.graph.Format, doc, done)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(b.gzipped))
 	if err != nil {
 		return false
 	}
 	buf := make([]byte, 32<<10)
+	p := graph.Progress{Done: done}
+	defer func() { p.Flush(len(doc)) }()
 	for at := 0; ; {
 		n, err := io.ReadFull(zr, buf)
 		if n > len(doc)-at || !bytes.Equal(buf[:n], doc[at:at+n]) {
 			return false
 		}
 		at += n
+		p.At(at)
 		switch err {
 		case nil:
 		case io.EOF, io.ErrUnexpectedEOF:

@@ -46,6 +46,11 @@ type Options struct {
 	// DefaultStateQuota is the limit of a state that sets none and whose
 	// workspace sets none (kld --default-state-quota); nil for none.
 	DefaultStateQuota *quota.Limit
+	// SpoolDir is where large documents are kept in files rather than in
+	// memory (see SpoolFile): request bodies as they arrive. Empty means
+	// os.TempDir(). On a tmpfs the files take memory after all: point it
+	// at a disk.
+	SpoolDir string
 }
 
 // Engine ties a Store to the state model: it parses what clients write,
@@ -66,6 +71,8 @@ type Engine struct {
 	sharedPlans bool
 	// defaultQuota is Options.DefaultStateQuota.
 	defaultQuota *quota.Limit
+	// spoolDir is Options.SpoolDir ("" for os.TempDir()).
+	spoolDir string
 	// writers queues this process's writes to one state (name →
 	// *sync.Mutex), so concurrent writers commit one after another instead
 	// of recomputing against each other; across processes the store's
@@ -75,7 +82,7 @@ type Engine struct {
 
 // NewEngine returns an Engine on s.
 func NewEngine(s Store, o Options) *Engine {
-	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks, defaultQuota: o.DefaultStateQuota}
+	e := &Engine{store: s, log: o.Logger, mode: o.DefaultLockMode, now: o.Now, limits: o.QueryLimits, holders: o.MaxLockHolders, sharedPlans: !o.ClassicPlanLocks, defaultQuota: o.DefaultStateQuota, spoolDir: o.SpoolDir}
 	if e.log == nil {
 		e.log = log.New(discard{})
 	}
@@ -325,6 +332,11 @@ type WriteOptions struct {
 	// it keeps bytes of (one no rendering gives back, an encrypted one) or
 	// merges.
 	Release func()
+	// Done, when set, is told which bytes of body Write has read and will
+	// not read again soon, as it reads them (see graph.ParseOptions.Done):
+	// body may map a file whose pages the caller gives back behind each
+	// pass over it, so that a large body never takes its size in memory.
+	Done func(from, to int)
 }
 
 // WriteResult is the outcome of a write.
@@ -444,7 +456,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		if prevBody, prevGraph, err = e.load(ctx, st); err != nil {
 			return nil, err
 		}
-		if prevBody.same(body) {
+		if prevBody.same(body, o.Done) {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
@@ -460,7 +472,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 
 	if !p.done {
 		p.done = true
-		p.graph, p.err = graph.ParseReusing(body, prevGraph)
+		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevGraph, Done: o.Done})
 		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
 	}
 	g, encrypted := p.graph, p.encrypted
@@ -525,10 +537,10 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			// Made by the server: its document is its rendering.
 			held = merged
 			next = func(v Version) *Body { return renderedBody(v, merged) }
-		case held.RenderEqual(held.Format, body):
+		case held.RenderEqualDone(held.Format, body, o.Done):
 			// What the CLIs write: the rows give the posted bytes back,
 			// compared piece by piece, never built.
-			size, sum := len(body), sumOf(body)
+			size, sum := len(body), sumOfDone(body, o.Done)
 			next = func(v Version) *Body { return postedBody(v, held, size, sum) }
 			p.release(&o, held, c)
 		default:

@@ -197,7 +197,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 	if dryRun {
 		return res, e.pinRollbackTarget(ctx, name, target.Version.Number)
 	}
-	if cur.same(target.Bytes) {
+	if cur.same(target.Bytes, nil) {
 		return res, nil
 	}
 	body := target.Bytes

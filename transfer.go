@@ -86,7 +86,7 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 			return nil, err
 		}
 		g.Serial = st.Serial
-		if g.Lineage == st.Lineage && (cur.same(g.Render(graph.FormatIndent)) || cur.same(g.Render(graph.FormatCompact))) {
+		if g.Lineage == st.Lineage && (cur.same(g.Render(graph.FormatIndent), nil) || cur.same(g.Render(graph.FormatCompact), nil)) {
 			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
 		}
 		g.Serial = st.Serial + 1

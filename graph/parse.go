@@ -42,6 +42,27 @@ func Parse(data []byte) (*State, error) { return parse(data, nil) }
 // afterwards.
 func ParseReusing(data []byte, prev *State) (*State, error) { return parse(data, prev) }
 
+// ParseOptions are ParseWith's.
+type ParseOptions struct {
+	// Prev is the state of a document mostly the same as data, whose
+	// unchanged instances the result takes (see ParseReusing); nil for
+	// none.
+	Prev *State
+	// Done, when set, is told which bytes of data the parse has read and
+	// will not read again soon, a megabyte or more at a time, in
+	// document order: data may map a file whose pages the caller gives
+	// back as the parse moves on (they are read again if needed). The
+	// result still refers to data, as Parse's does.
+	Done func(from, to int)
+}
+
+// ParseWith is ParseReusing(data, o.Prev), telling o.Done how far it has
+// read.
+func ParseWith(data []byte, o ParseOptions) (*State, error) {
+	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}}
+	return p.parse(data)
+}
+
 // fragmentSeed and sumSeed seed the hashes that find reusable instances
 // (two independent 64-bit hashes of each fragment: Instance.fragHash and
 // fragSum). They are shared by every State of the process, so a state
@@ -150,12 +171,20 @@ type parser struct {
 	// left pointing into the document, so a state does not keep old
 	// documents alive through the instances it reuses.
 	arena arena.Arena
+	// done tells ParseOptions.Done how far the parse has read.
+	done Progress
 }
 
 func parse(data []byte, prev *State) (*State, error) {
 	p := &parser{st: &State{Version: 4}, prev: prev}
+	return p.parse(data)
+}
+
+func (p *parser) parse(data []byte) (*State, error) {
 	p.s.data = data
-	if !p.document() {
+	ok := p.document()
+	p.done.Flush(p.s.pos)
+	if !ok {
 		return nil, p.s.err
 	}
 	switch {
@@ -570,6 +599,7 @@ func (p *parser) resources() bool {
 		if !p.resource(ri) {
 			return false
 		}
+		p.done.At(s.pos)
 		more, ok := p.next(']')
 		if !ok {
 			return false
@@ -692,6 +722,9 @@ func (p *parser) instances(ri int) bool {
 			pd.obj = p.arena.Keep(s.out)
 			p.pend = append(p.pend, pd)
 		}
+		// Within a resource of many instances too: finishResource
+		// reads their bytes once more, telling Done again as it goes.
+		p.done.At(s.pos)
 		more, ok := p.next(']')
 		if !ok {
 			return false
@@ -873,8 +906,11 @@ func (p *parser) finishResource(ri int, r *Resource) {
 	}
 	s := &p.s
 	hh := headerHash(r)
+	again := p.done.From(p.pend[0].start)
+	defer again.Flush(p.pend[len(p.pend)-1].end)
 	for i := range p.pend {
 		pd := &p.pend[i]
+		again.At(pd.start)
 		frag := s.data[pd.start:pd.end:pd.end]
 		fh := maphash.Bytes(fragmentSeed, frag) ^ hh
 		sum := maphash.Bytes(sumSeed, frag)
@@ -936,7 +972,7 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 		if p.prev != nil {
 			n = len(p.prev.Instances) + 16
 		} else {
-			n = max(n, instancesHint(p.s.data))
+			n = max(n, instancesHint(p.s.data, p.done.From(0)))
 		}
 		p.ids = make(map[uint64]int32, n)
 		if p.st.Instances == nil {
@@ -971,8 +1007,16 @@ func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {
 // the guess is bounded by one instance per 256 bytes of document, which
 // keeps the slice within about the document's size; a state of smaller
 // instances grows its slice past the guess as before.
-func instancesHint(data []byte) int {
-	return min(bytes.Count(data, []byte(`"schema_version"`)), len(data)/256) + 16
+// It counts a megabyte at a time, telling done (a key split between two
+// of them is not counted: a guess needs no more).
+func instancesHint(data []byte, done Progress) int {
+	n := 0
+	for at := 0; at < len(data); at += ProgressStep {
+		end := min(at+ProgressStep, len(data))
+		n += bytes.Count(data[at:end], []byte(`"schema_version"`))
+		done.At(end)
+	}
+	return min(n, len(data)/256) + 16
 }
 
 // idHash hashes what idOf returns.

@@ -50,12 +50,15 @@ func (s *State) RenderTo(w io.Writer, f Format) (int64, error) {
 // RenderEqual reports whether Render(f) would return exactly doc, without
 // building it: it compares piece by piece and stops at the first
 // difference.
-func (s *State) RenderEqual(f Format, doc []byte) bool {
-	cw := compareWriter{want: doc}
-	if _, err := s.RenderTo(&cw, f); err != nil {
-		return false
-	}
-	return cw.at == len(doc)
+func (s *State) RenderEqual(f Format, doc []byte) bool { return s.RenderEqualDone(f, doc, nil) }
+
+// RenderEqualDone is RenderEqual telling done, as ParseOptions.Done is
+// told, how far it has compared doc.
+func (s *State) RenderEqualDone(f Format, doc []byte, done func(from, to int)) bool {
+	cw := compareWriter{want: doc, done: Progress{Done: done}}
+	_, err := s.RenderTo(&cw, f)
+	cw.done.Flush(cw.at)
+	return err == nil && cw.at == len(doc)
 }
 
 // renderChunk is how much RenderTo builds before it writes.
@@ -89,6 +92,7 @@ var errDiffers = errors.New("graph: the rendering differs")
 type compareWriter struct {
 	want []byte
 	at   int
+	done Progress
 }
 
 func (c *compareWriter) Write(p []byte) (int, error) {
@@ -96,6 +100,7 @@ func (c *compareWriter) Write(p []byte) (int, error) {
 		return 0, errDiffers
 	}
 	c.at += len(p)
+	c.done.At(c.at)
 	return len(p), nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/kilolock/kilolock"
 )
 
 // Defaults of the Options that bound request bodies.
@@ -30,26 +32,29 @@ const (
 // its Content-Length announces them.
 const firstBodyChunk = 32 << 10
 
-// A body of announced size from mapMinBody bytes on (a large state) is,
-// once its first chunk has arrived, read on into memory mapped for it
-// outside the Go heap (where the platform has it): its pages (huge pages on
-// Linux) take memory only as its bytes arrive, the budget is taken mapStep
-// bytes at a time ahead of them,
-// nothing is copied, and the memory is given back the moment the engine is
-// done with it (a POST's, before the store writes the version; see
-// kilolock.WriteOptions.Release) or the request ends, not at a later
-// garbage collection, so that it never counts twice towards the heap the
-// collector lets grow. The request's handler must not keep the body (nor
-// anything that refers into it) past then; the engine keeps none of it.
+// A body of announced size from spoolMinBody bytes on (a large state) is,
+// once its first chunk has arrived, read on into a file (a
+// kilolock.Spool), spoolBuffer bytes at a time, and handed on as a
+// read-only mapping of that file, where the platform has it: it takes no
+// heap, nothing is copied into memory that stays, and the engine gives its
+// pages back behind each pass it makes over it (kilolock.WriteOptions.Done),
+// so that a POST of any size holds a few megabytes of it at once. The
+// budget is taken spoolStep bytes at a time ahead of its bytes, as for a
+// body in memory, and given back with the file when the engine is done
+// with it (a POST's, before the store writes the version; see
+// kilolock.WriteOptions.Release) or the request ends. The request's
+// handler must not keep the body (nor anything that refers into it) past
+// then; the engine keeps none of it.
 const (
-	mapMinBody = 1 << 20
-	mapStep    = 2 << 20
-	// freeBeforeMap is the size from which a body is mapped only after
-	// the heap has given its free pages back to the system (a forced
-	// collection: a few milliseconds against the 100 ms and more such a
-	// POST takes). Measured with internal/e2e BenchmarkKLDMemory serving
-	// a 134 MiB state: peak RSS 394-407 MiB before, 379-380 after.
-	freeBeforeMap = 16 << 20
+	spoolMinBody = 1 << 20
+	spoolStep    = 2 << 20
+	spoolBuffer  = 256 << 10
+	// freeBeforeSpool is the size from which a body is spooled only
+	// after the heap has given its free pages back to the system (a
+	// forced collection: a few milliseconds against the 100 ms and more
+	// such a POST takes). Measured with internal/e2e BenchmarkKLDMemory
+	// serving a 134 MiB state: peak RSS 394-407 MiB before, 379-380 after.
+	freeBeforeSpool = 16 << 20
 )
 
 // bodyBudget bounds the bytes of request bodies held at once, across all
@@ -80,12 +85,36 @@ func (b *bodyBudget) give(n int64) { b.held.Add(-n) }
 func (h *Handler) releaseBodies(ri *reqInfo) {
 	h.bodies.give(ri.bodyBytes)
 	ri.bodyBytes = 0
-	for _, m := range ri.mapped {
-		if err := unmapBody(m); err != nil {
-			h.log.Error("unmapping a request body failed", "request_id", ri.id, "err", err)
+	for _, sp := range ri.spooled {
+		if sp.mapped != nil {
+			if err := unmapSpool(sp.mapped); err != nil {
+				h.log.Error("unmapping a request body failed", "request_id", ri.id, "err", err)
+			}
+		}
+		if err := sp.file.Close(); err != nil {
+			h.log.Error("closing a request body's spool failed", "request_id", ri.id, "err", err)
 		}
 	}
-	ri.mapped = nil
+	ri.spooled = nil
+}
+
+// spooledBody is a request body in a file, and its mapping once read.
+type spooledBody struct {
+	file   *kilolock.Spool
+	mapped []byte
+}
+
+// bodyDone returns what tells the engine's reads of body to give back its
+// pages (kilolock.WriteOptions.Done): nil unless body is a spooled body's
+// mapping.
+func bodyDone(ri *reqInfo, body []byte) func(from, to int) {
+	for _, sp := range ri.spooled {
+		if len(sp.mapped) > 0 && len(body) == len(sp.mapped) && &sp.mapped[0] == &body[0] {
+			m := sp.mapped
+			return func(from, to int) { forgetPages(m, from, to) }
+		}
+	}
+	return nil
 }
 
 // readBody reads a request body of at most limit bytes. Memory is taken as
@@ -121,13 +150,15 @@ func (h *Handler) readBody(r *http.Request, limit int64) ([]byte, error) {
 				case n > 0 && r.ContentLength >= 0:
 					return nil, &httpError{status: http.StatusBadRequest, code: "body_unreadable", message: "the request body is longer than its Content-Length", hint: "send the body again with its own length; nothing was stored"}
 				case err == io.EOF:
-					return b.buf, nil
+					return b.bytes()
 				case err != nil:
 					return nil, h.bodyError(ri, err, limit, b.received(), clock)
 				}
 				continue // a zero-byte read
 			}
-			if !b.grow(most) {
+			if ok, err := b.grow(most); err != nil {
+				return nil, err
+			} else if !ok {
 				h.metrics.observeBodyRefusal("body_memory_full")
 				ri.closeAfter()
 				return nil, &httpError{status: http.StatusServiceUnavailable, code: "body_memory_full", retryAfter: true,
@@ -144,7 +175,7 @@ func (h *Handler) readBody(r *http.Request, limit int64) ([]byte, error) {
 				message: fmt.Sprintf("the request body ended after %d of the %d bytes its Content-Length announces", b.received(), r.ContentLength),
 				hint:    "send the body again; nothing was stored"}
 		case err == io.EOF:
-			return b.buf, nil
+			return b.bytes()
 		case err != nil:
 			return nil, h.bodyError(ri, err, limit, b.received(), clock)
 		}
@@ -156,7 +187,8 @@ func (h *Handler) readBody(r *http.Request, limit int64) ([]byte, error) {
 // announced size is read into chunks of doubling size until half of it has
 // arrived, then into one buffer of its size, into which the chunks are
 // copied once (half the copying of a buffer that doubles); a body of no
-// announced size, into a buffer that doubles.
+// announced size, into a buffer that doubles; a large body of announced
+// size, into a file (see spoolMinBody).
 type bodyBuffer struct {
 	h      *Handler
 	ri     *reqInfo
@@ -164,31 +196,42 @@ type bodyBuffer struct {
 	buf    []byte   // being read into, up to its capacity
 	chunks [][]byte // full chunks before buf
 	inCh   int64    // bytes in chunks
-	mapped []byte   // the body's mapped memory, when it has some (buf is in it)
+	spool  *spooledBody
+	inFile int64 // bytes written to spool
+	taken  int64 // budget taken for a spooled body
 }
 
-func (b *bodyBuffer) received() int64 { return b.inCh + int64(len(b.buf)) }
+func (b *bodyBuffer) received() int64 { return b.inCh + b.inFile + int64(len(b.buf)) }
 func (b *bodyBuffer) full() bool      { return len(b.buf) == cap(b.buf) }
 
 // grow makes room for the next bytes of a body of at most most bytes;
 // false when the budget has none.
-func (b *bodyBuffer) grow(most int64) bool {
+func (b *bodyBuffer) grow(most int64) (bool, error) {
 	got, half := b.received(), (b.size+1)/2
-	if b.mapped == nil && b.inCh == 0 && got > 0 && b.size >= mapMinBody && b.mapStart() {
-		// Its first chunk arrived (and is full): on into mapped memory,
-		// where the chunk's budget goes with its bytes.
-		n := copy(b.mapped, b.buf)
-		b.buf = b.mapped[:n:n]
+	if b.spool == nil && b.inCh == 0 && got > 0 && b.size >= spoolMinBody && b.spoolStart() {
+		// Its first chunk arrived (and is full): on into a file, where
+		// the chunk's budget goes with its bytes.
+		b.taken = int64(cap(b.buf))
 	}
-	if b.mapped != nil {
-		// The budget for its next bytes (a huge page at a time, which
-		// the first of them makes resident), and room for them.
-		step := min(b.size-int64(cap(b.buf)), mapStep)
-		if !b.take(step) {
-			return false
+	if b.spool != nil {
+		if err := b.flush(); err != nil {
+			return false, err
 		}
-		b.buf = b.mapped[: len(b.buf) : cap(b.buf)+int(step)]
-		return true
+		// The budget for its next bytes, and room for them: never past
+		// its announced end, so that a byte more is seen as one.
+		room := min(int64(spoolBuffer), b.size-got)
+		if need := got + room - b.taken; need > 0 {
+			step := min(max(need, spoolStep), b.size-b.taken)
+			if !b.take(step) {
+				return false, nil
+			}
+			b.taken += step
+		}
+		if int64(cap(b.buf)) < room {
+			b.buf = make([]byte, 0, room)
+		}
+		b.buf = b.buf[:0:room]
+		return true, nil
 	}
 	switch {
 	case b.size >= 0 && (b.size <= firstBodyChunk || got >= half):
@@ -196,7 +239,7 @@ func (b *bodyBuffer) grow(most int64) bool {
 		b.h.bodies.give(b.inCh) // the chunks are garbage once copied
 		b.ri.bodyBytes -= b.inCh
 		if !b.take(b.size) {
-			return false
+			return false, nil
 		}
 		whole := make([]byte, got, b.size)
 		at := 0
@@ -208,7 +251,7 @@ func (b *bodyBuffer) grow(most int64) bool {
 	case b.size >= 0:
 		next := min(max(2*int64(cap(b.buf)), firstBodyChunk), half-got)
 		if !b.take(next) {
-			return false
+			return false, nil
 		}
 		if cap(b.buf) > 0 {
 			b.chunks = append(b.chunks, b.buf)
@@ -218,35 +261,71 @@ func (b *bodyBuffer) grow(most int64) bool {
 	default:
 		next := min(most, max(2*int64(cap(b.buf)), firstBodyChunk))
 		if !b.take(next - int64(cap(b.buf))) {
-			return false
+			return false, nil
 		}
 		grown := make([]byte, len(b.buf), next)
 		copy(grown, b.buf)
 		b.buf = grown
 	}
+	return true, nil
+}
+
+// spoolStart makes the file of a body of announced size, inside a request
+// (whose end closes it); false when there is none to make here.
+func (b *bodyBuffer) spoolStart() bool {
+	if b.ri.w == nil || b.size > math.MaxInt || !canMapSpool {
+		return false
+	}
+	if b.size >= freeBeforeSpool {
+		// The heap keeps pages it freed for a while: give them back
+		// first, so a large POST's peak is what it works on on top of
+		// what is live, not of what was live before the last collection.
+		debug.FreeOSMemory()
+	}
+	f, err := b.h.engine.SpoolFile()
+	if err != nil {
+		b.h.log.Warn("spooling a request body failed: reading it into memory", "request_id", b.ri.id, "err", err)
+		return false
+	}
+	b.spool = &spooledBody{file: f}
+	b.ri.spooled = append(b.ri.spooled, b.spool)
 	return true
 }
 
-// mapStart maps the memory of a body of announced size, inside a request
-// (whose end unmaps it); false when there is none to map.
-func (b *bodyBuffer) mapStart() bool {
-	if b.ri.w == nil || b.size > math.MaxInt {
-		return false
+// flush writes what buf holds to the spool.
+func (b *bodyBuffer) flush() error {
+	if len(b.buf) == 0 {
+		return nil
 	}
-	if b.size >= freeBeforeMap {
-		// The heap keeps pages it freed for a while, and the collector
-		// does not count this mapping: give them back first, so a
-		// large POST's peak is the body on top of what is live, not on
-		// top of what was live before the last collection.
-		debug.FreeOSMemory()
+	if _, err := b.spool.file.Write(b.buf); err != nil {
+		b.h.log.Error("writing a request body to its spool failed", "request_id", b.ri.id, "err", err)
+		b.ri.closeAfter()
+		return &httpError{status: http.StatusServiceUnavailable, code: "spool_unavailable", retryAfter: true,
+			message: "the server could not keep the request body in its spool directory",
+			hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry a 503 by themselves); if it lasts, an operator should check the free space of kld --spool-dir (KL_SPOOL_DIR)", retryAfterSeconds)}
 	}
-	m, err := mapBody(int(b.size))
+	b.inFile += int64(len(b.buf))
+	b.buf = b.buf[:0]
+	return nil
+}
+
+// bytes returns the body read: buf, or a spooled body's mapping.
+func (b *bodyBuffer) bytes() ([]byte, error) {
+	if b.spool == nil {
+		return b.buf, nil
+	}
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	m, err := mapSpool(b.spool.file.File, int(b.inFile))
 	if err != nil {
-		return false
+		b.h.log.Error("mapping a spooled request body failed", "request_id", b.ri.id, "err", err)
+		return nil, &httpError{status: http.StatusServiceUnavailable, code: "spool_unavailable", retryAfter: true,
+			message: "the server could not read back the request body it spooled",
+			hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry a 503 by themselves)", retryAfterSeconds)}
 	}
-	b.ri.mapped = append(b.ri.mapped, m)
-	b.mapped = m
-	return true
+	b.spool.mapped = m
+	return m, nil
 }
 
 // take reserves n bytes of the budget for the request.

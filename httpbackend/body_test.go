@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -36,23 +35,20 @@ func readBodyOf(t testing.TB, h *Handler, body io.Reader, length, limit int64) (
 	return bytes.Clone(b), err
 }
 
-// skipUnmapped skips t where the platform maps no memory for bodies.
-func skipUnmapped(t *testing.T) {
+// skipUnspooled skips t where the platform maps no spooled bodies.
+func skipUnspooled(t *testing.T) {
 	t.Helper()
-	m, err := mapBody(mapMinBody)
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skip("no mapped memory on this platform: large bodies are read into the heap")
-	}
-	if err == nil {
-		unmapBody(m)
+	if !canMapSpool {
+		t.Skip("no mappings on this platform: large bodies are read into the heap")
 	}
 }
 
-// TestReadBodyMapped: a large body of announced size is read into memory
-// mapped for it, not into the Go heap, byte for byte, taking the budget as
-// it arrives and giving it back with the memory at the request's end.
-func TestReadBodyMapped(t *testing.T) {
-	skipUnmapped(t)
+// TestReadBodySpooled: a large body of announced size is read into a file
+// and handed on as a mapping of it, not into the Go heap, byte for byte,
+// taking the budget as it arrives and giving it back with the file at the
+// request's end.
+func TestReadBodySpooled(t *testing.T) {
+	skipUnspooled(t)
 	h := newEnv(t, "", Options{}).h
 	want := bytes.Repeat([]byte("0123456789abcdef"), (13<<20)/16+7)
 	ri := &reqInfo{w: httptest.NewRecorder()}
@@ -69,12 +65,19 @@ func TestReadBodyMapped(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("reading a body of %d bytes allocated %d bytes of heap", len(want), alloc)
 	}
-	if len(ri.mapped) != 1 || h.bodies.held.Load() != int64(len(want)) {
-		t.Errorf("%d mappings, %d bytes of the budget held; want 1 and the body's %d", len(ri.mapped), h.bodies.held.Load(), len(want))
+	if len(ri.spooled) != 1 || h.bodies.held.Load() != int64(len(want)) {
+		t.Fatalf("%d spooled bodies, %d bytes of the budget held; want 1 and the body's %d", len(ri.spooled), h.bodies.held.Load(), len(want))
+	}
+	sp := ri.spooled[0]
+	if fi, err := sp.file.Stat(); err != nil || fi.Size() != int64(len(want)) {
+		t.Errorf("the spool: %v, %v; want a file of %d bytes", fi, err, len(want))
 	}
 	h.releaseBodies(ri)
-	if held := h.bodies.held.Load(); held != 0 || ri.mapped != nil {
-		t.Errorf("after the request: %d bytes of the budget held, %d mappings", held, len(ri.mapped))
+	if held := h.bodies.held.Load(); held != 0 || ri.spooled != nil {
+		t.Errorf("after the request: %d bytes of the budget held, %d spooled bodies", held, len(ri.spooled))
+	}
+	if _, err := sp.file.Stat(); err == nil {
+		t.Error("the spool is still open after the request")
 	}
 }
 

@@ -2,9 +2,16 @@
 
 package httpbackend
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
-// mapBody is not available here: large bodies are read into the heap.
-func mapBody(int) ([]byte, error) { return nil, errors.ErrUnsupported }
+// canMapSpool: no mappings here, so large bodies are read into the heap.
+const canMapSpool = false
 
-func unmapBody([]byte) error { return nil }
+func mapSpool(*os.File, int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
+func unmapSpool([]byte) error { return nil }
+
+func forgetPages([]byte, int, int) {}

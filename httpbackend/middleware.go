@@ -44,10 +44,10 @@ type reqInfo struct {
 	lockBodyErr  error
 	lockBodyRead bool
 	// bodyBytes is what its bodies hold of the body budget, given back
-	// when the request ends, and mapped the memory mapped for its bodies,
-	// unmapped then.
+	// when the request ends, and spooled its bodies kept in files, closed
+	// then.
 	bodyBytes int64
-	mapped    [][]byte
+	spooled   []*spooledBody
 }
 
 // closeAfter asks the server to close the connection after the answer: a

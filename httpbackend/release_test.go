@@ -23,16 +23,16 @@ func (c *commitWatch) Commit(ctx context.Context, name string, cm *kilolock.Comm
 	return c.Store.Commit(ctx, name, cm)
 }
 
-// TestPostFreesTheBodyBeforeTheCommit: a large POST's body (memory mapped
-// for it) is given back, budget and memory, once the engine has parsed it,
+// TestPostFreesTheBodyBeforeTheCommit: a large POST's body (spooled to a
+// file) is given back, budget and memory, once the engine has parsed it,
 // before the store writes the version, so that a big first write never
 // holds the body and the rows being written at once. The state served
 // after is still the one posted.
 func TestPostFreesTheBodyBeforeTheCommit(t *testing.T) {
-	skipUnmapped(t)
+	skipUnspooled(t)
 	doc := graphtest.Generate(2000, 512, graph.FormatIndent) // about 1.8 MB
-	if len(doc) < mapMinBody {
-		t.Fatalf("the state is %d bytes, too small to be mapped", len(doc))
+	if len(doc) < spoolMinBody {
+		t.Fatalf("the state is %d bytes, too small to be spooled", len(doc))
 	}
 	series, err := graphtest.NewSeries(doc)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
 )
 
 // getState answers GET /v1/states/{name}: the current version's bytes, or
@@ -150,21 +151,22 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The checksum is computed beside the parse (another core), and
 	// checked before anything is stored. The handler waits for it in any
-	// case: the body's memory goes at the release below, or when the
-	// request ends (see mapMinBody).
+	// case: the body's file goes at the release below, or when the
+	// request ends (see spoolMinBody). Each reads a spooled body giving
+	// its pages back behind it.
+	ri := info(r)
+	done := bodyDone(ri, body)
 	sum := make(chan error, 1)
-	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body) }()
+	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body, done) }()
 	verify := sync.OnceValue(func() error { return <-sum })
 	defer verify()
-	// The body's memory goes as soon as the engine is done with it,
-	// before the store writes the version: a large first POST so never
-	// holds the body and the rows being written at once.
-	ri := info(r)
+	// The body goes as soon as the engine is done with it, before the
+	// store writes the version.
 	release := func() {
 		verify() // the checksum has read the body
 		h.releaseBodies(ri)
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release})
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done})
 	if err != nil {
 		return err
 	}
@@ -188,7 +190,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 
 // checkMD5 verifies a Content-MD5 header (base64 of the body's MD5), which
 // both CLIs send with every body. No header, no check.
-func checkMD5(header string, body []byte) error {
+func checkMD5(header string, body []byte, done func(from, to int)) error {
 	if header == "" {
 		return nil
 	}
@@ -196,7 +198,7 @@ func checkMD5(header string, body []byte) error {
 	if err != nil || len(want) != md5.Size {
 		return &kilolock.InvalidError{Code: "checksum_mismatch", Message: fmt.Sprintf("the Content-MD5 header %q is not a base64 MD5 digest", header), Hint: "send Content-MD5 as the base64 encoding of the body's 16-byte MD5, or leave it out; nothing was stored"}
 	}
-	got := md5.Sum(body)
+	got := bodyMD5(body, done)
 	if string(got[:]) != string(want) {
 		return &kilolock.InvalidError{Code: "checksum_mismatch",
 			Message: fmt.Sprintf("the body's MD5 is %s but Content-MD5 says %s", base64.StdEncoding.EncodeToString(got[:]), header),
@@ -223,4 +225,23 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request) error {
 	h.log.Warn("state deleted", "state", name, "request_id", info(r).id, "versions", versions)
 	writeJSON(w, http.StatusOK, map[string]any{"deleted": name, "versions": versions})
 	return nil
+}
+
+// bodyMD5 is the MD5 of body, read a graph.ProgressStep at a time, telling
+// done (see kilolock.WriteOptions.Done).
+func bodyMD5(body []byte, done func(from, to int)) [md5.Size]byte {
+	if done == nil {
+		return md5.Sum(body)
+	}
+	h := md5.New()
+	p := graph.Progress{Done: done}
+	for at := 0; at < len(body); at += graph.ProgressStep {
+		end := min(at+graph.ProgressStep, len(body))
+		h.Write(body[at:end])
+		p.At(end)
+	}
+	p.Flush(len(body))
+	var sum [md5.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }

@@ -136,7 +136,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	defer st.Close()
 
-	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)}))
+	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode), SpoolDir: c.Memory.SpoolDir}))
 	handler := httpbackend.New(engine, httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
