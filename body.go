@@ -13,19 +13,24 @@ import (
 	"github.com/kilolock/kilolock/graph"
 )
 
-// Body is one version of a state as the engine serves it, without its
-// bytes in memory: they are written from the version's parts on each read
-// (graph.State.RenderTo, about as fast as copying them), or from the
-// compressed copy the version keeps, and compressed at most once however
-// many read it at once. A state of any size so costs its parts and one
-// compressed copy, never a copy of its bytes per reader, and a freshly
-// posted body is not kept once its version is committed. Open and
+// Body is one version of a state as the engine serves it. A current
+// version keeps its bytes (docBytes): a large one in a spool file, out of
+// memory, a small one in memory; its compressed copy is made at most once
+// however many read it at once, into a spool file too when the document is
+// large. A version read once (OpenVersion) is written from its parts on
+// each read (graph.State.RenderTo, about as fast as copying them). An
+// opaque version, or one whose bytes its parts do not give, keeps them
+// gzip-compressed in memory. A state of any size so costs, in memory, its
+// index (see cacheEntry), never a copy of its bytes per reader. Open and
 // OpenVersion return one; Read and ReadVersion give its Bytes. A Body is
 // safe for concurrent use.
 type Body struct {
 	Version Version
 
-	graph *graph.State // renders the document when gzipped is nil
+	// doc is the document, when the version keeps its bytes.
+	doc *docBytes
+	// graph renders the document when neither doc nor gzipped is set.
+	graph *graph.State
 	// gzipped is the whole document gzip-compressed, when the version
 	// keeps it so: an opaque (client-side encrypted) version, or bytes
 	// that rendering the version does not give.
@@ -35,10 +40,50 @@ type Body struct {
 	size    int64
 	sum     uint64
 
-	// gz is the compressed copy made from graph, on demand; nil until a
-	// reader asks, and again once dropped (see dropGzip).
+	// gz is the compressed copy, made on demand; nil until a reader asks,
+	// and again once dropped (see dropGzip).
 	gz atomic.Pointer[gzipCopy]
 }
+
+// docBytes is a document's bytes: in memory, or in a spool file (which
+// the garbage collector closes, and so frees, once no Body refers to it:
+// readers streaming it hold their Body).
+type docBytes struct {
+	mem  []byte
+	file *Spool
+	n    int64
+	// dir is where the compressed copy of a document in a file goes.
+	dir string
+}
+
+// ReadAt reads the document's bytes at off.
+func (d *docBytes) ReadAt(p []byte, off int64) (int, error) {
+	if d.file == nil {
+		if off >= int64(len(d.mem)) {
+			return 0, io.EOF
+		}
+		n := copy(p, d.mem[off:])
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+	return d.file.ReadAt(p, off)
+}
+
+// bytes reads the whole document into memory.
+func (d *docBytes) bytes() ([]byte, error) {
+	b := make([]byte, d.n)
+	if n, err := d.ReadAt(b, 0); n < len(b) {
+		return nil, fmt.Errorf("kept bytes: %d of %d read: %w", n, len(b), err)
+	}
+	return b, nil
+}
+
+// fileMinBytes is the size from which a version's bytes, and their
+// compressed copy, are kept in a spool file rather than in memory: a
+// file costs a descriptor and a write, worth it for a large document only.
+const fileMinBytes = 1 << 20
 
 // docSeed seeds the hash that tells a re-POST of the current bytes.
 var docSeed = maphash.MakeSeed()
@@ -63,17 +108,15 @@ func sumOfDone(b []byte, done func(from, to int)) uint64 {
 	return h.Sum64()
 }
 
-// postedBody is the body of a version whose bytes (the posted document,
-// of size bytes and sumOf sum) are what rendering g in its format gives.
-func postedBody(v Version, g *graph.State, size int, sum uint64) *Body {
-	b := &Body{Version: v, graph: g, size: int64(size), sum: sum}
+// keptBody is the body of a version whose bytes are doc, of hash sum.
+func keptBody(v Version, doc *docBytes, sum uint64) *Body {
+	b := &Body{Version: v, doc: doc, size: doc.n, sum: sum}
 	b.measure.Do(func() {})
 	return b
 }
 
 // renderedBody is the body of a version whose bytes are the rendering of g
-// (a version the server made, or one loaded from the store), measured the
-// first time its size is asked for.
+// (a version read once), measured the first time its size is asked for.
 func renderedBody(v Version, g *graph.State) *Body { return &Body{Version: v, graph: g} }
 
 // gzippedBody is the body of a version that keeps its bytes compressed.
@@ -113,7 +156,14 @@ func (b *Body) measured() error {
 
 // WriteTo writes the document to w.
 func (b *Body) WriteTo(w io.Writer) (int64, error) {
-	if b.gzipped == nil {
+	switch {
+	case b.doc != nil:
+		n, err := io.Copy(w, io.NewSectionReader(b.doc, 0, b.doc.n))
+		if err != nil {
+			return n, fmt.Errorf("kept bytes: %w", err)
+		}
+		return n, nil
+	case b.gzipped == nil:
 		return b.graph.RenderTo(w, b.graph.Format)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(b.gzipped))
@@ -147,13 +197,18 @@ func (b *Body) WriteGzipTo(w io.Writer) (int64, error) {
 	}
 }
 
-// dropGzip lets go of the compressed copy made from the graph, if any: the
-// version is about to be superseded (a write of its state has begun), so
-// the copy would soon be garbage, and holding it through the write costs a
-// quarter of the state's bytes at the write's peak. Readers streaming it
-// finish; a reader that asks after (the write failed, or one that reads
-// this version still) compresses it again.
-func (b *Body) dropGzip() { b.gz.Store(nil) }
+// dropGzip lets go of the compressed copy, if any: the version is about to
+// be superseded (a write of its state has begun), so a copy held in memory
+// would soon be garbage, and holding it through the write costs a quarter
+// of the state's bytes at the write's peak. Readers streaming it finish;
+// a reader that asks after (the write failed, or one that reads this
+// version still) compresses it again. A copy in a spool file costs no
+// memory and is kept.
+func (b *Body) dropGzip() {
+	if gz := b.gz.Load(); gz != nil && gz.file == nil {
+		b.gz.CompareAndSwap(gz, nil)
+	}
+}
 
 // GzipSize is the length of the compressed document, and true, once the
 // whole of it is made.
@@ -187,18 +242,24 @@ func (b *Body) same(doc []byte, done func(from, to int)) bool {
 	if b.measured() != nil || int64(len(doc)) != b.size || sumOfDone(doc, done) != b.sum {
 		return false
 	}
-	if b.gzipped == nil {
+	var r io.Reader
+	switch {
+	case b.doc != nil:
+		r = io.NewSectionReader(b.doc, 0, b.doc.n)
+	case b.gzipped == nil:
 		return b.graph.RenderEqualDone(b.graph.Format, doc, done)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b.gzipped))
-	if err != nil {
-		return false
+	default:
+		zr, err := gzip.NewReader(bytes.NewReader(b.gzipped))
+		if err != nil {
+			return false
+		}
+		r = zr
 	}
 	buf := make([]byte, 32<<10)
 	p := graph.Progress{Done: done}
 	defer func() { p.Flush(len(doc)) }()
 	for at := 0; ; {
-		n, err := io.ReadFull(zr, buf)
+		n, err := io.ReadFull(r, buf)
 		if n > len(doc)-at || !bytes.Equal(buf[:n], doc[at:at+n]) {
 			return false
 		}
@@ -214,11 +275,15 @@ func (b *Body) same(doc []byte, done func(from, to int)) bool {
 	}
 }
 
-// memory estimates what b holds: its graph's objects, what it keeps
-// compressed, and room for the compressed copy it may make (states compress
-// to a tenth to a quarter of their bytes).
+// memory estimates what b keeps: its bytes, in memory or in a file, its
+// graph's objects, what it keeps compressed, and room for the compressed
+// copy it may make (states compress to a tenth to a quarter of their
+// bytes).
 func (b *Body) memory() int64 {
 	n := int64(len(b.gzipped))
+	if b.doc != nil {
+		n += b.doc.n + b.doc.n/4
+	}
 	if b.graph != nil {
 		n += graphMemory(b.graph)
 		if b.gzipped == nil {
@@ -244,13 +309,15 @@ func graphMemory(g *graph.State) int64 {
 }
 
 // gzipCopy is a document's gzip-compressed copy, made once, in the
-// background, into chunks that never move, so that readers stream it as it
-// is made and after.
+// background, into chunks that never move (or, for a document in a spool
+// file, into a spool file of its own), so that readers stream it as it is
+// made and after.
 type gzipCopy struct {
 	once   sync.Once
 	mu     sync.Mutex
 	more   sync.Cond // signalled as bytes are added, and when done
 	chunks [][]byte
+	file   *Spool
 	n      int64
 	done   bool
 	err    error
@@ -265,6 +332,10 @@ const (
 func (g *gzipCopy) start(b *Body) {
 	g.once.Do(func() {
 		g.more.L = &g.mu
+		if b.doc != nil && b.doc.file != nil {
+			// In memory if no file can be made.
+			g.file, _ = newSpool(b.doc.dir)
+		}
 		go g.compress(b)
 	})
 }
@@ -288,9 +359,20 @@ func (g *gzipCopy) compress(b *Body) {
 
 // Write adds compressed bytes: compress's writer.
 func (g *gzipCopy) Write(p []byte) (int, error) {
+	n := len(p)
+	if g.file != nil {
+		// Only compress writes, at the end; readers read below g.n.
+		if _, err := g.file.WriteAt(p, g.n); err != nil {
+			return 0, err
+		}
+		g.mu.Lock()
+		g.n += int64(n)
+		g.more.Broadcast()
+		g.mu.Unlock()
+		return n, nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n := len(p)
 	for len(p) > 0 {
 		last := len(g.chunks) - 1
 		if last < 0 || len(g.chunks[last]) == cap(g.chunks[last]) {
@@ -318,6 +400,7 @@ func (g *gzipCopy) writeTo(w io.Writer) (int64, error) {
 		sent       int64
 		chunk, off int
 		pieces     [][]byte
+		buf        []byte
 	)
 	for {
 		g.mu.Lock()
@@ -325,20 +408,32 @@ func (g *gzipCopy) writeTo(w io.Writer) (int64, error) {
 			g.more.Wait()
 		}
 		pieces = pieces[:0]
-		for avail := g.n - sent; avail > 0; {
-			c := g.chunks[chunk]
-			if off == len(c) {
-				// Read to its end while more follows: a full chunk.
-				chunk, off = chunk+1, 0
-				continue
+		total := g.n
+		if g.file == nil {
+			for avail := g.n - sent; avail > 0; {
+				c := g.chunks[chunk]
+				if off == len(c) {
+					// Read to its end while more follows: a full chunk.
+					chunk, off = chunk+1, 0
+					continue
+				}
+				pieces = append(pieces, c[off:])
+				avail -= int64(len(c) - off)
+				off = len(c)
 			}
-			pieces = append(pieces, c[off:])
-			avail -= int64(len(c) - off)
-			off = len(c)
 		}
 		done, err := g.done, g.err
-		total := g.n
 		g.mu.Unlock()
+		if g.file != nil && sent < total {
+			if buf == nil {
+				buf = make([]byte, 32<<10)
+			}
+			n, werr := io.CopyBuffer(w, io.NewSectionReader(g.file, sent, total-sent), buf)
+			sent += n
+			if werr != nil {
+				return sent, werr
+			}
+		}
 		for _, p := range pieces {
 			k, werr := w.Write(p)
 			sent += int64(k)

@@ -147,10 +147,10 @@ func (e *Engine) Outputs(ctx context.Context, name string) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ent.graph == nil {
+	if ent.index == nil {
 		return nil, encryptedError(name)
 	}
-	s := ent.graph.Slice(nil)
+	s := ent.index.Slice(nil)
 	s.CheckResults = nil
 	return &Document{Version: ent.body.Version, Bytes: s.Render(s.Format)}, nil
 }
@@ -188,10 +188,14 @@ func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Bo
 			return nil, nil, nil, err
 		}
 	}
-	if ent.graph == nil {
+	g, err := e.fullGraph(ctx, ent)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if g == nil {
 		return nil, nil, nil, encryptedError(name)
 	}
-	return ent.body, ent.graph, e.cache.depIndex(ent), nil
+	return ent.body, g, e.cache.depIndex(ent, g), nil
 }
 
 // lookup spells addresses canonically and finds them in x: an

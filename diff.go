@@ -13,8 +13,10 @@ import (
 // but that means the same is no change, costs no row, and the store keeps
 // prev's bytes for it. It returns next as the store will hold it: those
 // objects with prev's bytes (next itself when there are none), which is
-// what the version renders from.
-func diffInto(c *Commit, prev, next *graph.State) *graph.State {
+// what the version renders from; and lacking, true when prev is lean
+// (graph.State.Lean) and lacks the bytes of an object next respells: the
+// caller then diffs into a new Commit against prev's whole graph.
+func diffInto(c *Commit, prev, next *graph.State) (held *graph.State, lacking bool) {
 	v := &c.Version
 	v.Serial = next.Serial
 	v.Lineage = next.Lineage
@@ -60,14 +62,15 @@ func diffInto(c *Commit, prev, next *graph.State) *graph.State {
 		c.OutputsRemoved = append(c.OutputsRemoved, n)
 	}
 	sort.Strings(c.OutputsRemoved)
-	return d.held
+	return d.held, d.lacking
 }
 
 // differ is diffInto's instance comparison.
 type differ struct {
-	c    *Commit
-	next *graph.State
-	held *graph.State
+	c       *Commit
+	next    *graph.State
+	held    *graph.State
+	lacking bool
 }
 
 // hold returns the copy of next that takes prev's bytes, made on the
@@ -88,6 +91,10 @@ func (d *differ) same(i int, old *graph.Instance) {
 	switch {
 	case old.Hash == in.Hash:
 	case old.Equal(in):
+		if old.Object == nil { // lean: its bytes are not here
+			d.lacking = true
+			return
+		}
 		d.hold().Instances[i] = storedCopy(old)
 	default:
 		d.c.Version.Changed++

@@ -87,13 +87,13 @@ func TestDiffWalkIsByID(t *testing.T) {
 			t.Fatal("the states are not in Terraform's order")
 		}
 		var walked, indexed Commit
-		heldW := diffInto(&walked, prev, next)
+		heldW, _ := diffInto(&walked, prev, next)
 		shuffled := *next
 		shuffled.Instances = slices.Clone(next.Instances)
 		rng.Shuffle(len(shuffled.Instances), func(i, j int) {
 			shuffled.Instances[i], shuffled.Instances[j] = shuffled.Instances[j], shuffled.Instances[i]
 		})
-		heldI := diffInto(&indexed, prev, &shuffled)
+		heldI, _ := diffInto(&indexed, prev, &shuffled)
 		if w, x := walked.Version, indexed.Version; w.Added != x.Added || w.Changed != x.Changed || w.Removed != x.Removed {
 			t.Fatalf("round %d: walk +%d ~%d -%d, index +%d ~%d -%d", round, w.Added, w.Changed, w.Removed, x.Added, x.Changed, x.Removed)
 		}

@@ -20,8 +20,10 @@ func TestDocCacheCountsDepIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := func(id int64) *Body { return postedBody(Version{ID: id}, g, len(b), sumOf(b)) }
-	docSize := doc(0).memory()
+	doc := func(id int64) *Body {
+		return keptBody(Version{ID: id}, &docBytes{mem: b, n: int64(len(b))}, sumOf(b))
+	}
+	docSize := doc(0).memory() + graphMemory(g)
 	x := graph.NewDepIndex(g)
 	// Room for two documents, not for two documents and an index.
 	c := newDocCache(2*docSize + x.Bytes()/2)
@@ -30,7 +32,7 @@ func TestDocCacheCountsDepIndexes(t *testing.T) {
 	if c.size != 2*docSize || c.lru.Len() != 2 {
 		t.Fatalf("size %d with %d entries, want %d with 2", c.size, c.lru.Len(), 2*docSize)
 	}
-	if c.depIndex(a) != c.depIndex(a) {
+	if c.depIndex(a, g) != c.depIndex(a, g) {
 		t.Error("the index was built twice")
 	}
 	// a is the least recently used: its index, and then a itself, went
@@ -39,16 +41,16 @@ func TestDocCacheCountsDepIndexes(t *testing.T) {
 		t.Errorf("after indexing a: size %d, a cached %v; want a evicted", c.size, c.get("a", 1) != nil)
 	}
 	bEnt := c.get("b", 2)
-	c.depIndex(bEnt)
-	if c.size != docSize+x.Bytes() {
-		t.Errorf("size %d, want b with its index %d", c.size, docSize+x.Bytes())
+	c.depIndex(bEnt, g)
+	if c.size != docSize+x.Bytes()+graphMemory(g) {
+		t.Errorf("size %d, want b with its graph and index %d", c.size, docSize+x.Bytes()+graphMemory(g))
 	}
 	// An entry no longer cached keeps its index but costs the budget
 	// nothing.
 	stale := c.put("c", doc(3), g)
 	c.put("c", doc(4), g)
 	before := c.size
-	if c.depIndex(stale) == nil || c.size != before {
+	if c.depIndex(stale, g) == nil || c.size != before {
 		t.Errorf("indexing an entry that is not cached changed the size %d → %d", before, c.size)
 	}
 }

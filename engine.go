@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -132,8 +133,11 @@ func documentOf(b *Body, err error) (*Document, error) {
 // returns, written to each reader without being held in memory (see Body).
 // ErrNotFound when the state does not exist or has no version yet.
 func (e *Engine) Open(ctx context.Context, name string) (*Body, error) {
-	b, _, err := e.current(ctx, name)
-	return b, err
+	ent, err := e.currentEntry(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return ent.body, nil
 }
 
 // OpenVersion returns a version of a state by number, like Open. A
@@ -157,13 +161,14 @@ func (e *Engine) OpenVersion(ctx context.Context, name string, number int64) (*B
 }
 
 // current returns the current body and, unless the state is opaque, its
-// graph, from the cache when the store confirms it is still current.
+// whole graph, from the cache when the store confirms it is still current.
 func (e *Engine) current(ctx context.Context, name string) (*Body, *graph.State, error) {
 	ent, err := e.currentEntry(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ent.body, ent.graph, nil
+	g, err := e.fullGraph(ctx, ent)
+	return ent.body, g, err
 }
 
 // currentEntry is current's cache entry.
@@ -190,16 +195,20 @@ func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, er
 	return e.loadEntry(ctx, st)
 }
 
+// load returns st's current body and, unless the state is opaque, its
+// whole graph.
 func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, error) {
 	ent, err := e.loadEntry(ctx, st)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ent.body, ent.graph, nil
+	g, err := e.fullGraph(ctx, ent)
+	return ent.body, g, err
 }
 
 // loadEntry returns the cache entry of st's current version, loading it
-// from the store when it is not cached.
+// from the store when it is not cached: its bytes are kept from then on
+// (rendered once), and its graph made lean (see cacheEntry).
 func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
 	if st.Current == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
@@ -214,6 +223,21 @@ func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, err
 	b, g, err := e.bodyOf(snap)
 	if err != nil {
 		return nil, err
+	}
+	snap = nil // its instances are g's: lean once rendered
+	switch {
+	case g == nil: // opaque
+	case b.gzipped == nil:
+		if b, g, err = e.keepRendering(b.Version, g); err != nil {
+			return nil, err
+		}
+	default:
+		// Bytes its rows do not render, kept compressed: the index still
+		// learns the rendering, which a writer of the rows' layout sends.
+		if _, err := g.RenderIndexTo(io.Discard, g.Format); err != nil {
+			return nil, fmt.Errorf("version %d of %q: %w", st.Current, st.Name, err)
+		}
+		g.Lean()
 	}
 	return e.cache.put(st.Name, b, g), nil
 }
@@ -325,13 +349,20 @@ type WriteOptions struct {
 	// Release, when set, is called at most once, when Write reads body no
 	// more and nothing it keeps refers into it: once body is parsed,
 	// verified and known to be what rendering the new version gives, and
-	// before the commit, so that the caller may free body's memory (the
-	// HTTP handler unmaps it) while the store writes. A write that must be
-	// recomputed after that (another process committed first) renders the
-	// bytes again from what it parsed. Write does not call it for a body
-	// it keeps bytes of (one no rendering gives back, an encrypted one) or
-	// merges.
+	// kept (see Keep), before the commit, so that the caller may free
+	// body's memory (the HTTP handler unmaps it) while the store writes. A
+	// write that must be recomputed after that (another process committed
+	// first) reads the bytes it kept. Write does not call it for a body
+	// it keeps bytes of compressed (one no rendering gives back, an
+	// encrypted one) or merges.
 	Release func()
+	// Keep, when set, hands over the Spool that body maps (see
+	// SpoolFile), when Write keeps body as the new version's bytes: they
+	// are then not copied. Once it returns a Spool, the Spool is the
+	// engine's, which closes it; the caller must neither close it nor
+	// change its bytes. It is called at most once; nil means there is
+	// none, and Write copies body.
+	Keep func() *Spool
 	// Done, when set, is told which bytes of body Write has read and will
 	// not read again soon, as it reads them (see graph.ParseOptions.Done):
 	// body may map a file whose pages the caller gives back behind each
@@ -360,7 +391,7 @@ const maxStaleRetries = 200
 // as a new version. The cost beyond one scan of body is proportional to what
 // changed when the current version is cached. Writes to one state from this
 // Engine are queued; a write that loses a race with another process is
-// recomputed against the new current version (body is parsed once).
+// recomputed against the new current version.
 func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOptions) (*WriteResult, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
@@ -375,9 +406,14 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 	p := parsed{verify: verify, body: body}
 	for attempt := 0; ; attempt++ {
 		if p.released && p.body == nil {
-			// Released, then raced: the same bytes again, from the
-			// version that rendered them.
-			p.body = p.rendered.Render(p.rendered.Format)
+			// Released, then raced: the same bytes again, from those the
+			// write kept, parsed again against the new current version
+			// (the parse's instances referred into the body released).
+			var err error
+			if p.body, err = p.kept.bytes(); err != nil {
+				return nil, err
+			}
+			p.done, p.graph, o.Done = false, nil, nil
 		}
 		res, err := e.write(ctx, name, p.body, o, &p)
 		if err != nil {
@@ -410,28 +446,31 @@ type parsed struct {
 	base *Snapshot
 	// verify is WriteOptions.Verify, run once.
 	verify func() error
-	// body is the document being written; nil once released, when
-	// rendered gives it back.
+	// body is the document being written; nil once released, when kept
+	// gives it back.
 	body     []byte
-	rendered *graph.State
+	kept     *docBytes
 	released bool
 }
 
-// release hands the body back to the writer (WriteOptions.Release), once,
-// when held, the state about to be committed, renders exactly body: the
-// graphs that refer into body let go of it first. Only the parse and
-// held may refer into it here (the merge of an optimistic write, which
-// builds graphs of its own, keeps the body).
-func (p *parsed) release(o *WriteOptions, held *graph.State, c *Commit) {
-	if o.Release == nil || p.released {
-		return
+// keep keeps body as the new version's bytes (see keepDoc), once, and
+// then hands it back to the writer (WriteOptions.Release): the graphs that
+// refer into it let go of it first. Only the parse and held may refer into
+// it here (the merge of an optimistic write, which builds graphs of its
+// own, keeps the body).
+func (p *parsed) keep(e *Engine, o *WriteOptions, held *graph.State, c *Commit) *docBytes {
+	if p.kept == nil {
+		p.kept = e.keepDoc(p.body, o)
 	}
-	p.released = true
-	held.Detach()
-	p.graph.Detach()
-	(&graph.State{Instances: c.Upserts}).Detach()
-	p.body, p.rendered = nil, held
-	o.Release()
+	if o.Release != nil && !p.released {
+		p.released = true
+		held.Detach()
+		p.graph.Detach()
+		(&graph.State{Instances: c.Upserts}).Detach()
+		p.body = nil
+		o.Release()
+	}
+	return p.kept
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
@@ -449,14 +488,14 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		return nil, err
 	}
 	var (
-		prevBody  *Body
-		prevGraph *graph.State
+		prev      *cacheEntry
+		prevIndex *graph.State
 	)
 	if st.Current > 0 {
-		if prevBody, prevGraph, err = e.load(ctx, st); err != nil {
+		if prev, err = e.loadEntry(ctx, st); err != nil {
 			return nil, err
 		}
-		if prevBody.same(body, o.Done) {
+		if prev.body.same(body, o.Done) {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
@@ -465,14 +504,16 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			if err := p.verify(); err != nil {
 				return nil, err
 			}
-			return &WriteResult{Version: prevBody.Version, Unchanged: true}, nil
+			return &WriteResult{Version: prev.body.Version, Unchanged: true}, nil
 		}
-		prevBody.dropGzip()
+		prev.body.dropGzip()
+		e.cache.dropFull(prev)
+		prevIndex = prev.index
 	}
 
 	if !p.done {
 		p.done = true
-		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevGraph, Done: o.Done})
+		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done})
 		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
 	}
 	g, encrypted := p.graph, p.encrypted
@@ -501,9 +542,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			}
 		}
 	}
-	// next is the new version's body: written from the graph the store
-	// will hold, or from the bytes kept beside it.
-	var next func(v Version) *Body
+	// next is the new version's body and index (lean): its bytes kept,
+	// or rendered from the graph the store will hold.
+	var next func(v Version) (*Body, *graph.State, error)
 	if encrypted {
 		// An opaque blob: locking, history and whole-version rollback work,
 		// graph features do not. Its serial and lineage are unreadable, so
@@ -513,36 +554,62 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		c.Version.Serial = st.Serial
 		c.Version.Lineage = st.Lineage
 		c.Raw = gzipBytes(body)
-		if prevGraph != nil {
-			for i := range prevGraph.Instances {
-				c.Removed = append(c.Removed, prevGraph.Instances[i].ID())
+		if prevIndex != nil {
+			for i := range prevIndex.Instances {
+				c.Removed = append(c.Removed, prevIndex.Instances[i].ID())
 			}
-			for _, out := range prevGraph.Outputs {
+			for _, out := range prevIndex.Outputs {
 				c.OutputsRemoved = append(c.OutputsRemoved, out.Name)
 			}
 			c.Version.Removed = len(c.Removed)
 		}
-		next = func(v Version) *Body { return gzippedBody(v, nil, c.Raw, body) }
+		size, sum := len(body), sumOf(body)
+		next = func(v Version) (*Body, *graph.State, error) {
+			b := &Body{Version: v, gzipped: c.Raw, size: int64(size), sum: sum}
+			b.measure.Do(func() {})
+			return b, nil, nil
+		}
 	} else {
-		held := diffInto(c, prevGraph, g)
+		// The whole current graph, made when the lean index cannot do: a
+		// respelled object kept in its stored spelling, a merge.
+		full := func() (*graph.State, error) {
+			f, err := e.fullGraph(ctx, prev)
+			if err == nil && f == nil {
+				err = encryptedError(name)
+			}
+			return f, err
+		}
+		held, lacking := diffInto(c, prevIndex, g)
+		if lacking {
+			f, err := full()
+			if err != nil {
+				return nil, err
+			}
+			*c = Commit{Parent: c.Parent, LockID: c.LockID, Force: c.Force, Version: Version{Source: c.Version.Source, Actor: c.Version.Actor}}
+			held, _ = diffInto(c, f, g)
+		}
 		c.Version.Format = g.Format.String()
 		var merged *graph.State
-		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevGraph != nil && !o.Force {
-			if merged, err = e.rebase(ctx, st, c, prevGraph, held, o, p); err != nil {
+		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevIndex != nil && !o.Force {
+			if merged, err = e.rebase(ctx, st, c, full, held, o, p); err != nil {
 				return nil, err
 			}
 		}
 		switch {
 		case merged != nil:
 			// Made by the server: its document is its rendering.
-			held = merged
-			next = func(v Version) *Body { return renderedBody(v, merged) }
+			next = func(v Version) (*Body, *graph.State, error) { return e.keepRendering(v, merged) }
 		case held.RenderEqualDone(held.Format, body, o.Done):
 			// What the CLIs write: the rows give the posted bytes back,
-			// compared piece by piece, never built.
-			size, sum := len(body), sumOfDone(body, o.Done)
-			next = func(v Version) *Body { return postedBody(v, held, size, sum) }
-			p.release(&o, held, c)
+			// compared piece by piece, never built. The bytes are kept
+			// (the caller's file when it hands it over) before the body
+			// goes back to the caller.
+			sum := sumOfDone(body, o.Done)
+			doc := p.keep(e, &o, held, c)
+			next = func(v Version) (*Body, *graph.State, error) {
+				held.Lean()
+				return keptBody(v, doc, sum), held, nil
+			}
 		default:
 			// Rendering what the store will hold does not give the
 			// posted bytes back (another writer's layout, or objects
@@ -552,9 +619,14 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			if bytes.HasPrefix(gz, []byte(keptDeltaMagic)) {
 				gz = gzipBytes(body)
 			}
-			next = func(v Version) *Body { return gzippedBody(v, held, gz, body) }
+			size, sum := len(body), sumOf(body)
+			next = func(v Version) (*Body, *graph.State, error) {
+				b := &Body{Version: v, gzipped: gz, size: int64(size), sum: sum}
+				b.measure.Do(func() {})
+				held.Lean()
+				return b, held, nil
+			}
 		}
-		g = held
 	}
 
 	v, stats, err := e.commit(ctx, name, c)
@@ -571,12 +643,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 		return nil, err
 	}
-	if g != nil {
-		// The cache keeps the graph, not the posted bytes its fragments
-		// refer to: written once, the body may go.
-		g.Detach()
+	b, index, err := next(*v)
+	if err != nil {
+		// Committed: the version is stored, only this process's copy of
+		// it failed; the next read loads it from the store.
+		e.log.Error("keeping a committed version failed; it is read from the store next time", "state", name, "version", v.Number, "err", err)
+		e.cache.drop(name)
+	} else {
+		e.cache.put(name, b, index)
 	}
-	e.cache.put(name, next(*v), g)
 	return &WriteResult{Version: *v, Stats: stats, QuotaWarnings: c.QuotaWarnings}, nil
 }
 
@@ -712,11 +787,11 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	if st.Current == 0 {
 		return s, nil
 	}
-	d, g, err := e.load(ctx, st)
+	ent, err := e.loadEntry(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	v := d.Version
+	v, g := ent.body.Version, ent.index
 	s.Version = &v
 	if g == nil {
 		s.Encrypted = true

@@ -33,10 +33,11 @@ import (
 // is no longer current, and the engine recomputes it.
 
 // rebase adjusts c (the incoming state `in` as changes against the current
-// version `cur`) for an optimistic state. It returns the graph to commit
-// when it differs from `in` (a merge), or nil to commit `in` as sent. p is
-// the write's parse, which keeps what rebase loads across retries.
-func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *graph.State, o WriteOptions, p *parsed) (*graph.State, error) {
+// version, whose whole graph cur gives) for an optimistic state. It returns
+// the graph to commit when it differs from `in` (a merge), or nil to commit
+// `in` as sent. p is the write's parse, which keeps what rebase loads
+// across retries.
+func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur func() (*graph.State, error), in *graph.State, o WriteOptions, p *parsed) (*graph.State, error) {
 	var held *Lock
 	for i := range st.Locks {
 		if st.Locks[i].Info.ID == o.LockID {
@@ -143,7 +144,11 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur, in *
 		})
 	}
 
-	merged := applyKeys(cur, in, keep)
+	whole, err := cur()
+	if err != nil {
+		return nil, err
+	}
+	merged := applyKeys(whole, in, keep)
 	merged.Serial = max(st.Serial+1, in.Serial)
 	filterCommit(c, keep)
 	c.Version.Merged = true

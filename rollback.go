@@ -174,10 +174,11 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 	if err != nil {
 		return nil, err
 	}
-	cur, _, err := e.load(ctx, st)
+	ent, err := e.loadEntry(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	cur := ent.body
 	if tv.Format != FormatOpaque && cur.Version.Format != FormatOpaque {
 		return nil, nil
 	}

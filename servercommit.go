@@ -94,7 +94,7 @@ func (e *Engine) commitEditOnce(ctx context.Context, name string, w serverWrite,
 		return plan, nil, WriteStats{}, nil
 	}
 	c := &Commit{Parent: st.Current}
-	next = diffInto(c, cur, next)
+	next, _ = diffInto(c, cur, next)
 	c.Version.Source = w.source
 	c.Version.Actor = w.actor
 	c.Version.Format = next.Format.String()
@@ -102,8 +102,12 @@ func (e *Engine) commitEditOnce(ctx context.Context, name string, w serverWrite,
 	if err != nil {
 		return nil, nil, WriteStats{}, err
 	}
-	next.Detach()
-	e.cache.put(name, renderedBody(*v, next), next)
+	if b, index, err := e.keepRendering(*v, next); err != nil {
+		e.log.Error("keeping a committed version failed; it is read from the store next time", "state", name, "version", v.Number, "err", err)
+		e.cache.drop(name)
+	} else {
+		e.cache.put(name, b, index)
+	}
 	e.log.Info("server-side write", "state", name, "operation", w.operation, "version", v.Number, "serial", v.Serial, "actor", w.actor,
 		"added", v.Added, "changed", v.Changed, "removed", v.Removed)
 	return plan, v, stats, nil

@@ -27,8 +27,11 @@ func (s *Spool) Close() error {
 }
 
 // SpoolFile makes an empty Spool in Options.SpoolDir.
-func (e *Engine) SpoolFile() (*Spool, error) {
-	f, err := os.CreateTemp(e.spoolDir, "kilolock-*.spool")
+func (e *Engine) SpoolFile() (*Spool, error) { return newSpool(e.spoolDir) }
+
+// newSpool makes an empty Spool in dir ("" for os.TempDir()).
+func newSpool(dir string) (*Spool, error) {
+	f, err := os.CreateTemp(dir, "kilolock-*.spool")
 	if err != nil {
 		return nil, fmt.Errorf("spool a document: %w", err)
 	}

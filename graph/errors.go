@@ -16,6 +16,9 @@ var (
 	// always write one, and versions of one state are told apart from
 	// versions of another by it.
 	ErrNoLineage = errors.New("state has no lineage")
+	// ErrLean: RenderTo of a lean state (see State.Lean), which knows
+	// its instances' hashes, not their objects.
+	ErrLean = errors.New("a lean state does not render: its objects are not in it")
 )
 
 // SyntaxError is malformed JSON: the document is not one valid JSON value.

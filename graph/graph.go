@@ -107,7 +107,9 @@ type Instance struct {
 	// keyed hashes, and fragLen is its length: what finds the instance again
 	// in the next document (see ParseReusing) without keeping the document.
 	// objFirst is &Object[0] as parsed: an Instance copied and given another
-	// Object no longer trusts what it knew of its fragment.
+	// Object no longer trusts what it knew of its fragment. A lean instance
+	// (see Lean) has neither Object nor objFirst, and canon is then its
+	// CanonicalHash.
 	fragment       []byte
 	fragmentFormat Format
 	canonical      bool
@@ -115,12 +117,19 @@ type Instance struct {
 	fragSum        uint64
 	fragLen        int
 	objFirst       *byte
+	canon          Hash
 }
 
 // parsedAs reports whether in still knows the fragment it was parsed from
-// (its hashes, whether or not it still holds its bytes).
+// (its hashes, whether or not it still holds its bytes, or its object).
 func (in *Instance) parsedAs() bool {
-	return in.fragLen > 0 && len(in.Object) > 0 && &in.Object[0] == in.objFirst
+	return in.fragLen > 0 && (len(in.Object) > 0 && &in.Object[0] == in.objFirst || in.lean())
+}
+
+// lean reports whether in is an instance of a lean state: it knows its
+// fragment and canonical hash, not its object.
+func (in *Instance) lean() bool {
+	return in.Object == nil && in.objFirst == nil && in.fragLen > 0 && !in.canon.IsZero()
 }
 
 // hasFragment reports whether in still has the fragment it was parsed with.
@@ -174,4 +183,40 @@ func (s *State) Detach() {
 			in.fragment = nil
 		}
 	}
+}
+
+// Lean makes s an index of the document it was parsed from (or rendered
+// to by RenderIndexTo): each instance that knows its fragment there drops
+// its object and fragment, and keeps its resource header, key, status,
+// dependencies, Hash, canonical hash (computed first) and what ParseWith
+// needs to find it again in the next document. A lean state so tells what
+// the next document changed (ParseWith, Equal) at the cost of its headers,
+// a fraction of its objects' bytes; it does not render (RenderTo fails
+// with ErrLean), and its instances' Object is nil. Instances that know no
+// fragment keep their objects; outputs and check results are kept. s must
+// not be in use elsewhere.
+func (s *State) Lean() {
+	for i := range s.Instances {
+		in := &s.Instances[i]
+		switch {
+		case in.lean():
+		case in.parsedAs():
+			in.canon = in.CanonicalHash()
+			in.Object, in.objFirst = nil, nil
+		default:
+			continue
+		}
+		in.fragment = nil
+	}
+}
+
+// IsLean reports whether some instance of s is lean (see Lean): s does not
+// render, and the objects of those instances are not in it.
+func (s *State) IsLean() bool {
+	for i := range s.Instances {
+		if s.Instances[i].lean() {
+			return true
+		}
+	}
+	return false
 }

@@ -50,6 +50,9 @@ func NewOutput(name string, object []byte) Output {
 // the exact bytes, differs. It costs one pass over Object; Equal is the
 // cheaper comparison.
 func (in *Instance) CanonicalHash() Hash {
+	if in.lean() {
+		return in.canon
+	}
 	c := getCanon()
 	defer putCanon(c)
 	// The header goes first and the object last, so the object needs no
@@ -62,12 +65,19 @@ func (in *Instance) CanonicalHash() Hash {
 // Equal reports whether in and o are the same instance object by meaning:
 // the same resource header and the same canonical object, however each was
 // spelled (key order, escapes, number spelling, whitespace). When their
-// Hashes are equal it costs nothing more; else one pass over each Object.
+// Hashes are equal it costs nothing more; else one pass over each Object
+// (a lean instance, see State.Lean, knows its canonical hash).
 func (in *Instance) Equal(o *Instance) bool {
 	if in.Resource != o.Resource {
 		return false
 	}
-	return in.Hash == o.Hash || sameMeaning(in.Object, o.Object)
+	if in.Hash == o.Hash {
+		return true
+	}
+	if in.lean() || o.lean() {
+		return in.CanonicalHash() == o.CanonicalHash()
+	}
+	return sameMeaning(in.Object, o.Object)
 }
 
 // CanonicalHash is the output's identity: SHA-256 over the canonical form

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"hash/maphash"
 	"io"
 	"math"
 	"slices"
@@ -28,10 +29,14 @@ import (
 // copied from that document instead, so rendering a freshly parsed document
 // in its own format costs about a copy and gives back the same bytes.
 //
-// Objects must be valid JSON, as Parse and NewInstance guarantee.
+// Objects must be valid JSON, as Parse and NewInstance guarantee. A lean
+// state (see Lean) renders as nil.
 func (s *State) Render(f Format) []byte {
 	r := renderer{b: make([]byte, 0, s.sizeHint(f, math.MaxInt))}
 	s.render(&r, f)
+	if r.err != nil {
+		return nil
+	}
 	return r.b
 }
 
@@ -43,6 +48,18 @@ func (s *State) RenderTo(w io.Writer, f Format) (int64, error) {
 	// A small state's buffer is its size, not two chunks: a GET of one,
 	// or the check of a POST, allocates a few kilobytes, not 64 KiB.
 	r := renderer{b: make([]byte, 0, s.sizeHint(f, 2*renderChunk)), w: w}
+	s.render(&r, f)
+	return r.n, r.err
+}
+
+// RenderIndexTo is RenderTo, and makes each instance know its rendering
+// as the fragment a parse of the rendered document would find (its length
+// and hashes, not its bytes): so that ParseWith of the next document, with
+// s as its Prev, finds each unchanged instance by its bytes, and Lean may
+// drop its object. It changes s's instances: s must not be in use
+// elsewhere.
+func (s *State) RenderIndexTo(w io.Writer, f Format) (int64, error) {
+	r := renderer{b: make([]byte, 0, s.sizeHint(f, 2*renderChunk)), w: w, index: true}
 	s.render(&r, f)
 	return r.n, r.err
 }
@@ -66,18 +83,39 @@ const renderChunk = 32 << 10
 
 // renderer is where a state renders to: its buffer b, which, when w is
 // set, is written to w and emptied whenever it holds renderChunk bytes.
+// With index set, each instance learns its fragment as rendered (see
+// RenderIndexTo).
 type renderer struct {
-	b   []byte
-	w   io.Writer
-	n   int64
-	err error
+	b     []byte
+	w     io.Writer
+	n     int64
+	err   error
+	index bool
+}
+
+// indexed makes in know frag, its rendering in format f, as its fragment,
+// when r indexes: what ParseWith finds it again by in the next document.
+func (r *renderer) indexed(in *Instance, frag []byte, f Format) {
+	if !r.index {
+		return
+	}
+	in.fragHash = maphash.Bytes(fragmentSeed, frag) ^ headerHash(&in.Resource)
+	in.fragSum = maphash.Bytes(sumSeed, frag)
+	in.fragLen = len(frag)
+	in.fragmentFormat, in.canonical, in.fragment = f, true, nil
+	if len(in.Object) > 0 {
+		in.objFirst = &in.Object[0]
+	}
 }
 
 // flush writes b to w once it holds renderChunk bytes, or when all is
 // set; it reports false once w has failed.
 func (r *renderer) flush(b []byte, all bool) ([]byte, bool) {
-	if r.w == nil || r.err != nil || len(b) < renderChunk && !all {
-		return b, r.err == nil
+	if r.err != nil {
+		return b, false
+	}
+	if r.w == nil || len(b) < renderChunk && !all {
+		return b, true
 	}
 	n, err := r.w.Write(b)
 	r.n += int64(n)
@@ -195,11 +233,17 @@ func (s *State) renderIndent(r *renderer) []byte {
 		} else {
 			b = append(b, ",\n        "...)
 		}
-		if in.copyable(FormatIndent) {
+		at := len(b)
+		switch {
+		case in.copyable(FormatIndent):
 			b = append(b, in.fragment...)
-		} else {
+		case in.Object == nil:
+			r.err = ErrLean
+			return b
+		default:
 			b = appendIndent(b, in.Object, instanceLevel)
 		}
+		r.indexed(in, b[at:], FormatIndent)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {
 			return b
@@ -267,7 +311,17 @@ func (s *State) renderCompact(r *renderer) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = append(b, in.Object...)
+		at := len(b)
+		switch {
+		case in.Object != nil:
+			b = append(b, in.Object...)
+		case in.copyable(FormatCompact):
+			b = append(b, in.fragment...)
+		default:
+			r.err = ErrLean
+			return b
+		}
+		r.indexed(in, b[at:], FormatCompact)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {
 			return b

@@ -91,6 +91,9 @@ func (h *Handler) releaseBodies(ri *reqInfo) {
 				h.log.Error("unmapping a request body failed", "request_id", ri.id, "err", err)
 			}
 		}
+		if sp.kept {
+			continue // the engine's now
+		}
 		if err := sp.file.Close(); err != nil {
 			h.log.Error("closing a request body's spool failed", "request_id", ri.id, "err", err)
 		}
@@ -98,23 +101,47 @@ func (h *Handler) releaseBodies(ri *reqInfo) {
 	ri.spooled = nil
 }
 
-// spooledBody is a request body in a file, and its mapping once read.
+// spooledBody is a request body in a file, and its mapping once read;
+// kept once the engine took the file over (kilolock.WriteOptions.Keep).
 type spooledBody struct {
 	file   *kilolock.Spool
 	mapped []byte
+	kept   bool
+}
+
+// spoolOf returns the spooled body whose mapping body is, or nil.
+func spoolOf(ri *reqInfo, body []byte) *spooledBody {
+	for _, sp := range ri.spooled {
+		if len(sp.mapped) > 0 && len(body) == len(sp.mapped) && &sp.mapped[0] == &body[0] {
+			return sp
+		}
+	}
+	return nil
 }
 
 // bodyDone returns what tells the engine's reads of body to give back its
 // pages (kilolock.WriteOptions.Done): nil unless body is a spooled body's
 // mapping.
 func bodyDone(ri *reqInfo, body []byte) func(from, to int) {
-	for _, sp := range ri.spooled {
-		if len(sp.mapped) > 0 && len(body) == len(sp.mapped) && &sp.mapped[0] == &body[0] {
-			m := sp.mapped
-			return func(from, to int) { forgetPages(m, from, to) }
-		}
+	if sp := spoolOf(ri, body); sp != nil {
+		m := sp.mapped
+		return func(from, to int) { forgetPages(m, from, to) }
 	}
 	return nil
+}
+
+// bodyKeep returns what hands the file of body over to the engine
+// (kilolock.WriteOptions.Keep): nil unless body is a spooled body's
+// mapping. The request's end then unmaps it but leaves the file open.
+func bodyKeep(ri *reqInfo, body []byte) func() *kilolock.Spool {
+	sp := spoolOf(ri, body)
+	if sp == nil {
+		return nil
+	}
+	return func() *kilolock.Spool {
+		sp.kept = true
+		return sp.file
+	}
 }
 
 // readBody reads a request body of at most limit bytes. Memory is taken as

@@ -166,7 +166,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		verify() // the checksum has read the body
 		h.releaseBodies(ri)
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done})
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done, Keep: bodyKeep(ri, body)})
 	if err != nil {
 		return err
 	}
