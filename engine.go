@@ -216,6 +216,11 @@ func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, err
 	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
 		return c, nil
 	}
+	if ss, ok := e.store.(SnapshotStreamer); ok {
+		if ent, err := e.streamEntry(ctx, st, ss); !errors.Is(err, errNotStreamed) {
+			return ent, err
+		}
+	}
 	snap, err := e.store.Snapshot(ctx, st.Name, st.Current)
 	if err != nil {
 		return nil, err
@@ -513,7 +518,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 
 	if !p.done {
 		p.done = true
-		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done})
+		// Lean: the upserts' objects are read back from the body as the
+		// store writes them, never all held (see Commit.Object).
+		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done, Lean: true})
 		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
 	}
 	g, encrypted := p.graph, p.encrypted
@@ -589,6 +596,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			held, _ = diffInto(c, f, g)
 		}
 		c.Version.Format = g.Format.String()
+		// Lean upserts are read back from the body (from the bytes kept
+		// of it, once it is handed back).
+		c.doc = &docBytes{mem: body, n: int64(len(body))}
 		var merged *graph.State
 		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevIndex != nil && !o.Force {
 			if merged, err = e.rebase(ctx, st, c, full, held, o, p); err != nil {
@@ -606,6 +616,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			// goes back to the caller.
 			sum := sumOfDone(body, o.Done)
 			doc := p.keep(e, &o, held, c)
+			c.doc = doc
 			next = func(v Version) (*Body, *graph.State, error) {
 				held.Lean()
 				return keptBody(v, doc, sum), held, nil

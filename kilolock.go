@@ -1,6 +1,7 @@
 package kilolock
 
 import (
+	"io"
 	"time"
 
 	"github.com/kilolock/kilolock/graph"
@@ -203,6 +204,37 @@ type Commit struct {
 	// scopes the commit left above a soft limit (or above a hard one
 	// without growing), which the store also keeps as quota events.
 	QuotaWarnings []QuotaCount
+
+	// doc is the document lean upserts are read back from (see Object).
+	doc io.ReaderAt
+}
+
+// Object returns the object of c's upsert in: its Object, or for a lean
+// instance (graph.State.Lean), which the Engine sends to a LeanUpserts
+// store, its object read back from the document the write posted. Each
+// call reads it anew: a store that writes a large first version holds one
+// object at a time.
+func (c *Commit) Object(in *Instance) ([]byte, error) {
+	if in.Object != nil {
+		return in.Object, nil
+	}
+	if c.doc == nil {
+		return nil, invalidCommit("instance %s has no object", in.ID())
+	}
+	obj, err := in.ObjectFrom(c.doc)
+	if err != nil {
+		return nil, invalidCommit("%v", err)
+	}
+	return obj, nil
+}
+
+// LeanUpserts is a Store whose Commit reads its upserts' objects through
+// Commit.Object. To such a store the Engine sends a write's upserts lean
+// (their objects not in memory, read back one at a time as the store
+// writes them); to any other, with their objects.
+type LeanUpserts interface {
+	// LeanUpserts only marks the store: it does nothing.
+	LeanUpserts()
 }
 
 // HistoryOptions selects versions for Store.History.

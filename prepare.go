@@ -69,8 +69,13 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 		in := &c.Upserts[i]
 		// Rebuilt to be checked, and kept only when it differs: a first
 		// write of a large state would otherwise hold every instance twice
-		// while the store writes them.
-		inst, err := graph.NewInstance(in.Resource, in.Object)
+		// while the store writes them. A lean upsert's object is read back
+		// for the check and let go.
+		obj, err := c.Object(in)
+		if err != nil {
+			return nil, err
+		}
+		inst, err := graph.NewInstance(in.Resource, obj)
 		if err != nil {
 			return nil, invalidCommit("%v", err)
 		}

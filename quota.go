@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kilolock/kilolock/quota"
@@ -272,6 +273,18 @@ func (e *Engine) QuotaStatus(ctx context.Context, name string, delta int64) (*Qu
 // recording and logging a quota's refusal or warning.
 func (e *Engine) commit(ctx context.Context, name string, c *Commit) (*Version, WriteStats, error) {
 	c.DefaultQuota = e.defaultQuota
+	if _, ok := e.store.(LeanUpserts); !ok {
+		// A store that reads upserts' Object: give them theirs.
+		ups := slices.Clone(c.Upserts)
+		for i := range ups {
+			obj, err := c.Object(&ups[i])
+			if err != nil {
+				return nil, WriteStats{}, err
+			}
+			ups[i].Object = obj
+		}
+		c.Upserts = ups
+	}
 	v, stats, err := e.store.Commit(ctx, name, c)
 	var qe *QuotaError
 	switch {

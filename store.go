@@ -173,3 +173,14 @@ type DeleteOptions struct {
 	// Force deletes whatever locks are held.
 	Force bool
 }
+
+// SnapshotStreamer is a Store that reads a version's instances one at a
+// time: loading a large version then costs one instance's memory, not the
+// state's. The Engine loads versions so when its store is one.
+type SnapshotStreamer interface {
+	// SnapshotEach is Snapshot with its Instances left empty: each gets
+	// them instead, one at a time, in no particular order; the Instance
+	// and its Object are valid only during the call. An error of each
+	// stops it and is returned. ErrNotFound as for Snapshot.
+	SnapshotEach(ctx context.Context, name string, number int64, each func(*Instance) error) (*Snapshot, error)
+}

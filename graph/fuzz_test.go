@@ -160,7 +160,7 @@ func meaning(s *State) *State {
 }
 
 func strip(in Instance) Instance {
-	in.fragment, in.fragmentFormat, in.canonical, in.fragHash, in.fragSum, in.fragLen, in.objFirst = nil, 0, false, 0, 0, 0, nil
+	in.fragment, in.fragmentFormat, in.canonical, in.fragHash, in.fragSum, in.fragLen, in.fragOff, in.objFirst = nil, 0, false, 0, 0, 0, 0, nil
 	return in
 }
 

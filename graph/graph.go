@@ -116,6 +116,7 @@ type Instance struct {
 	fragHash       uint64
 	fragSum        uint64
 	fragLen        int
+	fragOff        int64 // where the fragment starts in its document
 	objFirst       *byte
 	canon          Hash
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"sync"
@@ -39,6 +40,29 @@ func NewInstance(r Resource, object []byte) (Instance, error) {
 	return inst, nil
 }
 
+// ObjectFrom returns in's object: its Object, or for a lean instance (see
+// State.Lean, ParseOptions.Lean) its fragment read from doc, the document
+// in was parsed from (or rendered to by RenderIndexTo), compacted and
+// checked against in.Hash. Each call reads it anew, into memory of its own.
+func (in *Instance) ObjectFrom(doc io.ReaderAt) ([]byte, error) {
+	if in.Object != nil || !in.lean() {
+		return in.Object, nil
+	}
+	frag := make([]byte, in.fragLen)
+	if n, err := doc.ReadAt(frag, in.fragOff); n < len(frag) {
+		return nil, fmt.Errorf("instance %s: read its bytes back: %w", in.ID(), err)
+	}
+	s := scanner{data: frag, emit: true, out: make([]byte, 0, len(frag)), track: true, canon: true, indent: in.fragmentFormat == FormatIndent, base: instanceLevel}
+	if _, ok := s.instance(instanceDepth); !ok || !s.end() {
+		return nil, fmt.Errorf("instance %s: its bytes read back are not an instance: %w", in.ID(), s.err)
+	}
+	s.flush()
+	if instanceHash(&in.Resource, s.out) != in.Hash {
+		return nil, fmt.Errorf("instance %s: the bytes read back are not its object", in.ID())
+	}
+	return s.out, nil
+}
+
 // NewOutput builds an output from its name and compact object.
 func NewOutput(name string, object []byte) Output {
 	return Output{Name: name, Object: object, Hash: sha256.Sum256(object)}
@@ -53,6 +77,11 @@ func (in *Instance) CanonicalHash() Hash {
 	if in.lean() {
 		return in.canon
 	}
+	return canonicalHashOf(in)
+}
+
+// canonicalHashOf computes in's canonical hash from its Object.
+func canonicalHashOf(in *Instance) Hash {
 	c := getCanon()
 	defer putCanon(c)
 	// The header goes first and the object last, so the object needs no

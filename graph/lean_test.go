@@ -136,6 +136,140 @@ func TestRenderIndexTo(t *testing.T) {
 	}
 }
 
+// TestRenderLeanTo: a state whose objects are elsewhere (as a store
+// streams them) renders from them one at a time what Render gives, and is
+// left lean: the next document parsed against it takes every unchanged
+// instance from it; an error of the objects' source stops it.
+func TestRenderLeanTo(t *testing.T) {
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		t.Run(f.String(), func(t *testing.T) {
+			doc := graphtest.Generate(300, 200, f)
+			full := parse(t, doc)
+			st := parse(t, doc)
+			objects := make([][]byte, len(st.Instances))
+			for i := range st.Instances {
+				in, err := graph.NewInstance(st.Instances[i].Resource, bytes.Clone(st.Instances[i].Object))
+				if err != nil {
+					t.Fatal(err)
+				}
+				objects[i], in.Object = in.Object, nil
+				st.Instances[i] = in
+			}
+			var lent []byte
+			var buf bytes.Buffer
+			n, err := st.RenderLeanTo(&buf, f, func(i int) ([]byte, error) {
+				// One buffer for all: valid only until the next call.
+				lent = append(lent[:0], objects[i]...)
+				return lent, nil
+			})
+			if err != nil || n != int64(len(doc)) || !bytes.Equal(buf.Bytes(), doc) {
+				t.Fatalf("RenderLeanTo: %d bytes, %v; want the %d of the document", n, err, len(doc))
+			}
+			for i := range st.Instances {
+				in := &st.Instances[i]
+				if in.Object != nil || in.CanonicalHash() != full.Instances[i].CanonicalHash() {
+					t.Fatalf("%s after RenderLeanTo: %d bytes of object, canonical hash %v; want none and %v", in.ID(), len(in.Object), in.CanonicalHash(), full.Instances[i].CanonicalHash())
+				}
+			}
+			if !st.IsLean() {
+				t.Fatal("not lean after RenderLeanTo")
+			}
+			next := graphtest.Change(doc, []int{9, 11}, f)
+			got, err := graph.ParseWith(next, graph.ParseOptions{Prev: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			taken := 0
+			for i := range got.Instances {
+				if got.Instances[i].Object == nil {
+					taken++
+				}
+			}
+			if taken != len(got.Instances)-2 || !got.RenderEqual(f, next) {
+				t.Errorf("took %d of %d instances from the lean render (want all but 2)", taken, len(got.Instances))
+			}
+			boom := errors.New("boom")
+			if _, err := parse(t, doc).RenderLeanTo(io.Discard, f, func(i int) ([]byte, error) {
+				if i == 100 {
+					return nil, boom
+				}
+				return objects[i], nil
+			}); !errors.Is(err, boom) {
+				t.Errorf("RenderLeanTo with a failing source: %v, want its error", err)
+			}
+		})
+	}
+}
+
+// TestParseLean: a lean parse keeps no objects of instances whose bytes
+// are canonical: each reads its object back from the document
+// (ObjectFrom), as Parse has it; the parse renders the document and takes
+// the next one's unchanged instances as a lean state does. A document
+// spaced as neither CLI writes keeps its objects. Objects read back from a
+// document rendered by RenderIndexTo through a writer are the same.
+func TestParseLean(t *testing.T) {
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		t.Run(f.String(), func(t *testing.T) {
+			doc := graphtest.Generate(400, 300, f)
+			full := parse(t, doc)
+			st, err := graph.ParseWith(doc, graph.ParseOptions{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range st.Instances {
+				in, want := &st.Instances[i], &full.Instances[i]
+				obj, err := in.ObjectFrom(bytes.NewReader(doc))
+				if in.Object != nil || err != nil || !bytes.Equal(obj, want.Object) || in.Hash != want.Hash || in.CanonicalHash() != want.CanonicalHash() {
+					t.Fatalf("%s: Object %d bytes, read back %d bytes (%v); want none, and Parse's %d", in.ID(), len(in.Object), len(obj), err, len(want.Object))
+				}
+			}
+			if !st.RenderEqual(f, doc) {
+				t.Fatal("a lean parse does not render its document")
+			}
+			if _, err := st.Instances[0].ObjectFrom(bytes.NewReader(graphtest.Change(doc, []int{0}, f))); err == nil {
+				t.Error("an object read back from another document was taken")
+			}
+			next := graphtest.Change(doc, []int{17}, f)
+			got, err := graph.ParseWith(next, graph.ParseOptions{Prev: st, Lean: true})
+			if err != nil || !got.RenderEqual(f, next) {
+				t.Fatalf("the next document against the lean parse: %v", err)
+			}
+			if obj, err := got.Instances[17].ObjectFrom(bytes.NewReader(next)); err != nil || !bytes.Equal(obj, parse(t, next).Instances[17].Object) {
+				t.Errorf("the changed instance read back: %v", err)
+			}
+
+			// Deeper indentation, or a space after each key: the
+			// generated values hold neither a newline nor a '":'.
+			spaced := bytes.ReplaceAll(doc, []byte("\n"), []byte("\n "))
+			if f == graph.FormatCompact {
+				spaced = bytes.ReplaceAll(doc, []byte(`":`), []byte(`": `))
+			}
+			kept, err := graph.ParseWith(spaced, graph.ParseOptions{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range kept.Instances {
+				if kept.Instances[i].Object == nil {
+					t.Fatalf("%s of a document spaced as neither CLI writes has no object", kept.Instances[i].ID())
+				}
+			}
+
+			want := parse(t, doc)
+			var w countingWriter
+			if _, err := full.RenderIndexTo(&w, f); err != nil || w.writes < 2 {
+				t.Fatalf("RenderIndexTo: %v in %d writes; want several", err, w.writes)
+			}
+			full.Lean()
+			for i := range full.Instances {
+				obj, err := full.Instances[i].ObjectFrom(bytes.NewReader(w.buf.Bytes()))
+				if err != nil || !bytes.Equal(obj, want.Instances[i].Object) {
+					t.Fatalf("%s read back from its rendering through a writer: %v", full.Instances[i].ID(), err)
+				}
+			}
+		})
+	}
+}
+
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

@@ -54,12 +54,20 @@ type ParseOptions struct {
 	// back as the parse moves on (they are read again if needed). The
 	// result still refers to data, as Parse's does.
 	Done func(from, to int)
+	// Lean keeps no instance objects: each instance whose fragment is
+	// exactly what rendering its object gives is left lean (see
+	// State.Lean), its object read again from its fragment when needed
+	// (Instance.ObjectFrom), so that a large first write does not hold
+	// its objects. It renders (copying its fragment) while data lives.
+	Lean bool
 }
 
 // ParseWith is ParseReusing(data, o.Prev), telling o.Done how far it has
-// read.
+// read, and with o.Lean keeping no objects. When Prev is lean, the
+// instances taken from it are lean too (but for their fragment in data):
+// their Object is nil.
 func ParseWith(data []byte, o ParseOptions) (*State, error) {
-	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}}
+	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}, lean: o.Lean}
 	return p.parse(data)
 }
 
@@ -173,6 +181,8 @@ type parser struct {
 	arena arena.Arena
 	// done tells ParseOptions.Done how far the parse has read.
 	done Progress
+	// lean is ParseOptions.Lean.
+	lean bool
 }
 
 func parse(data []byte, prev *State) (*State, error) {
@@ -823,6 +833,9 @@ func (s *scanner) instance(depth int) (head, bool) {
 // from a document of the same format.
 func (p *parser) setupReuse() {
 	prev := p.prev
+	// A lean parse scans each instance once its resource is known, as
+	// one reusing prev scans what it does not find there.
+	p.reuse = p.lean
 	if prev == nil {
 		return
 	}
@@ -918,14 +931,17 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			if old := p.lookup(fh, sum, r, frag); old != nil {
 				in := *old
 				in.Resource = *r
-				in.fragment = frag
+				in.fragment, in.fragOff = frag, int64(pd.start)
 				if !p.addInstance(&in, ri, pd) {
 					return
 				}
 				continue
 			}
 		}
-		var hash Hash
+		var (
+			hash  Hash
+			canon Hash // of a lean instance
+		)
 		if !pd.scanned {
 			save := s.pos
 			s.pos = pd.start
@@ -935,9 +951,14 @@ func (p *parser) finishResource(ri int, r *Resource) {
 				return
 			}
 			hash = instanceHash(r, s.out)
-			if j, ok := p.prevObjs[hash]; ok && p.prev.Instances[j].Resource == *r && bytes.Equal(p.prev.Instances[j].Object, s.out) {
+			switch j, ok := p.prevObjs[hash]; {
+			case ok && p.prev.Instances[j].Resource == *r && bytes.Equal(p.prev.Instances[j].Object, s.out):
 				pd.obj = p.prev.Instances[j].Object
-			} else {
+			case p.lean && pd.canon:
+				// Read again from its fragment when needed (ObjectFrom).
+				canon = canonicalHashOf(&Instance{Resource: *r, Object: s.out})
+				pd.obj = nil
+			default:
 				pd.obj = p.arena.Keep(s.out)
 			}
 			s.pos = save
@@ -948,12 +969,16 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			Resource:       *r,
 			Object:         pd.obj,
 			fragment:       frag,
+			fragOff:        int64(pd.start),
 			fragmentFormat: p.format,
 			canonical:      pd.canon,
 			fragHash:       fh,
 			fragSum:        sum,
 			fragLen:        len(frag),
-			objFirst:       &pd.obj[0],
+			canon:          canon,
+		}
+		if pd.obj != nil {
+			in.objFirst = &pd.obj[0]
 		}
 		if at, reason := decodeHead(s.data, pd.head, &in); reason != "" {
 			p.fieldf(at, reason, "resources[%d].instances[%d] (%s)", ri, pd.index, r.Address())

@@ -52,6 +52,17 @@ func (s *State) RenderTo(w io.Writer, f Format) (int64, error) {
 	return r.n, r.err
 }
 
+// RenderLeanTo is RenderIndexTo for a state whose instances' objects are
+// elsewhere: object(i) gives instance i's, valid until its next call, and
+// each instance is left lean (see Lean), its canonical hash computed, so
+// that a large state is rendered and indexed holding one object at a time.
+// An error of object stops it, and is returned.
+func (s *State) RenderLeanTo(w io.Writer, f Format, object func(i int) ([]byte, error)) (int64, error) {
+	r := renderer{b: make([]byte, 0, 2*renderChunk), w: w, index: true, object: object}
+	s.render(&r, f)
+	return r.n, r.err
+}
+
 // RenderIndexTo is RenderTo, and makes each instance know its rendering
 // as the fragment a parse of the rendered document would find (its length
 // and hashes, not its bytes): so that ParseWith of the next document, with
@@ -91,17 +102,47 @@ type renderer struct {
 	n     int64
 	err   error
 	index bool
+	// object gives the object of each instance, which is left lean (see
+	// RenderLeanTo); nil when instances hold their own.
+	object func(i int) ([]byte, error)
+}
+
+// lend gives in its object from r.object, when set, for the time it is
+// rendered (see lent); false when r.object fails.
+func (r *renderer) lend(i int, in *Instance) bool {
+	if r.object == nil {
+		return true
+	}
+	obj, err := r.object(i)
+	if err != nil {
+		r.err = err
+		return false
+	}
+	in.Object, in.objFirst = obj, nil
+	return true
+}
+
+// lent makes in lean again after it was rendered with the object lend
+// gave it, knowing its canonical hash.
+func (r *renderer) lent(in *Instance) {
+	if r.object != nil {
+		in.canon = canonicalHashOf(in)
+		in.Object, in.objFirst = nil, nil
+	}
 }
 
 // indexed makes in know frag, its rendering in format f, as its fragment,
 // when r indexes: what ParseWith finds it again by in the next document.
-func (r *renderer) indexed(in *Instance, frag []byte, f Format) {
+// at is where frag starts in the buffer being rendered into, whose
+// earlier bytes r.n counts.
+func (r *renderer) indexed(in *Instance, frag []byte, at int, f Format) {
 	if !r.index {
 		return
 	}
 	in.fragHash = maphash.Bytes(fragmentSeed, frag) ^ headerHash(&in.Resource)
 	in.fragSum = maphash.Bytes(sumSeed, frag)
 	in.fragLen = len(frag)
+	in.fragOff = r.n + int64(at)
 	in.fragmentFormat, in.canonical, in.fragment = f, true, nil
 	if len(in.Object) > 0 {
 		in.objFirst = &in.Object[0]
@@ -234,6 +275,9 @@ func (s *State) renderIndent(r *renderer) []byte {
 			b = append(b, ",\n        "...)
 		}
 		at := len(b)
+		if !r.lend(i, in) {
+			return b
+		}
 		switch {
 		case in.copyable(FormatIndent):
 			b = append(b, in.fragment...)
@@ -243,7 +287,8 @@ func (s *State) renderIndent(r *renderer) []byte {
 		default:
 			b = appendIndent(b, in.Object, instanceLevel)
 		}
-		r.indexed(in, b[at:], FormatIndent)
+		r.indexed(in, b[at:], at, FormatIndent)
+		r.lent(in)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {
 			return b
@@ -312,6 +357,9 @@ func (s *State) renderCompact(r *renderer) []byte {
 			b = append(b, ',')
 		}
 		at := len(b)
+		if !r.lend(i, in) {
+			return b
+		}
 		switch {
 		case in.Object != nil:
 			b = append(b, in.Object...)
@@ -321,7 +369,8 @@ func (s *State) renderCompact(r *renderer) []byte {
 			r.err = ErrLean
 			return b
 		}
-		r.indexed(in, b[at:], FormatCompact)
+		r.indexed(in, b[at:], at, FormatCompact)
+		r.lent(in)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {
 			return b

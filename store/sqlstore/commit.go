@@ -55,7 +55,10 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 		v     *kilolock.Version
 		stats kilolock.WriteStats
 	)
-	sc := s.prepareSeal(p)
+	sc, err := s.prepareSeal(c, p)
+	if err != nil {
+		return nil, kilolock.WriteStats{}, err
+	}
 	err = s.write(ctx, "commit", func(tx Tx) error {
 		stats = kilolock.WriteStats{}
 		var err error
@@ -98,7 +101,10 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 		stats.Rows++
 		stats.Bytes += len(name) + len(kilolock.LockExclusive) + intBytes // name, lock_mode, created_at
 	}
-	ch := diff(p, cur)
+	ch, err := diff(c, p, cur)
+	if err != nil {
+		return nil, err
+	}
 	v := c.Version
 	v.State = name
 	v.Number = st.Current + 1
@@ -328,7 +334,7 @@ func readCurrent(m map[string]interval) func(Rows) error {
 type changes struct {
 	closeIDs, closeOutputs  []any // rows of current intervals to end
 	opens                   []*graph.Instance
-	payloads                [][]any // state_id, hash, body
+	payloads                []payload
 	sealed                  [][]any // state_id, address, masked body, sealed object
 	outputs                 []*kilolock.PreparedOutput
 	added, changed, removed int
@@ -338,22 +344,39 @@ type changes struct {
 	warnings []kilolock.QuotaCount
 }
 
+// payload is a payload row to insert: its address and its body, or the
+// instance whose object it is (a lean one's is read back as the row is
+// sent, see kilolock.Commit.Object).
+type payload struct {
+	addr []byte
+	body string
+	in   *graph.Instance
+}
+
 // diff works out the changes: an upsert equal to the current object and a
 // removal of an absent one are no change.
-func diff(p *kilolock.PreparedCommit, cur *current) *changes {
+func diff(c *kilolock.Commit, p *kilolock.PreparedCommit, cur *current) (*changes, error) {
 	ch := &changes{}
-	addPayload := func(h graph.Hash, body string) {
+	addPayload := func(h graph.Hash, body string, in *graph.Instance) error {
 		addr := cur.address(h)
 		if cur.payloads[string(addr)] {
-			return
+			return nil
 		}
 		cur.payloads[string(addr)] = true
 		if cur.sealed.sensitive(h) {
+			if in != nil {
+				obj, err := c.Object(in)
+				if err != nil {
+					return err
+				}
+				body = string(obj)
+			}
 			m := cur.sealed.masked[h]
 			ch.sealed = append(ch.sealed, []any{nil, addr, string(m), sealPayload(cur.key, addr, h, []byte(body))})
-			return
+			return nil
 		}
-		ch.payloads = append(ch.payloads, []any{nil, addr, body})
+		ch.payloads = append(ch.payloads, payload{addr: addr, body: body, in: in})
+		return nil
 	}
 	for i := range p.Upserts {
 		u := &p.Upserts[i]
@@ -372,11 +395,12 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 			ch.changed++
 		}
 		ch.opens = append(ch.opens, in)
-		// The object's bytes, not a copy of them: objects are never
-		// changed, and the string lives only as long as this commit. A
-		// first write of a large state would otherwise hold all of its
-		// objects twice.
-		addPayload(in.Hash, unsafe.String(unsafe.SliceData(in.Object), len(in.Object)))
+		// The object itself, not a copy, when the upsert holds it, else
+		// read back as its row is sent: a first write of a large state
+		// would otherwise hold all of its objects (twice).
+		if err := addPayload(in.Hash, "", in); err != nil {
+			return nil, err
+		}
 	}
 	for _, id := range p.Removed {
 		if c, ok := cur.instances[id]; ok {
@@ -394,14 +418,16 @@ func diff(p *kilolock.PreparedCommit, cur *current) *changes {
 			ch.closeOutputs = append(ch.closeOutputs, c.rowid)
 		}
 		ch.outputs = append(ch.outputs, o)
-		addPayload(o.Hash, o.Body)
+		if err := addPayload(o.Hash, o.Body, nil); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range p.OutputsRemoved {
 		if c, ok := cur.outputs[name]; ok {
 			ch.closeOutputs = append(ch.closeOutputs, c.rowid)
 		}
 	}
-	return ch
+	return ch, nil
 }
 
 var (
@@ -454,7 +480,23 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		b.Exec(counter(stats, len(ch.closeOutputs), intBytes), `UPDATE output_intervals SET valid_to = $1
 			WHERE {rowidin $2}`, v.Number, ch.closeOutputs)
 	}
-	insert(b, stats, "payloads", payloadColumns, stateID, len(ch.payloads), func(i int) []any { return ch.payloads[i] })
+	// A lean upsert's object is read as its row is sent; an error doing so
+	// (its bytes changed underneath) fails the commit.
+	var readErr error
+	insert(b, stats, "payloads", payloadColumns, stateID, len(ch.payloads), func(i int) []any {
+		pl := &ch.payloads[i]
+		body := pl.body
+		if pl.in != nil {
+			obj, err := c.Object(pl.in)
+			if err != nil && readErr == nil {
+				readErr = err
+			}
+			// Not a copy: the object is never changed, and the string
+			// lives only as long as the row is being sent.
+			body = unsafe.String(unsafe.SliceData(obj), len(obj))
+		}
+		return []any{nil, pl.addr, body}
+	})
 	for _, row := range ch.sealed {
 		// Inserted unless the state has it already, which only the
 		// data key told (see lookups): such a row counts nothing.
@@ -485,7 +527,10 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 			current_version_id = (SELECT id FROM state_versions WHERE state_id = $1 AND number = $2),
 			serial = $3, lineage = $4
 		WHERE id = $1`, stateID, v.Number, int64(v.Serial), v.Lineage)
-	return tx.Send(ctx, b)
+	if err := tx.Send(ctx, b); err != nil {
+		return err
+	}
+	return readErr // the transaction is rolled back
 }
 
 // insert queues the insert of n rows, row(i) giving row i (its first

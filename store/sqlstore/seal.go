@@ -106,16 +106,20 @@ type sealedCommit struct {
 	masked map[graph.Hash][]byte
 }
 
-// prepareSeal masks the sensitive payloads of p (nil without a keyring,
-// or when p holds none).
-func (s *Store) prepareSeal(p *kilolock.PreparedCommit) *sealedCommit {
+// prepareSeal masks the sensitive payloads of p, prepared from c (nil
+// without a keyring, or when p holds none).
+func (s *Store) prepareSeal(c *kilolock.Commit, p *kilolock.PreparedCommit) (*sealedCommit, error) {
 	if s.seal == nil {
-		return nil
+		return nil, nil
 	}
 	sc := &sealedCommit{masked: map[graph.Hash][]byte{}}
 	for i := range p.Upserts {
 		in := p.Upserts[i].Instance
-		if m, ok := kilolock.MaskedInstanceObject(in.Object); ok {
+		obj, err := c.Object(in)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := kilolock.MaskedInstanceObject(obj); ok {
 			sc.masked[in.Hash] = m
 		}
 	}
@@ -125,7 +129,7 @@ func (s *Store) prepareSeal(p *kilolock.PreparedCommit) *sealedCommit {
 			sc.masked[o.Hash] = m
 		}
 	}
-	return sc
+	return sc, nil
 }
 
 // sensitive reports whether the payload of content hash h is sealed.

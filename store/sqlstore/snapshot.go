@@ -14,6 +14,8 @@ import (
 	"github.com/kilolock/kilolock/internal/arena"
 )
 
+var _ kilolock.SnapshotStreamer = (*Store)(nil)
+
 const versionSelect = `v.id, s.name, v.number, v.serial, v.lineage, v.terraform_version, v.source, v.actor,
 	v.lock_id, v.base_serial, v.merged, v.created_at, v.added, v.changed, v.removed, v.instance_count, v.managed_count, v.format`
 
@@ -42,6 +44,17 @@ func scanVersion(row Row, extra ...any) (*kilolock.Version, error) {
 // intervals through their partial unique indexes; an older one filters the
 // intervals that began at or before it.
 func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {
+	return s.snapshot(ctx, name, number, nil)
+}
+
+// SnapshotEach is Snapshot giving each instance to each in turn instead of
+// keeping them (see kilolock.SnapshotStreamer): one read transaction, the
+// rows read as they come.
+func (s *Store) SnapshotEach(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
+	return s.snapshot(ctx, name, number, each)
+}
+
+func (s *Store) snapshot(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
 	snap := &kilolock.Snapshot{}
 	err := s.read(ctx, "snapshot", func(tx Tx) error {
 		var (
@@ -76,7 +89,9 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		if number == current {
 			valid, args = `i.valid_to IS NULL`, []any{stateID}
 		}
-		snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
+		if each == nil {
+			snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
+		}
 		snap.Outputs = []kilolock.Output{}
 		b := &Batch{}
 		var (
@@ -84,6 +99,17 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 			objects arena.Arena
 		)
 		b.Query(func(r Rows) error {
+			if each != nil {
+				iv, err := s.scanInstance(r, nil)
+				if err != nil {
+					return err
+				}
+				shared.resource(&iv.Instance.Resource)
+				if err := each(&iv.Instance); err != nil {
+					return &callerError{err}
+				}
+				return nil
+			}
 			iv, err := s.scanInstance(r, &objects)
 			shared.resource(&iv.Instance.Resource)
 			snap.Instances = append(snap.Instances, iv.Instance)
@@ -112,7 +138,7 @@ func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilol
 		return tx.Send(ctx, b)
 	})
 	if err != nil {
-		return nil, err
+		return nil, callersOwn(err)
 	}
 	if s.resort {
 		inOrder(snap.Instances, func(a, b kilolock.Instance) int { return strings.Compare(a.ID(), b.ID()) })

@@ -11,7 +11,14 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
-var _ kilolock.TenantStore = (*Store)(nil)
+var (
+	_ kilolock.TenantStore = (*Store)(nil)
+	_ kilolock.LeanUpserts = (*Store)(nil)
+)
+
+// LeanUpserts marks the store as reading upserts' objects through
+// kilolock.Commit.Object (Commit, PrepareCommit and sealing all do).
+func (*Store) LeanUpserts() {}
 
 // Store is every operation of a kilolock.Store (but Query, Ping and Close)
 // and of a kilolock.TenantStore, written once over a Dialect. store/sqlite
@@ -334,8 +341,11 @@ func ofState[T any](ctx context.Context, s *Store, op, name string, scan func(Ro
 // as it is: the root package's sentinels and typed errors, and the store's
 // own (StoreError). A Dialect's Translate passes them through.
 func Own(err error) bool {
-	var se *StoreError
-	if errors.As(err, &se) {
+	var (
+		se *StoreError
+		ce *callerError
+	)
+	if errors.As(err, &se) || errors.As(err, &ce) {
 		return true
 	}
 	for _, target := range []error{
@@ -375,4 +385,20 @@ func (r firstRow) Scan(dest ...any) error {
 	}
 	r.r.Close()
 	return r.r.Err()
+}
+
+// callerError carries an error of a caller's function run inside a
+// transaction (SnapshotEach's each) out of it as it is: Own, so Translate
+// passes it through, and unwrapped by the operation.
+type callerError struct{ err error }
+
+func (c *callerError) Error() string { return c.err.Error() }
+func (c *callerError) Unwrap() error { return c.err }
+
+// callersOwn returns the caller's own error err carries, or err.
+func callersOwn(err error) error {
+	if ce, ok := errors.AsType[*callerError](err); ok {
+		return ce.err
+	}
+	return err
 }

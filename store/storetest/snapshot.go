@@ -40,6 +40,9 @@ func testSnapshot(t *testing.T, open Opener) {
 		_, err := s.Snapshot(ctx, name, n)
 		errorIs(t, err, kilolock.ErrNotFound)
 	}
+	if ss, ok := s.(kilolock.SnapshotStreamer); ok {
+		checkSnapshotEach(t, ss, name, history)
+	}
 	checkChanges(t, s, name, history)
 	snap, err := s.Snapshot(ctx, name, versions)
 	if err != nil {
@@ -255,6 +258,51 @@ func checkSnapshots(t *testing.T, s kilolock.Store, name string, history []model
 			t.Errorf("Snapshot(%d).Raw = %x, want %x", n, snap.Raw, m.raw)
 		}
 	}
+}
+
+// checkSnapshotEach checks that SnapshotEach gives each version's
+// instances, each once, and the rest of its Snapshot; that an error of
+// each stops it and is returned; and that a missing version is
+// ErrNotFound.
+func checkSnapshotEach(t *testing.T, s kilolock.SnapshotStreamer, name string, history []model) {
+	t.Helper()
+	ctx := context.Background()
+	for _, m := range history {
+		n := m.version.Number
+		got := map[string]graph.Instance{}
+		snap, err := s.SnapshotEach(ctx, name, n, func(in *kilolock.Instance) error {
+			if _, dup := got[in.ID()]; dup {
+				t.Errorf("SnapshotEach(%d) gives %s twice", n, in.ID())
+			}
+			cp := *in
+			cp.Object = slices.Clone(in.Object) // valid only during the call
+			got[in.ID()] = cp
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("SnapshotEach(%d): %v", n, err)
+		}
+		if len(snap.Instances) != 0 {
+			t.Errorf("SnapshotEach(%d) also keeps %d instances", n, len(snap.Instances))
+		}
+		if diff := cmp.Diff(m.instances, got, cmpOpts...); diff != "" {
+			t.Errorf("SnapshotEach(%d) instances (-want +got):\n%s", n, diff)
+		}
+		if diff := cmp.Diff(m.version, snap.Version); diff != "" {
+			t.Errorf("SnapshotEach(%d).Version (-want +got):\n%s", n, diff)
+		}
+		if len(snap.Outputs) != len(m.outputs) || string(m.raw) != string(snap.Raw) || string(m.checks) != string(snap.CheckResults) {
+			t.Errorf("SnapshotEach(%d): %d outputs, raw %x, checks %q; want %d, %x, %q", n, len(snap.Outputs), snap.Raw, snap.CheckResults, len(m.outputs), m.raw, m.checks)
+		}
+	}
+	last := history[len(history)-1].version.Number
+	stop := errors.New("stop here")
+	calls := 0
+	if _, err := s.SnapshotEach(ctx, name, last, func(*kilolock.Instance) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("SnapshotEach with each failing: %v after %d calls; want its error after 1", err, calls)
+	}
+	_, err := s.SnapshotEach(ctx, name, last+1, func(*kilolock.Instance) error { return nil })
+	errorIs(t, err, kilolock.ErrNotFound)
 }
 
 // testHistory checks History's order, Limit and Before.

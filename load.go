@@ -1,0 +1,100 @@
+package kilolock
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kilolock/kilolock/graph"
+)
+
+// errNotStreamed: a version streamStore does not load (one that keeps
+// bytes its rows do not render, an opaque one, no spool file to be had);
+// loadEntry loads it whole.
+var errNotStreamed = errors.New("not loaded a part at a time")
+
+// objectRef is where a loaded instance's object lies in the spill file.
+type objectRef struct {
+	at int64
+	n  int
+}
+
+// streamEntry loads st's current version from a store that streams it
+// (SnapshotStreamer) holding one object at a time: each object goes to a
+// spill file as it comes, in the store's order; the instances, objects
+// dropped, are put in Terraform's order and rendered (graph.State.
+// RenderLeanTo) into the bytes the version keeps, each object read back
+// from the spill file in turn. The result is a lean index and the kept
+// bytes, as a write leaves them: loading a 10,000-instance state costs its
+// headers in memory, not its objects.
+func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStreamer) (*cacheEntry, error) {
+	spill, err := newSpool(e.spoolDir)
+	if err != nil {
+		e.log.Warn("no spill file to load a version a part at a time: loading it whole", "state", st.Name, "err", err)
+		return nil, errNotStreamed
+	}
+	defer spill.Close()
+	var (
+		w         = bufio.NewWriterSize(spill, 64<<10)
+		instances []graph.Instance
+		refs      []objectRef
+		at        int64
+	)
+	snap, err := ss.SnapshotEach(ctx, st.Name, st.Current, func(in *Instance) error {
+		if _, err := w.Write(in.Object); err != nil {
+			return fmt.Errorf("spill an object: %w", err)
+		}
+		refs = append(refs, objectRef{at, len(in.Object)})
+		at += int64(len(in.Object))
+		instances = append(instances, *in)
+		instances[len(instances)-1].Object = nil
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v := snap.Version
+	if v.Format == FormatOpaque || snap.Raw != nil {
+		return nil, errNotStreamed
+	}
+	if err := w.Flush(); err != nil {
+		return nil, fmt.Errorf("version %d of %q: spill its objects: %w", v.Number, v.State, err)
+	}
+	// Terraform's order, each instance with its object's place.
+	order := make([]int32, len(instances))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return instances[a].Compare(&instances[b]) })
+	sorted := make([]graph.Instance, len(instances))
+	sortedRefs := make([]objectRef, len(refs))
+	for i, j := range order {
+		sorted[i], sortedRefs[i] = instances[j], refs[j]
+	}
+	instances, refs, order = nil, nil, nil
+	snap.Instances = sorted
+	g, err := graphOf(snap)
+	if err != nil {
+		return nil, err
+	}
+	doc := &docWriter{dir: e.spoolDir}
+	doc.h.SetSeed(docSeed)
+	var buf []byte
+	_, err = g.RenderLeanTo(doc, g.Format, func(i int) ([]byte, error) {
+		r := sortedRefs[i]
+		buf = slices.Grow(buf[:0], r.n)[:r.n]
+		if _, err := spill.ReadAt(buf, r.at); err != nil {
+			return nil, fmt.Errorf("read a spilled object back: %w", err)
+		}
+		return buf, nil
+	})
+	if err == nil {
+		err = doc.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("version %d of %q: render its bytes: %w", v.Number, v.State, err)
+	}
+	return e.cache.put(st.Name, keptBody(v, doc.doc(), doc.h.Sum64()), g), nil
+}
