@@ -80,6 +80,10 @@ func (d *docBytes) bytes() ([]byte, error) {
 	return b, nil
 }
 
+// copyBufs are the buffers a document in a file is written out through:
+// large enough that a 10 MB state takes a few reads and writes.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
 // fileMinBytes is the size from which a version's bytes, and their
 // compressed copy, are kept in a spool file rather than in memory: a
 // file costs a descriptor and a write, worth it for a large document only.
@@ -158,7 +162,17 @@ func (b *Body) measured() error {
 func (b *Body) WriteTo(w io.Writer) (int64, error) {
 	switch {
 	case b.doc != nil:
-		n, err := io.Copy(w, io.NewSectionReader(b.doc, 0, b.doc.n))
+		var n int64
+		var err error
+		if b.doc.file == nil {
+			var k int
+			k, err = w.Write(b.doc.mem)
+			n = int64(k)
+		} else {
+			bp := copyBufs.Get().(*[]byte)
+			n, err = io.CopyBuffer(w, io.NewSectionReader(b.doc, 0, b.doc.n), *bp)
+			copyBufs.Put(bp)
+		}
 		if err != nil {
 			return n, fmt.Errorf("kept bytes: %w", err)
 		}
@@ -235,11 +249,17 @@ func (b *Body) Bytes() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// equals reports whether doc, in memory, is exactly the document.
+func (b *Body) equals(doc []byte) bool {
+	return b.same(doc, func() uint64 { return sumOf(doc) }, bytes.NewReader(doc))
+}
+
 // same reports whether doc is exactly the document: by length and hash
-// first, then byte by byte, without building the document. done is told
-// how far each pass over doc got (see WriteOptions.Done).
-func (b *Body) same(doc []byte, done func(from, to int)) bool {
-	if b.measured() != nil || int64(len(doc)) != b.size || sumOfDone(doc, done) != b.sum {
+// (docSum, asked only when the lengths match) first, then byte by byte,
+// without building the document; doc's bytes are read from src (which
+// holds them: a file doc maps), not from doc's own memory.
+func (b *Body) same(doc []byte, docSum func() uint64, src io.ReaderAt) bool {
+	if b.measured() != nil || int64(len(doc)) != b.size || docSum() != b.sum {
 		return false
 	}
 	var r io.Reader
@@ -247,7 +267,7 @@ func (b *Body) same(doc []byte, done func(from, to int)) bool {
 	case b.doc != nil:
 		r = io.NewSectionReader(b.doc, 0, b.doc.n)
 	case b.gzipped == nil:
-		return b.graph.RenderEqualDone(b.graph.Format, doc, done)
+		return b.graph.RenderEqualAt(b.graph.Format, doc, src)
 	default:
 		zr, err := gzip.NewReader(bytes.NewReader(b.gzipped))
 		if err != nil {
@@ -255,20 +275,20 @@ func (b *Body) same(doc []byte, done func(from, to int)) bool {
 		}
 		r = zr
 	}
-	buf := make([]byte, 32<<10)
-	p := graph.Progress{Done: done}
-	defer func() { p.Flush(len(doc)) }()
-	for at := 0; ; {
-		n, err := io.ReadFull(r, buf)
-		if n > len(doc)-at || !bytes.Equal(buf[:n], doc[at:at+n]) {
+	mine, theirs := make([]byte, 64<<10), make([]byte, 64<<10)
+	for at := int64(0); ; {
+		n, err := io.ReadFull(r, mine)
+		if int64(n) > int64(len(doc))-at {
 			return false
 		}
-		at += n
-		p.At(at)
+		if k, _ := src.ReadAt(theirs[:n], at); k < n || !bytes.Equal(mine[:n], theirs[:n]) {
+			return false
+		}
+		at += int64(n)
 		switch err {
 		case nil:
 		case io.EOF, io.ErrUnexpectedEOF:
-			return at == len(doc)
+			return at == int64(len(doc))
 		default:
 			return false
 		}

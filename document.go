@@ -348,11 +348,11 @@ func (w *docWriter) doc() *docBytes {
 }
 
 // keepDoc returns body as the bytes a version keeps: the Spool it maps
-// when the writer hands it over (o.Keep), else a copy, in a spool file
-// when large.
+// when the writer gives it (o.Spool), taken over, else a copy, in a spool
+// file when large.
 func (e *Engine) keepDoc(body []byte, o *WriteOptions) *docBytes {
-	if len(body) >= fileMinBytes && o.Keep != nil {
-		if sp := o.Keep(); sp != nil {
+	if sp := o.Spool; len(body) >= fileMinBytes && sp != nil {
+		if fi, err := sp.Stat(); err == nil && fi.Size() == int64(len(body)) && sp.taken.CompareAndSwap(false, true) {
 			return &docBytes{file: sp, n: int64(len(body)), dir: e.spoolDir}
 		}
 	}

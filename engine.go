@@ -361,13 +361,14 @@ type WriteOptions struct {
 	// it keeps bytes of compressed (one no rendering gives back, an
 	// encrypted one) or merges.
 	Release func()
-	// Keep, when set, hands over the Spool that body maps (see
-	// SpoolFile), when Write keeps body as the new version's bytes: they
-	// are then not copied. Once it returns a Spool, the Spool is the
-	// engine's, which closes it; the caller must neither close it nor
-	// change its bytes. It is called at most once; nil means there is
-	// none, and Write copies body.
-	Keep func() *Spool
+	// Spool, when set, is the Spool body maps (see SpoolFile), its
+	// bytes written through Spool.Write: Write takes body's hash from it,
+	// reads body's bytes from it where it need not touch body's pages
+	// (comparing it with the current version, or with its rendering), and
+	// takes it over as the new version's bytes when they are body, rather
+	// than copy them. Once Spool.Taken, it is the engine's, which closes
+	// it; the caller must neither close it nor change its bytes.
+	Spool *Spool
 	// Done, when set, is told which bytes of body Write has read and will
 	// not read again soon, as it reads them (see graph.ParseOptions.Done):
 	// body may map a file whose pages the caller gives back behind each
@@ -495,12 +496,25 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	var (
 		prev      *cacheEntry
 		prevIndex *graph.State
+		// src reads body's bytes without touching its pages, and
+		// bodySum is their hash, from the Spool they were written to
+		// when there is one.
+		src     io.ReaderAt = bytes.NewReader(body)
+		bodySum             = sync.OnceValue(func() uint64 { return sumOfDone(body, o.Done) })
 	)
+	if sp := o.Spool; sp != nil && !p.released {
+		if fi, err := sp.Stat(); err == nil && fi.Size() == int64(len(body)) {
+			src = sp
+			if sum, ok := sp.sum(int64(len(body))); ok {
+				bodySum = func() uint64 { return sum }
+			}
+		}
+	}
 	if st.Current > 0 {
 		if prev, err = e.loadEntry(ctx, st); err != nil {
 			return nil, err
 		}
-		if prev.body.same(body, o.Done) {
+		if prev.body.same(body, bodySum, src) {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
@@ -609,12 +623,12 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		case merged != nil:
 			// Made by the server: its document is its rendering.
 			next = func(v Version) (*Body, *graph.State, error) { return e.keepRendering(v, merged) }
-		case held.RenderEqualDone(held.Format, body, o.Done):
+		case held.RenderEqualAt(held.Format, body, src):
 			// What the CLIs write: the rows give the posted bytes back,
 			// compared piece by piece, never built. The bytes are kept
 			// (the caller's file when it hands it over) before the body
 			// goes back to the caller.
-			sum := sumOfDone(body, o.Done)
+			sum := bodySum()
 			doc := p.keep(e, &o, held, c)
 			c.doc = doc
 			next = func(v Version) (*Body, *graph.State, error) {

@@ -62,19 +62,8 @@ func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStre
 	if err := w.Flush(); err != nil {
 		return nil, fmt.Errorf("version %d of %q: spill its objects: %w", v.Number, v.State, err)
 	}
-	// Terraform's order, each instance with its object's place.
-	order := make([]int32, len(instances))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return instances[a].Compare(&instances[b]) })
-	sorted := make([]graph.Instance, len(instances))
-	sortedRefs := make([]objectRef, len(refs))
-	for i, j := range order {
-		sorted[i], sortedRefs[i] = instances[j], refs[j]
-	}
-	instances, refs, order = nil, nil, nil
-	snap.Instances = sorted
+	inTerraformOrder(instances, refs)
+	snap.Instances = instances
 	g, err := graphOf(snap)
 	if err != nil {
 		return nil, err
@@ -83,7 +72,7 @@ func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStre
 	doc.h.SetSeed(docSeed)
 	var buf []byte
 	_, err = g.RenderLeanTo(doc, g.Format, func(i int) ([]byte, error) {
-		r := sortedRefs[i]
+		r := refs[i]
 		buf = slices.Grow(buf[:0], r.n)[:r.n]
 		if _, err := spill.ReadAt(buf, r.at); err != nil {
 			return nil, fmt.Errorf("read a spilled object back: %w", err)
@@ -97,4 +86,34 @@ func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStre
 		return nil, fmt.Errorf("version %d of %q: render its bytes: %w", v.Number, v.State, err)
 	}
 	return e.cache.put(st.Name, keptBody(v, doc.doc(), doc.h.Sum64()), g), nil
+}
+
+// inTerraformOrder sorts instances into Terraform's order (graph.State.
+// Sort), each with its object's place in refs, in place: a state's
+// instances are not copied (they are most of what a load holds).
+func inTerraformOrder(instances []graph.Instance, refs []objectRef) {
+	order := make([]int32, len(instances))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return instances[a].Compare(&instances[b]) })
+	// order[i] is the instance that goes to i: follow each cycle once,
+	// moving one instance out of the way at a time.
+	for start := range order {
+		if order[start] < 0 || int(order[start]) == start {
+			continue
+		}
+		held, heldRef := instances[start], refs[start]
+		i := start
+		for {
+			j := int(order[i])
+			order[i] = -1
+			if j == start {
+				instances[i], refs[i] = held, heldRef
+				break
+			}
+			instances[i], refs[i] = instances[j], refs[j]
+			i = j
+		}
+	}
 }

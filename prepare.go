@@ -24,8 +24,9 @@ type PreparedCommit struct {
 // PreparedInstance is an upsert checked against its object: Instance is
 // the Commit's own instance when its fields and hash are those
 // graph.NewInstance reads from its resource and object (every instance a
-// parse gives), else one rebuilt that way. It points into the Commit, so a
-// PreparedCommit is valid only as long as its Commit is unchanged.
+// parse gives), else one rebuilt that way. It may be lean (its Object nil:
+// Commit.Object reads it). It points into the Commit, so a PreparedCommit
+// is valid only as long as its Commit is unchanged.
 type PreparedInstance struct {
 	Instance *graph.Instance
 	ID       string // Instance.ID()
@@ -66,31 +67,9 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 	}
 	upserted := make(map[string]int, len(c.Upserts))
 	for i := range c.Upserts {
-		in := &c.Upserts[i]
-		// Rebuilt to be checked, and kept only when it differs: a first
-		// write of a large state would otherwise hold every instance twice
-		// while the store writes them. A lean upsert's object is read back
-		// for the check and let go.
-		obj, err := c.Object(in)
+		in, id, err := checkUpsert(&c.Upserts[i])
 		if err != nil {
 			return nil, err
-		}
-		inst, err := graph.NewInstance(in.Resource, obj)
-		if err != nil {
-			return nil, invalidCommit("%v", err)
-		}
-		id := inst.ID()
-		// Both have in's resource, so equal keys give equal IDs: the
-		// claimed ID is built only when they differ.
-		if (in.Key != inst.Key || in.Deposed != inst.Deposed) && in.ID() != id {
-			return nil, invalidCommit("instance %s: its object says it is %s", in.ID(), id)
-		}
-		if !in.Hash.IsZero() && in.Hash != inst.Hash {
-			return nil, invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
-		}
-		if !sameHead(in, &inst) {
-			in = new(graph.Instance)
-			*in = inst
 		}
 		if j, ok := upserted[id]; ok {
 			p.Upserts[j].Instance = in
@@ -140,6 +119,36 @@ func PrepareCommit(c *Commit) (*PreparedCommit, error) {
 		p.OutputsRemoved = append(p.OutputsRemoved, name)
 	}
 	return p, nil
+}
+
+// checkUpsert checks in against its object and returns it (or, when a
+// field differs from what the object says, an instance rebuilt from it)
+// with its ID. Rebuilt to be checked, it is kept only when it differs: a
+// first write of a large state would otherwise hold every instance twice
+// while the store writes them. A lean instance was made by a parse from
+// the object it checked; the store reads the object back as it writes
+// it, checking its hash (Commit.Object).
+func checkUpsert(in *graph.Instance) (*graph.Instance, string, error) {
+	if in.IsLean() {
+		return in, in.ID(), nil
+	}
+	inst, err := graph.NewInstance(in.Resource, in.Object)
+	if err != nil {
+		return nil, "", invalidCommit("%v", err)
+	}
+	id := inst.ID()
+	// Both have in's resource, so equal keys give equal IDs: the claimed
+	// ID is built only when they differ.
+	if (in.Key != inst.Key || in.Deposed != inst.Deposed) && in.ID() != id {
+		return nil, "", invalidCommit("instance %s: its object says it is %s", in.ID(), id)
+	}
+	if !in.Hash.IsZero() && in.Hash != inst.Hash {
+		return nil, "", invalidCommit("instance %s: hash %s is not the hash of its object (%s)", id, in.Hash, inst.Hash)
+	}
+	if !sameHead(in, &inst) {
+		in = &inst
+	}
+	return in, id, nil
 }
 
 // sameHead reports whether in holds what graph.NewInstance read from its

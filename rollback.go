@@ -198,7 +198,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 	if dryRun {
 		return res, e.pinRollbackTarget(ctx, name, target.Version.Number)
 	}
-	if cur.same(target.Bytes, nil) {
+	if cur.equals(target.Bytes) {
 		return res, nil
 	}
 	body := target.Bytes

@@ -86,7 +86,7 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 			return nil, err
 		}
 		g.Serial = st.Serial
-		if g.Lineage == st.Lineage && (cur.same(g.Render(graph.FormatIndent), nil) || cur.same(g.Render(graph.FormatCompact), nil)) {
+		if g.Lineage == st.Lineage && (cur.equals(g.Render(graph.FormatIndent)) || cur.equals(g.Render(graph.FormatCompact))) {
 			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
 		}
 		g.Serial = st.Serial + 1

@@ -127,6 +127,11 @@ func (in *Instance) parsedAs() bool {
 	return in.fragLen > 0 && (len(in.Object) > 0 && &in.Object[0] == in.objFirst || in.lean())
 }
 
+// IsLean reports whether in is lean (see State.Lean, ParseOptions.Lean):
+// its Object is nil, and ObjectFrom reads it back from its document. Only
+// Parse and RenderIndexTo make lean instances, from objects they checked.
+func (in *Instance) IsLean() bool { return in.lean() }
+
 // lean reports whether in is an instance of a lean state: it knows its
 // fragment and canonical hash, not its object.
 func (in *Instance) lean() bool {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -48,7 +49,14 @@ func (in *Instance) ObjectFrom(doc io.ReaderAt) ([]byte, error) {
 	if in.Object != nil || !in.lean() {
 		return in.Object, nil
 	}
-	frag := make([]byte, in.fragLen)
+	bp := fragBufs.Get().(*[]byte)
+	frag := slices.Grow((*bp)[:0], in.fragLen)[:in.fragLen]
+	defer func() {
+		if cap(frag) <= 1<<20 {
+			*bp = frag
+			fragBufs.Put(bp)
+		}
+	}()
 	if n, err := doc.ReadAt(frag, in.fragOff); n < len(frag) {
 		return nil, fmt.Errorf("instance %s: read its bytes back: %w", in.ID(), err)
 	}
@@ -62,6 +70,9 @@ func (in *Instance) ObjectFrom(doc io.ReaderAt) ([]byte, error) {
 	}
 	return s.out, nil
 }
+
+// fragBufs are ObjectFrom's buffers for the fragments it reads back.
+var fragBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // NewOutput builds an output from its name and compact object.
 func NewOutput(name string, object []byte) Output {

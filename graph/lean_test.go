@@ -281,3 +281,47 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+// TestRenderEqualAt: RenderEqualAt compares the rendering with the bytes
+// read from at, not from doc's memory (overwritten here after the parse,
+// it changes nothing), skipping the instances parsed from doc where they
+// stand; a document that differs in its layout or in an instance not
+// parsed from it is told apart; a copy of the document, which nothing
+// aliases, is compared byte for byte, and equal.
+func TestRenderEqualAt(t *testing.T) {
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		t.Run(f.String(), func(t *testing.T) {
+			orig := graphtest.Generate(500, 400, f)
+			doc := bytes.Clone(orig)
+			st, err := graph.ParseWith(doc, graph.ParseOptions{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range doc {
+				doc[i] = 'x'
+			}
+			if !st.RenderEqualAt(f, doc, bytes.NewReader(orig)) {
+				t.Fatal("RenderEqualAt: the parsed document does not render back")
+			}
+			// Its last byte, a newline, is layout.
+			other := bytes.Clone(orig)
+			other[len(other)-1] = ' '
+			if st.RenderEqualAt(f, doc, bytes.NewReader(other)) {
+				t.Error("RenderEqualAt: equal to a document with another last byte")
+			}
+			// Another document: nothing aliases it, so every byte is
+			// compared.
+			next := graphtest.Change(orig, []int{42}, f)
+			if st.RenderEqualAt(f, next, bytes.NewReader(next)) {
+				t.Error("RenderEqualAt: equal to a document with a changed instance")
+			}
+			fresh, err := graph.ParseWith(bytes.Clone(orig), graph.ParseOptions{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fresh.RenderEqualAt(f, bytes.Clone(orig), bytes.NewReader(orig)) {
+				t.Error("RenderEqualAt: not equal to a copy of its document")
+			}
+		})
+	}
+}

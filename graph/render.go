@@ -2,6 +2,7 @@ package graph
 
 import (
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
@@ -84,9 +85,26 @@ func (s *State) RenderEqual(f Format, doc []byte) bool { return s.RenderEqualDon
 // told, how far it has compared doc.
 func (s *State) RenderEqualDone(f Format, doc []byte, done func(from, to int)) bool {
 	cw := compareWriter{want: doc, done: Progress{Done: done}}
-	_, err := s.RenderTo(&cw, f)
+	return s.renderEqual(f, &cw)
+}
+
+// RenderEqualAt is RenderEqual reading doc's bytes from at, which holds
+// the same bytes (a file doc maps), where it compares them, and not
+// touching doc's own memory: an instance parsed from doc that rendering
+// would copy from doc at that very place is doc's bytes, and is skipped,
+// not compared. So a state parsed from a document costs, to be checked
+// against it, its other bytes: the document's headers and layout, and what
+// it does not copy.
+func (s *State) RenderEqualAt(f Format, doc []byte, at io.ReaderAt) bool {
+	cw := compareWriter{want: doc, src: at}
+	return s.renderEqual(f, &cw)
+}
+
+func (s *State) renderEqual(f Format, cw *compareWriter) bool {
+	r := renderer{b: make([]byte, 0, s.sizeHint(f, 2*renderChunk)), w: cw, doc: cw.want}
+	s.render(&r, f)
 	cw.done.Flush(cw.at)
-	return err == nil && cw.at == len(doc)
+	return r.err == nil && cw.at == len(cw.want)
 }
 
 // renderChunk is how much RenderTo builds before it writes.
@@ -105,6 +123,29 @@ type renderer struct {
 	// object gives the object of each instance, which is left lean (see
 	// RenderLeanTo); nil when instances hold their own.
 	object func(i int) ([]byte, error)
+	// doc, when set, is the document w compares with (a compareWriter):
+	// an instance's fragment that is doc's bytes where it goes is skipped.
+	doc []byte
+}
+
+// copyFragment appends in's fragment (copyable) to b, or, when it is
+// doc's own bytes at the place it goes, writes b and skips them.
+func (r *renderer) copyFragment(b []byte, in *Instance) ([]byte, bool) {
+	frag := in.fragment
+	pos := r.n + int64(len(b))
+	if r.doc == nil || r.index || len(frag) == 0 || pos+int64(len(frag)) > int64(len(r.doc)) || &frag[0] != &r.doc[pos] {
+		return append(b, frag...), true
+	}
+	b, ok := r.flush(b, true)
+	if !ok {
+		return b, false
+	}
+	if !r.w.(*compareWriter).skip(len(frag)) {
+		r.err = errDiffers
+		return b, false
+	}
+	r.n += int64(len(frag))
+	return b, true
 }
 
 // lend gives in its object from r.object, when set, for the time it is
@@ -131,14 +172,15 @@ func (r *renderer) lent(in *Instance) {
 	}
 }
 
-// indexed makes in know frag, its rendering in format f, as its fragment,
-// when r indexes: what ParseWith finds it again by in the next document.
-// at is where frag starts in the buffer being rendered into, whose
-// earlier bytes r.n counts.
-func (r *renderer) indexed(in *Instance, frag []byte, at int, f Format) {
+// indexed makes in know b[at:], its rendering in format f, as its
+// fragment, when r indexes: what ParseWith finds it again by in the next
+// document. b is the buffer being rendered into, whose earlier bytes r.n
+// counts.
+func (r *renderer) indexed(in *Instance, b []byte, at int, f Format) {
 	if !r.index {
 		return
 	}
+	frag := b[at:]
 	in.fragHash = maphash.Bytes(fragmentSeed, frag) ^ headerHash(&in.Resource)
 	in.fragSum = maphash.Bytes(sumSeed, frag)
 	in.fragLen = len(frag)
@@ -167,20 +209,61 @@ func (r *renderer) flush(b []byte, all bool) ([]byte, bool) {
 // errDiffers is compareWriter's error at the first difference.
 var errDiffers = errors.New("graph: the rendering differs")
 
-// compareWriter compares what is written to it with want.
+// compareWriter compares what is written to it with want, whose bytes it
+// reads from src when set (a window at a time), and skips what the
+// renderer knows to be want's own bytes.
 type compareWriter struct {
 	want []byte
 	at   int
 	done Progress
+	src  io.ReaderAt
+	// win holds want's bytes from winAt on, read from src.
+	win   []byte
+	winAt int
 }
 
+// compareWindow is how much of want a compareWriter reads from src at once.
+const compareWindow = 256 << 10
+
 func (c *compareWriter) Write(p []byte) (int, error) {
-	if len(p) > len(c.want)-c.at || string(p) != string(c.want[c.at:c.at+len(p)]) {
+	if len(p) > len(c.want)-c.at {
 		return 0, errDiffers
+	}
+	if c.src == nil {
+		if string(p) != string(c.want[c.at:c.at+len(p)]) {
+			return 0, errDiffers
+		}
+	} else {
+		for q := p; len(q) > 0; {
+			if c.at < c.winAt || c.at >= c.winAt+len(c.win) {
+				n := min(max(compareWindow, len(q)), len(c.want)-c.at)
+				c.win = slices.Grow(c.win[:0], n)[:n]
+				if k, err := c.src.ReadAt(c.win, int64(c.at)); k < n {
+					return 0, fmt.Errorf("read the document back: %w", err)
+				}
+				c.winAt = c.at
+			}
+			k := min(len(q), c.winAt+len(c.win)-c.at)
+			if string(q[:k]) != string(c.win[c.at-c.winAt:c.at-c.winAt+k]) {
+				return 0, errDiffers
+			}
+			q = q[k:]
+			c.at += k
+		}
+		return len(p), nil
 	}
 	c.at += len(p)
 	c.done.At(c.at)
 	return len(p), nil
+}
+
+// skip passes over n bytes of want without comparing them.
+func (c *compareWriter) skip(n int) bool {
+	if n > len(c.want)-c.at {
+		return false
+	}
+	c.at += n
+	return true
 }
 
 func (s *State) render(r *renderer, f Format) {
@@ -280,14 +363,17 @@ func (s *State) renderIndent(r *renderer) []byte {
 		}
 		switch {
 		case in.copyable(FormatIndent):
-			b = append(b, in.fragment...)
+			var ok bool
+			if b, ok = r.copyFragment(b, in); !ok {
+				return b
+			}
 		case in.Object == nil:
 			r.err = ErrLean
 			return b
 		default:
 			b = appendIndent(b, in.Object, instanceLevel)
 		}
-		r.indexed(in, b[at:], at, FormatIndent)
+		r.indexed(in, b, at, FormatIndent)
 		r.lent(in)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {
@@ -361,15 +447,18 @@ func (s *State) renderCompact(r *renderer) []byte {
 			return b
 		}
 		switch {
+		case in.copyable(FormatCompact):
+			var ok bool
+			if b, ok = r.copyFragment(b, in); !ok {
+				return b
+			}
 		case in.Object != nil:
 			b = append(b, in.Object...)
-		case in.copyable(FormatCompact):
-			b = append(b, in.fragment...)
 		default:
 			r.err = ErrLean
 			return b
 		}
-		r.indexed(in, b[at:], at, FormatCompact)
+		r.indexed(in, b, at, FormatCompact)
 		r.lent(in)
 		var ok bool
 		if b, ok = r.flush(b, false); !ok {

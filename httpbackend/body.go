@@ -91,7 +91,7 @@ func (h *Handler) releaseBodies(ri *reqInfo) {
 				h.log.Error("unmapping a request body failed", "request_id", ri.id, "err", err)
 			}
 		}
-		if sp.kept {
+		if sp.file.Taken() {
 			continue // the engine's now
 		}
 		if err := sp.file.Close(); err != nil {
@@ -101,12 +101,10 @@ func (h *Handler) releaseBodies(ri *reqInfo) {
 	ri.spooled = nil
 }
 
-// spooledBody is a request body in a file, and its mapping once read;
-// kept once the engine took the file over (kilolock.WriteOptions.Keep).
+// spooledBody is a request body in a file, and its mapping once read.
 type spooledBody struct {
 	file   *kilolock.Spool
 	mapped []byte
-	kept   bool
 }
 
 // spoolOf returns the spooled body whose mapping body is, or nil.
@@ -130,18 +128,14 @@ func bodyDone(ri *reqInfo, body []byte) func(from, to int) {
 	return nil
 }
 
-// bodyKeep returns what hands the file of body over to the engine
-// (kilolock.WriteOptions.Keep): nil unless body is a spooled body's
-// mapping. The request's end then unmaps it but leaves the file open.
-func bodyKeep(ri *reqInfo, body []byte) func() *kilolock.Spool {
-	sp := spoolOf(ri, body)
-	if sp == nil {
-		return nil
-	}
-	return func() *kilolock.Spool {
-		sp.kept = true
+// bodySpool returns the Spool body maps (kilolock.WriteOptions.Spool),
+// or nil. Once the engine took it over, the request's end unmaps it but
+// leaves the file open.
+func bodySpool(ri *reqInfo, body []byte) *kilolock.Spool {
+	if sp := spoolOf(ri, body); sp != nil {
 		return sp.file
 	}
+	return nil
 }
 
 // readBody reads a request body of at most limit bytes. Memory is taken as

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/graph"
 )
 
 // getState answers GET /v1/states/{name}: the current version's bytes, or
@@ -155,9 +154,9 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 	// request ends (see spoolMinBody). Each reads a spooled body giving
 	// its pages back behind it.
 	ri := info(r)
-	done := bodyDone(ri, body)
+	done, spool := bodyDone(ri, body), bodySpool(ri, body)
 	sum := make(chan error, 1)
-	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body, done) }()
+	go func() { sum <- checkMD5(r.Header.Get("Content-MD5"), body, spool) }()
 	verify := sync.OnceValue(func() error { return <-sum })
 	defer verify()
 	// The body goes as soon as the engine is done with it, before the
@@ -166,7 +165,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		verify() // the checksum has read the body
 		h.releaseBodies(ri)
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done, Keep: bodyKeep(ri, body)})
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done, Spool: spool})
 	if err != nil {
 		return err
 	}
@@ -190,7 +189,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 
 // checkMD5 verifies a Content-MD5 header (base64 of the body's MD5), which
 // both CLIs send with every body. No header, no check.
-func checkMD5(header string, body []byte, done func(from, to int)) error {
+func checkMD5(header string, body []byte, spool *kilolock.Spool) error {
 	if header == "" {
 		return nil
 	}
@@ -198,7 +197,7 @@ func checkMD5(header string, body []byte, done func(from, to int)) error {
 	if err != nil || len(want) != md5.Size {
 		return &kilolock.InvalidError{Code: "checksum_mismatch", Message: fmt.Sprintf("the Content-MD5 header %q is not a base64 MD5 digest", header), Hint: "send Content-MD5 as the base64 encoding of the body's 16-byte MD5, or leave it out; nothing was stored"}
 	}
-	got := bodyMD5(body, done)
+	got := bodyMD5(body, spool)
 	if string(got[:]) != string(want) {
 		return &kilolock.InvalidError{Code: "checksum_mismatch",
 			Message: fmt.Sprintf("the body's MD5 is %s but Content-MD5 says %s", base64.StdEncoding.EncodeToString(got[:]), header),
@@ -227,20 +226,16 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// bodyMD5 is the MD5 of body, read a graph.ProgressStep at a time, telling
-// done (see kilolock.WriteOptions.Done).
-func bodyMD5(body []byte, done func(from, to int)) [md5.Size]byte {
-	if done == nil {
+// bodyMD5 is the MD5 of body, read from spool when it holds body (its
+// file, not body's pages, which the engine gives back as it reads them).
+func bodyMD5(body []byte, spool *kilolock.Spool) [md5.Size]byte {
+	if spool == nil {
 		return md5.Sum(body)
 	}
 	h := md5.New()
-	p := graph.Progress{Done: done}
-	for at := 0; at < len(body); at += graph.ProgressStep {
-		end := min(at+graph.ProgressStep, len(body))
-		h.Write(body[at:end])
-		p.At(end)
+	if _, err := io.Copy(h, io.NewSectionReader(spool, 0, int64(len(body)))); err != nil {
+		return md5.Sum(body) // read it from memory after all
 	}
-	p.Flush(len(body))
 	var sum [md5.Size]byte
 	h.Sum(sum[:0])
 	return sum
