@@ -27,9 +27,10 @@ type Options struct {
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
 	DefaultLockMode LockMode
-	// CacheBytes bounds the memory kept for current versions (their bytes,
-	// parsed graphs and, once a cone or slice asked, dependency indexes).
-	// Zero means 512 MiB.
+	// CacheBytes bounds what is kept for current versions: their bytes
+	// and compressed copies (in spool files when large, in memory when
+	// small), their lean indexes and, once a reader asked, their whole
+	// graphs and dependency indexes. Zero means 512 MiB.
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -48,9 +49,10 @@ type Options struct {
 	// workspace sets none (kld --default-state-quota); nil for none.
 	DefaultStateQuota *quota.Limit
 	// SpoolDir is where large documents are kept in files rather than in
-	// memory (see SpoolFile): request bodies as they arrive. Empty means
-	// os.TempDir(). On a tmpfs the files take memory after all: point it
-	// at a disk.
+	// memory (see SpoolFile): request bodies as they arrive, the bytes of
+	// current versions and their compressed copies, the objects of a
+	// version being loaded. Empty means os.TempDir(). On a tmpfs the files
+	// take memory after all: point it at a disk.
 	SpoolDir string
 }
 

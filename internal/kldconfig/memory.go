@@ -21,7 +21,7 @@ const DefaultGCPercent = 15
 // keeps large documents out of memory.
 type Memory struct {
 	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; -1 turns collection off."`
-	SpoolDir  string `name:"spool-dir" env:"KL_SPOOL_DIR" type:"existingdir" help:"Directory where large request bodies are kept while kld reads them, rather than in memory (default: the system's temporary directory). Put it on a disk, not a tmpfs."`
+	SpoolDir  string `name:"spool-dir" env:"KL_SPOOL_DIR" type:"existingdir" help:"Directory of the files in which kld keeps large states rather than in memory: request bodies as they arrive, the current versions it serves (default: the system's temporary directory). Put it on a disk, not a tmpfs."`
 }
 
 // Apply sets the target for the process, unless GOGC is set in its
