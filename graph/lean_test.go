@@ -118,20 +118,7 @@ func TestRenderIndexTo(t *testing.T) {
 			if !loaded.IsLean() {
 				t.Fatal("not lean after RenderIndexTo and Lean")
 			}
-			next := graphtest.Change(doc, []int{7}, f)
-			got, err := graph.ParseWith(next, graph.ParseOptions{Prev: loaded})
-			if err != nil {
-				t.Fatal(err)
-			}
-			taken := 0
-			for i := range got.Instances {
-				if got.Instances[i].Object == nil {
-					taken++
-				}
-			}
-			if taken != len(got.Instances)-1 || !got.RenderEqual(f, next) {
-				t.Errorf("took %d of %d instances from the indexed state (want all but 1), renders back: %v", taken, len(got.Instances), got.RenderEqual(f, next))
-			}
+			checkTakes(t, loaded, graphtest.Change(doc, []int{7}, f), 1, f)
 		})
 	}
 }
@@ -174,20 +161,7 @@ func TestRenderLeanTo(t *testing.T) {
 			if !st.IsLean() {
 				t.Fatal("not lean after RenderLeanTo")
 			}
-			next := graphtest.Change(doc, []int{9, 11}, f)
-			got, err := graph.ParseWith(next, graph.ParseOptions{Prev: st})
-			if err != nil {
-				t.Fatal(err)
-			}
-			taken := 0
-			for i := range got.Instances {
-				if got.Instances[i].Object == nil {
-					taken++
-				}
-			}
-			if taken != len(got.Instances)-2 || !got.RenderEqual(f, next) {
-				t.Errorf("took %d of %d instances from the lean render (want all but 2)", taken, len(got.Instances))
-			}
+			checkTakes(t, st, graphtest.Change(doc, []int{9, 11}, f), 2, f)
 			boom := errors.New("boom")
 			if _, err := parse(t, doc).RenderLeanTo(io.Discard, f, func(i int) ([]byte, error) {
 				if i == 100 {
@@ -267,6 +241,25 @@ func TestParseLean(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkTakes asserts that next, parsed against the lean state prev, takes
+// from it every instance but the changed ones and renders back next.
+func checkTakes(t *testing.T, prev *graph.State, next []byte, changed int, f graph.Format) {
+	t.Helper()
+	got, err := graph.ParseWith(next, graph.ParseOptions{Prev: prev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for i := range got.Instances {
+		if got.Instances[i].Object == nil {
+			taken++
+		}
+	}
+	if taken != len(got.Instances)-changed || !got.RenderEqual(f, next) {
+		t.Errorf("took %d of %d instances from the lean state (want all but %d), renders back: %v", taken, len(got.Instances), changed, got.RenderEqual(f, next))
 	}
 }
 

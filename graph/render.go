@@ -128,6 +128,34 @@ type renderer struct {
 	doc []byte
 }
 
+// instance appends instance i, in, in format f to b: its fragment when
+// rendering its object gives it (or skips it, see copyFragment), else its
+// object, lent by r.object when set; false once r has failed (ErrLean for
+// an instance with neither).
+func (r *renderer) instance(b []byte, i int, in *Instance, f Format) ([]byte, bool) {
+	at := len(b)
+	if !r.lend(i, in) {
+		return b, false
+	}
+	switch {
+	case in.copyable(f):
+		var ok bool
+		if b, ok = r.copyFragment(b, in); !ok {
+			return b, false
+		}
+	case in.Object == nil:
+		r.err = ErrLean
+		return b, false
+	case f == FormatIndent:
+		b = appendIndent(b, in.Object, instanceLevel)
+	default:
+		b = append(b, in.Object...)
+	}
+	r.indexed(in, b, at, f)
+	r.lent(in)
+	return b, true
+}
+
 // copyFragment appends in's fragment (copyable) to b, or, when it is
 // doc's own bytes at the place it goes, writes b and skips them.
 func (r *renderer) copyFragment(b []byte, in *Instance) ([]byte, bool) {
@@ -357,25 +385,10 @@ func (s *State) renderIndent(r *renderer) []byte {
 		} else {
 			b = append(b, ",\n        "...)
 		}
-		at := len(b)
-		if !r.lend(i, in) {
-			return b
-		}
-		switch {
-		case in.copyable(FormatIndent):
-			var ok bool
-			if b, ok = r.copyFragment(b, in); !ok {
-				return b
-			}
-		case in.Object == nil:
-			r.err = ErrLean
-			return b
-		default:
-			b = appendIndent(b, in.Object, instanceLevel)
-		}
-		r.indexed(in, b, at, FormatIndent)
-		r.lent(in)
 		var ok bool
+		if b, ok = r.instance(b, i, in, FormatIndent); !ok {
+			return b
+		}
 		if b, ok = r.flush(b, false); !ok {
 			return b
 		}
@@ -442,25 +455,10 @@ func (s *State) renderCompact(r *renderer) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		at := len(b)
-		if !r.lend(i, in) {
-			return b
-		}
-		switch {
-		case in.copyable(FormatCompact):
-			var ok bool
-			if b, ok = r.copyFragment(b, in); !ok {
-				return b
-			}
-		case in.Object != nil:
-			b = append(b, in.Object...)
-		default:
-			r.err = ErrLean
-			return b
-		}
-		r.indexed(in, b, at, FormatCompact)
-		r.lent(in)
 		var ok bool
+		if b, ok = r.instance(b, i, in, FormatCompact); !ok {
+			return b
+		}
 		if b, ok = r.flush(b, false); !ok {
 			return b
 		}

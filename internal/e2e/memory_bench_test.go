@@ -70,9 +70,10 @@ var incrementalPost sync.Map // "store/instances" → time.Duration
 // 24 MiB of code, runtime and pools that do not grow with the state); and
 // the largest heap the Go runtime traced at a collection
 // (GODEBUG=gctrace=1): first_heap_MB, heap_MB, heap_x_state. The goal is
-// at most 3 for each _x_state; at 10,000 instances the idle kld alone is
-// 1.8× the state, so only the over_idle figures can meet it there. kld runs with its default
-// --gc-percent unless GOGC is set for the benchmark (kld inherits it):
+// at most 3 for each _x_state (at 10,000 instances the idle kld alone is
+// 1.8× the state: the over_idle figures show what the state adds). kld
+// runs with its default --gc-percent unless GOGC is set for the benchmark
+// (kld inherits it):
 //
 //	go test ./internal/e2e -run '^$' -bench KLDMemory -benchtime 5x
 //	GOGC=100 go test ./internal/e2e -run '^$' -bench KLDMemory/postgres -benchtime 5x
