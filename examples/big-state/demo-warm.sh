@@ -23,8 +23,8 @@ cli=tofu
 if [[ -n ${TF_BIN:-} ]] && [[ $(CHECKPOINT_DISABLE=1 "$TF_BIN" version 2>/dev/null) == Terraform* ]]; then
 	cli=terraform
 fi
-file=$cache/$state-$n-$seconds.tfstate
-[[ $cli == tofu ]] || file=$cache/$state-$n-$seconds-$cli.tfstate
+# Named by the CLI too: each writes its own layout and key order.
+file=$cache/$state-$n-$seconds-$cli.tfstate
 if [[ ! -s $file ]]; then
 	mkdir -p "$cache"
 	go run ./examples/big-state -n "$n" -slow-seconds "$seconds" -cli "$cli" -o "$file"

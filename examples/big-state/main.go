@@ -39,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "big-state: -groups must be at least 1, -n not negative and -cli tofu or terraform")
 		os.Exit(2)
 	}
-	data := graphtest.Encode(State(*n, *groups, *seconds, cli), graph.FormatIndent)
+	data := graphtest.Encode(State(*n, *groups, *seconds, cli), cli.Format)
 	if err := os.WriteFile(*out, data, 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "big-state: %v\n", err)
 		os.Exit(1)
@@ -53,13 +53,24 @@ type CLI struct {
 	Version string
 	// Registry is the host it resolves hashicorp/time at.
 	Registry string
+	// Format is the layout it writes state in.
+	Format graph.Format
 }
 
 // clis are the CLIs -cli names: the project's pinned OpenTofu and
-// Terraform v1.5.7.
+// Terraform v1.5.7. The state is written byte for byte as each writes it
+// (its layout, its key order), so that the demo's first apply finds
+// every unchanged instance by its bytes, as every later one does.
 var clis = map[string]CLI{
-	"tofu":      {Version: "1.10.10", Registry: "registry.opentofu.org"},
-	"terraform": {Version: "1.5.7", Registry: "registry.terraform.io"},
+	"tofu":      {Version: "1.10.10", Registry: "registry.opentofu.org", Format: graph.FormatCompact},
+	"terraform": {Version: "1.5.7", Registry: "registry.terraform.io", Format: graph.FormatIndent},
+}
+
+// dynamic is a dynamically typed value as both CLIs write one (terraform_
+// data's input and output): the value, then its type.
+type dynamic struct {
+	Value json.RawMessage `json:"value"`
+	Type  json.RawMessage `json:"type"`
 }
 
 // State is the state of the configuration applied with herd_size n,
@@ -98,7 +109,7 @@ func State(n, groups, seconds int, cli CLI) *graphtest.StateV4 {
 		}
 		for i := range per {
 			value := map[string]any{"group": g, "index": i, "name": fmt.Sprintf("node-%02d-%05d", g, i)}
-			typed := map[string]json.RawMessage{"value": raw(value), "type": objType}
+			typed := dynamic{Value: raw(value), Type: objType}
 			r.Instances = append(r.Instances, graphtest.InstanceV4{
 				IndexKey: i,
 				Attributes: raw(map[string]any{
