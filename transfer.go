@@ -57,12 +57,12 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 	if err := refuseHolders(st); err != nil {
 		return nil, err
 	}
+	var cur *Body
 	if st.Current != 0 {
 		// The bytes of the current version again (demo-warm restoring the
 		// same file, a re-import of an export) are answered without
 		// parsing them.
-		cur, err := e.Open(ctx, name)
-		if err != nil {
+		if cur, err = e.Open(ctx, name); err != nil {
 			return nil, err
 		}
 		if cur.equals(data) {
@@ -92,11 +92,8 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 	if g.Serial <= st.Serial {
 		// The content of the current version again (re-importing an
 		// export, in either layout) adds nothing: answer unchanged rather
-		// than append an empty version.
-		cur, err := e.Open(ctx, name)
-		if err != nil {
-			return nil, err
-		}
+		// than append an empty version. (cur is set: st.Current is not 0
+		// here, or the write above took the file.)
 		g.Serial = st.Serial
 		if g.Lineage == st.Lineage && (cur.equals(g.Render(graph.FormatIndent)) || cur.equals(g.Render(graph.FormatCompact))) {
 			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
