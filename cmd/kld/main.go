@@ -56,6 +56,7 @@ type cli struct {
 	Retention       kldconfig.Retention  `embed:""`
 	Memory          kldconfig.Memory     `embed:""`
 	Encryption      kldconfig.Encryption `embed:""`
+	Profiling       kldconfig.Profiling  `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 }
 
@@ -173,6 +174,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "encryption_at_rest", atRest)
 
 	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
+	go c.Profiling.Serve(ctx, logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
