@@ -295,20 +295,20 @@ func (b *Body) same(doc []byte, docSum func() uint64, src io.ReaderAt) bool {
 	}
 }
 
-// memory estimates what b keeps: its bytes, in memory or in a file, its
-// graph's objects, what it keeps compressed, and room for the compressed
-// copy it may make (states compress to a tenth to a quarter of their
-// bytes).
+// memory is what b keeps: its bytes, in memory or in a file, what it
+// keeps compressed, its compressed copy as far as it is made, and its
+// graph's objects.
 func (b *Body) memory() int64 {
 	n := int64(len(b.gzipped))
 	if b.doc != nil {
-		n += b.doc.n + b.doc.n/4
+		n += b.doc.n
+	}
+	if gz := b.gz.Load(); gz != nil {
+		made, _ := gz.size()
+		n += made
 	}
 	if b.graph != nil {
 		n += graphMemory(b.graph)
-		if b.gzipped == nil {
-			n += b.size / 4
-		}
 	}
 	return n
 }

@@ -143,16 +143,20 @@ func (e *Engine) Slice(ctx context.Context, name string, ref VersionRef, address
 // ErrNotFound when the state has no version; ErrEncrypted when it is
 // client-side encrypted.
 func (e *Engine) Outputs(ctx context.Context, name string) (*Document, error) {
-	ent, err := e.currentEntry(ctx, name)
+	ent, err := e.currentOf(ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
-	if ent.index == nil {
+	index, err := ent.lean()
+	if err != nil {
+		return nil, err
+	}
+	if index == nil {
 		return nil, encryptedError(name)
 	}
-	s := ent.index.Slice(nil)
+	s := index.Slice(nil)
 	s.CheckResults = nil
-	return &Document{Version: ent.body.Version, Bytes: s.Render(s.Format)}, nil
+	return &Document{Version: ent.version, Bytes: s.Render(s.Format)}, nil
 }
 
 // depGraph returns version ref of a state with its graph's dependency

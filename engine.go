@@ -27,10 +27,12 @@ type Options struct {
 	// DefaultLockMode is the lock mode of states created by a first LOCK or
 	// write. Empty means LockExclusive.
 	DefaultLockMode LockMode
-	// CacheBytes bounds what is kept for current versions: their bytes
-	// and compressed copies (in spool files when large, in memory when
-	// small), their lean indexes and, once a reader asked, their whole
-	// graphs and dependency indexes. Zero means 512 MiB.
+	// CacheBytes bounds what is kept of current versions between
+	// requests: their indexes (lean graphs, packed), their bytes and
+	// compressed copies (in spool files when large, in memory when small)
+	// and, once a reader asked, their whole graphs and dependency
+	// indexes. Past it, documents go before indexes (see docCache). Zero
+	// means DefaultCacheBytes.
 	CacheBytes int64
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
@@ -96,7 +98,7 @@ func NewEngine(s Store, o Options) *Engine {
 		e.now = time.Now
 	}
 	if o.CacheBytes == 0 {
-		o.CacheBytes = 512 << 20
+		o.CacheBytes = DefaultCacheBytes
 	}
 	e.cache = newDocCache(o.CacheBytes)
 	return e
@@ -173,8 +175,14 @@ func (e *Engine) current(ctx context.Context, name string) (*Body, *graph.State,
 	return ent.body, g, err
 }
 
-// currentEntry is current's cache entry.
+// currentEntry is current's cache entry, with its document.
 func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, error) {
+	return e.currentOf(ctx, name, true)
+}
+
+// currentOf is currentEntry for a caller that needs the version's
+// document (needBody) or only its index.
+func (e *Engine) currentOf(ctx context.Context, name string, needBody bool) (*cacheEntry, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}
@@ -187,14 +195,14 @@ func (e *Engine) currentEntry(ctx context.Context, name string) (*cacheEntry, er
 	if number == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
 	}
-	if c := e.cache.get(name, id); c != nil {
+	if c := e.cache.lookup(name, id, needBody); c != nil {
 		return c, nil
 	}
 	st, err := e.store.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return e.loadEntry(ctx, st)
+	return e.storedEntry(ctx, st, needBody)
 }
 
 // load returns st's current body and, unless the state is opaque, its
@@ -208,14 +216,38 @@ func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, 
 	return ent.body, g, err
 }
 
-// loadEntry returns the cache entry of st's current version, loading it
-// from the store when it is not cached: its bytes are kept from then on
-// (rendered once), and its graph made lean (see cacheEntry).
+// loadEntry returns the cache entry of st's current version with its
+// document, loading it from the store when it is not cached: its bytes
+// are kept from then on (rendered once), and its graph made lean (see
+// cacheEntry).
 func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
+	return e.entry(ctx, st, true)
+}
+
+// indexEntry is loadEntry for a caller that needs only the version's
+// index (a write, Status): an entry whose document the cache let go will
+// do.
+func (e *Engine) indexEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
+	return e.entry(ctx, st, false)
+}
+
+func (e *Engine) entry(ctx context.Context, st *StateInfo, needBody bool) (*cacheEntry, error) {
 	if st.Current == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
-	if c := e.cache.get(st.Name, st.CurrentID); c != nil {
+	if c := e.cache.lookup(st.Name, st.CurrentID, needBody); c != nil {
+		return c, nil
+	}
+	return e.storedEntry(ctx, st, needBody)
+}
+
+// storedEntry is the entry of st's current version after a miss: loaded
+// from the store, unless another request of this process cached it since.
+func (e *Engine) storedEntry(ctx context.Context, st *StateInfo, needBody bool) (*cacheEntry, error) {
+	if st.Current == 0 {
+		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
+	}
+	if c := e.cache.peek(st.Name, st.CurrentID, needBody); c != nil {
 		return c, nil
 	}
 	if ss, ok := e.store.(SnapshotStreamer); ok {
@@ -513,10 +545,11 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 	}
 	if st.Current > 0 {
-		if prev, err = e.loadEntry(ctx, st); err != nil {
+		var same bool
+		if prev, same, err = e.currentIs(ctx, st, body, bodySum, src); err != nil {
 			return nil, err
 		}
-		if prev.body.same(body, bodySum, src) {
+		if same {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
 			if err := CheckCommit(st, &Commit{Parent: st.Current, LockID: o.LockID, Force: true}); err != nil {
@@ -525,11 +558,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			if err := p.verify(); err != nil {
 				return nil, err
 			}
-			return &WriteResult{Version: prev.body.Version, Unchanged: true}, nil
+			return &WriteResult{Version: prev.version, Unchanged: true}, nil
 		}
-		prev.body.dropGzip()
+		if prev.body != nil {
+			prev.body.dropGzip()
+		}
 		e.cache.dropFull(prev)
-		prevIndex = prev.index
+		if prevIndex, err = prev.lean(); err != nil {
+			return nil, err
+		}
 	}
 
 	if !p.done {
@@ -814,11 +851,15 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	if st.Current == 0 {
 		return s, nil
 	}
-	ent, err := e.loadEntry(ctx, st)
+	ent, err := e.indexEntry(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	v, g := ent.body.Version, ent.index
+	v := ent.version
+	g, err := ent.lean()
+	if err != nil {
+		return nil, err
+	}
 	s.Version = &v
 	if g == nil {
 		s.Encrypted = true

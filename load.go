@@ -10,12 +10,12 @@ import (
 	"github.com/kilolock/kilolock/graph"
 )
 
-// errNotStreamed: a version streamStore does not load (one that keeps
-// bytes its rows do not render, an opaque one, no spool file to be had);
-// loadEntry loads it whole.
+// errNotStreamed: a version streamEntry does not load (one that keeps
+// bytes its rows do not render, an opaque one); storedEntry loads it
+// whole.
 var errNotStreamed = errors.New("not loaded a part at a time")
 
-// objectRef is where a loaded instance's object lies in the spill file.
+// objectRef is where a loaded instance's object lies in the spill.
 type objectRef struct {
 	at int64
 	n  int
@@ -23,19 +23,21 @@ type objectRef struct {
 
 // streamEntry loads st's current version from a store that streams it
 // (SnapshotStreamer) holding one object at a time: each object goes to a
-// spill file as it comes, in the store's order; the instances, objects
-// dropped, are put in Terraform's order and rendered (graph.State.
-// RenderLeanTo) into the bytes the version keeps, each object read back
-// from the spill file in turn. The result is a lean index and the kept
-// bytes, as a write leaves them: loading a 10,000-instance state costs its
-// headers in memory, not its objects.
+// spill as it comes, in the store's order (in memory, and past
+// fileMinBytes in a spool file: a version of a few hundred instances is
+// loaded without a file); the instances, objects dropped, are put in
+// Terraform's order and rendered (graph.State.RenderLeanTo) into the
+// bytes the version keeps, each object read back from the spill in turn.
+// The result is a lean index and the kept bytes, as a write leaves them:
+// loading a 10,000-instance state costs its headers in memory, not its
+// objects.
 func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStreamer) (*cacheEntry, error) {
-	spill, err := newSpool(e.spoolDir)
-	if err != nil {
-		e.log.Warn("no spill file to load a version a part at a time: loading it whole", "state", st.Name, "err", err)
-		return nil, errNotStreamed
-	}
-	defer spill.Close()
+	spill := &docWriter{dir: e.spoolDir}
+	defer func() {
+		if spill.file != nil {
+			spill.file.Close()
+		}
+	}()
 	// The version's count, when it can be had with one small read: the
 	// instances are most of what a load holds, and a slice grown by
 	// doubling would hold them nearly three times at its last doubling.
@@ -66,7 +68,10 @@ func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStre
 	if v.Format == FormatOpaque || snap.Raw != nil {
 		return nil, errNotStreamed
 	}
-	if err := w.Flush(); err != nil {
+	if err = w.Flush(); err == nil {
+		err = spill.err
+	}
+	if err != nil {
 		return nil, fmt.Errorf("version %d of %q: spill its objects: %w", v.Number, v.State, err)
 	}
 	inTerraformOrder(instances, refs)
@@ -77,11 +82,15 @@ func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStre
 	}
 	doc := &docWriter{dir: e.spoolDir}
 	doc.h.SetSeed(docSeed)
+	objects := spill.doc()
 	var buf []byte
 	_, err = g.RenderLeanTo(doc, g.Format, func(i int) ([]byte, error) {
 		r := refs[i]
+		if objects.file == nil {
+			return objects.mem[r.at : r.at+int64(r.n)], nil
+		}
 		buf = slices.Grow(buf[:0], r.n)[:r.n]
-		if _, err := spill.ReadAt(buf, r.at); err != nil {
+		if _, err := objects.ReadAt(buf, r.at); err != nil {
 			return nil, fmt.Errorf("read a spilled object back: %w", err)
 		}
 		return buf, nil

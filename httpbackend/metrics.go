@@ -121,8 +121,8 @@ func (m *metrics) observeAnswer(status int, code string) {
 }
 
 // registerServerGauges adds the series read from the handler's state at
-// scrape time: the body budget, and the apply runs and reservations the
-// engine keeps.
+// scrape time: the body budget, the engine's cache of current versions,
+// and the apply runs and reservations the engine keeps.
 func (h *Handler) registerServerGauges(reg prometheus.Registerer) {
 	gauge := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
@@ -130,6 +130,7 @@ func (h *Handler) registerServerGauges(reg prometheus.Registerer) {
 	gauge("kl_request_body_bytes", "Bytes of request bodies held now, of the budget kld --body-memory sets.", func() float64 { return float64(h.bodies.held.Load()) })
 	gauge("kl_request_body_memory_bytes", "The budget of request body bytes held at once (kld --body-memory).", func() float64 { return float64(h.bodies.limit) })
 	gauge("kl_request_bodies_reading", "Request bodies being received now.", func() float64 { return float64(h.bodies.count.Load()) })
+	reg.MustRegister(&cacheCollector{engine: h.engine})
 	reg.MustRegister(&runCollector{engine: h.engine, log: h.log.Warn})
 	reg.MustRegister(&driftCollector{engine: h.engine, log: h.log.Warn})
 }

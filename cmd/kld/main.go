@@ -137,7 +137,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	defer st.Close()
 
-	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode), SpoolDir: c.Memory.SpoolDir}))
+	engine := kilolock.NewEngine(st, c.Memory.Engine(c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)})))
 	handler := httpbackend.New(engine, httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
@@ -171,7 +171,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "encryption_at_rest", atRest)
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "state_cache", c.Memory.StateCache.String(), "encryption_at_rest", atRest)
 
 	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
 	go c.Profiling.Serve(ctx, logger)

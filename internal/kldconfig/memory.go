@@ -1,8 +1,12 @@
 package kldconfig
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/httpbackend"
 )
 
 // DefaultGCPercent is kld's garbage collection target: the heap may grow
@@ -17,11 +21,31 @@ import (
 // made POSTs 25-30% and GETs 40-90% slower.
 const DefaultGCPercent = 15
 
-// Memory are the flags of kld's garbage collection target and of where it
-// keeps large documents out of memory.
+// Memory are the flags of kld's garbage collection target, of what it
+// keeps of the states it serves and of where it keeps large documents out
+// of memory.
 type Memory struct {
 	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; -1 turns collection off."`
 	SpoolDir  string `name:"spool-dir" env:"KL_SPOOL_DIR" type:"existingdir" help:"Directory of the files in which kld keeps large states rather than in memory: request bodies as they arrive, the current versions it serves (default: the system's temporary directory). Put it on a disk, not a tmpfs."`
+	// StateCache is kilolock.Options.CacheBytes; its default is
+	// kilolock.DefaultCacheBytes.
+	StateCache httpbackend.ByteSize `name:"state-cache" default:"160MiB" env:"KL_STATE_CACHE" help:"Most bytes kld keeps of the current versions of the states it serves, between requests: the index each write is diffed against (about 100 bytes an instance), and the documents GETs serve (in memory, or in --spool-dir from 1 MiB) with their compressed copies. Past it, documents go first, least recently used first (the next GET of the state reads it from the database), then whole states (the next write loads it). At least 1MiB; /metrics shows kl_state_cache_*."`
+}
+
+// Validate checks the flags; kong calls it as it parses them.
+func (m *Memory) Validate() error {
+	if m.StateCache < 1<<20 {
+		return fmt.Errorf("--state-cache %s: give at least 1MiB", m.StateCache)
+	}
+	return nil
+}
+
+// Engine returns o with what the flags set: the cache's budget and the
+// spool directory.
+func (m *Memory) Engine(o kilolock.Options) kilolock.Options {
+	o.CacheBytes = int64(m.StateCache)
+	o.SpoolDir = m.SpoolDir
+	return o
 }
 
 // Apply sets the target for the process, unless GOGC is set in its

@@ -3,9 +3,12 @@ package kldconfig
 import (
 	"os"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/kilolock/kilolock"
 )
 
 func TestMemoryApply(t *testing.T) {
@@ -61,4 +64,51 @@ func TestMemoryApply(t *testing.T) {
 			t.Errorf("Apply with GOGC=70 = %d, want 70", got)
 		}
 	})
+}
+
+// TestStateCache: --state-cache and KL_STATE_CACHE set the engine's cache
+// budget, kilolock.DefaultCacheBytes unless told; under 1MiB is refused.
+func TestStateCache(t *testing.T) {
+	parse := func(args ...string) (*Memory, error) {
+		var c struct {
+			Memory Memory `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse(args)
+		return &c.Memory, err
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want int64
+	}{
+		{"default", nil, "", kilolock.DefaultCacheBytes},
+		{"flag", []string{"--state-cache=1GiB", "--spool-dir=" + t.TempDir()}, "", 1 << 30},
+		{"KL_STATE_CACHE", nil, "64MB", 64_000_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KL_STATE_CACHE", tt.env)
+			}
+			m, err := parse(tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := m.Engine(kilolock.Options{DefaultLockMode: kilolock.LockOptimistic})
+			if o.CacheBytes != tt.want || o.SpoolDir != m.SpoolDir || o.DefaultLockMode != kilolock.LockOptimistic {
+				t.Errorf("Engine = %+v, want CacheBytes %d and the spool dir %q", o, tt.want, m.SpoolDir)
+			}
+		})
+	}
+	if _, err := parse("--state-cache=0"); err == nil {
+		t.Error("--state-cache=0 was accepted")
+	}
+	if _, err := parse("--state-cache=512KiB"); err == nil || !strings.Contains(err.Error(), "at least 1MiB") {
+		t.Errorf("--state-cache=512KiB: %v, want a refusal saying at least 1MiB", err)
+	}
 }
