@@ -6,7 +6,7 @@ LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
 TIMEOUT  ?= 60m
 
-.PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
+.PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory bench-fleet fuzz clean
 
 all: build
 
@@ -47,6 +47,16 @@ bench:
 ## bench-memory: a real kld's peak RSS and times with 10,000 and 100,000 instances, on both stores
 bench-memory:
 	$(GO) test ./internal/e2e -run '^$$' -bench KLDMemory -benchtime 3x -timeout 30m
+
+# The fleet benchmark's fleets ("[STORE:]STATESxINSTANCES") and cycles per
+# fleet: FLEET_SIZES=10x50,50x50 FLEET_COMMITS=200 is a quick smoke run.
+# KL_FLEET_KLD=path runs another build of kld through the same load.
+FLEET_SIZES   ?= 10x500 200x500 1000x500 postgres:10000x100
+FLEET_COMMITS ?= 2000
+
+## bench-fleet: 8 writers on fleets of states (FLEET_SIZES), a real kld on both stores beside an in-memory blob server: commits/s, POST p50/p99, RSS, cache hits
+bench-fleet:
+	KL_FLEET_SIZES="$(FLEET_SIZES)" KL_FLEET_COMMITS=$(FLEET_COMMITS) $(GO) test ./internal/e2e -run '^$$' -bench KLDFleet -benchtime 1x -timeout 180m
 
 ## fuzz: a short run of the state parser's, the canonicalizer's and the tenant query lane's fuzz targets (FUZZTIME=30s each)
 fuzz:

@@ -58,7 +58,7 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func envInt(t *testing.T, name string, def int) int {
+func envInt(t testing.TB, name string, def int) int {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

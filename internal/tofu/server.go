@@ -58,7 +58,14 @@ func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
 // GODEBUG=gctrace=1) added to kld's environment.
 func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string) *Server {
 	tb.Helper()
-	bin := BuildKLD(tb)
+	return StartKLDBinary(tb, BuildKLD(tb), env, databaseURL, args...)
+}
+
+// StartKLDBinary is StartKLDEnv with the kld at path bin rather than one
+// built from this checkout: another build of kld (an earlier commit's,
+// say) run through the same test.
+func StartKLDBinary(tb testing.TB, bin string, env []string, databaseURL string, args ...string) *Server {
+	tb.Helper()
 	s := &Server{
 		DatabaseURL: databaseURL,
 		tb:          tb,

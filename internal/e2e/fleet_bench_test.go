@@ -1,0 +1,240 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kilolock/kilolock/internal/tofu"
+)
+
+// The fleet goal (issue 27): a fleet of states costs what one state costs.
+// With 8 writers each changing 2 instances of a state no other writer
+// holds (LOCK → POST → UNLOCK), states of 500 instances picked at random,
+// kld's POST p99 at 1,000 states is at most 1.5× that at 10 states and its
+// p50 at most 1.2×; its commits/s at 200 states at least 0.9× those of a
+// trivial in-memory blob server on the same load; its peak RSS at most
+// 300 MB with 1,000 states and 500 MB with 10,000 states of 100 instances.
+const fleetWriters = 8
+
+// fleetSize is one fleet of the benchmark: how many states of how many
+// instances, on one store or ("") on each.
+type fleetSize struct {
+	store             string
+	states, instances int
+}
+
+// fleetSizes are the fleets KL_FLEET_SIZES names ("[STORE:]STATESxINSTANCES"
+// separated by spaces or commas), by default those of the issue.
+func fleetSizes(tb testing.TB) []fleetSize {
+	spec := os.Getenv("KL_FLEET_SIZES")
+	if spec == "" {
+		spec = "10x500 200x500 1000x500 postgres:10000x100"
+	}
+	var out []fleetSize
+	for _, f := range strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == ' ' }) {
+		var sz fleetSize
+		if st, rest, ok := strings.Cut(f, ":"); ok {
+			sz.store, f = st, rest
+		}
+		a, c, ok := strings.Cut(f, "x")
+		var err1, err2 error
+		sz.states, err1 = strconv.Atoi(a)
+		sz.instances, err2 = strconv.Atoi(c)
+		if !ok || err1 != nil || err2 != nil || sz.states < fleetWriters+1 || sz.instances < 2 {
+			tb.Fatalf("KL_FLEET_SIZES: %q is not [STORE:]STATESxINSTANCES with more than %d states and at least 2 instances", f, fleetWriters)
+		}
+		out = append(out, sz)
+	}
+	return out
+}
+
+// fleetRuns keeps figures of earlier sub-benchmarks, so that later ones
+// report their ratios: the blob server's commits/s by fleet, kld's POST
+// p50 and p99 at 10 states by store and instances.
+var fleetRuns sync.Map
+
+// BenchmarkKLDFleet runs the fleet load (see fleet) on the blob server
+// and on a real kld on each store, for each fleet of KL_FLEET_SIZES:
+// KL_FLEET_COMMITS cycles (default 2000) after the states are created, 8
+// writers at once. Reported: commits_per_s, post_p50_ms, post_p99_ms,
+// lock_p99_ms, unlock_p99_ms; x_blob, kld's commits/s over the blob
+// server's on the same fleet; post_p50_x10 and post_p99_x10, over kld's
+// at 10 states of the same size on the same store; kld's peak RSS (rss_MB,
+// VmHWM, the states' creation included), its state cache's hit_ratio over
+// the cycles, its evictions (of whole states; doc_evictions, of documents
+// whose index it kept) and the bytes it held at the end (cache_MB),
+// from /metrics; seed_s, how long creating the states took. Every state
+// is then read back and compared with what was last posted.
+//
+// KL_FLEET_KLD runs another build of kld (an earlier commit's) through the
+// same load; KL_FLEET_KLD_ARGS adds flags to kld's command line;
+// KL_FLEET_STORES picks the stores (default sqlite,postgres). Run once
+// per fleet (make bench-fleet; -count for more runs):
+//
+//	KL_FLEET_SIZES=10x50,50x50 KL_FLEET_COMMITS=200 go test ./internal/e2e -run '^$' -bench KLDFleet -benchtime 1x
+func BenchmarkKLDFleet(b *testing.B) {
+	commits := envInt(b, "KL_FLEET_COMMITS", 2000)
+	pick := map[string]bool{}
+	for _, s := range strings.Split(envOr("KL_FLEET_STORES", "sqlite,postgres"), ",") {
+		pick[strings.TrimSpace(s)] = true
+	}
+	for _, sz := range fleetSizes(b) {
+		fleetName := fmt.Sprintf("states=%d/instances=%d", sz.states, sz.instances)
+		b.Run(fleetName+"/blob", func(b *testing.B) { runFleetBlob(b, sz, commits) })
+		for _, s := range stores {
+			if !pick[s.name] || (sz.store != "" && sz.store != s.name) {
+				continue
+			}
+			b.Run(fleetName+"/"+s.name, func(b *testing.B) { runFleetKLD(b, s, sz, commits) })
+		}
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func runFleetBlob(b *testing.B, sz fleetSize, commits int) {
+	srv := httptest.NewServer(newBlobServer())
+	defer srv.Close()
+	t := newFleetTarget(func(name string) string { return srv.URL + "/v1/states/" + name })
+	f := newFleet(b, sz.states, sz.instances)
+	ctx := context.Background()
+	if err := f.seed(ctx, t, fleetWriters); err != nil {
+		b.Fatal(err)
+	}
+	times, err := f.run(ctx, t, fleetWriters, commits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.verify(ctx, t, fleetWriters); err != nil {
+		b.Fatal(err)
+	}
+	rate := reportFleetTimes(b, times)
+	fleetRuns.Store(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances), rate)
+}
+
+func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
+	bin := os.Getenv("KL_FLEET_KLD")
+	if bin == "" {
+		bin = tofu.BuildKLD(b)
+	}
+	srv := tofu.StartKLDBinary(b, bin, nil, s.url(b), strings.Fields(os.Getenv("KL_FLEET_KLD_ARGS"))...)
+	if _, err := os.Stat(procStatus(srv.PID())); err != nil {
+		b.Skipf("no /proc/PID/status to read kld's peak RSS from: %v", err)
+	}
+	t := newFleetTarget(srv.StateURL)
+	f := newFleet(b, sz.states, sz.instances)
+	ctx := context.Background()
+	begin := time.Now()
+	if err := f.seed(ctx, t, fleetWriters); err != nil {
+		b.Fatal(err)
+	}
+	seeded := time.Since(begin)
+	before := scrapeMetrics(b, srv.URL)
+	times, err := f.run(ctx, t, fleetWriters, commits)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss := vmHWM(b, srv.PID())
+	after := scrapeMetrics(b, srv.URL)
+	if err := f.verify(ctx, t, fleetWriters); err != nil {
+		b.Fatal(err)
+	}
+
+	rate := reportFleetTimes(b, times)
+	b.ReportMetric(seeded.Seconds(), "seed_s")
+	b.ReportMetric(rss, "rss_MB")
+	if blob, ok := fleetRuns.Load(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances)); ok {
+		b.ReportMetric(rate/blob.(float64), "x_blob")
+	}
+	p50, p99 := percentile(times.post, 50), percentile(times.post, 99)
+	key := fmt.Sprintf("%s/%d", s.name, sz.instances)
+	if sz.states == 10 {
+		fleetRuns.Store(key, [2]float64{p50, p99})
+	} else if small, ok := fleetRuns.Load(key); ok {
+		b.ReportMetric(p50/small.([2]float64)[0], "post_p50_x10")
+		b.ReportMetric(p99/small.([2]float64)[1], "post_p99_x10")
+	}
+	hits, ok1 := after.delta(before, "kl_state_cache_hits_total")
+	misses, ok2 := after.delta(before, "kl_state_cache_misses_total")
+	if !ok1 || !ok2 {
+		b.Logf("kld exports no state cache metrics (an earlier build?): no hit ratio")
+		return
+	}
+	if hits+misses > 0 {
+		b.ReportMetric(hits/(hits+misses), "hit_ratio")
+	}
+	evicted, _ := after.delta(before, "kl_state_cache_evictions_total")
+	docsEvicted, _ := after.delta(before, "kl_state_cache_document_evictions_total")
+	b.ReportMetric(evicted, "evictions")
+	b.ReportMetric(docsEvicted, "doc_evictions")
+	b.ReportMetric(after["kl_state_cache_bytes"]/(1<<20), "cache_MB")
+}
+
+// reportFleetTimes reports what every target's run reports and returns
+// its commits per second.
+func reportFleetTimes(b *testing.B, times *fleetTimes) float64 {
+	rate := float64(times.commits) / times.elapsed.Seconds()
+	b.ReportMetric(rate, "commits_per_s")
+	b.ReportMetric(percentile(times.post, 50), "post_p50_ms")
+	b.ReportMetric(percentile(times.post, 99), "post_p99_ms")
+	b.ReportMetric(percentile(times.lock, 99), "lock_p99_ms")
+	b.ReportMetric(percentile(times.unlock, 99), "unlock_p99_ms")
+	return rate
+}
+
+// promSamples are the unlabelled samples of a /metrics answer, by name.
+type promSamples map[string]float64
+
+// scrapeMetrics reads kld's /metrics.
+func scrapeMetrics(tb testing.TB, base string) promSamples {
+	tb.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	out := promSamples{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.ContainsRune(name, '{') {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			out[name] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// delta is how much the counter name grew since before; false when it is
+// not exported.
+func (after promSamples) delta(before promSamples, name string) (float64, bool) {
+	v, ok := after[name]
+	return v - before[name], ok
+}

@@ -1,0 +1,91 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock/internal/tofu"
+)
+
+// TestFleetHarness is a small run of the fleet benchmark's load (see
+// BenchmarkKLDFleet), on a real kld whose state cache (--state-cache at
+// its least) is smaller than the fleet: every cycle lands (each state
+// reads back as last posted, and kld counted each commit), the cache's
+// series are on /metrics, it let go of documents and stayed within its
+// budget; the blob server passes the same check.
+func TestFleetHarness(t *testing.T) {
+	t.Parallel()
+	const states, instances, commits = 48, 40, 150
+	ctx := context.Background()
+
+	srv := tofu.StartKLD(t, stores[0].url(t), "--state-cache", "1MiB")
+	target := newFleetTarget(srv.StateURL)
+	f := newFleet(t, states, instances)
+	if err := f.seed(ctx, target, fleetWriters); err != nil {
+		t.Fatal(err)
+	}
+	before := scrapeMetrics(t, srv.URL)
+	times, err := f.run(ctx, target, fleetWriters, commits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if times.commits != commits || len(times.post) != commits {
+		t.Fatalf("%d cycles made, %d POSTs timed; want %d", times.commits, len(times.post), commits)
+	}
+	if err := f.verify(ctx, target, fleetWriters); err != nil {
+		t.Fatal(err)
+	}
+	after := scrapeMetrics(t, srv.URL)
+	if got := labelled(t, srv.URL, `kl_commits_total{source="apply"}`); got != commits {
+		t.Errorf("kld counted %v commits under a lock, want %d", got, commits)
+	}
+	hits, ok1 := after.delta(before, "kl_state_cache_hits_total")
+	misses, ok2 := after.delta(before, "kl_state_cache_misses_total")
+	docs, ok3 := after.delta(before, "kl_state_cache_document_evictions_total")
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatalf("/metrics lacks the state cache's series: %v", after)
+	}
+	if hits+misses < commits || docs == 0 {
+		t.Errorf("the cycles made %v hits and %v misses (want at least %d in all) and let go of %v documents (want some)", hits, misses, commits, docs)
+	}
+	if held, limit := after["kl_state_cache_bytes"], after["kl_state_cache_limit_bytes"]; limit != 1<<20 || held > limit || held == 0 {
+		t.Errorf("the cache holds %v bytes of a budget of %v, want within 1MiB", held, limit)
+	}
+
+	blob := httptest.NewServer(newBlobServer())
+	defer blob.Close()
+	onBlob := newFleetTarget(func(name string) string { return blob.URL + "/v1/states/" + name })
+	g := newFleet(t, states, instances)
+	if err := g.seed(ctx, onBlob, fleetWriters); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.run(ctx, onBlob, fleetWriters, commits); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.verify(ctx, onBlob, fleetWriters); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// labelled reads one labelled sample of kld's /metrics (its exact name
+// and labels as the text format writes them); 0 when there is none.
+func labelled(t *testing.T, base, series string) float64 {
+	t.Helper()
+	body, err := newFleetTarget(nil).get(context.Background(), base+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
+}
