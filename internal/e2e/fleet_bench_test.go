@@ -77,8 +77,12 @@ var fleetRuns sync.Map
 //
 // KL_FLEET_KLD runs another build of kld (an earlier commit's) through the
 // same load; KL_FLEET_KLD_ARGS adds flags to kld's command line;
-// KL_FLEET_STORES picks the stores (default sqlite,postgres). Run once
-// per fleet (make bench-fleet; -count for more runs):
+// KL_FLEET_STORES picks the stores (default sqlite,postgres);
+// KL_FLEET_CLIENT=terraform makes each POST's body as Terraform's CLI
+// does, marshalling the whole state (about 20 ms of the two cores per
+// 0.4 MB POST, which both servers then share with their clients), where by
+// default the client edits the last body's bytes and costs next to
+// nothing. Run once per fleet (make bench-fleet; -count for more runs):
 //
 //	KL_FLEET_SIZES=10x50,50x50 KL_FLEET_COMMITS=200 go test ./internal/e2e -run '^$' -bench KLDFleet -benchtime 1x
 func BenchmarkKLDFleet(b *testing.B) {
@@ -99,6 +103,19 @@ func BenchmarkKLDFleet(b *testing.B) {
 	}
 }
 
+// newFleetOf is the fleet of sz, its client the one KL_FLEET_CLIENT names.
+func newFleetOf(tb testing.TB, sz fleetSize) *fleet {
+	f := newFleet(tb, sz.states, sz.instances)
+	switch c := os.Getenv("KL_FLEET_CLIENT"); c {
+	case "", "edit":
+	case "terraform":
+		f.encodeAsCLI(tb)
+	default:
+		tb.Fatalf("KL_FLEET_CLIENT=%q: give edit (the default) or terraform", c)
+	}
+	return f
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -110,7 +127,7 @@ func runFleetBlob(b *testing.B, sz fleetSize, commits int) {
 	srv := httptest.NewServer(newBlobServer())
 	defer srv.Close()
 	t := newFleetTarget(func(name string) string { return srv.URL + "/v1/states/" + name })
-	f := newFleet(b, sz.states, sz.instances)
+	f := newFleetOf(b, sz)
 	ctx := context.Background()
 	if err := f.seed(ctx, t, fleetWriters); err != nil {
 		b.Fatal(err)
@@ -136,7 +153,7 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 		b.Skipf("no /proc/PID/status to read kld's peak RSS from: %v", err)
 	}
 	t := newFleetTarget(srv.StateURL)
-	f := newFleet(b, sz.states, sz.instances)
+	f := newFleetOf(b, sz)
 	ctx := context.Background()
 	begin := time.Now()
 	if err := f.seed(ctx, t, fleetWriters); err != nil {

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"net/http/httptest"
 	"strconv"
@@ -15,7 +16,8 @@ import (
 // its least) is smaller than the fleet: every cycle lands (each state
 // reads back as last posted, and kld counted each commit), the cache's
 // series are on /metrics, it let go of documents and stayed within its
-// budget; the blob server passes the same check.
+// budget; the blob server passes the same check, its client encoding
+// each body as Terraform's CLI does (the same bytes).
 func TestFleetHarness(t *testing.T) {
 	t.Parallel()
 	const states, instances, commits = 48, 40, 150
@@ -55,10 +57,13 @@ func TestFleetHarness(t *testing.T) {
 		t.Errorf("the cache holds %v bytes of a budget of %v, want within 1MiB", held, limit)
 	}
 
+	// The blob server, its client encoding each body as Terraform does:
+	// the bytes the edits make.
 	blob := httptest.NewServer(newBlobServer())
 	defer blob.Close()
 	onBlob := newFleetTarget(func(name string) string { return blob.URL + "/v1/states/" + name })
 	g := newFleet(t, states, instances)
+	g.encodeAsCLI(t)
 	if err := g.seed(ctx, onBlob, fleetWriters); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +72,15 @@ func TestFleetHarness(t *testing.T) {
 	}
 	if err := g.verify(ctx, onBlob, fleetWriters); err != nil {
 		t.Fatal(err)
+	}
+	for i := range g.states {
+		encoded, err := g.post(&g.states[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if edited, _ := g.doc(&g.states[i]); !bytes.Equal(encoded, edited) {
+			t.Fatalf("state %d: the body encoded as the CLI does is not the one edited", i)
+		}
 	}
 }
 
