@@ -121,7 +121,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		return &exitError{exitConfig, err}
 	}
 
-	keys, atRest, err := c.Encryption.StoreOptions()
+	keys, atRest, err := c.Encryption.StoreOptions(logger)
 	if err != nil {
 		return &exitError{exitConfig, err}
 	}

@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -99,6 +100,10 @@ type Target struct {
 // KL_ENCRYPTION_KEY: nil when neither holds any.
 func loadKeyring(keyFile string) (*keyring.Ring, error) {
 	ring, err := keyring.Load(keyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+	var me *keyring.ModeError
+	if errors.As(err, &me) {
+		return nil, withHint(err, me.Hint())
+	}
 	if err != nil {
 		return nil, withHint(err, "--encryption-key-file (KL_ENCRYPTION_KEY_FILE) and KL_ENCRYPTION_KEY take one base64 32-byte key per line; kl keys generate prints one")
 	}

@@ -18,6 +18,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/charmbracelet/log"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/keyring"
@@ -153,12 +155,23 @@ func (e *Encryption) Ring() (*keyring.Ring, error) {
 
 // StoreOptions returns the option of store.Open that encrypts with the
 // keys and what to log of them (the active key's ID, or "off"), or an
-// *kilolock.InvalidError when they cannot be read.
-func (e *Encryption) StoreOptions() ([]store.Option, string, error) {
+// *kilolock.InvalidError when they cannot be read: invalid_encryption_key,
+// or key_file_mode for a key file others may read (keyring.ModeError). A
+// key file its group may read is logged as a warning.
+func (e *Encryption) StoreOptions(logger *log.Logger) ([]store.Option, string, error) {
 	r, err := e.Ring()
-	if err != nil {
+	var me *keyring.ModeError
+	switch {
+	case errors.As(err, &me):
+		return nil, "", &kilolock.InvalidError{Code: "key_file_mode", Message: err.Error(), Hint: me.Hint()}
+	case err != nil:
 		return nil, "", &kilolock.InvalidError{Code: "invalid_encryption_key", Message: err.Error(),
 			Hint: "give one base64-encoded 32-byte key per line (kl keys generate prints one), in --encryption-key-file or KL_ENCRYPTION_KEY"}
+	}
+	if e.EncryptionKeyFile != "" {
+		if warning, _ := keyring.CheckFileMode(e.EncryptionKeyFile); warning != "" {
+			logger.Warn("encryption keys: " + warning)
+		}
 	}
 	if r == nil {
 		return []store.Option{store.WithKeyring(nil)}, "off", nil

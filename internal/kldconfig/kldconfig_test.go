@@ -1,17 +1,21 @@
 package kldconfig
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
 )
@@ -192,5 +196,42 @@ func TestRetentionFlags(t *testing.T) {
 				t.Errorf("interval %s, want %s", c.Retention.RetentionInterval, tt.interval)
 			}
 		})
+	}
+}
+
+// TestEncryptionKeyFileMode: a key file others may read is a
+// key_file_mode refusal whose hint is the chmod to run; one its group may
+// read loads, and is logged as a warning; a 0600 one loads quietly.
+func TestEncryptionKeyFileMode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte(keyring.Generate()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KL_ENCRYPTION_KEY", "")
+	for _, tc := range []struct {
+		mode    os.FileMode
+		refused bool
+		warned  bool
+	}{{0o644, true, false}, {0o640, false, true}, {0o600, false, false}} {
+		mustChmod(t, file, tc.mode)
+		var logs bytes.Buffer
+		e := &Encryption{EncryptionKeyFile: file}
+		opts, atRest, err := e.StoreOptions(log.New(&logs))
+		var ie *kilolock.InvalidError
+		switch {
+		case tc.refused && (!errors.As(err, &ie) || ie.Code != "key_file_mode" || !strings.Contains(ie.Hint, "chmod 600 "+file) || opts != nil):
+			t.Errorf("mode %04o: %v; want key_file_mode with the chmod to run", tc.mode, err)
+		case !tc.refused && (err != nil || !strings.HasPrefix(atRest, "key ")):
+			t.Errorf("mode %04o: %q, %v; want the key in force", tc.mode, atRest, err)
+		case strings.Contains(logs.String(), "its group can read it") != tc.warned:
+			t.Errorf("mode %04o: log %q; want a warning: %v", tc.mode, logs.String(), tc.warned)
+		}
+	}
+}
+
+func mustChmod(t *testing.T, file string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(file, mode); err != nil {
+		t.Fatal(err)
 	}
 }
