@@ -3,6 +3,7 @@ package httpbackend
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -66,6 +67,12 @@ type Options struct {
 	// OperatorToken is the secret of the operator token (klo_…), which alone
 	// may use the JSON API in AuthToken mode. Only its hash is kept.
 	OperatorToken string
+	// PublicURL is where clients reach the server, when a proxy in front
+	// of it terminates TLS: with https, the web view's cookies are Secure
+	// and every answer carries Strict-Transport-Security, as when the
+	// server serves TLS itself. Nil: only requests that came over TLS get
+	// them.
+	PublicURL *url.URL
 	// Registry is where the server's series are registered and what
 	// /metrics serves: an embedding service's own registry. Nil means a
 	// registry of the Handler's own, with the Go runtime and process
@@ -96,6 +103,7 @@ type Handler struct {
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
 	identified     *auditLimiter       // and of a credential's denials, per credential
 	rotation       rotation            // this process's key rotation (keys.go)
+	publicURL      *url.URL            // Options.PublicURL
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -113,7 +121,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
 	}
-	h.auth = o.Auth
+	h.auth, h.publicURL = o.Auth, o.PublicURL
 	if o.OperatorToken != "" {
 		hash := kilolock.HashSecret(o.OperatorToken)
 		h.operator = &hash

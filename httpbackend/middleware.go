@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/webui"
 )
 
 // reqInfo is what the handlers note about a request for its log line and
@@ -75,6 +76,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{id: requestID(r)}
 	w.Header().Set("X-Request-Id", ri.id)
+	if webui.OverTLS(r, h.publicURL) {
+		// Browsers that reached kld over HTTPS never try plain HTTP for a
+		// year. No includeSubDomains: other hosts of the domain are not
+		// kld's to decide for.
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	rec := &recorder{ResponseWriter: w}
 	ri.w = rec
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))

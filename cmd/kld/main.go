@@ -144,6 +144,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, Date: bi.Date, GoVersion: bi.GoVersion},
 		Auth:          c.Serving.AuthMode(),
 		OperatorToken: c.Serving.OperatorToken,
+		PublicURL:     c.Serving.Public(),
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -164,7 +165,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	addr, scheme := ln.Addr().String(), "http"
 	if tlsConfig != nil {
 		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
-	} else if host, _, _ := net.SplitHostPort(addr); c.Serving.Auth == "token" && !net.ParseIP(host).IsLoopback() {
+	} else if host, _, _ := net.SplitHostPort(addr); c.Serving.Auth == "token" && !net.ParseIP(host).IsLoopback() && !c.Serving.BehindTLS() {
 		logger.Warn("tokens travel in clear: serve HTTPS (--tls-cert, --tls-key) or put TLS in front")
 	}
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {

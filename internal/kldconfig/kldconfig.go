@@ -106,6 +106,39 @@ type Serving struct {
 	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+	PublicURL     string `name:"public-url" env:"KL_PUBLIC_URL" placeholder:"URL" help:"The URL clients reach kld at, when a proxy in front of it terminates TLS, e.g. https://kl.example.com: with https the web view's cookies are Secure and answers carry Strict-Transport-Security, as with --tls-cert."`
+}
+
+// Validate checks --public-url: an absolute http or https URL of a host,
+// with no query or fragment. Kong calls it as it parses the flags.
+func (s *Serving) Validate() error {
+	if s.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(s.PublicURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--public-url %q: give the URL clients reach kld at, e.g. https://kl.example.com (http or https, a host, no query)", s.PublicURL)
+	}
+	return nil
+}
+
+// Public is --public-url, parsed: nil when not given.
+func (s *Serving) Public() *url.URL {
+	if s.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(s.PublicURL)
+	if err != nil {
+		return nil // Validate refused it
+	}
+	return u
+}
+
+// BehindTLS reports whether clients reach kld over HTTPS: its own TLS, or
+// a proxy's that --public-url names.
+func (s *Serving) BehindTLS() bool {
+	u := s.Public()
+	return s.TLSCert != "" || u != nil && u.Scheme == "https"
 }
 
 // AuthMode is the handler's authentication mode --auth asks for.

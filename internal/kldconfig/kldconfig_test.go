@@ -235,3 +235,46 @@ func mustChmod(t *testing.T, file string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// TestPublicURL: --public-url (KL_PUBLIC_URL) takes an http or https URL
+// of a host; with https kld counts as behind TLS, as with --tls-cert.
+func TestPublicURL(t *testing.T) {
+	parseServing := func(args ...string) (*Serving, error) {
+		var c struct {
+			Serving Serving `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse(args)
+		return &c.Serving, err
+	}
+	for _, tt := range []struct {
+		args      []string
+		env       string
+		wantErr   bool
+		behindTLS bool
+	}{
+		{nil, "", false, false},
+		{[]string{"--public-url", "https://kl.example.com"}, "", false, true},
+		{[]string{"--public-url", "https://kl.example.com:8443/"}, "", false, true},
+		{nil, "https://kl.example.com", false, true},
+		{[]string{"--public-url", "http://kl.example.com"}, "", false, false},
+		{[]string{"--public-url", "kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "ftp://kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "https://"}, "", true, false},
+		{[]string{"--public-url", "https://u:p@kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "https://kl.example.com/?x=1"}, "", true, false},
+	} {
+		t.Setenv("KL_PUBLIC_URL", tt.env)
+		s, err := parseServing(tt.args...)
+		if (err != nil) != tt.wantErr || err != nil && !strings.Contains(err.Error(), "--public-url") {
+			t.Errorf("%v (KL_PUBLIC_URL=%q): %v, want an error: %v", tt.args, tt.env, err, tt.wantErr)
+			continue
+		}
+		if err == nil && s.BehindTLS() != tt.behindTLS {
+			t.Errorf("%v (KL_PUBLIC_URL=%q): BehindTLS %v, want %v", tt.args, tt.env, s.BehindTLS(), tt.behindTLS)
+		}
+	}
+}
