@@ -293,6 +293,9 @@ type LockRequest struct {
 	// ReadOnly is a caller that may only read: it gets a plan's shared
 	// read lock or a *ReadOnlyLockError.
 	ReadOnly bool
+	// NoCreate says the lock must not create the state (see
+	// LockOptions.NoCreate).
+	NoCreate bool
 }
 
 // LockWith takes a lock as Lock does, for the caller r describes.
@@ -311,7 +314,7 @@ func (e *Engine) LockWith(ctx context.Context, name string, info LockInfo, r Loc
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly})
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly, NoCreate: r.NoCreate})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases

@@ -65,6 +65,13 @@ type LockOptions struct {
 	// ReadOnly says the caller may only read (a read-scope token): it may
 	// take a plan's shared read lock and nothing else.
 	ReadOnly bool
+	// NoCreate keeps the lock from creating a state that does not exist:
+	// the caller may only read, or its workspace takes no writes. On such
+	// a state a lock CheckLock allows (a plan's) is granted without being
+	// kept (Lock.Transient): there is nothing yet for it to protect, and
+	// its UNLOCK finds nothing to release. An apply run's lock is
+	// ErrNotFound.
+	NoCreate bool
 }
 
 // UnlockOptions say how Store.Unlock releases locks.
@@ -103,6 +110,9 @@ type Lock struct {
 	// Run is the apply run whose apply took the lock ("" for a plain
 	// lock): it writes within the run's reservations.
 	Run string `json:"run,omitempty"`
+	// Transient marks a lock granted on a state that does not exist,
+	// without creating it (see LockOptions.NoCreate): nothing holds it.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // Version is the record of one immutable version of a state.

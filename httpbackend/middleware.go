@@ -30,6 +30,9 @@ type reqInfo struct {
 	// readOnly is a caller that may only read (a read-scope token): its
 	// locks are plans' read locks, and it releases only those.
 	readOnly bool
+	// noCreate is a caller whose locks must not create a state: one that
+	// may only read, or whose workspace is suspended.
+	noCreate bool
 	// conflict is the refused write or setting answered, if any: its
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.

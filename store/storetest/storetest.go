@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tenant", testTenant},
 		{"Access", testAccess},
 		{"PlanLocks", testPlanLocks},
+		{"NoCreateLocks", testNoCreateLocks},
 		{"Runs", testRuns},
 		{"Quotas", testQuotas},
 		{"OddBytes", testOddBytes},
