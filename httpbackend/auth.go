@@ -247,7 +247,12 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if a.Token != nil {
 		ri.actor = tokenActor(a.Token)
 	}
-	kind := h.classifyAccess(r, suffix)
+	// An unknown token is refused whatever it asks: its LOCK body is not
+	// read, so that no one without a credential holds body memory.
+	kind := accessWrite
+	if a.Token != nil {
+		kind = h.classifyAccess(r, suffix)
+	}
 	if err := decide(a, user, wsID, envID, kind, time.Now()); err != nil {
 		return nil, err
 	}

@@ -44,7 +44,11 @@ type Options struct {
 	// Retry-After. A body takes memory as its bytes arrive, never because
 	// its Content-Length announces them. Zero means four times BodyLimit;
 	// it is raised to BodyLimit, so that one body of the largest size
-	// always fits.
+	// always fits. In AuthToken mode one credential's bodies (or, before
+	// the credential is known, one client address's) hold at most half
+	// of it, and at least BodyLimit: past its share a body is answered 429
+	// with Retry-After, so that one credential's stalled uploads never
+	// starve other clients.
 	BodyMemory int64
 	// BodyIdleTimeout is how long a body may pause (its first bytes
 	// included) before it is answered 408. Zero means
@@ -132,11 +136,11 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	if h.bodyLimit <= 0 {
 		h.bodyLimit = DefaultBodyLimit
 	}
-	h.bodies = &bodyBudget{limit: o.BodyMemory}
-	if h.bodies.limit <= 0 {
-		h.bodies.limit = 4 * h.bodyLimit
+	memory := o.BodyMemory
+	if memory <= 0 {
+		memory = 4 * h.bodyLimit
 	}
-	h.bodies.limit = max(h.bodies.limit, h.bodyLimit)
+	h.bodies = newBodyBudget(max(memory, h.bodyLimit), h.bodyLimit)
 	h.bodyIdle, h.bodyMinRate = o.BodyIdleTimeout, o.BodyMinRate
 	if h.bodyIdle <= 0 {
 		h.bodyIdle = DefaultBodyIdleTimeout

@@ -51,7 +51,10 @@ type reqInfo struct {
 	// when the request ends, and spooled its bodies kept in files, closed
 	// then.
 	bodyBytes int64
+	bodyKey   string // whom bodyBytes count against (see budgetKey)
 	spooled   []*spooledBody
+	// host is the client's address, without its port.
+	host string
 }
 
 // closeAfter asks the server to close the connection after the answer: a
@@ -77,7 +80,7 @@ func info(r *http.Request) *reqInfo {
 // into a 500, and records one log line and the request metrics.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ri := &reqInfo{id: requestID(r)}
+	ri := &reqInfo{id: requestID(r), host: remoteHost(r.RemoteAddr)}
 	w.Header().Set("X-Request-Id", ri.id)
 	if webui.OverTLS(r, h.publicURL) {
 		// Browsers that reached kld over HTTPS never try plain HTTP for a

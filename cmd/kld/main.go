@@ -49,7 +49,7 @@ type cli struct {
 	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
 	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
-	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry."`
+	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry. With --auth=token one credential's bodies hold at most half of it (429 past that)."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
