@@ -79,7 +79,11 @@ func main() {
 	}
 	if err != nil {
 		code, hint := kldconfig.Exit(err)
-		logger.Error("kld stopped", "err", err, "exit_code", code, "hint", hint)
+		kv := []any{"err", err, "exit_code", code}
+		if hint != "" {
+			kv = append(kv, "hint", hint)
+		}
+		logger.Error("kld stopped", kv...)
 		os.Exit(code)
 	}
 }
