@@ -33,7 +33,8 @@
 // # Schema
 //
 // The schema is sqlstore's (see there), in migrations/; a database from a
-// newer KiloLock is refused.
+// newer KiloLock is refused (a *sqlstore.SchemaTooNewError naming both
+// versions).
 //
 // # Caveats
 //

@@ -42,6 +42,8 @@ type Store struct {
 	*sqlstore.Store
 	d    *dialect
 	path string
+	// schema is what Open's migration did.
+	schema sqlstore.SchemaChange
 	// query serves users' SQL, opened like read (see dialect), and a pool
 	// of its own so that session state a user's statement leaves on a
 	// connection (a PRAGMA, a temp table) never reaches the store's reads.

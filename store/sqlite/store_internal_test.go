@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,28 +145,43 @@ func TestTwoStoresOneFile(t *testing.T) {
 	}
 }
 
-// Open migrates once, and refuses a database from a newer KiloLock.
+// Open migrates once, says what it did, and refuses a database from a
+// newer KiloLock naming both versions.
 func TestMigrations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kl.db")
-	openAt(t, path).Close()
-	s := openAt(t, path)
-	var n, version int
-	if err := s.d.write.db.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
-		t.Fatal(err)
-	}
 	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
+		t.Fatal(err)
+	}
+	first := openAt(t, path)
+	if got := first.Schema(); got.From != 0 || got.To != SchemaVersion() || len(got.Applied) != len(ms) || got.Applied[0] != ms[0].Name {
+		t.Errorf("first Open: %+v, want 0 -> %d applying all %d migrations", got, SchemaVersion(), len(ms))
+	}
+	first.Close()
+	s := openAt(t, path)
+	if got := s.Schema(); got.From != SchemaVersion() || got.To != SchemaVersion() || len(got.Applied) != 0 {
+		t.Errorf("second Open: %+v, want %d up to date, nothing applied", got, SchemaVersion())
+	}
+	var n, version int
+	if err := s.d.write.db.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
 		t.Fatal(err)
 	}
 	if n != len(ms) || version != SchemaVersion() {
 		t.Errorf("kl_schema_version has %d rows up to %d, want %d up to %d", n, version, len(ms), SchemaVersion())
 	}
-	if _, err := s.d.write.db.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, 'future', '')`); err != nil {
+	if _, err := s.d.write.db.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, '0999_future.sql', '')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(t.Context(), path); err == nil {
-		t.Error("Open of a database from a newer KiloLock succeeded")
+	_, err = Open(t.Context(), path)
+	var tooNew *sqlstore.SchemaTooNewError
+	if !errors.As(err, &tooNew) || tooNew.Database != 999 || tooNew.Migration != "0999_future.sql" || tooNew.Known != SchemaVersion() {
+		t.Fatalf("Open of a database from a newer KiloLock: %v, want a *SchemaTooNewError of 999 against %d", err, SchemaVersion())
+	}
+	for _, want := range []string{"999", "0999_future.sql", strconv.Itoa(SchemaVersion())} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not name %s", err, want)
+		}
 	}
 }
 
