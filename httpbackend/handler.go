@@ -66,6 +66,11 @@ type Options struct {
 	// OperatorToken is the secret of the operator token (klo_…), which alone
 	// may use the JSON API in AuthToken mode. Only its hash is kept.
 	OperatorToken string
+	// QueryConcurrency is how many queries (POST /v1/api/query) one
+	// credential may run at once; one more is answered 429 with
+	// Retry-After. Zero means DefaultQueryConcurrency; a negative value
+	// sets no limit.
+	QueryConcurrency int
 	// Registry is where the server's series are registered and what
 	// /metrics serves: an embedding service's own registry. Nil means a
 	// registry of the Handler's own, with the Go runtime and process
@@ -96,6 +101,7 @@ type Handler struct {
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
 	identified     *auditLimiter       // and of a credential's denials, per credential
 	rotation       rotation            // this process's key rotation (keys.go)
+	queries        *queryGate          // bounds each credential's queries at once
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -112,6 +118,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		refused:    newRefusedLocks(4096),
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
+		queries:    newQueryGate(o.QueryConcurrency),
 	}
 	h.auth = o.Auth
 	if o.OperatorToken != "" {
