@@ -93,8 +93,10 @@ type Handler struct {
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
 	metrics     *metrics
-	// metricsHandler serves the registry at /metrics.
+	// metricsHandler serves the registry at /metrics; metricsSummed
+	// serves it with the series by state summed.
 	metricsHandler http.Handler
+	metricsSummed  http.Handler
 	refused        *refusedLocks
 	auth           AuthMode
 	operator       *kilolock.TokenHash // nil: no operator token
@@ -157,6 +159,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	h.metrics = newMetrics(reg)
 	h.registerServerGauges(reg)
 	h.metricsHandler = h.newMetricsHandler(reg)
+	h.metricsSummed = h.newMetricsHandler(anonymousGatherer{reg})
 	h.routes()
 	return h
 }
