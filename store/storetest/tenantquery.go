@@ -156,6 +156,21 @@ func testTenantQueries(t *testing.T, open Opener) {
 	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxRows: 2}, scopeA, `SELECT * FROM version_history, resources, outputs, resource_history`); err != nil || len(res.Rows) > 2 {
 		t.Errorf("a tenant answer past the row cap: %v, %v", res, err)
 	}
+	// An object past the byte cap fails only the statements that read it.
+	big := next(t, s, "ws_a.env_a.big")
+	big.Upserts = append(big.Upserts, instance(t, resource("aws_instance", "big"), intKey(0), `{"id":"i-big","pad":`+quote(strings.Repeat("x", 8<<10))+`}`),
+		instance(t, resource("aws_instance", "small"), intKey(0), `{"id":"i-small"}`))
+	commit(t, s, "ws_a.env_a.big", big)
+	small := `SELECT attributes ->> 'id' FROM resources WHERE address = 'aws_instance.small[0]'`
+	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 4 << 10}, scopeA, small); err != nil || len(res.Rows) != 1 || res.Rows[0][0] != "i-small" {
+		t.Errorf("a small object beside one past the byte cap: %v, %v", res, err)
+	}
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 4 << 10}, scopeA, `SELECT attributes FROM resources WHERE address = 'aws_instance.big[0]'`); errorAs[*kilolock.InvalidError](t, err).Code != "query_too_large" {
+		t.Errorf("an object past the byte cap: %v", err)
+	}
+	if _, err := s.Delete(ctx, "ws_a.env_a.big", kilolock.DeleteOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
 	// A refused statement left the connection clean for the next one.
 	if n := count(scopeA); n != 1 {
 		t.Errorf("after the battery ws_a.env_a counts %d resources", n)
