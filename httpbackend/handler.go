@@ -77,6 +77,11 @@ type Options struct {
 	// server serves TLS itself. Nil: only requests that came over TLS get
 	// them.
 	PublicURL *url.URL
+	// QueryConcurrency is how many queries (POST /v1/api/query) one
+	// credential may run at once; one more is answered 429 with
+	// Retry-After. Zero means DefaultQueryConcurrency; a negative value
+	// sets no limit.
+	QueryConcurrency int
 	// Registry is where the server's series are registered and what
 	// /metrics serves: an embedding service's own registry. Nil means a
 	// registry of the Handler's own, with the Go runtime and process
@@ -99,8 +104,10 @@ type Handler struct {
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
 	metrics     *metrics
-	// metricsHandler serves the registry at /metrics.
+	// metricsHandler serves the registry at /metrics; metricsSummed
+	// serves it with the series by state summed.
 	metricsHandler http.Handler
+	metricsSummed  http.Handler
 	refused        *refusedLocks
 	auth           AuthMode
 	operator       *kilolock.TokenHash // nil: no operator token
@@ -108,6 +115,7 @@ type Handler struct {
 	identified     *auditLimiter       // and of a credential's denials, per credential
 	rotation       rotation            // this process's key rotation (keys.go)
 	publicURL      *url.URL            // Options.PublicURL
+	queries        *queryGate          // bounds each credential's queries at once
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -124,6 +132,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		refused:    newRefusedLocks(4096),
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
+		queries:    newQueryGate(o.QueryConcurrency),
 	}
 	h.auth, h.publicURL = o.Auth, o.PublicURL
 	if o.OperatorToken != "" {
@@ -162,6 +171,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	h.metrics = newMetrics(reg)
 	h.registerServerGauges(reg)
 	h.metricsHandler = h.newMetricsHandler(reg)
+	h.metricsSummed = h.newMetricsHandler(anonymousGatherer{reg})
 	h.routes()
 	return h
 }

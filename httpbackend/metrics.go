@@ -195,10 +195,16 @@ func newRegistry() *prometheus.Registry {
 // Options.Registry, or the Handler's own.
 func (h *Handler) Registerer() prometheus.Registerer { return h.metrics.reg }
 
-// serveMetrics answers GET /metrics in the Prometheus text format.
+// serveMetrics answers GET /metrics in the Prometheus text format, with
+// the series by state only for those who may read them (metricsscope.go).
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	serve, err := h.metricsFor(r)
+	if err != nil {
+		h.recordDenial(r, err)
+		return err
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	h.metricsHandler.ServeHTTP(w, r)
+	serve.ServeHTTP(w, r)
 	return nil
 }
 

@@ -110,7 +110,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	defer st.Close()
 
 	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode), SpoolDir: c.Memory.SpoolDir}))
-	handler := httpbackend.New(engine, httpbackend.Options{
+	handler := httpbackend.New(engine, c.Limits.Handler(httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
 		BodyMemory:    int64(c.BodyMemory),
@@ -118,7 +118,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		Auth:          c.Serving.AuthMode(),
 		OperatorToken: c.Serving.OperatorToken,
 		PublicURL:     c.Serving.Public(),
-	})
+	}))
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

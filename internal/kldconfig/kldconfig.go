@@ -33,6 +33,7 @@ type Limits struct {
 	QueryMaxRows    int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
 	QueryMaxBytes   httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
 	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
+	QueryAtOnce     int                  `name:"query-concurrency" default:"2" env:"KL_QUERY_CONCURRENCY" help:"Most queries one credential (a token, a PAT, the operator token; a remote host without --auth=token) may run at once; one more is answered 429 too_many_queries with Retry-After. 0 for no limit."`
 	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
 	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
 	// DefaultStateQuota is the limit of states that set none.
@@ -88,6 +89,15 @@ func (l *Limits) Engine(o kilolock.Options) kilolock.Options {
 	}
 	if l.MaxLockHolders <= 0 {
 		o.MaxLockHolders = -1 // no cap
+	}
+	return o
+}
+
+// Handler returns o with the limit of the query route set.
+func (l *Limits) Handler(o httpbackend.Options) httpbackend.Options {
+	o.QueryConcurrency = l.QueryAtOnce
+	if l.QueryAtOnce <= 0 {
+		o.QueryConcurrency = -1 // no limit
 	}
 	return o
 }

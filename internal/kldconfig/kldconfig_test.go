@@ -278,3 +278,31 @@ func TestPublicURL(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryConcurrency: --query-concurrency (KL_QUERY_CONCURRENCY) sets
+// how many queries one credential runs at once, 2 by default; 0 sets no
+// limit.
+func TestQueryConcurrency(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want int
+	}{
+		{"default", nil, "", 2},
+		{"flag", []string{"--query-concurrency=5"}, "", 5},
+		{"environment", nil, "1", 1},
+		{"no limit", []string{"--query-concurrency", "0"}, "", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KL_QUERY_CONCURRENCY", tt.env)
+			}
+			o := parse(t, tt.args...).Handler(httpbackend.Options{OperatorToken: "klo_x"})
+			if o.QueryConcurrency != tt.want || o.OperatorToken != "klo_x" {
+				t.Errorf("Handler = %+v, want QueryConcurrency %d", o, tt.want)
+			}
+		})
+	}
+}

@@ -52,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tags", testTags},
 		{"Drift", testDrift},
 		{"TenantQueries", testTenantQueries},
+		{"TenantQueryLeaks", testTenantQueryLeaks},
 		{"Backup", testBackup},
 		{"BackupUnderWrites", testBackupUnderWrites},
 		{"Retention", testRetention},
