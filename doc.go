@@ -71,7 +71,8 @@ encryption_version, nothing else); any other document with an
 encryption_version is refused (ambiguous_encryption), so it cannot pass for
 opaque to skip the guards. A state, or an environment, may require
 client-side encryption (StateInfo.ClientEncryptionRequired): plaintext
-writes are then refused (ReasonClientEncryptionRequired). Versions stored
+writes are then refused (ReasonClientEncryptionRequired); the server cannot
+prove that an envelope's encrypted_data is ciphertext. Versions stored
 encrypted before KiloLock read envelopes keep the serial recorded then (the
 state's, often 0).
 

@@ -231,3 +231,39 @@ func versionFormats(t *testing.T, srv *tofu.Server, name string) []string {
 	}
 	return formats
 }
+
+// TestEnvironmentRequiresClientEncryption: the operator makes every state
+// of an environment require client-side encryption (kl env config, through
+// the control API): a tenant's plaintext apply fails with tofu's "HTTP
+// error: 409" and stores nothing, the same apply encrypted goes in. Both
+// stores.
+func TestEnvironmentRequiresClientEncryption(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		c := startChecklist(t, databaseURL)
+		out := mustKL(t, "--server", c.srv.URL, "--token", operatorSecret, "env", "config", "--workspace", c.ws, c.env, "--require-client-encryption")
+		if !strings.Contains(out, "client-side encryption required") {
+			t.Errorf("kl env config:\n%s", out)
+		}
+		if envs := mustKL(t, "--server", c.srv.URL, "--token", operatorSecret, "env", "list", "--workspace", c.ws); !strings.Contains(envs, "required") {
+			t.Errorf("kl env list does not show the requirement:\n%s", envs)
+		}
+		d := c.withEnv(t, c.path("app"), c.ws, c.auto.Secret)
+		d.Must("init", "-no-color")
+		if _, stderr, code := d.Run("apply", "-auto-approve", "-no-color"); code == 0 || !strings.Contains(stderr, "HTTP error: 409") {
+			t.Fatalf("a plaintext apply in the environment: exit %d\n%s", code, stderr)
+		}
+		if code, body := c.stateRequest(t, http.MethodGet, c.path("app"), c.ws, c.auto.Secret, "", nil); code == http.StatusOK && len(body) > 0 {
+			t.Errorf("the refused apply stored a state: %s", body)
+		}
+		d.Setenv("TF_ENCRYPTION", `key_provider "pbkdf2" "tenant" { passphrase = "the tenant's own passphrase" }
+method "aes_gcm" "tenant" { keys = key_provider.pbkdf2.tenant }
+state { method = method.aes_gcm.tenant }`)
+		d.Must("apply", "-auto-approve", "-no-color")
+		d.Must("plan", "-detailed-exitcode", "-no-color")
+		code, body := c.stateRequest(t, http.MethodGet, c.path("app"), c.ws, c.auto.Secret, "", nil)
+		if code != http.StatusOK || envelopeLineage(t, body) == "" || !strings.Contains(string(body), `"key_provider.pbkdf2.tenant"`) {
+			t.Errorf("GET after the encrypted apply: %d %.200s", code, body)
+		}
+	})
+}
