@@ -129,3 +129,30 @@ func testClientEncryption(t *testing.T, open Opener) {
 		}
 	})
 }
+
+// CommitFormats gives s a state "enc" whose current version is client-side
+// encrypted and a state "plain" whose current version is not, for a test
+// of the migration that records which states are encrypted
+// (CheckClientEncryptionUpgrade checks it).
+func CommitFormats(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	commit(t, s, "enc", next(t, s, "enc"))
+	commit(t, s, "enc", opaque(t, s, "enc", nil))
+	commit(t, s, "plain", opaque(t, s, "plain", nil))
+	commit(t, s, "plain", next(t, s, "plain"))
+}
+
+// CheckClientEncryptionUpgrade checks the states of CommitFormats once the
+// store was upgraded from a schema before client-side encryption was
+// recorded: "enc" is known to be encrypted, its key providers unknown, and
+// nothing requires client-side encryption.
+func CheckClientEncryptionUpgrade(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	enc, plain := state(t, s, "enc"), state(t, s, "plain")
+	if ce := enc.ClientEncryption; ce == nil || ce.Version != "" || ce.KeyProviders == nil || len(ce.KeyProviders) != 0 {
+		t.Errorf("the encrypted state after the upgrade: %+v, want encrypted, providers unknown", ce)
+	}
+	if plain.ClientEncryption != nil || enc.RequireClientEncryption || plain.RequireClientEncryption {
+		t.Errorf("after the upgrade: plain %+v, requirements %v %v; want plaintext, nothing required", plain.ClientEncryption, enc.RequireClientEncryption, plain.RequireClientEncryption)
+	}
+}
