@@ -57,6 +57,10 @@ type Environment struct {
 	Slug        string    `json:"slug"`
 	WorkspaceID string    `json:"workspace_id"`
 	Created     time.Time `json:"created"`
+	// RequireClientEncryption makes every state of the environment take
+	// only OpenTofu client-side encrypted writes (see
+	// StateInfo.ClientEncryptionRequired): an operator's setting.
+	RequireClientEncryption bool `json:"require_client_encryption"`
 }
 
 // Member is a user's membership of a workspace.
@@ -315,6 +319,10 @@ type TenantStore interface {
 	// Environments lists a workspace's environments by slug (empty when it
 	// has none or is missing).
 	Environments(ctx context.Context, workspaceID string) ([]Environment, error)
+	// SetEnvironmentRequireClientEncryption sets
+	// Environment.RequireClientEncryption. ErrNotFound when the
+	// environment is missing.
+	SetEnvironmentRequireClientEncryption(ctx context.Context, publicID string, require bool) error
 
 	// PutMember adds a member, or changes its role. ErrNotFound when the
 	// workspace is missing.

@@ -58,6 +58,9 @@ type StateSettings struct {
 	// SharedPlanLocks true lets plans take shared read locks, granted
 	// beside an apply; false makes them wait like applies.
 	SharedPlanLocks *bool
+	// RequireClientEncryption true refuses plaintext writes; setting it
+	// creates a missing state.
+	RequireClientEncryption *bool
 }
 
 // ServerVersioner is implemented by backends that reach a server, which has

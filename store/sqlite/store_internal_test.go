@@ -18,6 +18,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/store/sqlstore"
+	"github.com/kilolock/kilolock/store/storetest"
 )
 
 func openAt(t testing.TB, path string) *Store {
@@ -238,13 +239,13 @@ func TestMigrateMergedWrites(t *testing.T) {
 		}
 	}
 	// The database as schema 13 left it, the second version a merge.
-	for _, q := range []string{
+	for _, q := range append(undoClientEncryption, []string{
 		`DROP VIEW version_history`,
 		`ALTER TABLE state_versions DROP COLUMN merged`,
 		`CREATE VIEW version_history AS SELECT 1 AS number`,
 		`UPDATE state_versions SET source = 'merge' WHERE number = 2`,
-		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version = %d`, version),
-	} {
+		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version),
+	}...) {
 		if _, err := s.d.write.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -262,4 +263,30 @@ func TestMigrateMergedWrites(t *testing.T) {
 	if err := s.d.write.db.QueryRow(`SELECT merged FROM version_history WHERE state = 'up' AND number = 2`).Scan(&merged); err != nil || !merged {
 		t.Errorf("version_history.merged of @2 = %v, %v; want true", merged, err)
 	}
+}
+
+// undoClientEncryption takes a database back from schema 15 (client-side
+// encryption) to the one before: how a test of an earlier migration makes
+// the schema that migration met.
+var undoClientEncryption = []string{
+	`ALTER TABLE states DROP COLUMN require_client_encryption`,
+	`ALTER TABLE states DROP COLUMN client_encryption`,
+	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
+}
+
+// Upgrading a database to schema 15 marks a state whose current version is
+// client-side encrypted as such (its key providers unknown until its next
+// write), and requires encryption of no state or environment.
+func TestMigrateClientEncryption(t *testing.T) {
+	const version = 15 // migrations/0015_client_encryption.sql
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s := openAt(t, path)
+	storetest.CommitFormats(t, s)
+	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.d.write.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	storetest.CheckClientEncryptionUpgrade(t, openAt(t, path))
 }

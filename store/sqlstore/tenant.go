@@ -105,10 +105,10 @@ func (s *Store) CreateEnvironment(ctx context.Context, e *kilolock.Environment) 
 	})
 }
 
-const environmentSelect = `SELECT public_id, slug, workspace_id, created_at FROM environments`
+const environmentSelect = `SELECT public_id, slug, workspace_id, created_at, require_client_encryption FROM environments`
 
 func scanEnvironment(r Rows, e *kilolock.Environment) error {
-	return r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created)
+	return r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created, &e.RequireClientEncryption)
 }
 
 // Environment returns one environment. ErrNotFound when missing.
@@ -119,6 +119,14 @@ func (s *Store) Environment(ctx context.Context, publicID string) (*kilolock.Env
 // Environments lists a workspace's environments by slug.
 func (s *Store) Environments(ctx context.Context, workspaceID string) ([]kilolock.Environment, error) {
 	return list(ctx, s, "environments", scanEnvironment, environmentSelect+` WHERE workspace_id = $1 ORDER BY slug`, workspaceID)
+}
+
+// SetEnvironmentRequireClientEncryption sets whether every state of the
+// environment takes only client-side encrypted writes. ErrNotFound when
+// the environment is missing.
+func (s *Store) SetEnvironmentRequireClientEncryption(ctx context.Context, publicID string, require bool) error {
+	return s.exec(ctx, "set environment require client encryption", "environment", publicID,
+		`UPDATE environments SET require_client_encryption = $2 WHERE public_id = $1`, publicID, require)
 }
 
 // PutMember adds a member or changes its role. ErrNotFound when the

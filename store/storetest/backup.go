@@ -158,6 +158,8 @@ func fill(t *testing.T, s kilolock.Store) []model {
 	commit(t, s, "odd", c)
 	must(t, s.SetSharedPlanLocks(ctx, "odd", new(bool)))
 	must(t, s.SetLockMode(ctx, "empty", kilolock.LockOptimistic))
+	commit(t, s, "enc", opaque(t, s, "enc", &kilolock.ClientEncryption{Version: "v0", KeyProviders: []kilolock.KeyProvider{{Type: "pbkdf2", Name: "team"}}}))
+	must(t, s.SetRequireClientEncryption(ctx, "enc", true))
 
 	if rs, ok := s.(kilolock.RunStore); ok {
 		t0 := time.Now().UTC().Truncate(time.Second)
@@ -183,6 +185,7 @@ func fill(t *testing.T, s kilolock.Store) []model {
 		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, kilolock.LifecycleSuspended))
 		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		must(t, ts.CreateEnvironment(ctx, env))
+		must(t, ts.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, true))
 		must(t, ts.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}))
 		auto, _, err := kilolock.NewToken(kilolock.TokenAutomation)
 		must(t, err)

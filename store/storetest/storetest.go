@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"Backup", testBackup},
 		{"BackupUnderWrites", testBackupUnderWrites},
 		{"Retention", testRetention},
+		{"ClientEncryption", testClientEncryption},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
