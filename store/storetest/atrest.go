@@ -42,7 +42,7 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 	t.Run("KeysAtOpen", func(t *testing.T) { testKeysAtOpen(t, newDB(t)) })
 	t.Run("Rotation", func(t *testing.T) { testRotation(t, newDB(t)) })
 	t.Run("ReplicaWithoutKey", func(t *testing.T) { testReplicaWithoutKey(t, newDB(t)) })
-	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t)) })
+	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t), newDB(t)) })
 }
 
 // ring returns a keyring of new keys, the first active.
@@ -302,9 +302,10 @@ func testReplicaWithoutKey(t *testing.T, db AtRest) {
 
 // A backup of an encrypted store carries the secrets sealed: the file
 // holds none of their bytes, a store restored from it with the keys reads
-// every version back byte for byte, and one without them is refused at
-// open (or, restoring into it, refused before it writes a row).
-func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
+// every version back byte for byte, one without them is refused at open
+// (or, restoring into it, refused before it writes a row), and one whose
+// sealed values were edited is refused.
+func testSealedBackup(t *testing.T, from, to, keyless, edited AtRest) {
 	ctx := context.Background()
 	keys := ring(t, keyring.Generate())
 	src := openAtRest(t, from, keys)
@@ -341,7 +342,7 @@ func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
 	}
 
 	dst := openAtRest(t, to, keys)
-	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes())); err != nil {
+	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{}); err != nil {
 		t.Fatalf("Restore with the keys: %v", err)
 	}
 	for _, v := range []*kilolock.Version{v1, v2} {
@@ -357,11 +358,36 @@ func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
 		t.Errorf("opening the restored store without its key = %v, want a KeyError", err)
 	}
 
+	// A sealed object or document edited in the file does not open with
+	// its state's key: refused, nothing written.
+	altered := openAtRest(t, edited, keys)
+	for table, column := range map[string]string{"payloads": "sealed", "version_raw": "raw"} {
+		file := alteredBackup(t, file.Bytes(), table, func(row map[string]any) bool {
+			s, ok := row[column].(string)
+			if !ok || (table == "version_raw" && row["sealed"] != true) {
+				return false
+			}
+			flip := byte('A')
+			if s[20] == 'A' {
+				flip = 'B'
+			}
+			row[column] = s[:20] + string(flip) + s[21:]
+			return true
+		})
+		_, err := backupStore(t, altered).Restore(ctx, bytes.NewReader(file), kilolock.RestoreLimits{})
+		if ie := errorAs[*kilolock.InvalidError](t, err); ie.Code != "backup_content_mismatch" {
+			t.Errorf("a backup with an edited %s.%s: %v, want backup_content_mismatch", table, column, err)
+		}
+	}
+	if st, err := altered.States(ctx); err != nil || len(st) != 0 {
+		t.Errorf("refused restores left states %v, %v", st, err)
+	}
+
 	bare, err := keyless.Open(t, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()))
+	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
 	errorIs(t, err, kilolock.ErrKey)
 	if st, err := bare.States(ctx); err != nil || len(st) != 0 {
 		t.Errorf("a refused restore left states %v, %v", st, err)
