@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,62 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 	t.Run("Rotation", func(t *testing.T) { testRotation(t, newDB(t)) })
 	t.Run("ReplicaWithoutKey", func(t *testing.T) { testReplicaWithoutKey(t, newDB(t)) })
 	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t), newDB(t)) })
+	t.Run("Drift", func(t *testing.T) { testSealedDrift(t, newDB(t)) })
+}
+
+// testSealedDrift: a drift check of an instance whose connection string
+// embeds its sensitive password, the string changed on the real object,
+// keeps the secret nowhere in the clear: not in the database (its file,
+// pg_dump), not in a backup, not in the resource_drift view, which still
+// shows what drifted.
+func testSealedDrift(t *testing.T, db AtRest) {
+	ctx := context.Background()
+	s := openAtRest(t, db, ring(t, keyring.Generate()))
+	if _, ok := s.(kilolock.DriftStore); !ok {
+		t.Skip("the store keeps no drift checks")
+	}
+	password := secret(t, "pw")
+	c := next(t, s, "secrets")
+	c.Upserts = []graph.Instance{sensitiveInstance(t, "main", password, "db-1.internal")}
+	v := commit(t, s, "secrets", c)
+
+	// The real object: moved to another host, its url (unmarked) still
+	// holding the password.
+	real := fmt.Sprintf(`{"host":"db-2.internal","password":%s,"port":5432,"url":%s}`, quote(password), quote("pg://admin:"+password+"@db-2.internal"))
+	e := kilolock.NewEngine(s, kilolock.Options{})
+	check, err := e.RecordDrift(ctx, "secrets", &kilolock.DriftReport{Lineage: v.Lineage, Serial: v.Serial, Drifted: []kilolock.DriftedInstance{{
+		Address: "aws_db_instance.main", Real: json.RawMessage(real), RealSensitive: json.RawMessage(`{"password":true}`),
+	}}}, kilolock.Caller{Actor: "ci"})
+	must(t, err)
+	var paths []string
+	for _, ch := range check.Drifted[0].Changes {
+		paths = append(paths, ch.Path)
+	}
+	if strings.Join(paths, " ") != "host url" {
+		t.Fatalf("the drift check found changes at %v, want host and url", paths)
+	}
+
+	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT address, kind, changes FROM resource_drift WHERE state = 'secrets'`)
+	must(t, err)
+	view := fmt.Sprint(res.Rows)
+	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, kilolock.SensitiveMask) {
+		t.Errorf("resource_drift = %s; want the drifted host, and the url masked", view)
+	}
+	var file bytes.Buffer
+	_, err = backupStore(t, s).Backup(ctx, &file)
+	must(t, err)
+	zr, err := gzip.NewReader(&file)
+	must(t, err)
+	backup, err := io.ReadAll(zr)
+	must(t, err)
+	for where, b := range map[string][]byte{"the database": db.Dump(t), "a backup": backup, "resource_drift": []byte(view)} {
+		if bytes.Contains(b, []byte(password)) {
+			t.Errorf("%s (%d bytes) holds the password after a drift check", where, len(b))
+		}
+	}
+	if !bytes.Contains(backup, []byte("db-2.internal")) {
+		t.Errorf("the backup lacks the drifted host: it is not of this store")
+	}
 }
 
 // ring returns a keyring of new keys, the first active.
