@@ -41,11 +41,13 @@ type pieces struct {
 }
 
 // longValue is a text or bytes value longer than backupInline, to write
-// in pieces.
+// in pieces: text that is UTF-8 in pieces of text, anything else in
+// pieces of base64.
 type longValue struct {
-	text   string
-	bytes  []byte
-	isText bool
+	text     string
+	bytes    []byte
+	isText   bool
+	utf8Text bool
 }
 
 // longValueOf returns the value c read, when it is to be written in
@@ -54,7 +56,7 @@ func longValueOf(c columnReader) (longValue, bool) {
 	switch c := c.(type) {
 	case *textColumn:
 		if c.v != nil && len(*c.v) > backupInline {
-			return longValue{text: *c.v, isText: true}, true
+			return longValue{text: *c.v, isText: true, utf8Text: utf8.ValidString(*c.v)}, true
 		}
 	case *bytesColumn:
 		if len(c.v) > backupInline {
@@ -64,10 +66,6 @@ func longValueOf(c columnReader) (longValue, bool) {
 	return longValue{}, false
 }
 
-// utf8Text reports whether the value's pieces are text rather than
-// base64.
-func (v longValue) utf8Text() bool { return v.isText && utf8.ValidString(v.text) }
-
 func (v longValue) len() int {
 	if v.isText {
 		return len(v.text)
@@ -75,27 +73,16 @@ func (v longValue) len() int {
 	return len(v.bytes)
 }
 
-// each calls f with each piece, in order: a string for UTF-8 text (cut
-// between characters), else bytes.
-func (v longValue) each(f func(text string, b []byte) error) error {
+// cuts calls f with the bounds of each piece, in order: at most
+// backupPiece bytes, UTF-8 text cut between characters.
+func (v longValue) cuts(f func(off, end int) error) error {
 	for off := 0; off < v.len(); {
 		end := min(off+backupPiece, v.len())
-		switch {
-		case v.utf8Text():
-			for end < len(v.text) && !utf8.RuneStart(v.text[end]) {
-				end--
-			}
-			if err := f(v.text[off:end], nil); err != nil {
-				return err
-			}
-		case v.isText:
-			if err := f("", []byte(v.text[off:end])); err != nil {
-				return err
-			}
-		default:
-			if err := f("", v.bytes[off:end]); err != nil {
-				return err
-			}
+		for v.utf8Text && end < len(v.text) && !utf8.RuneStart(v.text[end]) {
+			end--
+		}
+		if err := f(off, end); err != nil {
+			return err
 		}
 		off = end
 	}
@@ -104,18 +91,22 @@ func (v longValue) each(f func(text string, b []byte) error) error {
 
 // cell is what stands for the value in its row.
 func (v longValue) cell() pieces {
-	p := pieces{Bytes: int64(v.len()), Base64: v.isText && !v.utf8Text()}
-	_ = v.each(func(string, []byte) error { p.Pieces++; return nil })
+	p := pieces{Bytes: int64(v.len()), Base64: v.isText && !v.utf8Text}
+	_ = v.cuts(func(int, int) error { p.Pieces++; return nil })
 	return p
 }
 
-// writePieces writes the value's pieces, a line each.
+// writePieces writes the value's pieces, a line each: a JSON string of
+// the text, or base64 (as encoding/json writes []byte).
 func (bw *backupWriter) writePieces(v longValue) error {
-	return v.each(func(text string, b []byte) error {
-		if b != nil {
-			return bw.line(b) // base64, as encoding/json writes []byte
+	return v.cuts(func(off, end int) error {
+		switch {
+		case v.utf8Text:
+			return bw.line(v.text[off:end])
+		case v.isText:
+			return bw.line([]byte(v.text[off:end]))
 		}
-		return bw.line(text)
+		return bw.line(v.bytes[off:end])
 	})
 }
 
