@@ -501,7 +501,9 @@ func (c *Control) ArchiveState(ctx context.Context, by Caller, workspaceID, envI
 }
 
 // RestoreState restores an archived state, as ArchiveState names it.
-// Audited as state.restore.
+// Refused with a *QuotaError (Restore set; 403 quota_exceeded) when the
+// state's managed instances would grow its environment past a hard
+// limit: the state stays archived. Audited as state.restore.
 func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
 	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleActive, "state.restore")
 }

@@ -359,7 +359,10 @@ type TenantStore interface {
 	Grants(ctx context.Context, tokenID string) ([]Grant, error)
 
 	// SetStateLifecycle archives or restores the state of that (internal)
-	// name. A state need not exist yet.
+	// name. A state need not exist yet. A store that keeps quotas
+	// (QuotaStore) refuses to restore an archived state whose managed
+	// instances would grow its environment past a hard limit: a
+	// *QuotaError (Restore set), the state left archived.
 	SetStateLifecycle(ctx context.Context, name string, l Lifecycle) error
 	// StateLifecycle returns a state's lifecycle: LifecycleActive when none
 	// was set.
