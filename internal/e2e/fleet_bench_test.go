@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +149,10 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	if bin == "" {
 		bin = tofu.BuildKLD(b)
 	}
-	srv := tofu.StartKLDBinary(b, bin, nil, s.url(b), strings.Fields(os.Getenv("KL_FLEET_KLD_ARGS"))...)
+	url := s.url(b)
+	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--database", url}, strings.Fields(os.Getenv("KL_FLEET_KLD_ARGS"))...)...)
+	cmd.Env = tofu.CleanEnv("KL_")
+	srv := tofu.StartCommand(b, cmd, url)
 	if _, err := os.Stat(procStatus(srv.PID())); err != nil {
 		b.Skipf("no /proc/PID/status to read kld's peak RSS from: %v", err)
 	}
