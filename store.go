@@ -192,3 +192,22 @@ type SnapshotStreamer interface {
 	// stops it and is returned. ErrNotFound as for Snapshot.
 	SnapshotEach(ctx context.Context, name string, number int64, each func(*Instance) error) (*Snapshot, error)
 }
+
+// IndexReader is a Store that reads what a write is diffed against
+// without the version's objects: the hash of each of its instances, and
+// then the objects of the few a write changes or removes. A write on a
+// state the Engine has not cached (a kld that just started, another
+// replica's commit, an eviction) so costs what it changes, not a load of
+// the whole version; the Engine writes so when its store is one.
+type IndexReader interface {
+	// SnapshotHashes is Snapshot with its Instances and Raw left empty,
+	// and the content hash (graph.Instance.Hash) of each instance of the
+	// version by ID (graph.Instance.ID) instead. ErrNotFound as for
+	// Snapshot.
+	SnapshotHashes(ctx context.Context, name string, number int64) (*Snapshot, map[string]graph.Hash, error)
+	// SnapshotSome returns the instances of version number whose IDs are
+	// among ids, objects and all, in ID order; an ID the version does not
+	// hold is left out. ErrNotFound when the state or the version does not
+	// exist.
+	SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]Instance, error)
+}

@@ -14,7 +14,10 @@ import (
 	"github.com/kilolock/kilolock/internal/arena"
 )
 
-var _ kilolock.SnapshotStreamer = (*Store)(nil)
+var (
+	_ kilolock.SnapshotStreamer = (*Store)(nil)
+	_ kilolock.IndexReader      = (*Store)(nil)
+)
 
 const versionSelect = `v.id, s.name, v.number, v.serial, v.lineage, v.terraform_version, v.source, v.actor,
 	v.lock_id, v.base_serial, v.merged, v.created_at, v.added, v.changed, v.removed, v.instance_count, v.managed_count, v.format`
@@ -44,18 +47,60 @@ func scanVersion(row Row, extra ...any) (*kilolock.Version, error) {
 // intervals through their partial unique indexes; an older one filters the
 // intervals that began at or before it.
 func (s *Store) Snapshot(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {
-	return s.snapshot(ctx, name, number, nil)
+	return s.snapshot(ctx, name, number, snapshotPart{})
 }
 
 // SnapshotEach is Snapshot giving each instance to each in turn instead of
 // keeping them (see kilolock.SnapshotStreamer): one read transaction, the
 // rows read as they come.
 func (s *Store) SnapshotEach(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
-	return s.snapshot(ctx, name, number, each)
+	return s.snapshot(ctx, name, number, snapshotPart{each: each})
 }
 
-func (s *Store) snapshot(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
+// SnapshotHashes is Snapshot without its instances or raw document: the
+// content hash of each instance by ID instead (kilolock.IndexReader), read
+// from the intervals without touching the payloads, but for those sealed
+// at rest (see contentHashes).
+func (s *Store) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, error) {
+	hashes := map[string]graph.Hash{}
+	snap, err := s.snapshot(ctx, name, number, snapshotPart{hashes: hashes})
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap, hashes, nil
+}
+
+// SnapshotSome returns the instances of version number whose IDs are
+// among ids, objects and all, in ID order (kilolock.IndexReader): one
+// probe of the intervals' primary key per ID.
+func (s *Store) SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]kilolock.Instance, error) {
+	if len(ids) == 0 {
+		ids = []string{}
+	}
+	snap, err := s.snapshot(ctx, name, number, snapshotPart{ids: ids})
+	if err != nil {
+		return nil, err
+	}
+	return snap.Instances, nil
+}
+
+// snapshotPart is what snapshot reads of a version: everything (the zero
+// snapshotPart), its instances given to each one at a time, only the
+// hashes of its instances (into hashes; no raw document either), or only
+// the instances of ids (no outputs either).
+type snapshotPart struct {
+	each   func(*kilolock.Instance) error
+	hashes map[string]graph.Hash
+	ids    []string
+}
+
+func (s *Store) snapshot(ctx context.Context, name string, number int64, part snapshotPart) (*kilolock.Snapshot, error) {
 	snap := &kilolock.Snapshot{}
+	each := part.each
+	raw := "r.raw, r.sealed"
+	if part.hashes != nil || part.ids != nil {
+		raw = "NULL, NULL"
+	}
 	err := s.read(ctx, "snapshot", func(tx Tx) error {
 		var (
 			stateID, current int64
@@ -63,7 +108,7 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, each fu
 			rawSealed        *bool
 			rk               rowKey
 		)
-		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+`, s.id, s.current_version, v.check_results, r.raw, r.sealed,
+		v, err := scanVersion(tx.QueryRow(ctx, `SELECT `+versionSelect+`, s.id, s.current_version, v.check_results, `+raw+`,
 				k.key_id, k.wrapped
 			FROM state_versions v JOIN states s ON s.id = v.state_id
 			LEFT JOIN version_raw r ON r.version_id = v.id
@@ -86,10 +131,13 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, each fu
 		}
 		valid := `i.valid_from <= $2 AND (i.valid_to IS NULL OR i.valid_to > $2)`
 		args := []any{stateID, number}
-		if number == current {
+		if number == current && part.ids == nil {
 			valid, args = `i.valid_to IS NULL`, []any{stateID}
 		}
-		if each == nil {
+		switch {
+		case part.ids != nil:
+			snap.Instances = make([]kilolock.Instance, 0, len(part.ids))
+		case each == nil && part.hashes == nil:
 			snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
 		}
 		snap.Outputs = []kilolock.Output{}
@@ -98,8 +146,23 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, each fu
 			shared  interner
 			objects arena.Arena
 		)
-		b.Query(func(r Rows) error {
-			if each != nil {
+		keep := func(r Rows) error {
+			iv, err := s.scanInstance(r, &objects)
+			shared.resource(&iv.Instance.Resource)
+			snap.Instances = append(snap.Instances, iv.Instance)
+			return err
+		}
+		instances := `SELECT ` + instanceSelect + ` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+			WHERE i.state_id = $1 AND ` + valid
+		switch {
+		case part.hashes != nil:
+			b.Query(readHash(part.hashes), `SELECT i.instance_id, i.hash FROM instance_intervals i WHERE i.state_id = $1 AND `+valid, args...)
+		case part.ids != nil:
+			// Only these instances: no outputs either.
+			b.Query(keep, instances+` AND i.instance_id IN (SELECT k FROM {texts $3} AS u) ORDER BY i.instance_id{C}`, append(args, part.ids)...)
+			return tx.Send(ctx, b)
+		case each != nil:
+			b.Query(func(r Rows) error {
 				iv, err := s.scanInstance(r, nil)
 				if err != nil {
 					return err
@@ -109,13 +172,10 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, each fu
 					return &callerError{err}
 				}
 				return nil
-			}
-			iv, err := s.scanInstance(r, &objects)
-			shared.resource(&iv.Instance.Resource)
-			snap.Instances = append(snap.Instances, iv.Instance)
-			return err
-		}, `SELECT `+instanceSelect+` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
-			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.instance_id{C}`, args...)
+			}, instances+` ORDER BY i.instance_id{C}`, args...)
+		default:
+			b.Query(keep, instances+` ORDER BY i.instance_id{C}`, args...)
+		}
 		b.Query(func(r Rows) error {
 			var (
 				name               string
@@ -135,7 +195,10 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, each fu
 			return nil
 		}, `SELECT i.name, i.hash, p.body, p.sealed, `+sealedKey("i")+` FROM output_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 			WHERE i.state_id = $1 AND `+valid+` ORDER BY i.name{C}`, args...)
-		return tx.Send(ctx, b)
+		if err := tx.Send(ctx, b); err != nil || part.hashes == nil {
+			return err
+		}
+		return s.contentHashes(ctx, tx, name, part.hashes)
 	})
 	if err != nil {
 		return nil, callersOwn(err)

@@ -177,6 +177,16 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 	if err != nil || ins[db1.ID()] != db1.Hash || ins[plain.ID()] != plain.Hash || outs["token"] != out.Hash {
 		t.Fatalf("HashesAt = %v %v, %v; want the content hashes", ins, outs, err)
 	}
+	if ir, ok := s.(kilolock.IndexReader); ok {
+		_, hashes, err := ir.SnapshotHashes(ctx, "secrets", v1.Number)
+		if err != nil || len(hashes) != 2 || hashes[db1.ID()] != db1.Hash || hashes[plain.ID()] != plain.Hash {
+			t.Fatalf("SnapshotHashes = %v, %v; want the content hashes, not the sealed payloads' addresses", hashes, err)
+		}
+		some, err := ir.SnapshotSome(ctx, "secrets", v1.Number, []string{db1.ID()})
+		if err != nil || len(some) != 1 || !bytes.Equal(some[0].Object, db1.Object) {
+			t.Fatalf("SnapshotSome = %+v, %v; want the object as committed", some, err)
+		}
+	}
 
 	// The same object again is no change; changing it and going back to
 	// it finds its payload (its keyed address) already stored.

@@ -43,6 +43,9 @@ func testSnapshot(t *testing.T, open Opener) {
 	if ss, ok := s.(kilolock.SnapshotStreamer); ok {
 		checkSnapshotEach(t, ss, name, history)
 	}
+	if ir, ok := s.(kilolock.IndexReader); ok {
+		checkIndexReader(t, ir, name, history)
+	}
 	checkChanges(t, s, name, history)
 	snap, err := s.Snapshot(ctx, name, versions)
 	if err != nil {
@@ -302,6 +305,79 @@ func checkSnapshotEach(t *testing.T, s kilolock.SnapshotStreamer, name string, h
 		t.Errorf("SnapshotEach with each failing: %v after %d calls; want its error after 1", err, calls)
 	}
 	_, err := s.SnapshotEach(ctx, name, last+1, func(*kilolock.Instance) error { return nil })
+	errorIs(t, err, kilolock.ErrNotFound)
+}
+
+// checkIndexReader checks that SnapshotHashes gives each version's
+// instance hashes by ID and the rest of its Snapshot but its raw
+// document, that SnapshotSome gives the instances asked for that the
+// version holds, objects and all, and that a missing version is
+// ErrNotFound for both.
+func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history []model) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i, m := range history {
+		n := m.version.Number
+		snap, hashes, err := s.SnapshotHashes(ctx, name, n)
+		if err != nil {
+			t.Fatalf("SnapshotHashes(%d): %v", n, err)
+		}
+		want := map[string]graph.Hash{}
+		for id, in := range m.instances {
+			want[id] = in.Hash
+		}
+		if diff := cmp.Diff(want, hashes); diff != "" {
+			t.Errorf("SnapshotHashes(%d) hashes (-want +got):\n%s", n, diff)
+		}
+		if diff := cmp.Diff(m.version, snap.Version); diff != "" {
+			t.Errorf("SnapshotHashes(%d).Version (-want +got):\n%s", n, diff)
+		}
+		if len(snap.Instances) != 0 || snap.Raw != nil || len(snap.Outputs) != len(m.outputs) || string(m.checks) != string(snap.CheckResults) {
+			t.Errorf("SnapshotHashes(%d): %d instances, raw %x, %d outputs, checks %q; want none, none, %d, %q", n, len(snap.Instances), snap.Raw, len(snap.Outputs), snap.CheckResults, len(m.outputs), m.checks)
+		}
+		for _, out := range snap.Outputs {
+			if w, ok := m.outputs[out.Name]; !ok || w.Hash != out.Hash {
+				t.Errorf("SnapshotHashes(%d): output %s of hash %x, want %x", n, out.Name, out.Hash, w.Hash)
+			}
+		}
+		// Some IDs it holds, one of another version, one never committed.
+		var ids []string
+		wantSome := map[string]graph.Instance{}
+		for id, in := range m.instances {
+			if rng.IntN(3) == 0 {
+				ids = append(ids, id)
+				wantSome[id] = in
+			}
+		}
+		for id := range history[(i+7)%len(history)].instances {
+			if _, ok := m.instances[id]; !ok {
+				ids = append(ids, id)
+				break
+			}
+		}
+		ids = append(ids, "aws_instance.never[0]")
+		some, err := s.SnapshotSome(ctx, name, n, ids)
+		if err != nil {
+			t.Fatalf("SnapshotSome(%d): %v", n, err)
+		}
+		got := map[string]graph.Instance{}
+		for i, in := range some {
+			if i > 0 && some[i-1].ID() >= in.ID() {
+				t.Errorf("SnapshotSome(%d): %s after %s, want ID order", n, in.ID(), some[i-1].ID())
+			}
+			got[in.ID()] = in
+		}
+		if diff := cmp.Diff(wantSome, got, cmpOpts...); diff != "" {
+			t.Errorf("SnapshotSome(%d) (-want +got):\n%s", n, diff)
+		}
+	}
+	last := history[len(history)-1].version.Number
+	_, _, err := s.SnapshotHashes(ctx, name, last+1)
+	errorIs(t, err, kilolock.ErrNotFound)
+	_, err = s.SnapshotSome(ctx, name, last+1, []string{"x"})
+	errorIs(t, err, kilolock.ErrNotFound)
+	_, _, err = s.SnapshotHashes(ctx, "no-such-state", 1)
 	errorIs(t, err, kilolock.ErrNotFound)
 }
 
