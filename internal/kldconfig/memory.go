@@ -18,14 +18,16 @@ import (
 // internal/e2e BenchmarkKLDMemory, serving a 134 MiB state (100,000
 // instances): peak RSS 2.8x the state at 15, 3.0x at 20; against 20, 15
 // makes its POSTs and GETs up to about 10% slower, where 10 (2.8-2.9x)
-// made POSTs 25-30% and GETs 40-90% slower.
+// made POSTs 25-30% and GETs 40-90% slower. The heap may always grow by
+// GCFloorBytes, though: 15% of a small heap is less than a few requests
+// allocate.
 const DefaultGCPercent = 15
 
 // Memory are the flags of kld's garbage collection target, of what it
 // keeps of the states it serves and of where it keeps large documents out
 // of memory.
 type Memory struct {
-	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; -1 turns collection off."`
+	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; the heap may grow at least 32 MiB whatever the percentage; -1 turns collection off."`
 	SpoolDir  string `name:"spool-dir" env:"KL_SPOOL_DIR" type:"existingdir" help:"Directory of the files in which kld keeps large states rather than in memory: request bodies as they arrive, the current versions it serves (default: the system's temporary directory). Put it on a disk, not a tmpfs."`
 	// StateCache is kilolock.Options.CacheBytes; its default is
 	// kilolock.DefaultCacheBytes.
@@ -49,13 +51,20 @@ func (m *Memory) Engine(o kilolock.Options) kilolock.Options {
 }
 
 // Apply sets the target for the process, unless GOGC is set in its
-// environment, and returns the target in force.
+// environment, and returns the target in force: the percentage, which the
+// process raises while its live heap is so small that the percentage
+// would be less than GCFloorBytes (see gcFloor).
 func (m *Memory) Apply() int {
 	if _, ok := os.LookupEnv("GOGC"); ok {
 		p := debug.SetGCPercent(100)
 		debug.SetGCPercent(p)
 		return p
 	}
-	debug.SetGCPercent(m.GCPercent)
+	if m.GCPercent < 0 {
+		stopGCFloor()
+		debug.SetGCPercent(m.GCPercent)
+		return m.GCPercent
+	}
+	startGCFloor(m.GCPercent, GCFloorBytes)
 	return m.GCPercent
 }

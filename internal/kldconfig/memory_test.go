@@ -52,8 +52,10 @@ func TestMemoryApply(t *testing.T) {
 			if got := parse(t, tt.args...).Apply(); got != tt.want {
 				t.Errorf("Apply = %d, want %d", got, tt.want)
 			}
-			if got := debug.SetGCPercent(100); got != tt.want {
-				t.Errorf("the process's target is %d, want %d", got, tt.want)
+			// The floor may have raised it since, never lowered it.
+			stopGCFloor()
+			if got := debug.SetGCPercent(100); got < tt.want {
+				t.Errorf("the process's target is %d, want %d or more", got, tt.want)
 			}
 		})
 	}
