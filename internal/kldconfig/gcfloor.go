@@ -98,14 +98,21 @@ func (f *gcFloor) tune() bool {
 	return true
 }
 
+// heapMinimum is the runtime's least heap goal at GOGC=100, which it
+// scales by the target: a target of 6,000% on the half MB live at start
+// made the goal 240 MB, kld's peak RSS.
+const heapMinimum = 4 << 20
+
 // target is the percentage that lets a heap of live bytes grow by floor,
-// at least percent.
+// at least percent, and no more than keeps the runtime's least goal
+// (heapMinimum × target) within live + floor.
 func (f *gcFloor) target(live uint64) int {
 	if live == 0 {
 		return f.percent
 	}
-	need := int((f.floor*100 + live - 1) / live)
-	return max(f.percent, need)
+	need := (f.floor*100 + live - 1) / live
+	need = min(need, (live+f.floor)*100/heapMinimum)
+	return max(f.percent, int(need))
 }
 
 // liveHeap is what the last collection marked live, in bytes.
