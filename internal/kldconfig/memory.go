@@ -27,7 +27,7 @@ const DefaultGCPercent = 15
 // keeps of the states it serves and of where it keeps large documents out
 // of memory.
 type Memory struct {
-	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; the heap may grow at least 32 MiB whatever the percentage; -1 turns collection off."`
+	GCPercent int    `name:"gc-percent" default:"15" env:"KL_GC_PERCENT" help:"How far, in percent, the heap may grow past what was live at the last garbage collection before the next (Go's GOGC; a GOGC in the environment wins). Lower keeps kld's peak memory nearer what it holds, at some CPU; the heap may grow at least 32 MiB whatever the percentage (unless GOGC is set); -1 turns collection off."`
 	SpoolDir  string `name:"spool-dir" env:"KL_SPOOL_DIR" type:"existingdir" help:"Directory of the files in which kld keeps large states rather than in memory: request bodies as they arrive, the current versions it serves (default: the system's temporary directory). Put it on a disk, not a tmpfs."`
 	// StateCache is kilolock.Options.CacheBytes; its default is
 	// kilolock.DefaultCacheBytes.
