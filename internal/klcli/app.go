@@ -98,14 +98,27 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 		return err
 	}
 	defer b.Close()
-	return f(&CLI{Backend: b, Out: g.out(), JSON: json, Progress: g.progress(json)})
+	return f(&CLI{Backend: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
 }
 
-func (g *Globals) out() io.Writer {
+// out is where commands print: Out (stdout), its control characters
+// escaped, since much of what kl prints came from a client.
+func (g *Globals) out() io.Writer { return escaped(g.documents()) }
+
+// documents is Out as it is, for state files written byte for byte.
+func (g *Globals) documents() io.Writer {
 	if g.Out == nil {
 		return os.Stdout
 	}
 	return g.Out
+}
+
+// stderr is where kl's own messages go, escaped as out is.
+func (g *Globals) stderr() io.Writer {
+	if g.Stderr == nil {
+		return escaped(os.Stderr)
+	}
+	return escaped(g.Stderr)
 }
 
 // JSONFlag is the --json flag of the commands that have a table.
