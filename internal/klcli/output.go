@@ -1,8 +1,10 @@
 package klcli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -12,6 +14,11 @@ import (
 // set a terminal's title, clear its screen or write its clipboard (OSC 52).
 // Tabs and newlines pass; every other C0 control, DEL and the C1 controls
 // become \u00XX, which keeps JSON output valid and equal in meaning.
+//
+// What a reader that went away (EPIPE) would have read is dropped: the
+// IaC CLI's output copied to kl's stderr keeps draining, so that the CLI,
+// interrupted (SignalContext), can stop gracefully rather than block on a
+// full pipe until it is killed with its state lock held.
 type textWriter struct{ w io.Writer }
 
 // escaped returns w behind kl's escaping of control characters.
@@ -30,7 +37,7 @@ func (t *textWriter) Write(p []byte) (int, error) {
 		i += size
 	}
 	if clean {
-		return t.w.Write(p)
+		return t.write(p, len(p))
 	}
 	out := make([]byte, 0, len(p)+16)
 	for i := 0; i < len(p); {
@@ -42,10 +49,15 @@ func (t *textWriter) Write(p []byte) (int, error) {
 		}
 		i += size
 	}
-	if _, err := t.w.Write(out); err != nil {
+	return t.write(out, len(p))
+}
+
+// write writes b, the escaped form of n bytes.
+func (t *textWriter) write(b []byte, n int) (int, error) {
+	if _, err := t.w.Write(b); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // isControl reports whether the rune r, size bytes long in UTF-8, is a
