@@ -6,7 +6,11 @@ LDFLAGS   = $(shell bash scripts/version.sh)
 FUZZTIME ?= 30s
 TIMEOUT  ?= 60m
 
-.PHONY: all run build tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
+.PHONY: all run build image tofu test fmt-check mod-check vet gotest bench bench-memory fuzz clean
+
+# The Kubernetes manifests' check: a module of its own, to keep k8s.io/api
+# out of the library's go.mod (deploy/kubernetes/validate/doc.go).
+K8S_CHECK = deploy/kubernetes/validate
 
 all: build
 
@@ -18,12 +22,16 @@ run:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/kld ./cmd/kl
 
+## image: the OCI image kilolock:VERSION, FROM scratch, offline, with podman (or docker): docs/deploy.md
+image:
+	bash scripts/image.sh
+
 ## tofu: build the pinned OpenTofu, Terraform v1.5.7 and the hashicorp/time provider into .cache/tofu
 tofu:
 	bash scripts/install-tofu.sh
 	bash scripts/install-terraform.sh
 
-## test: gofmt, go mod tidy, go vet and every test, with PostgreSQL, the real OpenTofu and Terraform, and headless Chromium
+## test: gofmt, go mod tidy, go vet and every test, with PostgreSQL, the real OpenTofu and Terraform, headless Chromium, the image (podman) and the deployment files
 test: fmt-check mod-check vet gotest
 
 fmt-check:
@@ -33,12 +41,15 @@ fmt-check:
 # go.mod and go.sum list exactly what the code imports.
 mod-check:
 	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
+	@cd $(K8S_CHECK) && $(GO) mod tidy -diff || { echo "$(K8S_CHECK)/go.mod or go.sum is not tidy: run go mod tidy there"; exit 1; }
 
 vet:
 	$(GO) vet ./...
+	cd $(K8S_CHECK) && $(GO) vet ./...
 
 gotest: tofu
 	$(GO) test -timeout $(TIMEOUT) ./...
+	cd $(K8S_CHECK) && $(GO) test ./...
 
 ## bench: every benchmark, with allocations
 bench:

@@ -51,11 +51,7 @@ func MaskedInstanceObject(obj []byte) (masked []byte, sensitive bool) {
 			continue
 		}
 		orig, _ := decodeJSON(obj) // a copy to read the secrets from
-		for _, p := range paths {
-			attrs = maskPath(attrs, p)
-		}
-		var secrets []any
-		secretsOf(orig.(map[string]any)[key], attrs, &secrets)
+		attrs, secrets := maskMarked(attrs, orig.(map[string]any)[key], paths)
 		m[key] = maskHolding(attrs, secrets)
 	}
 	if _, has := m["private"]; has {
@@ -95,6 +91,21 @@ func emptyList(b []byte) bool {
 	}
 	b = bytes.TrimLeft(b[1:], " \t\r\n")
 	return len(b) > 0 && b[0] == ']'
+}
+
+// maskMarked masks in attrs (decoded, owned by the caller) the values
+// paths name, and returns it with the secrets it hid: the strings and
+// numbers inside them, read from orig, another decoding of attrs. Masking
+// what holds a secret (maskHolding) is the next step: the clear copy of
+// an instance (MaskedInstanceObject) and a drift record (driftChanges)
+// take both, so that neither keeps what the other hides.
+func maskMarked(attrs, orig any, paths [][]pathStep) (any, []any) {
+	for _, p := range paths {
+		attrs = maskPath(attrs, p)
+	}
+	var secrets []any
+	secretsOf(orig, attrs, &secrets)
+	return attrs, secrets
 }
 
 // secretsOf appends to out the leaves (strings and numbers) of orig where

@@ -27,9 +27,47 @@ type BackupStore interface {
 	// (a fresh database; a *RefusedError restore_target_not_empty
 	// otherwise). It is one transaction: a malformed, truncated or
 	// corrupt file (an *InvalidError) or any failure leaves the database as
-	// it was. A backup made by a newer KiloLock, with tables or columns
-	// this one does not know, is refused (backup_too_new).
-	Restore(ctx context.Context, r io.Reader) (*BackupSummary, error)
+	// it was. Objects are content-addressed, so each one's address is
+	// computed again from its content, and a sealed value must open with
+	// its state's key: a file altered inside is refused
+	// (backup_content_mismatch) as a damaged one is. A backup made by a
+	// newer KiloLock, with tables or columns this one does not know, is
+	// refused (backup_too_new). Its memory is bounded by lim, whatever the
+	// file holds or claims: a line or value past lim is refused
+	// (backup_line_too_long, backup_value_too_large).
+	Restore(ctx context.Context, r io.Reader, lim RestoreLimits) (*BackupSummary, error)
+}
+
+// RestoreLimits bound what a restore holds in memory, whatever the file
+// holds or claims; a zero field takes its default.
+type RestoreLimits struct {
+	// MaxLine is the longest line of the file read (DefaultMaxBackupLine).
+	// A backup in this format writes no line longer than an eighth of the
+	// default: a value longer than 64 KiB goes on lines of its own, in
+	// pieces. A longer line is refused before more of it is read.
+	MaxLine int64
+	// MaxValue is the largest value (a version's kept document, an
+	// instance object) a restore puts together from its pieces
+	// (DefaultMaxBackupValue). It must be at least the largest state the
+	// store took: kld's --body-limit, 64 MiB by default.
+	MaxValue int64
+}
+
+// Restore limits by default.
+const (
+	DefaultMaxBackupLine  = 16 << 20
+	DefaultMaxBackupValue = 256 << 20
+)
+
+// WithDefaults returns l with each zero field set to its default.
+func (l RestoreLimits) WithDefaults() RestoreLimits {
+	if l.MaxLine <= 0 {
+		l.MaxLine = DefaultMaxBackupLine
+	}
+	if l.MaxValue <= 0 {
+		l.MaxValue = DefaultMaxBackupValue
+	}
+	return l
 }
 
 // BackupSummary says what a backup holds: where it was taken, and how
@@ -69,8 +107,10 @@ type BackupTable struct {
 }
 
 // BackupFormat is the version of the backup file's layout this release
-// writes and reads.
-const BackupFormat = 1
+// writes; it reads this one and the ones before it. Format 2 put a value
+// longer than 64 KiB on lines of its own, in pieces, so that no line is
+// long whatever a state holds.
+const BackupFormat = 2
 
 // errNoBackup is a store that keeps no backups.
 func errNoBackup() error {
@@ -88,12 +128,12 @@ func (e *Engine) Backup(ctx context.Context, w io.Writer) (*BackupSummary, error
 	return bs.Backup(ctx, w)
 }
 
-// Restore loads the backup r into s, which must be empty (see
+// Restore loads the backup r into s, which must be empty, within lim (see
 // BackupStore.Restore).
-func Restore(ctx context.Context, s Store, r io.Reader) (*BackupSummary, error) {
+func Restore(ctx context.Context, s Store, r io.Reader, lim RestoreLimits) (*BackupSummary, error) {
 	bs, ok := s.(BackupStore)
 	if !ok {
 		return nil, errNoBackup()
 	}
-	return bs.Restore(ctx, r)
+	return bs.Restore(ctx, r, lim)
 }

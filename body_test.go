@@ -59,7 +59,7 @@ func TestOpenServesEveryKindOfVersion(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	posted := tfstate(t, false, 1, "lin", "a", "b", "c")
 	respelled := bytes.ReplaceAll(tfstate(t, false, 2, "lin", "a", "b", "d"), []byte("\n      "), []byte("\n\t"))
-	blob := []byte(`{"serial":1,"lineage":"","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`)
+	blob := []byte(`{"serial":1,"lineage":"enc-lin","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`)
 	for _, w := range []struct {
 		name, state string
 		doc         []byte

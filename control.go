@@ -187,6 +187,34 @@ func (c *Control) Environments(ctx context.Context, workspaceID string) ([]Envir
 	return c.store.Environments(ctx, workspaceID)
 }
 
+// EnvironmentConfig are the settings of an environment an operator
+// changes; nil leaves a setting as it is.
+type EnvironmentConfig struct {
+	// RequireClientEncryption true makes every state of the environment
+	// take only OpenTofu client-side encrypted writes; a state's own
+	// setting cannot lift it.
+	RequireClientEncryption *bool `json:"require_client_encryption"`
+}
+
+// ConfigureEnvironment changes the settings cfg sets of environment envID
+// of workspace workspaceID and returns the environment. ErrNotFound when the
+// environment is missing or not the workspace's; an *InvalidError
+// (no_setting) when cfg sets nothing. Audited as environment.config.
+func (c *Control) ConfigureEnvironment(ctx context.Context, by Caller, workspaceID, envID string, cfg EnvironmentConfig) (*Environment, error) {
+	if cfg.RequireClientEncryption == nil {
+		return nil, &InvalidError{Code: "no_setting", Message: "the request changes no setting of the environment", Hint: `send {"require_client_encryption": true} (or false)`}
+	}
+	env, err := c.environmentOf(ctx, workspaceID, envID)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.store.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, *cfg.RequireClientEncryption); err != nil {
+		return nil, err
+	}
+	env.RequireClientEncryption = *cfg.RequireClientEncryption
+	return env, c.audit(ctx, by, "environment.config", env.PublicID)
+}
+
 // PutMember makes userID a member of workspace workspaceID with role
 // (RoleMember when empty), or changes the role of a member. ErrNotFound
 // when the workspace is missing. Audited as member.add, on
@@ -473,7 +501,9 @@ func (c *Control) ArchiveState(ctx context.Context, by Caller, workspaceID, envI
 }
 
 // RestoreState restores an archived state, as ArchiveState names it.
-// Audited as state.restore.
+// Refused with a *QuotaError (Restore set; 403 quota_exceeded) when the
+// state's managed instances would grow its environment past a hard
+// limit: the state stays archived. Audited as state.restore.
 func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
 	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleActive, "state.restore")
 }

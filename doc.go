@@ -58,11 +58,23 @@ SHA-256 hashes.
 
 # Caveats
 
-Client-side encrypted OpenTofu states are stored as opaque blobs: locking and
-history work, graph features answer ErrEncrypted. Only OpenTofu's envelope is
-opaque (the keys serial, lineage, meta, encrypted_data and encryption_version,
-nothing else); any other document with an encryption_version is refused
-(ambiguous_encryption), so it cannot pass for opaque to skip the guards.
+Client-side encrypted OpenTofu states are stored as opaque blobs: locking,
+history, tags, whole-version rollback and whole-document diffs work, graph
+features answer ErrEncrypted. The serial and lineage the envelope carries in
+the clear are recorded and guarded as a plaintext state's (an envelope
+without them is refused, encrypted_state_incomplete); an optimistic write
+that is or meets an encrypted version cannot be merged, so it goes in only as
+a fast-forward. A rollback to an encrypted version takes that version's
+serial, which the server cannot raise inside the encryption. Only OpenTofu's
+envelope is opaque (the keys serial, lineage, meta, encrypted_data and
+encryption_version, nothing else); any other document with an
+encryption_version is refused (ambiguous_encryption), so it cannot pass for
+opaque to skip the guards. A state, or an environment, may require
+client-side encryption (StateInfo.ClientEncryptionRequired): plaintext
+writes are then refused (ReasonClientEncryptionRequired); the server cannot
+prove that an envelope's encrypted_data is ciphertext. Versions stored
+encrypted before KiloLock read envelopes keep the serial recorded then (the
+state's, often 0).
 
 Rolling back state does not roll back infrastructure.
 */

@@ -8,32 +8,60 @@ import (
 
 // driftChanges compares the attributes of a recorded instance object with
 // the real ones a refresh read (realSensitive: terraform-json's
-// after_sensitive for them), with the engine's masking: a value sensitive
-// in the record or in the real object is SensitiveMask on both sides, and
-// shows as changed only when it did change.
+// after_sensitive for them), masked as the clear copy of an instance is
+// (MaskedInstanceObject), since a record is kept in the clear whatever the
+// store seals: a value sensitive in the record or in the real object is
+// SensitiveMask on both sides, and so is every value holding one (a
+// connection string that embeds a password, terraform_data's output
+// repeating its sensitive input). A masked value shows as changed only
+// when it did change.
 func driftChanges(recorded, real, realSensitive json.RawMessage) ([]DriftChange, error) {
-	extra := sensitiveTreePaths(realSensitive)
-	rec, own, err := maskedObject(recorded, extra)
+	recAttrs, recOrig, err := decodeTwice(recorded)
 	if err != nil {
 		return nil, err
 	}
-	realAttrs, err := decodeJSON(real)
+	rec, ok := recAttrs.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("instance object is not a JSON object")
+	}
+	realAttrs, realOrig, err := decodeTwice(real)
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	if _, ok := realAttrs.(map[string]any); !ok {
 		return nil, fmt.Errorf("not a JSON object")
 	}
-	for _, p := range append(append([][]pathStep{}, own...), extra...) {
-		realAttrs = maskPath(realAttrs, p)
+	before, after := rec["attributes"], realAttrs
+	if _, marks := MaskedInstanceObject(recorded); marks && sensitivePaths(recorded) == nil {
+		// Marks in an encoding this program cannot read: every
+		// attribute is masked, as in the clear copy.
+		before, after = maskOf(before), maskOf(after)
+	} else {
+		paths := append(sensitivePaths(recorded), sensitiveTreePaths(realSensitive)...)
+		var recSecrets, realSecrets []any
+		before, recSecrets = maskMarked(before, recOrig.(map[string]any)["attributes"], paths)
+		after, realSecrets = maskMarked(after, realOrig, paths)
+		secrets := append(recSecrets, realSecrets...)
+		before, after = maskHolding(before, secrets), maskHolding(after, secrets)
 	}
 	var diffs []AttributeChange
-	diffValues("", rec["attributes"], realAttrs, &diffs)
+	diffValues("", before, after, &diffs)
 	out := make([]DriftChange, len(diffs))
 	for i, d := range diffs {
 		out[i] = DriftChange{Path: d.Path, Kind: d.Kind, Recorded: d.Before, Real: d.After}
 	}
 	return out, nil
+}
+
+// decodeTwice decodes b twice: a value to mask, and a copy to read the
+// secrets from.
+func decodeTwice(b []byte) (any, any, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	orig, _ := decodeJSON(b)
+	return v, orig, nil
 }
 
 // sensitiveTreePaths turns terraform-json's sensitivity tree (true where a

@@ -293,6 +293,9 @@ type LockRequest struct {
 	// ReadOnly is a caller that may only read: it gets a plan's shared
 	// read lock or a *ReadOnlyLockError.
 	ReadOnly bool
+	// NoCreate says the lock must not create the state (see
+	// LockOptions.NoCreate).
+	NoCreate bool
 }
 
 // LockWith takes a lock as Lock does, for the caller r describes.
@@ -311,7 +314,7 @@ func (e *Engine) LockWith(ctx context.Context, name string, info LockInfo, r Loc
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly})
+	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly, NoCreate: r.NoCreate})
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
@@ -448,7 +451,9 @@ type parsed struct {
 	done      bool
 	graph     *graph.State
 	encrypted bool
-	err       error
+	// envelope is the clear part of an encrypted body.
+	envelope graph.Envelope
+	err      error
 	// base is the version an optimistic lock read, when comparing the
 	// body with it by meaning needed its objects (see sameAsBase).
 	base *Snapshot
@@ -536,7 +541,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		p.done = true
 		// Lean: the upserts' objects are read back from the body as the
 		// store writes them, never all held (see Commit.Object).
-		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done, Lean: true})
+		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done, Lean: true, Envelope: &p.envelope})
 		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
 	}
 	g, encrypted := p.graph, p.encrypted
@@ -547,6 +552,11 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	// record), the body must be what was sent.
 	if err := p.verify(); err != nil {
 		return nil, err
+	}
+	if !encrypted && st.ClientEncryptionRequired() {
+		// Refused before any work; the store's transaction checks it
+		// again (CheckCommit).
+		return nil, e.reject(ctx, st, o, encryptionRequired(st))
 	}
 
 	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
@@ -568,14 +578,23 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	// next is the new version's body and index (lean): its bytes kept,
 	// or rendered from the graph the store will hold.
 	var next func(v Version) (*Body, *graph.State, error)
+	// An optimistic state's writes (and an apply run's) are merged onto
+	// what others committed since their base; one that cannot be merged,
+	// its body or the current version being encrypted, goes in only as a
+	// fast-forward.
+	merging := (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && st.Current > 0 && !o.Force
 	if encrypted {
 		// An opaque blob: locking, history and whole-version rollback work,
-		// graph features do not. Its serial and lineage are unreadable, so
-		// the guards that need them are skipped; the lock rules are not.
-		c.Force = true
-		c.Version.Format = FormatOpaque
-		c.Version.Serial = st.Serial
-		c.Version.Lineage = st.Lineage
+		// graph features do not. Its serial and lineage are in the clear,
+		// and held to the guards as a plaintext state's are.
+		if err := envelopeVersion(c, &p.envelope, st, o.Force); err != nil {
+			return nil, err
+		}
+		if merging {
+			if err := e.fastForward(ctx, st, c, o); err != nil {
+				return nil, err
+			}
+		}
 		c.Raw = gzipBytes(body)
 		if prevIndex != nil {
 			for i := range prevIndex.Instances {
@@ -616,8 +635,13 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		// of it, once it is handed back).
 		c.doc = &docBytes{mem: body, n: int64(len(body))}
 		var merged *graph.State
-		if (st.LockMode == LockOptimistic || runLock(st, o.LockID)) && prevIndex != nil && !o.Force {
+		switch {
+		case merging && prevIndex != nil:
 			if merged, err = e.rebase(ctx, st, c, full, held, o, p); err != nil {
+				return nil, err
+			}
+		case merging: // the current version is encrypted
+			if err := e.fastForward(ctx, st, c, o); err != nil {
 				return nil, err
 			}
 		}
@@ -660,7 +684,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	if err != nil {
 		var ce *ConflictError
 		switch {
-		case errors.As(err, &ce) && (ce.Reason == ReasonReserved || ce.Reason == ReasonOutOfScope || ce.Reason == ReasonRunEnded):
+		case errors.As(err, &ce) && (ce.Reason == ReasonReserved || ce.Reason == ReasonOutOfScope || ce.Reason == ReasonRunEnded || ce.Reason == ReasonClientEncryptionRequired):
 			// The store's transaction decided on the reservations; the
 			// CLI shows only "HTTP error: 409", so keep the refusal for
 			// `kl conflicts` as a merge conflict is kept.
@@ -751,6 +775,17 @@ func (e *Engine) SetSharedPlanLocks(ctx context.Context, name string, shared *bo
 		return err
 	}
 	return e.store.SetSharedPlanLocks(ctx, name, shared)
+}
+
+// SetRequireClientEncryption sets whether a state takes only OpenTofu
+// client-side encrypted writes; a plaintext write is then refused (a
+// *ConflictError, ReasonClientEncryptionRequired) and nothing is stored.
+// It creates a missing state, so that its first write is held to it.
+func (e *Engine) SetRequireClientEncryption(ctx context.Context, name string, require bool) error {
+	if err := ValidStateName(name); err != nil {
+		return err
+	}
+	return e.store.SetRequireClientEncryption(ctx, name, require)
 }
 
 // Query runs a read-only SQL statement against the store, within the

@@ -91,6 +91,9 @@ const (
 	ReasonLocksHeld = "locks_held"
 	// ReasonReadLock: a write under a plan's shared read lock.
 	ReasonReadLock = "read_lock"
+	// ReasonClientEncryptionRequired: a plaintext write to a state that
+	// requires OpenTofu client-side encryption.
+	ReasonClientEncryptionRequired = "client_encryption_required"
 )
 
 // ConflictError is a refused write, with what the writer needs to decide

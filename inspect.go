@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -117,6 +118,13 @@ type StateDiff struct {
 	From  Version `json:"from"`
 	To    Version `json:"to"`
 	ChangeSet
+	// Opaque says From or To is client-side encrypted: the versions are
+	// compared as whole documents, and what changed in them cannot be
+	// listed (ChangeSet is empty).
+	Opaque bool `json:"opaque,omitempty"`
+	// Identical, set for an Opaque diff, says whether both documents are
+	// the same bytes.
+	Identical *bool `json:"identical,omitempty"`
 }
 
 // versionGraph loads the version ref names, from the cache when it is the
@@ -211,19 +219,31 @@ func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, 
 // Diff compares two versions of a state: what turns from's content into
 // to's, by address and, for changed instances and outputs, by attribute
 // path, with values sensitive in either version masked. Lineage, serial
-// and check results are not compared. Errors as for Show.
+// and check results are not compared. When either version is client-side
+// encrypted the two are compared as whole documents (StateDiff.Opaque).
+// Errors as for Show.
 func (e *Engine) Diff(ctx context.Context, name string, from, to VersionRef) (*StateDiff, error) {
 	st, err := e.stateInfo(ctx, name)
 	if err != nil {
 		return nil, err
 	}
+	// An encrypted version has no graph, but its body.
 	da, ga, err := e.versionGraph(ctx, st, from)
-	if err != nil {
+	if err != nil && (da == nil || !errors.Is(err, ErrEncrypted)) {
 		return nil, err
 	}
 	db, gb, err := e.versionGraph(ctx, st, to)
-	if err != nil {
+	if err != nil && (db == nil || !errors.Is(err, ErrEncrypted)) {
 		return nil, err
+	}
+	if ga == nil || gb == nil {
+		doc, err := db.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		same := da.equals(doc)
+		none := ChangeSet{Added: []string{}, Removed: []string{}, Changed: []InstanceDiff{}, OutputsAdded: []string{}, OutputsRemoved: []string{}, OutputsChanged: []OutputDiff{}}
+		return &StateDiff{State: name, From: da.Version, To: db.Version, Opaque: true, Identical: &same, ChangeSet: none}, nil
 	}
 	return &StateDiff{State: name, From: da.Version, To: db.Version, ChangeSet: changeSet(ga, gb)}, nil
 }

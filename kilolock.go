@@ -65,6 +65,13 @@ type LockOptions struct {
 	// ReadOnly says the caller may only read (a read-scope token): it may
 	// take a plan's shared read lock and nothing else.
 	ReadOnly bool
+	// NoCreate keeps the lock from creating a state that does not exist:
+	// the caller may only read, or its workspace takes no writes. On such
+	// a state a lock CheckLock allows (a plan's) is granted without being
+	// kept (Lock.Transient): there is nothing yet for it to protect, and
+	// its UNLOCK finds nothing to release. An apply run's lock is
+	// ErrNotFound.
+	NoCreate bool
 }
 
 // UnlockOptions say how Store.Unlock releases locks.
@@ -103,6 +110,9 @@ type Lock struct {
 	// Run is the apply run whose apply took the lock ("" for a plain
 	// lock): it writes within the run's reservations.
 	Run string `json:"run,omitempty"`
+	// Transient marks a lock granted on a state that does not exist,
+	// without creating it (see LockOptions.NoCreate): nothing holds it.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // Version is the record of one immutable version of a state.
@@ -154,8 +164,60 @@ type StateInfo struct {
 	AllowLineageChange bool      `json:"allow_lineage_change"`
 	// SharedPlanLocks says whether plans take shared read locks on this
 	// state; nil follows the server's default (see LockOptions.SharedPlans).
-	SharedPlanLocks *bool  `json:"shared_plan_locks,omitempty"`
-	Locks           []Lock `json:"locks"`
+	SharedPlanLocks *bool `json:"shared_plan_locks,omitempty"`
+	// RequireClientEncryption is the state's own setting: writes must be
+	// OpenTofu client-side encrypted (see ClientEncryptionRequired).
+	RequireClientEncryption bool `json:"require_client_encryption"`
+	// EnvironmentRequiresClientEncryption is the setting of the state's
+	// environment (Environment.RequireClientEncryption), which the
+	// operator sets; false for a state of the local lane.
+	EnvironmentRequiresClientEncryption bool `json:"environment_requires_client_encryption,omitempty"`
+	// ClientEncryption is what the current version's envelope says in the
+	// clear when it is client-side encrypted; nil when it is plaintext or
+	// there is no version.
+	ClientEncryption *ClientEncryption `json:"client_encryption,omitempty"`
+	Locks            []Lock            `json:"locks"`
+}
+
+// ClientEncryptionRequired reports whether writes to st must be OpenTofu
+// client-side encrypted: the state's setting or its environment's.
+func (st StateInfo) ClientEncryptionRequired() bool {
+	return st.RequireClientEncryption || st.EnvironmentRequiresClientEncryption
+}
+
+// ClientEncryption is what the server knows of an OpenTofu client-side
+// encrypted version: what its envelope says in the clear besides serial and
+// lineage (which the version records as any other). The key material and
+// the meta's values (salts, wrapped keys) are never kept.
+type ClientEncryption struct {
+	// Version is the envelope's encryption_version ("v0"); "" for a
+	// version stored before KiloLock read envelopes.
+	Version string `json:"encryption_version"`
+	// KeyProviders are the key providers the envelope's meta holds
+	// metadata for, in its order; empty for a version stored before
+	// KiloLock read envelopes.
+	KeyProviders []KeyProvider `json:"key_providers"`
+	// MoreKeyProviders counts the key providers left out past the first
+	// graph.MaxMetaKeys.
+	MoreKeyProviders int `json:"more_key_providers,omitempty"`
+}
+
+// KeyProvider names a key provider of an OpenTofu encryption block, as its
+// envelope's meta does: by type (pbkdf2, aws_kms, …) and name, or, for a
+// provider given an encrypted_metadata_alias, by that alias alone.
+type KeyProvider struct {
+	Type  string `json:"type,omitempty"`
+	Name  string `json:"name,omitempty"`
+	Alias string `json:"alias,omitempty"`
+}
+
+// String is the provider as an encryption block names it (pbkdf2.team), or
+// "alias NAME".
+func (k KeyProvider) String() string {
+	if k.Alias != "" {
+		return "alias " + k.Alias
+	}
+	return k.Type + "." + k.Name
 }
 
 // Snapshot is everything stored for one version: enough to render it.
@@ -193,6 +255,10 @@ type Commit struct {
 	CheckResults   []byte
 	// Raw is stored with the version when not nil (see Snapshot.Raw).
 	Raw []byte
+	// ClientEncryption is the envelope's clear part of an opaque version
+	// (Version.Format FormatOpaque), nil for a plaintext one: the store
+	// keeps it as its state's StateInfo.ClientEncryption.
+	ClientEncryption *ClientEncryption
 	// Force skips the lineage and stale-serial guards, as `state push -force`
 	// asks and an operator allowed.
 	Force bool

@@ -25,8 +25,9 @@ const (
 var userIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+:-]*$`)
 
 // validName checks the free-text name of a workspace or token: at most
-// MaxNameLength characters of valid UTF-8, without control characters and
-// without spaces around it. It returns why not, or "".
+// MaxNameLength characters of valid UTF-8, without control characters,
+// without invisible characters that reorder or hide text (see
+// deceptiveRune) and without spaces around it. It returns why not, or "".
 func validName(name string) string {
 	switch {
 	case !utf8.ValidString(name):
@@ -38,7 +39,66 @@ func validName(name string) string {
 	case strings.TrimSpace(name) != name:
 		return "starts or ends with a space"
 	}
+	if i := strings.IndexFunc(name, deceptiveRune); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(name[i:])
+		return "holds " + describeRune(c) + ", which changes how the text around it is shown without being seen itself"
+	}
 	return ""
+}
+
+// validText refuses text a record should not hold: control characters
+// other than tab, invisible characters that reorder or hide the text
+// around them (see deceptiveRune), and more than max bytes.
+func validText(field, s string, max int) error {
+	if len(s) > max {
+		return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s is %d bytes; at most %d are kept", field, len(s), max), Hint: "shorten it"}
+	}
+	for _, c := range s {
+		switch {
+		case unicode.IsControl(c) && c != '\t':
+			return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s holds a control character (%U)", field, c), Hint: "use printable text"}
+		case deceptiveRune(c):
+			return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s holds %s, which changes how the text around it is shown without being seen itself", field, describeRune(c)), Hint: "use visible text only; type it again rather than paste it"}
+		}
+	}
+	return nil
+}
+
+// deceptiveRune reports whether c is invisible text that changes how the
+// text around it reads: the bidirectional embeddings, overrides,
+// isolates and marks (a name shown as "Acme" that is something else, the
+// "Trojan Source" trick), zero-width spaces and the other format
+// characters (Unicode category Cf: soft hyphen, word joiner, BOM, tag
+// characters), and the line and paragraph separators. The zero-width
+// joiner and non-joiner are kept: Persian, the Indic scripts and emoji
+// sequences need them, and they reorder nothing.
+func deceptiveRune(c rune) bool {
+	switch {
+	case c == '\u200c' || c == '\u200d':
+		return false
+	case c == '\u2028' || c == '\u2029':
+		return true
+	}
+	return unicode.Is(unicode.Cf, c)
+}
+
+// runeNames names the deceptive runes a refusal is most likely to meet.
+var runeNames = map[rune]string{
+	0x061c: "ARABIC LETTER MARK", 0x200b: "ZERO WIDTH SPACE", 0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
+	0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
+	0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE", 0x2060: "WORD JOINER",
+	0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE",
+	0x2069: "POP DIRECTIONAL ISOLATE", 0xfeff: "ZERO WIDTH NO-BREAK SPACE", 0x00ad: "SOFT HYPHEN",
+	0x2028: "LINE SEPARATOR", 0x2029: "PARAGRAPH SEPARATOR",
+}
+
+// describeRune names c for a refusal: its code point, and its Unicode name
+// when known ("U+202E RIGHT-TO-LEFT OVERRIDE").
+func describeRune(c rune) string {
+	if n, ok := runeNames[c]; ok {
+		return fmt.Sprintf("%U %s", c, n)
+	}
+	return fmt.Sprintf("the invisible formatting character %U", c)
 }
 
 // ValidWorkspaceName reports whether name may name a workspace: 1 to
@@ -54,14 +114,14 @@ func ValidWorkspaceName(name string) error {
 		return nil
 	}
 	return &InvalidError{Code: "invalid_workspace", Message: fmt.Sprintf("the workspace name %s %s", clip(name), why),
-		Hint: fmt.Sprintf("name the workspace in 1 to %d characters of text, e.g. \"Acme Corp\"", MaxNameLength)}
+		Hint: fmt.Sprintf("name the workspace in 1 to %d characters of visible text, e.g. \"Acme Corp\"; type the name again rather than paste it, which may carry invisible characters", MaxNameLength)}
 }
 
 // validTokenName checks a token's optional name (code invalid_token).
 func validTokenName(name string) error {
 	if why := validName(name); why != "" {
 		return &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("the token name %s %s", clip(name), why),
-			Hint: fmt.Sprintf("name the token in at most %d characters of text, e.g. \"ci deploy\", or not at all", MaxNameLength)}
+			Hint: fmt.Sprintf("name the token in at most %d characters of visible text, e.g. \"ci deploy\", or not at all", MaxNameLength)}
 	}
 	return nil
 }

@@ -68,6 +68,18 @@ func TestControlNames(t *testing.T) {
 			{"100 KB token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: huge}), "invalid_token"},
 			{"NUL in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\x00"}), "invalid_token"},
 			{"escape in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\x1b[31m"}), "invalid_token"},
+			{"C1 control in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\u009b31m"}), "invalid_token"},
+			{"right-to-left override in a workspace name", createWS("Acme\u202egnp.exe", ""), "invalid_workspace"},
+			{"left-to-right embedding in a workspace name", createWS("\u202aAcme", ""), "invalid_workspace"},
+			{"pop directional formatting in a workspace name", createWS("Acme\u202c", ""), "invalid_workspace"},
+			{"isolates in a workspace name", createWS("\u2066Acme\u2069", ""), "invalid_workspace"},
+			{"right-to-left mark in a workspace name", createWS("Acme\u200f", ""), "invalid_workspace"},
+			{"zero-width space in a workspace name", createWS("Ac\u200bme", ""), "invalid_workspace"},
+			{"byte order mark in a workspace name", createWS("\ufeffAcme", ""), "invalid_workspace"},
+			{"tag characters in a workspace name", createWS("Acme\U000e0041\U000e0042", ""), "invalid_workspace"},
+			{"line separator in a workspace name", createWS("Acme\u2028Corp", ""), "invalid_workspace"},
+			{"right-to-left override in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\u202e"}), "invalid_token"},
+			{"first strong isolate in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "\u2068ci"}), "invalid_token"},
 			{"NUL in a PAT's user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "b\x00b"}), "invalid_member"},
 			{"100 KB environment id of a token", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_" + huge}), "invalid_id"},
 			{"NUL in a workspace id", func() error { _, err := c.SuspendWorkspace(ctx, by, "ws_\x00"); return err }, "invalid_id"},
@@ -92,7 +104,9 @@ func TestControlNames(t *testing.T) {
 				if !errors.As(err, &ie) || ie.Code != tt.code || ie.Hint == "" {
 					t.Fatalf("err = %T %.300q, want an *InvalidError %s with a hint", err, fmt.Sprint(err), tt.code)
 				}
-				if len(ie.Message) > 300 || strings.ContainsAny(ie.Message, "\x00\n") {
+				if len(ie.Message) > 300 || strings.ContainsFunc(ie.Message, func(c rune) bool {
+					return c < 0x20 || c >= 0x7f && c <= 0x9f || c >= 0x200b && c <= 0x200f || c >= 0x2028 && c <= 0x202e || c >= 0x2060 && c <= 0x206f || c == 0xfeff || c >= 0xe0000
+				}) {
 					t.Errorf("the message echoes the value: %d bytes: %.200q", len(ie.Message), ie.Message)
 				}
 			})
@@ -107,6 +121,31 @@ func TestControlNames(t *testing.T) {
 			t.Errorf("refused requests issued tokens: %+v", got)
 		}
 	})
+}
+
+// TestDeceptiveNames: a refusal of invisible reordering characters names
+// the character, never prints it, and says what to do; names in scripts
+// that need the zero-width joiners, and emoji built with them, are kept.
+func TestDeceptiveNames(t *testing.T) {
+	err := kilolock.ValidWorkspaceName("Acme\u202egnp.exe")
+	var ie *kilolock.InvalidError
+	if !errors.As(err, &ie) || ie.Code != "invalid_workspace" {
+		t.Fatalf("err = %v, want invalid_workspace", err)
+	}
+	if !strings.Contains(ie.Message, "U+202E RIGHT-TO-LEFT OVERRIDE") || !strings.Contains(ie.Message, `\u202e`) || strings.ContainsRune(ie.Message, '\u202e') {
+		t.Errorf("message %q: want the character named and escaped, never raw", ie.Message)
+	}
+	if !strings.Contains(ie.Hint, "visible text") {
+		t.Errorf("hint %q: want what to do", ie.Hint)
+	}
+	if err := kilolock.ValidWorkspaceName("Acme\u2061"); err == nil || !strings.Contains(err.Error(), "U+2061") {
+		t.Errorf("an unnamed format character: %v, want its code point", err)
+	}
+	for _, ok := range []string{"Acme Corp", "Laptop – café", "می\u200cخواهم", "👩\u200d💻 platform", "שלום עולם", "مرحبا"} {
+		if err := kilolock.ValidWorkspaceName(ok); err != nil {
+			t.Errorf("ValidWorkspaceName(%q) = %v, want nil", ok, err)
+		}
+	}
 }
 
 // eachControl runs test as a subtest on a Control over a fresh store of

@@ -28,6 +28,11 @@ import (
 // read the state raised. It can therefore never overwrite a write it did not
 // see.
 //
+// A write that cannot be merged, because its body or the current version is
+// client-side encrypted (neither says which addresses it changed), goes in
+// only as a fast-forward: nobody but its own lock committed since its base
+// (see fastForward); otherwise it gets a 409, on record.
+//
 // The decision is taken against the current version that the commit names
 // as its parent; the store's transaction refuses the commit if that version
 // is no longer current, and the engine recomputes it.
@@ -45,16 +50,7 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur func(
 		}
 	}
 	if held == nil {
-		if o.LockID != "" || st.Current == 0 || in.Serial > st.Serial {
-			return nil, nil // a lock mismatch is reported by the store's transaction
-		}
-		return nil, e.reject(ctx, st, o, &ConflictError{
-			State:        st.Name,
-			Reason:       ReasonStaleSerial,
-			Message:      fmt.Sprintf("a write without a lock must carry a serial above the current %d, got %d: other writes happened after this state was read", st.Serial, in.Serial),
-			Hint:         "run with locking enabled (drop -lock=false) so concurrent writes can be merged; your local result is in errored.tfstate — pull the state, re-plan and apply again",
-			LatestSerial: st.Serial,
-		})
+		return nil, e.fastForwardOnly(ctx, st, o, in.Serial)
 	}
 	if held.BaseVersion >= st.Current {
 		return nil, nil
@@ -158,6 +154,88 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur func(
 	c.Version.Instances = len(merged.Instances)
 	c.CheckResults = merged.CheckResults
 	return merged, nil
+}
+
+// fastForward decides a write onto an optimistic state (or under an apply
+// run's lock) that cannot be merged, because its body or the current
+// version is client-side encrypted: neither says which addresses it
+// changed. It goes in only as a fast-forward: under a lock, when nobody but
+// that lock committed since the lock's base (its own checkpoints); without
+// one, when its serial is above the current one, as rebase asks of any
+// lock-less write. Otherwise it is refused (a *ConflictError, recorded):
+// committing it would silently replace what the other writer committed.
+func (e *Engine) fastForward(ctx context.Context, st *StateInfo, c *Commit, o WriteOptions) error {
+	var held *Lock
+	for i := range st.Locks {
+		if st.Locks[i].Info.ID == o.LockID {
+			held = &st.Locks[i]
+		}
+	}
+	if held == nil {
+		return e.fastForwardOnly(ctx, st, o, c.Version.Serial)
+	}
+	if held.BaseVersion >= st.Current {
+		return nil
+	}
+	w, err := e.otherWriter(ctx, st, held)
+	if err != nil || w == nil {
+		return err // nil: only this lock's own checkpoints since its base
+	}
+	return e.reject(ctx, st, o, &ConflictError{
+		State:  st.Name,
+		Reason: ReasonWriteConflict,
+		Message: fmt.Sprintf("state %q is client-side encrypted, so writes to it cannot be merged: %s committed version %d since serial %d, which this apply started from; nothing was stored",
+			st.Name, orDefault(w.Actor, "another writer"), w.Number, held.BaseSerial),
+		Hint: fmt.Sprintf("re-run apply: tofu reads version %d and applies onto it; errored.tfstate holds your local result. Optimistic locking merges plaintext states only: give an encrypted state exclusive locks (`kl state config %s --exclusive-locks`) so that writers wait for each other",
+			st.Current, st.Name),
+		Addresses:    []string{},
+		LatestSerial: st.Serial,
+		BaseSerial:   held.BaseSerial,
+		Winner:       &Winner{Actor: w.Actor, LockID: w.LockID, Version: w.Number},
+	})
+}
+
+// fastForwardOnly decides a write without a lock (o.LockID names none
+// held) onto an optimistic state: with no recorded base, it goes in only
+// when its serial is above the current one, which every version committed
+// after the writer read the state raised.
+func (e *Engine) fastForwardOnly(ctx context.Context, st *StateInfo, o WriteOptions, serial uint64) error {
+	if o.LockID != "" || st.Current == 0 || serial > st.Serial {
+		return nil // a lock mismatch is reported by the store's transaction
+	}
+	return e.reject(ctx, st, o, &ConflictError{
+		State:        st.Name,
+		Reason:       ReasonStaleSerial,
+		Message:      fmt.Sprintf("a write without a lock must carry a serial above the current %d, got %d: other writes happened after this state was read", st.Serial, serial),
+		Hint:         "run with locking enabled (drop -lock=false) so that concurrent writes are merged or refused in turn; your local result is in errored.tfstate — pull the state, re-plan and apply again",
+		LatestSerial: st.Serial,
+	})
+}
+
+// otherWriter returns the newest version committed after held's base by
+// anyone but held's lock, nil when every one was held's own. It reads the
+// versions since the base, newest first, a page at a time.
+func (e *Engine) otherWriter(ctx context.Context, st *StateInfo, held *Lock) (*Version, error) {
+	const page = 100
+	before := st.Current + 1
+	for {
+		vs, err := e.store.History(ctx, st.Name, HistoryOptions{Limit: page, Before: before})
+		if err != nil {
+			return nil, err
+		}
+		for i := range vs {
+			switch {
+			case vs[i].Number <= held.BaseVersion:
+				return nil, nil
+			case vs[i].LockID == "" || vs[i].LockID != held.Info.ID:
+				return &vs[i], nil
+			}
+		}
+		if len(vs) < page {
+			return nil, nil
+		}
+		before = vs[len(vs)-1].Number
+	}
 }
 
 // sameAsBase makes incoming[k] equal atBase[k] for each key whose bytes

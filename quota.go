@@ -110,6 +110,29 @@ func (f *QuotaFacts) Count(delta int64) []QuotaCount {
 	return counts
 }
 
+// CountRestore counts the environment of archived state f.State as
+// restoring it would leave it: its active states and this one's Managed
+// instances added (nil when the state is not archived, or has no
+// environment: restoring it changes no count).
+func (f *QuotaFacts) CountRestore() []QuotaCount {
+	if f.Environment == "" || !f.Archived {
+		return nil
+	}
+	limit, from := resolveLimit([]*quota.Limit{f.EnvironmentLimit, f.WorkspaceEnvironments}, []string{LimitFromEnvironment, LimitFromWorkspace})
+	return []QuotaCount{{Verdict: quota.Check(quota.ScopeEnvironment, f.Environment, f.EnvironmentManaged, f.Managed, limit), From: from}}
+}
+
+// CheckRestore refuses restoring archived state when counts (CountRestore)
+// say it would grow its environment past a hard limit: a *QuotaError
+// whose Restore is set.
+func CheckRestore(state string, counts []QuotaCount) error {
+	err := CheckQuota(state, counts)
+	if qe, ok := err.(*QuotaError); ok {
+		qe.Restore = true
+	}
+	return err
+}
+
 func resolveLimit(ls []*quota.Limit, from []string) (quota.Limit, string) {
 	for i, l := range ls {
 		if l != nil {
@@ -152,9 +175,28 @@ type QuotaError struct {
 	// Admission marks the refusal of a plan's admission (QuotaStatus with
 	// a delta), before anything was applied.
 	Admission bool
+	// Restore marks the refusal of restoring an archived state, whose
+	// managed instances its environment would count again.
+	Restore bool
 }
 
-func (e *QuotaError) Error() string { return e.Refused.Message() }
+func (e *QuotaError) Error() string {
+	if r := e.Refused; e.Restore {
+		return fmt.Sprintf("restoring state %s would bring environment %s from %d to %d managed instances (the state holds %d), past its hard limit of %d%s",
+			e.State, r.Target, r.Current, r.Result, r.Result-r.Current, r.Limit.Hard, limitNote(r))
+	}
+	return e.Refused.Message()
+}
+
+// limitNote is where a refused count's limit comes from, and its soft
+// limit.
+func limitNote(c QuotaCount) string {
+	note := " (limit from " + c.From
+	if c.Limit.Soft > 0 {
+		note += fmt.Sprintf(", soft %d", c.Limit.Soft)
+	}
+	return note + ")"
+}
 
 // Is makes errors.Is(err, ErrQuotaExceeded) true.
 func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
@@ -162,6 +204,10 @@ func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
 // Hint says what to do next.
 func (e *QuotaError) Hint() string {
 	c := e.Refused
+	if e.Restore {
+		return fmt.Sprintf("the state stays archived: make room for its %d managed instances first (destroy resources or archive another state of environment %s), or have an operator raise the limit (kl quota set --env %s --soft N --hard M); kl quota remaining --state on an active state of it shows the headroom",
+			c.Result-c.Current, c.Target, c.Target)
+	}
 	lead := "nothing was stored"
 	if e.Admission {
 		lead = "applying this plan would be refused"

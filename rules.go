@@ -164,9 +164,17 @@ func CheckDelete(st *StateInfo, opts DeleteOptions) error {
 //   - a write under a lock must carry a serial above the one the lock read,
 //     and no write may carry a serial below the current one (stale serial);
 //   - a non-empty state keeps its lineage unless the operator allowed a
-//     change for it.
+//     change for it;
+//   - a state that requires client-side encryption (the state's setting or
+//     its environment's, see StateInfo.ClientEncryptionRequired) takes only
+//     client-side encrypted versions (Format FormatOpaque).
 //
-// Force skips the serial and lineage guards, not the lock rules.
+// Force skips the serial and lineage guards, not the lock rules, nor the
+// requirement of client-side encryption. The guards hold for client-side
+// encrypted versions as for plaintext ones (their serial and lineage are in
+// the envelope's clear part); a refusal of a write that would turn an
+// encrypted state into a plaintext one, or the other way round, says how
+// OpenTofu's fallback block migrates a state in place.
 func CheckCommit(st *StateInfo, c *Commit) error {
 	if st.Current != c.Parent {
 		return ErrStale
@@ -197,6 +205,9 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 		// CheckRunCommit) guard what it writes.
 		return &LockedError{State: st.Name, Holder: writer(st).Info}
 	}
+	if st.ClientEncryptionRequired() && c.Version.Format != FormatOpaque {
+		return encryptionRequired(st)
+	}
 	if c.Force || st.Current == 0 {
 		return nil
 	}
@@ -206,7 +217,7 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 			State:        st.Name,
 			Reason:       ReasonStaleSerial,
 			Message:      fmt.Sprintf("serial %d is not above serial %d, which lock %s read; the state is at serial %d", v.Serial, held.BaseSerial, held.Info.ID, st.Serial),
-			Hint:         "someone wrote this state after your lock was taken (was it force-unlocked?); pull the state, re-plan and apply again",
+			Hint:         "someone wrote this state after your lock was taken (was it force-unlocked?); pull the state, re-plan and apply again" + migrationHint(st, c),
 			LatestSerial: st.Serial,
 			BaseSerial:   held.BaseSerial,
 		}
@@ -216,7 +227,7 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 			State:        st.Name,
 			Reason:       ReasonStaleSerial,
 			Message:      fmt.Sprintf("serial %d is below the current serial %d", v.Serial, st.Serial),
-			Hint:         "your copy of the state is older than the stored one; run `tofu state pull`, re-plan and apply again",
+			Hint:         "your copy of the state is older than the stored one; run `tofu state pull`, re-plan and apply again" + migrationHint(st, c),
 			LatestSerial: st.Serial,
 		}
 	}
@@ -225,13 +236,44 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 			State:        st.Name,
 			Reason:       ReasonLineage,
 			Message:      fmt.Sprintf("lineage %q does not match the stored lineage %q", v.Lineage, st.Lineage),
-			Hint:         "two configurations may point at one state by mistake; check the backend address, or let an operator allow a lineage change for this state (`kl state config NAME --allow-lineage-change`) before a deliberate `state push -force`",
+			Hint:         "two configurations may point at one state by mistake; check the backend address, or let an operator allow a lineage change for this state (`kl state config NAME --allow-lineage-change`) before a deliberate `state push -force`" + migrationHint(st, c),
 			LatestSerial: st.Serial,
 			Lineage:      st.Lineage,
 			GotLineage:   v.Lineage,
 		}
 	}
 	return nil
+}
+
+// encryptionRequired is the refusal of a plaintext write to a state that
+// requires client-side encryption.
+func encryptionRequired(st *StateInfo) *ConflictError {
+	who := fmt.Sprintf("state %q requires", st.Name)
+	if !st.RequireClientEncryption {
+		who = fmt.Sprintf("the environment of state %q requires", st.Name)
+	}
+	return &ConflictError{
+		State:        st.Name,
+		Reason:       ReasonClientEncryptionRequired,
+		Message:      who + " OpenTofu client-side encryption, and this write is plaintext; nothing was stored",
+		Hint:         "add an `encryption` block to the configuration's terraform block (a key_provider, a method such as aes_gcm, and `state { method = ... }`) and apply with OpenTofu; a plaintext state migrates in place with `fallback { method = method.unencrypted.NAME }` in the state block. Terraform cannot encrypt state",
+		LatestSerial: st.Serial,
+	}
+}
+
+// migrationHint is what a refusal of c adds when c would turn st's current
+// version from plaintext into client-side encrypted or back: OpenTofu
+// migrates a state in place, keeping its lineage and serial, with a
+// fallback block; "" when c and the current version are alike.
+func migrationHint(st *StateInfo, c *Commit) string {
+	encrypting := c.Version.Format == FormatOpaque
+	if encrypting == (st.ClientEncryption != nil) {
+		return ""
+	}
+	if encrypting {
+		return ". This write is client-side encrypted and the stored version is plaintext: to encrypt the state in place, add the `encryption` block to the configuration that wrote it, with `fallback { method = method.unencrypted.NAME }` in its state block, so that tofu reads the plaintext state and writes it back encrypted, same lineage, next serial"
+	}
+	return ". The stored version is client-side encrypted and this write is plaintext: to decrypt the state in place, make an `unencrypted` method the state's method and the old method its `fallback`, so that tofu reads the encrypted state and writes it back in plaintext, same lineage, next serial"
 }
 
 // ValidLockMode returns nil for LockExclusive and LockOptimistic, and an

@@ -63,20 +63,6 @@ func (e *Engine) StartRun(ctx context.Context, name string, req RunRequest) (*Ap
 	return run, nil
 }
 
-// validText refuses text a record should not hold: control characters
-// other than tab, and more than max bytes.
-func validText(field, s string, max int) error {
-	if len(s) > max {
-		return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s is %d bytes; at most %d are kept", field, len(s), max), Hint: "shorten it"}
-	}
-	for _, c := range s {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s holds a control character (%U)", field, c), Hint: "use printable text"}
-		}
-	}
-	return nil
-}
-
 // AcquireRun tries once to take a waiting run's reservations: all of them,
 // or none and the blockers.
 func (e *Engine) AcquireRun(ctx context.Context, id string) (*ApplyRun, []reserve.Blocker, error) {

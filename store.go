@@ -58,6 +58,13 @@ type Store interface {
 	// holders: locks taken keep what they are.
 	SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error
 
+	// SetRequireClientEncryption sets whether the state takes only OpenTofu
+	// client-side encrypted writes (StateInfo.RequireClientEncryption;
+	// CheckCommit enforces it). It creates a missing state (in
+	// LockExclusive mode), so that a state can require encryption before
+	// its first write; the versions it holds stay as they are.
+	SetRequireClientEncryption(ctx context.Context, name string, require bool) error
+
 	// Commit appends a version. An upsert whose Hash is the current
 	// object's is no change and writes nothing; the Engine sends no upsert
 	// for an object that only its spelling changed (graph.Instance.Equal),
@@ -76,7 +83,8 @@ type Store interface {
 
 	// VersionBySerial returns the newest version of a state that carries
 	// serial, with one index lookup (a state's serials never decrease, but
-	// a client-side encrypted version repeats the serial before it).
+	// a rollback to a client-side encrypted version goes back to its
+	// serial: the server cannot change what the envelope encrypts).
 	// ErrNotFound when the state does not exist or no version has serial.
 	VersionBySerial(ctx context.Context, name string, serial uint64) (*Version, error)
 

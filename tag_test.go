@@ -118,3 +118,27 @@ func TestTagsAreVersionReferences(t *testing.T) {
 		t.Fatalf("audit log %q, want %q", strings.Join(got, "|"), want)
 	}
 }
+
+// TestTagDescriptionText: a tag's description, shown by kl tag list and
+// the web view, refuses what would reorder or hide the text around it (a
+// right-to-left override, an isolate, a C1 control) with a 400 that names
+// the character; a description in any script is kept.
+func TestTagDescriptionText(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openSQLite(t)
+	e := kilolock.NewEngine(st, kilolock.Options{})
+	threeVersions(t, e, "r")
+	for _, bad := range []string{"safe\u202e", "\u2066safe\u2069", "safe\u009b2J", "a\u200bb"} {
+		_, err := e.SetTag(ctx, "r", "t", kilolock.Latest, kilolock.TagOptions{Description: bad})
+		var ie *kilolock.InvalidError
+		if !errors.As(err, &ie) || ie.Code != "invalid_description" || !strings.Contains(ie.Message, "U+") || ie.Hint == "" {
+			t.Errorf("description %q: err = %v, want invalid_description naming the character", bad, err)
+		}
+	}
+	if tags, err := e.Tags(ctx, "r"); err != nil || len(tags) != 0 {
+		t.Errorf("tags after the refusals: %+v, %v", tags, err)
+	}
+	if _, err := e.SetTag(ctx, "r", "t", kilolock.Latest, kilolock.TagOptions{Description: "avant la migration – שלום"}); err != nil {
+		t.Errorf("a description in two scripts: %v", err)
+	}
+}

@@ -57,6 +57,10 @@ type Environment struct {
 	Slug        string    `json:"slug"`
 	WorkspaceID string    `json:"workspace_id"`
 	Created     time.Time `json:"created"`
+	// RequireClientEncryption makes every state of the environment take
+	// only OpenTofu client-side encrypted writes (see
+	// StateInfo.ClientEncryptionRequired): an operator's setting.
+	RequireClientEncryption bool `json:"require_client_encryption"`
 }
 
 // Member is a user's membership of a workspace.
@@ -315,6 +319,10 @@ type TenantStore interface {
 	// Environments lists a workspace's environments by slug (empty when it
 	// has none or is missing).
 	Environments(ctx context.Context, workspaceID string) ([]Environment, error)
+	// SetEnvironmentRequireClientEncryption sets
+	// Environment.RequireClientEncryption. ErrNotFound when the
+	// environment is missing.
+	SetEnvironmentRequireClientEncryption(ctx context.Context, publicID string, require bool) error
 
 	// PutMember adds a member, or changes its role. ErrNotFound when the
 	// workspace is missing.
@@ -351,7 +359,10 @@ type TenantStore interface {
 	Grants(ctx context.Context, tokenID string) ([]Grant, error)
 
 	// SetStateLifecycle archives or restores the state of that (internal)
-	// name. A state need not exist yet.
+	// name. A state need not exist yet. A store that keeps quotas
+	// (QuotaStore) refuses to restore an archived state whose managed
+	// instances would grow its environment past a hard limit: a
+	// *QuotaError (Restore set), the state left archived.
 	SetStateLifecycle(ctx context.Context, name string, l Lifecycle) error
 	// StateLifecycle returns a state's lifecycle: LifecycleActive when none
 	// was set.

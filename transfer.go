@@ -39,7 +39,10 @@ type ImportOptions struct {
 // guard: another lineage is a *ConflictError (ReasonLineage) unless Force;
 // a serial not above the current one is raised to the current serial + 1
 // (the file is then stored as rendered), so that serials keep growing and
-// clients holding the old state see that it moved. Refused with a
+// clients holding the old state see that it moved; a client-side
+// encrypted file, whose serial the server cannot raise, is held to the
+// serial guard instead (below the current serial: a *ConflictError,
+// ReasonStaleSerial, unless Force). Refused with a
 // *LockedError naming the holder while anyone holds the state; an
 // *InvalidError when data is not a state file.
 func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportOptions) (*WriteResult, error) {

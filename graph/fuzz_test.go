@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ var malformed = []string{
 	`{"version":3,"lineage":"l","modules":[]}`, `{"version":5,"lineage":"l"}`, `{"version":4}`,
 	`{"serial":1,"lineage":"l","meta":{},"encrypted_data":"x","encryption_version":"v0"}`,
 	`{"serial":1,"lineage":"l","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"YWJjZA==","encryption_version":"v0"}`,
+	`{"meta":{"key_provider.aws_kms.a" : {"x":[1,"}"]},"alias\u00e9":null},"encrypted_data":"YQ==","encryption_version":"v0","serial":9}`,
 	`{"version":4,"serial":0,"lineage":"bbbb","resources":[],"encryption_version":"v0"}`,
 	`{"version":4,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":1.5}]}]}`,
 	`{"version":4,"lineage":"l","resources":[{"mode":"managed","type":"t","name":"n","instances":[{"index_key":1},{"index_key":1}]}]}`,
@@ -92,6 +94,9 @@ func FuzzParse(f *testing.F) {
 			if !reflect.DeepEqual(st, st2) {
 				t.Fatalf("ParseReusing differs from Parse:\n%s", cmp.Diff(st, st2, identical))
 			}
+		}
+		if errors.Is(err, ErrEncrypted) {
+			checkEnvelope(t, data)
 		}
 		if err != nil {
 			return
@@ -222,5 +227,45 @@ func TestFuzzCorpus(t *testing.T) {
 		}
 		rel, _ := filepath.Rel("testdata", p)
 		write(parse, "fixture-"+strings.NewReplacer("/", "-", string(filepath.Separator), "-").Replace(rel), data)
+	}
+}
+
+// checkEnvelope compares the clear part ParseWith reads of the envelope
+// data with what encoding/json reads of it.
+func checkEnvelope(t *testing.T, data []byte) {
+	var env Envelope
+	if _, err := ParseWith(data, ParseOptions{Envelope: &env}); !errors.Is(err, ErrEncrypted) {
+		t.Fatalf("ParseWith: %v, Parse said ErrEncrypted", err)
+	}
+	var doc struct {
+		Serial  *uint64         `json:"serial"`
+		Lineage string          `json:"lineage"`
+		Meta    json.RawMessage `json:"meta"`
+		Version string          `json:"encryption_version"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("encoding/json cannot read the envelope: %v", err)
+	}
+	if env.HasSerial != (doc.Serial != nil) || doc.Serial != nil && env.Serial != *doc.Serial || env.Lineage != doc.Lineage || env.Version != doc.Version {
+		t.Fatalf("envelope %+v, encoding/json reads %+v", env, doc)
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc.Meta))
+	var keys []string
+	more := 0
+	_, _ = dec.Token() // {
+	for dec.More() {
+		k, _ := dec.Token()
+		if len(keys) < MaxMetaKeys {
+			keys = append(keys, cut(k.(string), MaxMetaKeyLen))
+		} else {
+			more++
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("meta: %v", err)
+		}
+	}
+	if !slices.Equal(keys, env.MetaKeys) || more != env.MoreMetaKeys {
+		t.Fatalf("meta keys %q (+%d), encoding/json reads %q (+%d)", env.MetaKeys, env.MoreMetaKeys, keys, more)
 	}
 }

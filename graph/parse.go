@@ -60,6 +60,10 @@ type ParseOptions struct {
 	// (Instance.ObjectFrom), so that a large first write does not hold
 	// its objects. It renders (copying its fragment) while data lives.
 	Lean bool
+	// Envelope, when not nil, receives the clear part of a client-side
+	// encrypted state: when the parse returns ErrEncrypted, *Envelope is
+	// what the envelope says (see Envelope); otherwise it is left alone.
+	Envelope *Envelope
 }
 
 // ParseWith is ParseReusing(data, o.Prev), telling o.Done how far it has
@@ -67,7 +71,7 @@ type ParseOptions struct {
 // instances taken from it are lean too (but for their fragment in data):
 // their Object is nil.
 func ParseWith(data []byte, o ParseOptions) (*State, error) {
-	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}, lean: o.Lean}
+	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}, lean: o.Lean, envOut: o.Envelope}
 	return p.parse(data)
 }
 
@@ -164,6 +168,7 @@ type parser struct {
 
 	notObject   error
 	env         envelope
+	envOut      *Envelope // ParseOptions.Envelope
 	haveVersion bool
 	version     int64
 	versionErr  error
@@ -203,6 +208,9 @@ func (p *parser) parse(data []byte) (*State, error) {
 	case p.env.marked:
 		if reason := p.env.departure(); reason != "" {
 			return nil, &EncryptionError{Reason: reason}
+		}
+		if p.envOut != nil {
+			p.env.clear(p.st, p.envOut)
 		}
 		return nil, ErrEncrypted
 	case p.versionErr != nil:

@@ -94,6 +94,11 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(q.SQL) == "" {
 		return &kilolock.InvalidError{Code: "empty_query", Message: `the query has no "sql"`, Hint: `send {"sql": "SELECT …"}`}
 	}
+	done, err := h.queries.enter(r)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var res *kilolock.QueryResult
 	if scope := info(r).scope; scope != nil {
 		res, err = h.engine.QueryScoped(r.Context(), *scope, q.SQL)

@@ -40,11 +40,16 @@ func newAuditLimiter(burst int) *auditLimiter {
 // allowHost reports whether an anonymous denial from remoteAddr at now may
 // write an audit row.
 func (l *auditLimiter) allowHost(remoteAddr string, now time.Time) bool {
+	return l.allow(remoteHost(remoteAddr), now)
+}
+
+// remoteHost is the host of a request's RemoteAddr (host:port).
+func remoteHost(remoteAddr string) string {
 	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
-		host = remoteAddr
+		return remoteAddr
 	}
-	return l.allow(host, now)
+	return host
 }
 
 // allow reports whether a denial counted under key at now may write an

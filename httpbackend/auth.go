@@ -247,7 +247,12 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if a.Token != nil {
 		ri.actor = tokenActor(a.Token)
 	}
-	kind := h.classifyAccess(r, suffix)
+	// An unknown token is refused whatever it asks: its LOCK body is not
+	// read, so that no one without a credential holds body memory.
+	kind := accessWrite
+	if a.Token != nil {
+		kind = h.classifyAccess(r, suffix)
+	}
 	if err := decide(a, user, wsID, envID, kind, time.Now()); err != nil {
 		return nil, err
 	}
@@ -259,6 +264,9 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	}
 	tok := a.Token
 	ri.readOnly = tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite
+	// A read credential creates nothing, and a suspended workspace gets no
+	// new state: their plans lock without leaving one behind.
+	ri.noCreate = ri.readOnly || a.Workspace != nil && a.Workspace.Lifecycle == kilolock.LifecycleSuspended
 	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
 		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
 			h.log.Warn("record token use", "request_id", ri.id, "err", err)

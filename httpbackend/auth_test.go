@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -649,5 +650,77 @@ func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 	mustDo(t, env.engine.SetSharedPlanLocks(context.Background(), name, &off))
 	if w := env.do("LOCK", path, mustJSON(t, plan), bearer(a.autoRead[0])...); status(w) != "403 token_read_only" {
 		t.Errorf("a read token's plan LOCK where plans lock like applies = %s, want 403 token_read_only", status(w))
+	}
+}
+
+// TestPlanLockCreatesNothing: a read token's plan on a state that does not
+// exist, and any plan in a suspended workspace, locks (200, so tofu plan
+// runs) and unlocks without leaving a state behind: a read credential
+// creates nothing, a suspended workspace gets nothing new. A read-write
+// token's plan in an active workspace still creates the state, as a LOCK
+// always has.
+func TestPlanLockCreatesNothing(t *testing.T) { eachAuthEnv(t, testPlanLockCreatesNothing) }
+
+func testPlanLockCreatesNothing(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	ctx := context.Background()
+	a := seedTenant(t, ts, "acme", "prod")
+	frozen := seedTenant(t, ts, "frozen", "prod")
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, frozen.ws.ID, kilolock.LifecycleSuspended))
+	plan := lockInfo("plan-1", "ci")
+	plan.Operation = kilolock.OperationPlan
+	exists := func(f *tenantFixture, state string) bool {
+		t.Helper()
+		name, err := kilolock.TenantStateName(f.ws.ID, f.envs[0].PublicID, state)
+		mustDo(t, err)
+		_, err = env.store.State(ctx, name)
+		if err != nil && !errors.Is(err, kilolock.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for _, tc := range []struct {
+		name   string
+		f      *tenantFixture
+		secret string
+		create bool
+	}{
+		{"read token", a, a.autoRead[0], false},
+		{"read-write token in a suspended workspace", frozen, frozen.auto[0], false},
+		{"read token in a suspended workspace", frozen, frozen.autoRead[0], false},
+		{"PAT in a suspended workspace", frozen, frozen.pat, false},
+		{"read-write token", a, a.auto[0], true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := strings.ReplaceAll(tc.name, " ", "-")
+			path := tc.f.path(0, state)
+			cred := bearer(tc.secret)
+			if tc.f.patTok != nil && tc.secret == tc.f.pat {
+				cred = basic(tc.f.ws.ID, tc.secret)
+			}
+			w := env.do("LOCK", path, mustJSON(t, plan), cred...)
+			var l kilolock.Lock
+			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &l) != nil || l.Info.ID != plan.ID {
+				t.Fatalf("plan LOCK of a new state = %d %s, want 200 and the lock", w.Code, w.Body)
+			}
+			if l.Transient == tc.create {
+				t.Errorf("plan LOCK answered transient=%v, want %v", l.Transient, !tc.create)
+			}
+			if got := exists(tc.f, state); got != tc.create {
+				t.Errorf("after the plan's LOCK the state exists: %v, want %v", got, tc.create)
+			}
+			if w := env.do("GET", path, nil, cred...); w.Code != http.StatusNotFound {
+				t.Errorf("GET during the plan = %d, want 404 (no state yet)", w.Code)
+			}
+			if w := env.do("UNLOCK", path, mustJSON(t, plan), cred...); w.Code != http.StatusOK {
+				t.Errorf("the plan's UNLOCK = %d %s, want 200", w.Code, w.Body)
+			}
+			if got := exists(tc.f, state); got != tc.create {
+				t.Errorf("after the plan the state exists: %v, want %v", got, tc.create)
+			}
+		})
+	}
+	// What a read token may not take creates nothing either.
+	if w := env.do("LOCK", a.path(0, "ro-apply"), mustJSON(t, lockInfo("apply-1", "ci")), bearer(a.autoRead[0])...); w.Code != http.StatusForbidden || exists(a, "ro-apply") {
+		t.Errorf("a read token's apply LOCK of a new state = %d %s (exists: %v), want 403 and nothing", w.Code, w.Body, exists(a, "ro-apply"))
 	}
 }

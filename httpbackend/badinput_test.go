@@ -133,7 +133,7 @@ func TestAllowLineageChange(t *testing.T) {
 		t.Fatalf("another lineage: %d, want 409", w.Code)
 	}
 	w := env.do("POST", "/v1/api/states/prod/config", []byte(`{"allow_lineage_change": true}`))
-	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ok":true,"state":"prod","lock_mode":"exclusive","exclusive_locks":true,"allow_lineage_change":true,"shared_plan_locks":true}` {
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ok":true,"state":"prod","lock_mode":"exclusive","exclusive_locks":true,"allow_lineage_change":true,"shared_plan_locks":true,"require_client_encryption":false}` {
 		t.Fatalf("config: %d %s", w.Code, w.Body)
 	}
 	if w := env.do("POST", "/v1/states/prod", other); w.Code != http.StatusOK {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,31 +60,81 @@ const (
 
 // bodyBudget bounds the bytes of request bodies held at once, across all
 // requests: the capacity of their buffers, from the first byte read until
-// the request ends.
+// the request ends. One credential's bodies hold at most share of it, so
+// that its stalled or slow uploads, however many connections they take,
+// leave the rest to other clients.
 type bodyBudget struct {
 	limit int64
-	held  atomic.Int64
+	share int64
+	held  atomic.Int64 // read by the metrics without the lock
 	count atomic.Int64 // bodies being read
+	mu    sync.Mutex
+	by    map[string]int64 // what each credential's bodies hold; none at 0
 }
 
-// take reserves n bytes; false when they do not fit.
-func (b *bodyBudget) take(n int64) bool {
-	for {
-		held := b.held.Load()
-		if held+n > b.limit {
-			return false
-		}
-		if b.held.CompareAndSwap(held, held+n) {
-			return true
+// newBodyBudget returns the budget of limit bytes whose credentials each
+// hold at most half of it, and never less than one body of bodyLimit.
+func newBodyBudget(limit, bodyLimit int64) *bodyBudget {
+	return &bodyBudget{limit: limit, share: max(limit/2, bodyLimit), by: map[string]int64{}}
+}
+
+// Why a take is refused.
+const (
+	budgetFull  = "body_memory_full"  // all of the budget is held
+	budgetShare = "body_memory_share" // the credential's share is
+)
+
+// take reserves n bytes for the bodies of credential key ("" for a
+// caller known by no credential, held to the whole budget alone). It
+// returns "" or why not.
+func (b *bodyBudget) take(key string, n int64) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.held.Load()+n > b.limit:
+		return budgetFull
+	case key != "" && b.by[key]+n > b.share:
+		return budgetShare
+	}
+	b.held.Add(n)
+	if key != "" {
+		b.by[key] += n
+	}
+	return ""
+}
+
+// give returns n bytes key took.
+func (b *bodyBudget) give(key string, n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held.Add(-n)
+	if key != "" {
+		if b.by[key] -= n; b.by[key] <= 0 {
+			delete(b.by, key)
 		}
 	}
 }
 
-func (b *bodyBudget) give(n int64) { b.held.Add(-n) }
+// budgetKey is whom the request's bodies count against: its credential
+// once the authenticated lane knows it, else (a request whose token is
+// unknown) its client's address; "" on an open server (--auth=none),
+// where no caller is told from another.
+func (h *Handler) budgetKey(ri *reqInfo) string {
+	switch {
+	case ri.actor != "":
+		return "credential " + ri.actor
+	case h.auth == AuthToken:
+		return "host " + ri.host
+	}
+	return ""
+}
 
 // releaseBodies gives back what the request's bodies held.
 func (h *Handler) releaseBodies(ri *reqInfo) {
-	h.bodies.give(ri.bodyBytes)
+	h.bodies.give(ri.bodyKey, ri.bodyBytes)
 	ri.bodyBytes = 0
 	for _, sp := range ri.spooled {
 		if sp.mapped != nil {
@@ -177,14 +228,8 @@ func (h *Handler) readBody(r *http.Request, limit int64) ([]byte, error) {
 				}
 				continue // a zero-byte read
 			}
-			if ok, err := b.grow(most); err != nil {
+			if err := b.grow(most); err != nil {
 				return nil, err
-			} else if !ok {
-				h.metrics.observeBodyRefusal("body_memory_full")
-				ri.closeAfter()
-				return nil, &httpError{status: http.StatusServiceUnavailable, code: "body_memory_full", retryAfter: true,
-					message: fmt.Sprintf("the server holds as many request bodies as it may (%s, kld --body-memory): this one does not fit now", ByteSize(h.bodies.limit)),
-					hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry a 503 by themselves); if it lasts, an operator can raise kld --body-memory (KL_BODY_MEMORY)", retryAfterSeconds)}
 			}
 		}
 		clock.next(b.received())
@@ -225,9 +270,10 @@ type bodyBuffer struct {
 func (b *bodyBuffer) received() int64 { return b.inCh + b.inFile + int64(len(b.buf)) }
 func (b *bodyBuffer) full() bool      { return len(b.buf) == cap(b.buf) }
 
-// grow makes room for the next bytes of a body of at most most bytes;
-// false when the budget has none.
-func (b *bodyBuffer) grow(most int64) (bool, error) {
+// grow makes room for the next bytes of a body of at most most bytes; the
+// budget's refusal (503, or 429 for the credential's share) when it has
+// none.
+func (b *bodyBuffer) grow(most int64) error {
 	got, half := b.received(), (b.size+1)/2
 	if b.spool == nil && b.inCh == 0 && got > 0 && b.size >= spoolMinBody && b.spoolStart() {
 		// Its first chunk arrived (and is full): on into a file, where
@@ -236,15 +282,15 @@ func (b *bodyBuffer) grow(most int64) (bool, error) {
 	}
 	if b.spool != nil {
 		if err := b.flush(); err != nil {
-			return false, err
+			return err
 		}
 		// The budget for its next bytes, and room for them: never past
 		// its announced end, so that a byte more is seen as one.
 		room := min(int64(spoolBuffer), b.size-got)
 		if need := got + room - b.taken; need > 0 {
 			step := min(max(need, spoolStep), b.size-b.taken)
-			if !b.take(step) {
-				return false, nil
+			if err := b.take(step); err != nil {
+				return err
 			}
 			b.taken += step
 		}
@@ -252,15 +298,14 @@ func (b *bodyBuffer) grow(most int64) (bool, error) {
 			b.buf = make([]byte, 0, room)
 		}
 		b.buf = b.buf[:0:room]
-		return true, nil
+		return nil
 	}
 	switch {
 	case b.size >= 0 && (b.size <= firstBodyChunk || got >= half):
 		// Small, or half of it arrived: its own buffer.
-		b.h.bodies.give(b.inCh) // the chunks are garbage once copied
-		b.ri.bodyBytes -= b.inCh
-		if !b.take(b.size) {
-			return false, nil
+		b.give(b.inCh) // the chunks are garbage once copied
+		if err := b.take(b.size); err != nil {
+			return err
 		}
 		whole := make([]byte, got, b.size)
 		at := 0
@@ -271,8 +316,8 @@ func (b *bodyBuffer) grow(most int64) (bool, error) {
 		b.buf, b.chunks, b.inCh = whole, nil, 0
 	case b.size >= 0:
 		next := min(max(2*int64(cap(b.buf)), firstBodyChunk), half-got)
-		if !b.take(next) {
-			return false, nil
+		if err := b.take(next); err != nil {
+			return err
 		}
 		if cap(b.buf) > 0 {
 			b.chunks = append(b.chunks, b.buf)
@@ -281,14 +326,14 @@ func (b *bodyBuffer) grow(most int64) (bool, error) {
 		b.buf = make([]byte, 0, next)
 	default:
 		next := min(most, max(2*int64(cap(b.buf)), firstBodyChunk))
-		if !b.take(next - int64(cap(b.buf))) {
-			return false, nil
+		if err := b.take(next - int64(cap(b.buf))); err != nil {
+			return err
 		}
 		grown := make([]byte, len(b.buf), next)
 		copy(grown, b.buf)
 		b.buf = grown
 	}
-	return true, nil
+	return nil
 }
 
 // spoolStart makes the file of a body of announced size, inside a request
@@ -349,13 +394,35 @@ func (b *bodyBuffer) bytes() ([]byte, error) {
 	return m, nil
 }
 
-// take reserves n bytes of the budget for the request.
-func (b *bodyBuffer) take(n int64) bool {
-	if !b.h.bodies.take(n) {
-		return false
+// take reserves n bytes of the budget for the request, counted against
+// its credential; the answer to give when they do not fit. Once a body
+// took some, its bytes stay counted against the key they were taken for.
+func (b *bodyBuffer) take(n int64) error {
+	h, ri := b.h, b.ri
+	if ri.bodyBytes == 0 {
+		ri.bodyKey = h.budgetKey(ri)
 	}
-	b.ri.bodyBytes += n
-	return true
+	why := h.bodies.take(ri.bodyKey, n)
+	if why == "" {
+		ri.bodyBytes += n
+		return nil
+	}
+	h.metrics.observeBodyRefusal(why)
+	ri.closeAfter()
+	if why == budgetShare {
+		return &httpError{status: http.StatusTooManyRequests, code: budgetShare, retryAfter: true,
+			message: fmt.Sprintf("the request bodies this credential is sending at once hold its share of the server's memory for them (%s of %s, kld --body-memory): this one does not fit now", ByteSize(h.bodies.share), ByteSize(h.bodies.limit)),
+			hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry by themselves); finish or stop this credential's other uploads, or send them with another credential: each may hold half of kld --body-memory (KL_BODY_MEMORY)", retryAfterSeconds)}
+	}
+	return &httpError{status: http.StatusServiceUnavailable, code: budgetFull, retryAfter: true,
+		message: fmt.Sprintf("the server holds as many request bodies as it may (%s, kld --body-memory): this one does not fit now", ByteSize(h.bodies.limit)),
+		hint:    fmt.Sprintf("nothing was stored; retry in %d seconds (terraform and tofu retry a 503 by themselves); if it lasts, an operator can raise kld --body-memory (KL_BODY_MEMORY)", retryAfterSeconds)}
+}
+
+// give returns n bytes the request's bodies took.
+func (b *bodyBuffer) give(n int64) {
+	b.h.bodies.give(b.ri.bodyKey, n)
+	b.ri.bodyBytes -= n
 }
 
 // bodyError translates the error of reading a body after received bytes.

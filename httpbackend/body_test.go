@@ -164,6 +164,13 @@ type rawAnswer struct {
 
 func startRawPost(t *testing.T, addr string, length int64, first []byte) *rawPost {
 	t.Helper()
+	return startRawPostTo(t, addr, "/v1/states/big", "", length, first)
+}
+
+// startRawPostTo is startRawPost to target, with header lines (each
+// ending in CRLF) added.
+func startRawPostTo(t *testing.T, addr, target, header string, length int64, first []byte) *rawPost {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +188,7 @@ func startRawPost(t *testing.T, addr string, length int64, first []byte) *rawPos
 		json.NewDecoder(resp.Body).Decode(&e)
 		p.answer <- rawAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), code: e.Error}
 	}()
-	fmt.Fprintf(conn, "POST /v1/states/big HTTP/1.1\r\nHost: kld\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", length)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: kld\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", target, header, length)
 	conn.Write(first) // the server may stop reading: an error is the answer
 	return p
 }
@@ -354,4 +361,117 @@ func TestAuthLockBodyTooLarge(t *testing.T) {
 			t.Errorf("%d bytes of the budget still held", env.h.bodies.held.Load())
 		}
 	})
+}
+
+// TestBodyMemoryShare is the probe of issue 26: 46 connections of one
+// read-write token that each send 3 MiB of an 8 MiB state and stall hold
+// at most that credential's share of --body-memory (half of it), the rest
+// refused with 429 body_memory_share and Retry-After; meanwhile another
+// credential's 6 MiB POST is stored; once the stalled uploads end, the
+// budget is all given back.
+func TestBodyMemoryShare(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 46 connections and sends 140 MiB over loopback")
+	}
+	eachEnv(t, Options{Auth: AuthToken, OperatorToken: operatorSecret, BodyLimit: 8 << 20, BodyMemory: 32 << 20, BodyIdleTimeout: time.Minute, BodyMinRate: 1}, func(t *testing.T, env *testEnv) {
+		a := seedTenant(t, env.store.(kilolock.TenantStore), "acme", "prod")
+		srv := httptest.NewServer(env.h)
+		t.Cleanup(srv.Close)
+		addr := srv.Listener.Addr().String()
+		chunk := bytes.Repeat([]byte(" "), 3<<20)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			stalled []*rawPost
+		)
+		for i := range 46 {
+			wg.Go(func() {
+				p := startRawPostTo(t, addr, fmt.Sprintf("/v1/states/%s/%s/stalled-%d", a.ws.ID, a.envs[0].PublicID, i), "Authorization: Bearer "+a.auto[0]+"\r\n", 8<<20, chunk)
+				mu.Lock()
+				stalled = append(stalled, p)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		waitFor(t, 10*time.Second, "the stalled uploads read or refused", func() bool {
+			refused := 0
+			for _, p := range stalled {
+				refused += len(p.answer)
+			}
+			return int(env.h.bodies.count.Load())+refused == len(stalled)
+		})
+		if held, share := env.h.bodies.held.Load(), env.h.bodies.share; held > share || held == 0 {
+			t.Errorf("one credential's stalled bodies hold %d bytes; want some, and at most its share of %d", held, share)
+		}
+
+		doc := stateDoc(t, "lin", 1, map[string]string{"web": strings.Repeat("x", 3<<20)})
+		req, _ := http.NewRequest("POST", srv.URL+a.path(0, "other"), bytes.NewReader(doc))
+		req.SetBasicAuth(a.ws.ID, a.pat) // a member's PAT: another credential
+		// Another credential of the same workspace posts a large state.
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e errorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("another credential's %d MiB POST beside the stalled uploads = %d %s: %s", len(doc)>>20, resp.StatusCode, e.Error, e.Message)
+		}
+
+		refused := 0
+		for _, p := range stalled {
+			select {
+			case ans := <-p.answer:
+				if ans.status != http.StatusTooManyRequests || ans.code != "body_memory_share" || ans.retryAfter == "" {
+					t.Errorf("a stalled upload past the share = %d %s (Retry-After %q), want 429 body_memory_share with Retry-After", ans.status, ans.code, ans.retryAfter)
+				}
+				refused++
+			default:
+				p.conn.Close() // still held: it stalls
+			}
+		}
+		if refused == 0 {
+			t.Error("no stalled upload was refused its credential's share")
+		}
+		waitFor(t, 10*time.Second, "the budget given back", func() bool { return env.h.bodies.held.Load() == 0 })
+		if exposed := env.do("GET", "/metrics", nil).Body.String(); !strings.Contains(exposed, `kl_request_bodies_refused_total{code="body_memory_share"}`) {
+			t.Error("/metrics lacks the share's refusals")
+		}
+		t.Logf("%d of %d stalled uploads refused their credential's share; another credential's POST stored", refused, len(stalled))
+	})
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestUnknownTokenBodyUnread: a LOCK with a token no one issued is refused
+// 401 without its body being read, so that a caller without a credential
+// holds no body memory; a known token's LOCK body is read.
+func TestUnknownTokenBodyUnread(t *testing.T) {
+	env, ts := newAuthEnv(t)
+	a := seedTenant(t, ts, "acme", "prod")
+	for _, tc := range []struct {
+		secret string
+		status int
+		read   bool
+	}{{"klt_nope", http.StatusUnauthorized, false}, {a.auto[0], http.StatusOK, true}} {
+		body := &countingReader{r: bytes.NewReader(mustJSON(t, lockInfo("l-1", "ci")))}
+		r := httptest.NewRequest("LOCK", a.path(0, "app"), body)
+		r.Header.Set("Authorization", "Bearer "+tc.secret)
+		w := httptest.NewRecorder()
+		env.h.ServeHTTP(w, r)
+		if w.Code != tc.status || (body.n > 0) != tc.read {
+			t.Errorf("LOCK with %.8s… = %d, %d body bytes read; want %d, read: %v", tc.secret, w.Code, body.n, tc.status, tc.read)
+		}
+	}
 }

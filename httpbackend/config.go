@@ -17,6 +17,9 @@ type stateConfig struct {
 	// SharedPlanLocks true lets plans take shared read locks (granted
 	// beside an apply); false makes them lock like applies (classic).
 	SharedPlanLocks *bool `json:"shared_plan_locks"`
+	// RequireClientEncryption true refuses plaintext writes: the state
+	// takes only OpenTofu client-side encrypted ones.
+	RequireClientEncryption *bool `json:"require_client_encryption"`
 }
 
 // configAnswer is the body of a successful POST …/config: the state's
@@ -28,6 +31,10 @@ type configAnswer struct {
 	ExclusiveLocks     bool              `json:"exclusive_locks"`
 	AllowLineageChange bool              `json:"allow_lineage_change"`
 	SharedPlanLocks    bool              `json:"shared_plan_locks"`
+	// RequireClientEncryption is the state's own setting;
+	// EnvironmentRequiresClientEncryption its environment's.
+	RequireClientEncryption             bool `json:"require_client_encryption"`
+	EnvironmentRequiresClientEncryption bool `json:"environment_requires_client_encryption,omitempty"`
 }
 
 // setConfig answers POST /v1/api/states/{name}/config. Setting the lock
@@ -47,8 +54,8 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &c); err != nil {
 		return err
 	}
-	if c.ExclusiveLocks == nil && c.AllowLineageChange == nil && c.SharedPlanLocks == nil {
-		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"exclusive_locks": false}, {"allow_lineage_change": true} or {"shared_plan_locks": false}`}
+	if c.ExclusiveLocks == nil && c.AllowLineageChange == nil && c.SharedPlanLocks == nil && c.RequireClientEncryption == nil {
+		return &kilolock.InvalidError{Code: "no_setting", Message: "the body changes no setting", Hint: `send e.g. {"exclusive_locks": false}, {"allow_lineage_change": true}, {"shared_plan_locks": false} or {"require_client_encryption": true}`}
 	}
 	ctx := r.Context()
 	kv := []any{"state", name, "request_id", info(r).id}
@@ -76,6 +83,12 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 		}
 		kv = append(kv, "shared_plan_locks", *c.SharedPlanLocks)
 	}
+	if c.RequireClientEncryption != nil {
+		if err := h.engine.SetRequireClientEncryption(ctx, name, *c.RequireClientEncryption); err != nil {
+			return err
+		}
+		kv = append(kv, "require_client_encryption", *c.RequireClientEncryption)
+	}
 	h.log.Warn("state config changed", kv...)
 	st, err := h.engine.Store().State(ctx, name)
 	if err != nil {
@@ -84,7 +97,8 @@ func (h *Handler) setConfig(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, &configAnswer{
 		OK: true, State: name, LockMode: st.LockMode,
 		ExclusiveLocks: st.LockMode != kilolock.LockOptimistic, AllowLineageChange: st.AllowLineageChange,
-		SharedPlanLocks: kilolock.SharedPlanLocks(st, h.engine.SharedPlans()),
+		SharedPlanLocks:         kilolock.SharedPlanLocks(st, h.engine.SharedPlans()),
+		RequireClientEncryption: st.RequireClientEncryption, EnvironmentRequiresClientEncryption: st.EnvironmentRequiresClientEncryption,
 	})
 	return nil
 }

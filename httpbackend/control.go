@@ -37,6 +37,14 @@ func (h *Handler) controlRoutes() {
 		out, err := c.Environments(r.Context(), r.PathValue("ws"))
 		return http.StatusOK, out, err
 	})
+	h.control("PATCH "+ws+"/environments/{env}", func(r *http.Request, c *kilolock.Control, by kilolock.Caller) (int, any, error) {
+		var cfg kilolock.EnvironmentConfig
+		if err := h.controlRequest(r, &cfg); err != nil {
+			return 0, nil, err
+		}
+		out, err := c.ConfigureEnvironment(r.Context(), by, r.PathValue("ws"), r.PathValue("env"), cfg)
+		return http.StatusOK, out, err
+	})
 	h.control("PUT "+ws+"/members/{user}", h.putMember)
 	h.control("DELETE "+ws+"/members/{user}", func(r *http.Request, c *kilolock.Control, by kilolock.Caller) (int, any, error) {
 		err := c.RemoveMember(r.Context(), by, r.PathValue("ws"), r.PathValue("user"))

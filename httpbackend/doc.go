@@ -47,7 +47,8 @@
 // every lock holder and its base serial), GET
 // states/{name}/versions?limit=&before=, GET states/{name}/versions/{number}
 // (the document), POST states/{name}/config {"exclusive_locks": bool,
-// "allow_lineage_change": bool} (either or both), GET
+// "allow_lineage_change": bool, "shared_plan_locks": bool,
+// "require_client_encryption": bool} (any of them), GET
 // states/{name}/rejections?limit= (refused commits, newest first), POST
 // query {"sql": "…"} (read-only). And GET /healthz, /readyz (503 with
 // Retry-After while the database is down), /versionz, /metrics (Prometheus).

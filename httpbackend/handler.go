@@ -3,6 +3,7 @@ package httpbackend
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -43,7 +44,11 @@ type Options struct {
 	// Retry-After. A body takes memory as its bytes arrive, never because
 	// its Content-Length announces them. Zero means four times BodyLimit;
 	// it is raised to BodyLimit, so that one body of the largest size
-	// always fits.
+	// always fits. In AuthToken mode one credential's bodies (or, before
+	// the credential is known, one client address's) hold at most half
+	// of it, and at least BodyLimit: past its share a body is answered 429
+	// with Retry-After, so that one credential's stalled uploads never
+	// starve other clients.
 	BodyMemory int64
 	// BodyIdleTimeout is how long a body may pause (its first bytes
 	// included) before it is answered 408. Zero means
@@ -66,6 +71,17 @@ type Options struct {
 	// OperatorToken is the secret of the operator token (klo_…), which alone
 	// may use the JSON API in AuthToken mode. Only its hash is kept.
 	OperatorToken string
+	// PublicURL is where clients reach the server, when a proxy in front
+	// of it terminates TLS: with https, the web view's cookies are Secure
+	// and every answer carries Strict-Transport-Security, as when the
+	// server serves TLS itself. Nil: only requests that came over TLS get
+	// them.
+	PublicURL *url.URL
+	// QueryConcurrency is how many queries (POST /v1/api/query) one
+	// credential may run at once; one more is answered 429 with
+	// Retry-After. Zero means DefaultQueryConcurrency; a negative value
+	// sets no limit.
+	QueryConcurrency int
 	// Registry is where the server's series are registered and what
 	// /metrics serves: an embedding service's own registry. Nil means a
 	// registry of the Handler's own, with the Go runtime and process
@@ -88,14 +104,18 @@ type Handler struct {
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
 	metrics     *metrics
-	// metricsHandler serves the registry at /metrics.
+	// metricsHandler serves the registry at /metrics; metricsSummed
+	// serves it with the series by state summed.
 	metricsHandler http.Handler
+	metricsSummed  http.Handler
 	refused        *refusedLocks
 	auth           AuthMode
 	operator       *kilolock.TokenHash // nil: no operator token
 	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
 	identified     *auditLimiter       // and of a credential's denials, per credential
 	rotation       rotation            // this process's key rotation (keys.go)
+	publicURL      *url.URL            // Options.PublicURL
+	queries        *queryGate          // bounds each credential's queries at once
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -112,8 +132,9 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		refused:    newRefusedLocks(4096),
 		anonymous:  newAuditLimiter(anonymousAuditBurst),
 		identified: newAuditLimiter(identifiedAuditBurst),
+		queries:    newQueryGate(o.QueryConcurrency),
 	}
-	h.auth = o.Auth
+	h.auth, h.publicURL = o.Auth, o.PublicURL
 	if o.OperatorToken != "" {
 		hash := kilolock.HashSecret(o.OperatorToken)
 		h.operator = &hash
@@ -124,11 +145,11 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	if h.bodyLimit <= 0 {
 		h.bodyLimit = DefaultBodyLimit
 	}
-	h.bodies = &bodyBudget{limit: o.BodyMemory}
-	if h.bodies.limit <= 0 {
-		h.bodies.limit = 4 * h.bodyLimit
+	memory := o.BodyMemory
+	if memory <= 0 {
+		memory = 4 * h.bodyLimit
 	}
-	h.bodies.limit = max(h.bodies.limit, h.bodyLimit)
+	h.bodies = newBodyBudget(max(memory, h.bodyLimit), h.bodyLimit)
 	h.bodyIdle, h.bodyMinRate = o.BodyIdleTimeout, o.BodyMinRate
 	if h.bodyIdle <= 0 {
 		h.bodyIdle = DefaultBodyIdleTimeout
@@ -150,6 +171,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	h.metrics = newMetrics(reg)
 	h.registerServerGauges(reg)
 	h.metricsHandler = h.newMetricsHandler(reg)
+	h.metricsSummed = h.newMetricsHandler(anonymousGatherer{reg})
 	h.routes()
 	return h
 }

@@ -33,7 +33,7 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 	}
 	// With ?run=RUN_ID the lock is an orchestrated apply's: its writes
 	// stay within the run's reservations.
-	lock, err := h.engine.LockWith(r.Context(), name, *li, kilolock.LockRequest{Run: run, ReadOnly: info(r).readOnly})
+	lock, err := h.engine.LockWith(r.Context(), name, *li, kilolock.LockRequest{Run: run, ReadOnly: info(r).readOnly, NoCreate: info(r).noCreate})
 	var locked *kilolock.LockedError
 	switch {
 	case errors.As(err, &locked) && locked.Holder.ID == li.ID:

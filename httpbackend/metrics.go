@@ -32,7 +32,7 @@ type metrics struct {
 	commits      *prometheus.CounterVec // by kilolock.Source
 	refusals     *prometheus.CounterVec // by conflict reason
 	denials      *prometheus.CounterVec // by the lane's denial code
-	bodyRefusals *prometheus.CounterVec // by code: body_memory_full, body_timeout, body_too_large
+	bodyRefusals *prometheus.CounterVec // by code: body_memory_full, body_memory_share, body_timeout, body_too_large
 	quotaDenials *prometheus.CounterVec // by code
 
 	denialsUnaudited prometheus.Counter
@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		refusals:         byLabel("kl_commits_refused_total", "Writes and settings refused with 409 by reason (conflict: an optimistic write overlapping another).", "reason"),
 		denials:          byLabel("kl_auth_denials_total", "Requests the authenticated lane refused, by reason (kl audit --denied lists them).", "reason"),
 		denialsUnaudited: counter("kl_auth_denials_unaudited_total", "Denials over the audit budget (per remote host for anonymous ones, per credential for the others): logged, not kept in the audit log."),
-		bodyRefusals:     byLabel("kl_request_bodies_refused_total", "Request bodies refused while being received, by code (body_memory_full: 503, body_timeout: 408, body_too_large: 413).", "code"),
+		bodyRefusals:     byLabel("kl_request_bodies_refused_total", "Request bodies refused while being received, by code (body_memory_full: 503, body_memory_share: 429, body_timeout: 408, body_too_large: 413).", "code"),
 		quotaDenials:     byLabel("kl_quota_denials_total", "Writes and plans refused by a quota (403), by code.", "code"),
 		commitRows:       counter("kl_commit_rows_total", "Database rows written by commits."),
 		commitBytes:      counter("kl_commit_bytes_total", "Bytes of values written by commits."),
@@ -195,10 +195,16 @@ func newRegistry() *prometheus.Registry {
 // Options.Registry, or the Handler's own.
 func (h *Handler) Registerer() prometheus.Registerer { return h.metrics.reg }
 
-// serveMetrics answers GET /metrics in the Prometheus text format.
+// serveMetrics answers GET /metrics in the Prometheus text format, with
+// the series by state only for those who may read them (metricsscope.go).
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) error {
+	serve, err := h.metricsFor(r)
+	if err != nil {
+		h.recordDenial(r, err)
+		return err
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	h.metricsHandler.ServeHTTP(w, r)
+	serve.ServeHTTP(w, r)
 	return nil
 }
 

@@ -1,10 +1,14 @@
 package httpbackend
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kilolock/kilolock"
 )
 
 // TestMetricsSeries: /metrics is the Prometheus client's, with the Go
@@ -65,4 +69,72 @@ func TestMetricsOwnRegistry(t *testing.T) {
 	if !names["service_requests_total"] || !names["kl_commits_total"] || names["go_goroutines"] {
 		t.Errorf("registry holds %v: want the service's and kl_ series, no collectors added behind its back", names)
 	}
+}
+
+// TestMetricsByState: under --auth=token, /metrics names no tenant's
+// state to a scrape without credentials (kl_drifted_instances is summed,
+// beside kl_drifted_states), the operator's token reads the series by
+// state, and other credentials get 401.
+func TestMetricsByState(t *testing.T) { eachAuthEnv(t, testMetricsByState) }
+
+func testMetricsByState(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	tenants, _ := seedCrossTenant(t, env, ts)
+	var names []string
+	for ti, f := range tenants[:2] {
+		name, err := kilolock.TenantStateName(f.ws.ID, f.envs[0].PublicID, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		body := fmt.Sprintf(`{"lineage":"lin-%d-0","serial":1,"drifted":[{"address":"terraform_data.web","real":null}]}`, ti)
+		if w := env.do("POST", "/v1/api/states/"+name+"/drift", []byte(body), bearer(operatorSecret)...); w.Code != http.StatusOK {
+			t.Fatalf("POST drift of %s = %d %s", name, w.Code, w.Body)
+		}
+	}
+
+	anonymous := env.do("GET", "/metrics", nil)
+	if anonymous.Code != http.StatusOK {
+		t.Fatalf("anonymous /metrics = %d %s", anonymous.Code, anonymous.Body)
+	}
+	body := anonymous.Body.String()
+	for _, f := range tenants {
+		for _, e := range f.envs {
+			if strings.Contains(body, f.ws.ID) || strings.Contains(body, e.PublicID) {
+				t.Fatalf("anonymous /metrics names a tenant's workspace or environment:\n%s", grepLines(body, "ws_"))
+			}
+		}
+	}
+	for _, want := range []string{"kl_drifted_instances 2\n", "kl_drifted_states 2\n", "# TYPE kl_drifted_instances gauge\n", "kl_http_requests_total{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("anonymous /metrics lacks %q:\n%s", want, grepLines(body, "kl_drifted"))
+		}
+	}
+
+	operator := env.do("GET", "/metrics", nil, bearer(operatorSecret)...)
+	if operator.Code != http.StatusOK {
+		t.Fatalf("the operator's /metrics = %d %s", operator.Code, operator.Body)
+	}
+	for _, name := range names {
+		if want := `kl_drifted_instances{state="` + name + `"} 1`; !strings.Contains(operator.Body.String(), want+"\n") {
+			t.Errorf("the operator's /metrics lacks %s:\n%s", want, grepLines(operator.Body.String(), "kl_drifted"))
+		}
+	}
+
+	for _, cred := range [][]string{bearer(tenants[0].auto[0]), bearer(tenants[0].pat), bearer("klo_wrong"), basic(tenants[0].ws.ID, tenants[0].autoRead[0])} {
+		w := env.do("GET", "/metrics", nil, cred...)
+		if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "operator token") || strings.Contains(w.Body.String(), "kl_drifted") {
+			t.Errorf("/metrics with %s = %d %s", cred[1][:12], w.Code, w.Body)
+		}
+	}
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/webui"
 )
 
 // reqInfo is what the handlers note about a request for its log line and
@@ -29,6 +30,9 @@ type reqInfo struct {
 	// readOnly is a caller that may only read (a read-scope token): its
 	// locks are plans' read locks, and it releases only those.
 	readOnly bool
+	// noCreate is a caller whose locks must not create a state: one that
+	// may only read, or whose workspace is suspended.
+	noCreate bool
 	// conflict is the refused write or setting answered, if any: its
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.
@@ -47,7 +51,10 @@ type reqInfo struct {
 	// when the request ends, and spooled its bodies kept in files, closed
 	// then.
 	bodyBytes int64
+	bodyKey   string // whom bodyBytes count against (see budgetKey)
 	spooled   []*spooledBody
+	// host is the client's address, without its port.
+	host string
 }
 
 // closeAfter asks the server to close the connection after the answer: a
@@ -73,8 +80,14 @@ func info(r *http.Request) *reqInfo {
 // into a 500, and records one log line and the request metrics.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ri := &reqInfo{id: requestID(r)}
+	ri := &reqInfo{id: requestID(r), host: remoteHost(r.RemoteAddr)}
 	w.Header().Set("X-Request-Id", ri.id)
+	if webui.OverTLS(r, h.publicURL) {
+		// Browsers that reached kld over HTTPS never try plain HTTP for a
+		// year. No includeSubDomains: other hosts of the domain are not
+		// kld's to decide for.
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+	}
 	rec := &recorder{ResponseWriter: w}
 	ri.w = rec
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))

@@ -45,7 +45,7 @@ func (e *testEnv) holders(name string) ([]string, []uint64) {
 func TestConfigLockMode(t *testing.T) {
 	env := newEnv(t, "", Options{})
 	w := env.do("POST", "/v1/api/states/fresh/config", []byte(`{"exclusive_locks": false}`))
-	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ok":true,"state":"fresh","lock_mode":"optimistic","exclusive_locks":false,"allow_lineage_change":false,"shared_plan_locks":true}` {
+	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ok":true,"state":"fresh","lock_mode":"optimistic","exclusive_locks":false,"allow_lineage_change":false,"shared_plan_locks":true,"require_client_encryption":false}` {
 		t.Fatalf("config of a new state: %d %s", w.Code, w.Body)
 	}
 	a, b := lockInfo("aaaa-1", "alice"), lockInfo("bbbb-2", "bob")

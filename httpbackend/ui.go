@@ -13,7 +13,7 @@ import (
 // uiRoutes mounts the read-only web view at /ui/: in AuthToken mode it
 // sees what the authenticated lane lets a token read, decided by decide.
 func (h *Handler) uiRoutes() {
-	o := webui.Options{Describe: h.describe, Extras: webui.Extras{DriftCounts: h.engine.DriftCounts, Tags: h.engine.TagsByVersion}}
+	o := webui.Options{Describe: h.describe, Extras: webui.Extras{DriftCounts: h.engine.DriftCounts, Tags: h.engine.TagsByVersion}, PublicURL: h.publicURL}
 	if h.auth == AuthToken {
 		o.Gate = uiGate{h}
 	}

@@ -112,9 +112,14 @@ func decodeKey(s string) ([]byte, error) {
 // are empty: no encryption. A key file that is given but holds no key
 // (an empty file, a secret that was not mounted) is an error, not "no
 // encryption": it would store in the clear what was meant to be sealed.
+// So is a key file others may read or write (a *ModeError; see
+// CheckFileMode).
 func Load(file, env string) (*Ring, error) {
 	var text []byte
 	if file != "" {
+		if _, err := CheckFileMode(file); err != nil {
+			return nil, err
+		}
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("keyring: read the key file: %w", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -171,6 +172,53 @@ func TestRingPrintsNoKey(t *testing.T) {
 		}
 		if got := fmt.Sprintf(format, dk); got != "keyring.DataKey(hidden)" {
 			t.Errorf("Sprintf(%q, data key) = %s; want it hidden", format, got)
+		}
+	}
+}
+
+// TestLoadRefusesOpenKeyFile: a key file others may read is refused, as
+// ssh refuses such a private key, with the mode and the chmod to run; one
+// its group may read loads, with a warning; 0600 and 0400 load quietly. A
+// symbolic link (a mounted secret) is judged by its target.
+func TestLoadRefusesOpenKeyFile(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no mode bits")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keys")
+	if err := os.WriteFile(file, []byte(keyring.Generate()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mode          os.FileMode
+		refused, warn bool
+	}{
+		{0o644, true, false}, {0o604, true, false}, {0o602, true, false}, {0o666, true, false},
+		{0o640, false, true}, {0o440, false, true},
+		{0o600, false, false}, {0o400, false, false},
+	} {
+		if err := os.Chmod(file, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{file, link} {
+			r, err := keyring.Load(path, "")
+			var me *keyring.ModeError
+			switch {
+			case tc.refused && (!errors.As(err, &me) || r != nil):
+				t.Errorf("Load of a %04o key file %s = %v, %v; want a *ModeError", tc.mode, path, r, err)
+			case tc.refused && (!strings.Contains(err.Error(), fmt.Sprintf("%04o", tc.mode)) || !strings.Contains(me.Hint(), "chmod 600 "+path)):
+				t.Errorf("refusal %q, hint %q: want the mode and the chmod to run", err, me.Hint())
+			case !tc.refused && (err != nil || r == nil):
+				t.Errorf("Load of a %04o key file = %v, %v; want it loaded", tc.mode, r, err)
+			}
+			warning, err := keyring.CheckFileMode(path)
+			if !tc.refused && (err != nil || (warning != "") != tc.warn) {
+				t.Errorf("CheckFileMode of a %04o key file = %q, %v; want a warning: %v", tc.mode, warning, err, tc.warn)
+			}
 		}
 	}
 }

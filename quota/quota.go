@@ -120,9 +120,10 @@ type Verdict struct {
 // Check counts a scope: current managed instances, the change's delta,
 // and its limit. Exactly the hard limit is allowed; a change that leaves
 // more is refused (Exceed) only when it grows the scope: a scope already
-// above its hard limit (the limit was lowered, or an archived state
-// restored) may still change and shrink, with a warning, so that the way
-// back into the limit is never blocked.
+// above its hard limit (the limit was lowered) may still change and
+// shrink, with a warning, so that the way back into the limit is never
+// blocked. Restoring an archived state is counted as a change adding its
+// instances to its environment.
 func Check(scope, target string, current, delta int64, l Limit) Verdict {
 	v := Verdict{Scope: scope, Target: target, Current: current, Result: max(0, current+delta), Limit: l, Level: Within, Remaining: -1}
 	if l.Unlimited {

@@ -4,17 +4,19 @@
 //
 //	kld --database ./kilolock.db
 //	kld --listen :8080 --database postgres://kl@db/kilolock
+//	kld migrate --database postgres://kl@db/kilolock   # once per upgrade
 //
-// Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT), 1 on a failure
-// while serving, 2 on a usage error, 69 when the database cannot be reached
-// at start, 71 when the address cannot be listened on, 78 when the database
-// setting, or the encryption keys for it, are wrong.
+// Exit codes: 0 after a clean shutdown (SIGTERM or SIGINT) or a migration,
+// 1 on a failure while serving, 2 on a usage error, 65 when the database's
+// schema is newer than this kld knows (a newer release migrated it), 69
+// when the database cannot be reached at start, 71 when the address cannot
+// be listened on, 78 when the database setting, or the encryption keys for
+// it, are wrong.
 package main
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -30,16 +32,6 @@ import (
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/buildinfo"
 	"github.com/kilolock/kilolock/internal/kldconfig"
-	"github.com/kilolock/kilolock/store"
-)
-
-// Exit codes (sysexits.h where one fits).
-const (
-	exitFailure     = 1
-	exitUsage       = 2
-	exitUnavailable = 69
-	exitListen      = 71
-	exitConfig      = 78
 )
 
 type cli struct {
@@ -49,7 +41,7 @@ type cli struct {
 	LogFormat       string               `default:"text" env:"KL_LOG_FORMAT" enum:"text,logfmt,json" help:"Log format: text, logfmt or json."`
 	DefaultLockMode string               `default:"exclusive" env:"KL_DEFAULT_LOCK_MODE" enum:"exclusive,optimistic" help:"Lock mode of new states: exclusive (one holder, classic) or optimistic (many holders, writes merged or refused with 409). Change one state's mode with kl state config."`
 	BodyLimit       httpbackend.ByteSize `default:"64MiB" env:"KL_BODY_LIMIT" help:"Largest state a client may POST, e.g. 64MiB or 1GiB."`
-	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry."`
+	BodyMemory      httpbackend.ByteSize `default:"256MiB" env:"KL_BODY_MEMORY" help:"Most bytes of request bodies held at once, across all connections (at least --body-limit); past it a request gets 503 with Retry-After, which terraform and tofu retry. With --auth=token one credential's bodies hold at most half of it (429 past that)."`
 	ShutdownTimeout time.Duration        `default:"30s" env:"KL_SHUTDOWN_TIMEOUT" help:"How long in-flight requests may take to finish after SIGTERM."`
 	Serving         kldconfig.Serving    `embed:""`
 	Limits          kldconfig.Limits     `embed:""`
@@ -57,16 +49,9 @@ type cli struct {
 	Memory          kldconfig.Memory     `embed:""`
 	Encryption      kldconfig.Encryption `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
+	Serve           struct{}             `cmd:"" default:"1" help:"Serve the HTTP backend (the default)."`
+	Migrate         struct{}             `cmd:"" help:"Bring the database's schema up to date, say what was applied, and exit: once per upgrade, before the new replicas start (docs/deploy.md). kld does it at start too, under the same lock. It takes kld's flags; those of serving are unused."`
 }
-
-// exitError carries the exit code a failure maps to.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	var c cli
@@ -79,28 +64,26 @@ func main() {
 	if err != nil {
 		panic(err) // the flag struct is wrong: a programming error
 	}
-	if _, err := parser.Parse(os.Args[1:]); err != nil {
+	kctx, err := parser.Parse(os.Args[1:])
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "kld: %v\nRun kld --help for usage.\n", err)
-		os.Exit(exitUsage)
+		os.Exit(kldconfig.ExitUsage)
 	}
 	logger := newLogger(c.LogLevel, c.LogFormat)
-	if err := run(&c, logger, bi); err != nil {
-		code := exitFailure
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
+	if kctx.Command() == "migrate" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		err = kldconfig.Migrate(ctx, logger, os.Stdout, c.Database, &c.Limits, &c.Encryption)
+		stop()
+	} else {
+		err = run(&c, logger, bi)
+	}
+	if err != nil {
+		code, hint := kldconfig.Exit(err)
+		kv := []any{"err", err, "exit_code", code}
+		if hint != "" {
+			kv = append(kv, "hint", hint)
 		}
-		var (
-			ke *kilolock.KeyError
-			ie *kilolock.InvalidError
-		)
-		switch {
-		case errors.As(err, &ke):
-			logger.Error("encryption keys", "hint", ke.Hint)
-		case errors.As(err, &ie) && ie.Hint != "":
-			logger.Error("configuration", "hint", ie.Hint)
-		}
-		logger.Error("kld stopped", "err", err, "exit_code", code)
+		logger.Error("kld stopped", kv...)
 		os.Exit(code)
 	}
 }
@@ -118,33 +101,24 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	gcPercent := c.Memory.Apply()
 	tlsConfig, err := c.Serving.TLSConfig()
 	if err != nil {
-		return &exitError{exitConfig, err}
+		return &kldconfig.ExitError{Code: kldconfig.ExitConfig, Err: err}
 	}
-
-	keys, atRest, err := c.Encryption.StoreOptions()
+	st, atRest, err := kldconfig.Open(ctx, logger, c.Database, &c.Limits, &c.Encryption)
 	if err != nil {
-		return &exitError{exitConfig, err}
-	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := store.Open(openCtx, c.Database, append(c.Limits.StoreOptions(), keys...)...)
-	cancel()
-	switch {
-	case errors.Is(err, kilolock.ErrInvalid), errors.Is(err, kilolock.ErrKey):
-		return &exitError{exitConfig, fmt.Errorf("--database %s: %w", kldconfig.Redact(c.Database), err)}
-	case err != nil:
-		return &exitError{exitUnavailable, fmt.Errorf("open database %s: %w", kldconfig.Redact(c.Database), err)}
+		return err
 	}
 	defer st.Close()
 
 	engine := kilolock.NewEngine(st, c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode), SpoolDir: c.Memory.SpoolDir}))
-	handler := httpbackend.New(engine, httpbackend.Options{
+	handler := httpbackend.New(engine, c.Limits.Handler(httpbackend.Options{
 		Logger:        logger,
 		BodyLimit:     int64(c.BodyLimit),
 		BodyMemory:    int64(c.BodyMemory),
 		Version:       httpbackend.VersionInfo{Version: bi.Version, Commit: bi.Commit, Date: bi.Date, GoVersion: bi.GoVersion},
 		Auth:          c.Serving.AuthMode(),
 		OperatorToken: c.Serving.OperatorToken,
-	})
+		PublicURL:     c.Serving.Public(),
+	}))
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -159,12 +133,12 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
-		return &exitError{exitListen, err}
+		return &kldconfig.ExitError{Code: kldconfig.ExitListen, Err: err}
 	}
 	addr, scheme := ln.Addr().String(), "http"
 	if tlsConfig != nil {
 		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
-	} else if host, _, _ := net.SplitHostPort(addr); c.Serving.Auth == "token" && !net.ParseIP(host).IsLoopback() {
+	} else if host, _, _ := net.SplitHostPort(addr); c.Serving.Auth == "token" && !net.ParseIP(host).IsLoopback() && !c.Serving.BehindTLS() {
 		logger.Warn("tokens travel in clear: serve HTTPS (--tls-cert, --tls-key) or put TLS in front")
 	}
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {

@@ -55,8 +55,8 @@ func TestTLSFlags(t *testing.T) {
 		{Serving: kldconfig.Serving{TLSCert: cert, TLSKey: cert}, Database: filepath.Join(dir, "never.db")},
 	} {
 		err := run(&c, log.New(io.Discard), buildinfo.BuildInfo{})
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != exitConfig || !strings.Contains(err.Error(), "--tls-") {
+		var ee *kldconfig.ExitError
+		if !errors.As(err, &ee) || ee.Code != kldconfig.ExitConfig || !strings.Contains(err.Error(), "--tls-") {
 			t.Errorf("run with --tls-cert %q --tls-key %q = %v; want a configuration error naming the flags", c.Serving.TLSCert, c.Serving.TLSKey, err)
 		}
 		if _, err := os.Stat(c.Database); !os.IsNotExist(err) {

@@ -251,3 +251,36 @@ func dumpDatabase(t *testing.T, databaseURL string) []byte {
 	}
 	return out
 }
+
+// TestKeyFileMode: kld refuses a key file others may read (exit 78, the
+// mode and the chmod to run in its log), as ssh refuses such a private
+// key; a key file its group may read serves, with a warning; and kl
+// refuses it for --database too.
+func TestKeyFileMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "keys")
+	if err := os.WriteFile(file, []byte(keyring.Generate()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	database := filepath.Join(dir, "kilolock.db")
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, log := runKLD(t, database, "--encryption-key-file", file)
+	for _, want := range []string{"mode 0644", "any user", "chmod 600 " + file} {
+		if code != 78 || !strings.Contains(log, want) {
+			t.Errorf("kld with a 0644 key file: exit %d, want 78 and a log saying %q; log:\n%s", code, want, log)
+		}
+	}
+	if _, stderr, code := kl(t, "--database", database, "--encryption-key-file", file, "states"); code == 0 || !strings.Contains(stderr, "chmod 600 "+file) {
+		t.Errorf("kl with a 0644 key file: exit %d, want a refusal naming the chmod; stderr:\n%s", code, stderr)
+	}
+	if err := os.Chmod(file, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	srv := tofu.StartKLD(t, database, "--encryption-key-file", file)
+	if !strings.Contains(srv.Log(), "its group can read it") {
+		t.Errorf("kld with a 0640 key file did not warn; log:\n%s", srv.Log())
+	}
+}

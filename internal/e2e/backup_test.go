@@ -2,8 +2,11 @@ package e2e_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -145,4 +148,61 @@ func (s storeSnapshot) equal(t *testing.T, where string, got storeSnapshot) {
 	if len(got.gets) != len(s.gets) {
 		t.Errorf("%s: %d versions, want %d", where, len(got.gets), len(s.gets))
 	}
+}
+
+// TestRestoreRefusesAlteredBackup: a backup of a store made by the real
+// CLI, with one instance object edited and compressed again, is refused by
+// kl restore, which names the state and the mismatch and writes nothing:
+// the same database then takes the unaltered file, and kld serves it.
+func TestRestoreRefusesAlteredBackup(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		srv := setup(t, databaseURL)
+		wd := tofu.NewWorkdir(t, srv.Backend("app")+smallConfig("v1"))
+		wd.Must("init", "-input=false")
+		wd.Must("apply", "-auto-approve", "-input=false")
+		dir := t.TempDir()
+		whole := filepath.Join(dir, "whole.json.gz")
+		mustKL(t, "--database", databaseURL, "backup", "-o", whole)
+
+		zr, err := gzip.NewReader(bytes.NewReader(readFile(t, whole)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil || !bytes.Contains(plain, []byte("counted-1-v1")) {
+			t.Fatalf("the backup lacks counted[1]'s input: %v", err)
+		}
+		var edited bytes.Buffer
+		zw := gzip.NewWriter(&edited)
+		zw.Write(bytes.ReplaceAll(plain, []byte("counted-1-v1"), []byte("counted-1-vX")))
+		zw.Close()
+		altered := filepath.Join(dir, "altered.json.gz")
+		if err := os.WriteFile(altered, edited.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		target := filepath.Join(dir, "restored.db") // a new database of the same store
+		if strings.Contains(databaseURL, "://") {
+			target = testpg.URL(t)
+		}
+		_, errOut, code := kl(t, "--database", target, "restore", altered)
+		if code == 0 || !strings.Contains(errOut, "state app in the backup") || !strings.Contains(errOut, "does not hash") || !strings.Contains(errOut, "nothing was restored") {
+			t.Fatalf("kl restore of an altered backup: exit %d\n%s", code, errOut)
+		}
+		mustKL(t, "--database", target, "restore", whole)
+		restored := setup(t, target)
+		if got, want := getState(t, restored, "app"), getState(t, srv, "app"); !bytes.Equal(got, want) {
+			t.Errorf("the unaltered backup restored after the refusal serves other bytes:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

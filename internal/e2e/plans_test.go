@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,46 @@ func TestReadTokenRunsPlans(t *testing.T) {
 		t.Logf("a read token's apply: %s", firstError(stderr))
 		if code, body := c.stateRequest(t, "UNLOCK", c.path("app"), c.ws, c.auto.Secret, "", holder.body()); code != 200 {
 			t.Fatalf("UNLOCK: %d %s", code, body)
+		}
+	})
+}
+
+// TestReadTokenPlansNewState: a read token's `tofu plan` of a state name
+// that does not exist yet runs (it plans the creation) and leaves nothing
+// behind: no state appears, not even an empty one; so does any plan in a
+// suspended workspace, with the read-write token.
+func TestReadTokenPlansNewState(t *testing.T) {
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		c := startChecklist(t, databaseURL)
+		read := c.automation(t, "read")
+		stateNames := func() []string {
+			var list struct{ States []struct{ Name string } }
+			operator(t, c.srv, "GET", "/v1/api/states", "", http.StatusOK, &list)
+			var names []string
+			for _, s := range list.States {
+				names = append(names, s.Name)
+			}
+			return names
+		}
+		plan := func(state, secret string) {
+			t.Helper()
+			d := c.withEnv(t, c.path(state), c.ws, secret)
+			d.rev("v1")
+			d.Must("init", "-no-color")
+			out, stderr, code := d.Run("plan", "-no-color", "-detailed-exitcode")
+			if code != 2 || !strings.Contains(out, "to add") {
+				t.Fatalf("tofu plan of the new state %s: exit %d, want 2 (changes to add)\n%s\n%s", state, code, out, stderr)
+			}
+			if code, body := c.stateRequest(t, "GET", c.path(state), c.ws, c.auto.Secret, "", nil); code != http.StatusNotFound {
+				t.Errorf("GET %s after the plan = %d %s, want 404", state, code, body)
+			}
+		}
+		plan("fresh", read.Secret)
+		operator(t, c.srv, "POST", "/v1/api/workspaces/"+c.ws+"/suspend", "", http.StatusOK, nil)
+		plan("frozen", c.auto.Secret)
+		plan("frozen-read", read.Secret)
+		if names := stateNames(); len(names) != 0 {
+			t.Errorf("states after the plans: %v, want none", names)
 		}
 	})
 }

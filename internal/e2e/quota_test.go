@@ -335,8 +335,10 @@ func TestQuotaChecklist7BReplacementSpike(t *testing.T) {
 
 // TestQuotaChecklist7CEnvironmentAggregate: an environment's limit counts
 // its active states together: a write to one state is refused for the
-// sum; archiving another state frees its share; a second environment is
-// not counted, and a state above a limit may still shrink.
+// sum; archiving another state frees its share, and restoring it when the
+// others have taken that share is refused with the numbers; a second
+// environment is not counted, and a state above a lowered limit may still
+// shrink.
 func TestQuotaChecklist7CEnvironmentAggregate(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
@@ -380,18 +382,34 @@ func TestQuotaChecklist7CEnvironmentAggregate(t *testing.T) {
 		t.Logf("kl quota remaining with a archived:\n%s", out)
 		b.Must("apply", "-auto-approve", "-no-color", "-var=n=5")
 
-		// Restored, prod holds 8 of 5: b may shrink, never grow.
-		mustKL(t, c.asOp("state", "restore", "--workspace", c.ws, "--env", c.env, "a")...)
+		// Restoring a (3) with prod at 5 of 5 would pass the limit:
+		// refused with the numbers, and a stays archived.
+		mark = len(c.srv.Log())
+		_, stderr, code = kl(t, c.asOp("state", "restore", "--workspace", c.ws, "--env", c.env, "a")...)
+		for _, want := range []string{"from 5 to 8 managed instances (the state holds 3), past its hard limit of 5", "stays archived", "kl quota set --env " + c.env} {
+			if code == 0 || !strings.Contains(flat(stderr), want) {
+				t.Errorf("kl state restore past prod's limit: exit %d, want %q in:\n%s", code, want, stderr)
+			}
+		}
+		if f := quotaDenial(t, c.srv, mark); f["scope"] != "environment" || f["current"] != "5" || f["result"] != "8" || f["hard"] != "5" {
+			t.Errorf("kld's refusal of the restore: %v", f)
+		}
+		if code, body := send(t, http.MethodPost, c.srv.StateURL(c.ws+"/"+c.env+"/a"), []byte(`{}`), func(r *http.Request) { r.SetBasicAuth(c.ws, c.auto.Secret) }); code != http.StatusForbidden || !strings.Contains(string(body), "state_archived") {
+			t.Errorf("a write to a after its refused restore: %d %s, want 403 state_archived", code, body)
+		}
+
+		// A limit lowered below what prod holds: b may shrink, never grow.
+		mustKL(t, c.asOp("quota", "set", "--env", c.env, "--workspace", c.ws, "--soft", "2", "--hard", "3")...)
 		if _, stderr, code := b.Run("apply", "-auto-approve", "-no-color", "-var=n=6"); code != 1 {
-			t.Errorf("b growing with prod at 8 of 5: exit %d, want 1\n%s", code, stderr)
+			t.Errorf("b growing with prod at 5 of 3: exit %d, want 1\n%s", code, stderr)
 		}
 		b.Must("apply", "-auto-approve", "-no-color", "-var=n=4")
 		var st kilolock.QuotaStatus
 		if err := json.Unmarshal([]byte(mustKL(t, c.asOp("quota", "remaining", "--state", c.internal(t, "b"), "--json")...)), &st); err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Counts) != 2 || st.Counts[1].Current != 7 || st.Counts[1].Remaining != -2 || st.Counts[0].Current != 4 {
-			t.Errorf("prod after b shrank to 4: %+v, want 7 of 5", st.Counts)
+		if len(st.Counts) != 2 || st.Counts[1].Current != 4 || st.Counts[1].Remaining != -1 || st.Counts[0].Current != 4 {
+			t.Errorf("prod after b shrank to 4: %+v, want 4 of 3", st.Counts)
 		}
 	})
 }

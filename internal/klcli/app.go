@@ -53,7 +53,7 @@ type App struct {
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
-		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, whether it may change lineage (at least one setting)."`
+		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption (at least one setting)."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
 		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
@@ -421,12 +421,15 @@ type StateConfigCmd struct {
 	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
 	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
 	SharedPlanLocks    *bool  `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `negatable:"" help:"Refuse plaintext writes: the state takes only OpenTofu client-side encrypted ones (terraform { encryption { … } }); =false lifts it. Its environment may require it too (kl env config)."`
 }
 
 // Run runs the command.
 func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange, SharedPlanLocks: c.SharedPlanLocks})
+		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
+			SharedPlanLocks: c.SharedPlanLocks, RequireClientEncryption: c.RequireClientEncryption})
 	})
 }
 

@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
@@ -57,6 +58,9 @@ type StateSettings struct {
 	// SharedPlanLocks true lets plans take shared read locks, granted
 	// beside an apply; false makes them wait like applies.
 	SharedPlanLocks *bool
+	// RequireClientEncryption true refuses plaintext writes; setting it
+	// creates a missing state.
+	RequireClientEncryption *bool
 }
 
 // ServerVersioner is implemented by backends that reach a server, which has
@@ -99,6 +103,10 @@ type Target struct {
 // KL_ENCRYPTION_KEY: nil when neither holds any.
 func loadKeyring(keyFile string) (*keyring.Ring, error) {
 	ring, err := keyring.Load(keyFile, os.Getenv("KL_ENCRYPTION_KEY"))
+	var me *keyring.ModeError
+	if errors.As(err, &me) {
+		return nil, withHint(err, me.Hint())
+	}
 	if err != nil {
 		return nil, withHint(err, "--encryption-key-file (KL_ENCRYPTION_KEY_FILE) and KL_ENCRYPTION_KEY take one base64 32-byte key per line; kl keys generate prints one")
 	}

@@ -163,6 +163,9 @@ func (b *HTTPBackend) ConfigureState(ctx context.Context, name string, s StateSe
 	if s.SharedPlanLocks != nil {
 		body["shared_plan_locks"] = *s.SharedPlanLocks
 	}
+	if s.RequireClientEncryption != nil {
+		body["require_client_encryption"] = *s.RequireClientEncryption
+	}
 	var out struct {
 		OK bool `json:"ok"`
 	}

@@ -52,6 +52,8 @@ func TestHTTPErrors(t *testing.T) {
 			klcli.ExitUsage, kilolock.ErrInvalid, "bad name", "use letters"},
 		{"unavailable", 503, `{"error":"database_unavailable","message":"database is down","hint":"retry"}`,
 			klcli.ExitUnavailable, kilolock.ErrUnavailable, "database is down", "retry"},
+		{"too many queries", 429, `{"error":"too_many_queries","message":"this credential already runs 2 queries at once","hint":"wait for one to end and retry in 5 seconds"}`,
+			klcli.ExitUnavailable, kilolock.ErrUnavailable, "this credential already runs 2 queries at once", "retry in 5 seconds"},
 		{"proxy text", 502, "<html>Bad Gateway</html>\nmore",
 			klcli.ExitUnavailable, kilolock.ErrUnavailable, "server answered 502 Bad Gateway: <html>Bad Gateway</html>", ""},
 		{"no credentials", 401, `not authorized`,

@@ -15,23 +15,26 @@ type StateConfigJSON struct {
 	LockMode           kilolock.LockMode `json:"lock_mode,omitempty"`
 	AllowLineageChange *bool             `json:"allow_lineage_change,omitempty"`
 	SharedPlanLocks    *bool             `json:"shared_plan_locks,omitempty"`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `json:"require_client_encryption,omitempty"`
 }
 
 // ConfigureState changes a state's settings: its lock mode (exclusive or
-// optimistic; refused while anyone holds a lock) and whether the next writes
-// may carry another lineage, for a deliberate `state push -force` of a state
-// from another lineage. At least one setting is required.
+// optimistic; refused while anyone holds a lock), how plans lock, whether
+// the next writes may carry another lineage, for a deliberate `state push
+// -force` of a state from another lineage, and whether it takes only
+// OpenTofu client-side encrypted writes. At least one setting is required.
 func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) error {
-	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil {
+	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil && s.RequireClientEncryption == nil {
 		return &UsageError{
 			Message: "no setting to change",
-			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false or --shared-plan-locks=true|false",
+			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false, --shared-plan-locks=true|false or --require-client-encryption=true|false",
 		}
 	}
 	if err := c.Backend.ConfigureState(ctx, name, s); err != nil {
 		return err
 	}
-	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange, SharedPlanLocks: s.SharedPlanLocks}
+	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange, SharedPlanLocks: s.SharedPlanLocks, RequireClientEncryption: s.RequireClientEncryption}
 	if s.ExclusiveLocks != nil {
 		out.LockMode = kilolock.LockOptimistic
 		if *s.ExclusiveLocks {
@@ -53,6 +56,13 @@ func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) 
 		fmt.Fprintf(c.Out, "state %s: plans take shared read locks; a plan runs beside an apply and other plans, never waits\n", name)
 	default:
 		fmt.Fprintf(c.Out, "state %s: plans lock like applies; a plan waits for an apply (classic Terraform)\n", name)
+	}
+	switch {
+	case s.RequireClientEncryption == nil:
+	case *s.RequireClientEncryption:
+		fmt.Fprintf(c.Out, "state %s: client-side encryption required; plaintext writes are refused (409 client_encryption_required), OpenTofu's encrypted ones go in\n", name)
+	default:
+		fmt.Fprintf(c.Out, "state %s: client-side encryption not required by the state (its environment may still require it)\n", name)
 	}
 	var err error
 	switch {

@@ -55,7 +55,7 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 
 // writeRejection writes one rejection as a block of labelled lines.
 func (c *CLI) writeRejection(r *kilolock.Rejection) error {
-	fmt.Fprintf(c.Out, "%s  %s\n", formatTime(r.Created), reasonText(r.Reason))
+	fmt.Fprintf(c.Out, "%s  %s\n", formatTime(r.Created), reasonText(r))
 	w := c.table()
 	row(w, "  by:", fmt.Sprintf("%s (lock id %s)", orDash(r.Actor), orDash(r.LockID)))
 	if len(r.Addresses) > 0 {
@@ -74,16 +74,23 @@ func (c *CLI) writeRejection(r *kilolock.Rejection) error {
 }
 
 // reasonText says what a rejection's reason code means.
-func reasonText(reason string) string {
-	switch reason {
+func reasonText(r *kilolock.Rejection) string {
+	switch r.Reason {
 	case kilolock.ReasonWriteConflict:
+		if len(r.Addresses) == 0 {
+			// Only an encrypted write, or one over an encrypted
+			// version, conflicts without naming addresses.
+			return "conflict: another writer committed first, and client-side encrypted writes cannot be merged"
+		}
 		return "conflict: another writer changed the same addresses first"
+	case kilolock.ReasonClientEncryptionRequired:
+		return "client_encryption_required: a plaintext write to a state that requires client-side encryption"
 	case kilolock.ReasonStaleSerial:
 		return "stale_serial: the write was older than the stored state"
 	case kilolock.ReasonLineage:
 		return "lineage_mismatch: the write came from another lineage"
 	}
-	return orDash(reason)
+	return orDash(r.Reason)
 }
 
 // addressList joins addresses for one line, the first maxShownAddresses of

@@ -37,6 +37,7 @@ type ControlAPI interface {
 	SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error)
 	CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error)
 	Environments(ctx context.Context, ws string) ([]kilolock.Environment, error)
+	ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error)
 	IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error)
 	Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error)
 	RevokeToken(ctx context.Context, id string) error
@@ -177,11 +178,41 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 		return c.cli().writeJSON(out)
 	}
 	tw := c.cli().table()
-	row(tw, "ID", "SLUG", "WORKSPACE", "CREATED")
+	row(tw, "ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED")
 	for _, e := range out {
-		row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, formatTime(e.Created))
+		row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created))
 	}
 	return tw.Flush()
+}
+
+// ConfigureEnvironment changes the settings cfg sets of environment env of
+// workspace ws: whether every state of it takes only OpenTofu client-side
+// encrypted writes.
+func (c *Control) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) error {
+	if cfg.RequireClientEncryption == nil {
+		return &UsageError{Message: "no setting to change", Hint: "give --require-client-encryption=true|false"}
+	}
+	e, err := c.API.ConfigureEnvironment(ctx, ws, env, cfg)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.cli().writeJSON(e)
+	}
+	if e.RequireClientEncryption {
+		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
+	} else {
+		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
+	}
+	return nil
+}
+
+// requiredOrDash is "required" for a requirement that holds, else "-".
+func requiredOrDash(required bool) string {
+	if required {
+		return "required"
+	}
+	return "-"
 }
 
 // IssueToken issues an automation token (env, scope) or a personal access
@@ -418,6 +449,10 @@ func (d databaseControl) Environments(ctx context.Context, ws string) ([]kiloloc
 	return d.c.Environments(ctx, ws)
 }
 
+func (d databaseControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error) {
+	return d.c.ConfigureEnvironment(ctx, d.by, ws, env, cfg)
+}
+
 func (d databaseControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
 	tok, secret, err := d.c.IssueToken(ctx, d.by, req)
 	if err != nil {
@@ -538,6 +573,14 @@ func (s serverControl) Environments(ctx context.Context, ws string) ([]kilolock.
 	var out []kilolock.Environment
 	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/environments", nil, nil, &out)
 	return out, err
+}
+
+func (s serverControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error) {
+	var e kilolock.Environment
+	if err := s.b.do(ctx, http.MethodPatch, wsPath(ws)+"/environments/"+url.PathEscape(env), nil, cfg, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 func (s serverControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {

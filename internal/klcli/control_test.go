@@ -381,6 +381,11 @@ func TestControlTranscript(t *testing.T) {
 		kl("env", "create", "--workspace", "ws_missing", "prod")
 		kl("env", "list", "--workspace", ws)
 		kl("env", "list", "--workspace", ws, "--json")
+		kl("env", "config", "--workspace", ws, env, "--require-client-encryption")
+		kl("env", "config", "--workspace", ws, env)
+		kl("env", "config", "--workspace", ws, "env_missing", "--require-client-encryption")
+		kl("env", "list", "--workspace", ws)
+		kl("env", "config", "--workspace", ws, env, "--no-require-client-encryption", "--json")
 
 		tok := find(kl("token", "issue", "--env", env, "--name", "ci", "--scope", "read"), "tok")
 		kl("token", "issue", "--env", "env_missing")

@@ -63,10 +63,27 @@ func (c *WorkspaceResumeCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, false) })
 }
 
-// EnvCmds are kl env create|list.
+// EnvCmds are kl env create|list|config.
 type EnvCmds struct {
 	Create EnvCreateCmd `cmd:"" help:"Create an environment in a workspace."`
 	List   EnvListCmd   `cmd:"" help:"List a workspace's environments."`
+	Config EnvConfigCmd `cmd:"" help:"Configure an environment: whether its states require client-side encryption."`
+}
+
+// EnvConfigCmd is kl env config.
+type EnvConfigCmd struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	Env       string `arg:"" help:"Environment ID (env_…)."`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
+}
+
+// Run runs the command.
+func (c *EnvConfigCmd) Run(ctx context.Context, g *Globals) error {
+	return g.control(ctx, c.JSON, func(ct *Control) error {
+		return ct.ConfigureEnvironment(ctx, c.Workspace, c.Env, kilolock.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
+	})
 }
 
 // EnvCreateCmd is kl env create.

@@ -153,6 +153,11 @@ func (b *EngineBackend) ConfigureState(ctx context.Context, name string, s State
 			return stateError(name, err)
 		}
 	}
+	if s.RequireClientEncryption != nil {
+		if err := b.engine.SetRequireClientEncryption(ctx, name, *s.RequireClientEncryption); err != nil {
+			return stateError(name, err)
+		}
+	}
 	return nil
 }
 

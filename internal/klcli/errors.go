@@ -108,7 +108,8 @@ func (e *APIError) Unwrap() error {
 		return kilolock.ErrConflict
 	case http.StatusLocked:
 		return kilolock.ErrLocked
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+		http.StatusTooManyRequests: // busy for now: retry later
 		return kilolock.ErrUnavailable
 	}
 	return nil

@@ -133,8 +133,12 @@ func sourceText(v *kilolock.Version) string {
 func mergedWrite(v *kilolock.Version) bool { return v.Merged && v.Source != kilolock.SourceMerge }
 
 // changesText counts what a version changed; a merged write says onto
-// what: the serial its writer read, others having written since.
+// what: the serial its writer read, others having written since. What a
+// client-side encrypted version changed is unknown.
 func changesText(v *kilolock.Version) string {
+	if v.Format == kilolock.FormatOpaque {
+		return "encrypted"
+	}
 	s := fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed)
 	if mergedWrite(v) {
 		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)

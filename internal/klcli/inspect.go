@@ -107,6 +107,15 @@ func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRe
 		return c.writeJSON(d)
 	}
 	fmt.Fprintf(c.Out, "State %s: %s → %s\n", d.State, versionText(&d.From), versionText(&d.To))
+	if d.Opaque {
+		verdict := "differ"
+		if d.Identical != nil && *d.Identical {
+			verdict = "are identical"
+		}
+		_, err := fmt.Fprintf(c.Out, "  @%d or @%d is client-side encrypted: compared as whole documents, they %s; what changed in them cannot be listed.\n",
+			d.From.Number, d.To.Number, verdict)
+		return err
+	}
 	writeChangeSet(c.Out, &d.ChangeSet, diffVerbs)
 	return nil
 }

@@ -230,9 +230,9 @@ func (c *CLI) backupTables(sum *kilolock.BackupSummary) {
 
 // Restore loads the backup file (or stdin for "-") into the empty database
 // at databaseURL, of either store, opened with opts (the keyring of an
-// encrypted store's backup: without it the restore is refused), and
-// reports what it loaded.
-func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string, opts ...store.Option) error {
+// encrypted store's backup: without it the restore is refused), within
+// lim, and reports what it loaded.
+func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string, lim kilolock.RestoreLimits, opts ...store.Option) error {
 	var in io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -247,7 +247,7 @@ func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file st
 		return err
 	}
 	defer st.Close()
-	sum, err := kilolock.Restore(ctx, st, in)
+	sum, err := kilolock.Restore(ctx, st, in, lim)
 	if err != nil {
 		// A backup of an encrypted store needs its keys.
 		return keyHint(err, "")

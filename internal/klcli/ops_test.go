@@ -128,7 +128,7 @@ func TestBackupCommand(t *testing.T) {
 		}
 		target := sqliteURL(t)
 		out.Reset()
-		if err := klcli.Restore(ctx, &out, false, target, file); err != nil {
+		if err := klcli.Restore(ctx, &out, false, target, file, kilolock.RestoreLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), "Restored") {
@@ -147,7 +147,7 @@ func TestBackupCommand(t *testing.T) {
 				}
 			}
 		}
-		if err := klcli.Restore(ctx, &out, false, target, file); !errors.Is(err, kilolock.ErrConflict) {
+		if err := klcli.Restore(ctx, &out, false, target, file, kilolock.RestoreLimits{}); !errors.Is(err, kilolock.ErrConflict) {
 			t.Errorf("a restore into a store that is not empty: %v", err)
 		}
 		whole, err := os.ReadFile(file)
@@ -159,7 +159,7 @@ func TestBackupCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		empty := sqliteURL(t)
-		if err := klcli.Restore(ctx, &out, false, empty, cut); !errors.Is(err, kilolock.ErrInvalid) {
+		if err := klcli.Restore(ctx, &out, false, empty, cut, kilolock.RestoreLimits{}); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("a restore of a cut file: %v", err)
 		}
 		if sts, err := openEngine(t, empty).Store().States(ctx); err != nil || len(sts) != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/bytesize"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -33,15 +34,19 @@ func (c *BackupCmd) Run(ctx context.Context, g *Globals) error {
 // RestoreCmd is kl restore.
 type RestoreCmd struct {
 	JSONFlag
-	File string `arg:"" help:"The backup file kl backup wrote (- for stdin)." type:"path"`
+	File     string        `arg:"" help:"The backup file kl backup wrote (- for stdin)." type:"path"`
+	MaxValue bytesize.Size `default:"256MiB" help:"Largest value (a state's document, an instance object) the restore puts together: at least the largest state the store took (kld --body-limit)."`
+	MaxLine  bytesize.Size `default:"16MiB" help:"Longest line of the file read. Backups this kl writes keep lines short; a backup in format 1 may need more."`
 }
 
 // Help is kl restore --help's long text.
 func (c *RestoreCmd) Help() string {
 	return `Loads a backup into the empty database --database names: a SQLite file (made if
 missing) or a PostgreSQL database (migrated first), whichever store the backup
-came from. It is one transaction: a damaged or cut file, or a database that
-already holds states, changes nothing. Start kld on the database afterwards.`
+came from. It is one transaction: a damaged, cut or altered file (every object
+is checked against its content address), or a database that already holds
+states, changes nothing. Its memory is bounded whatever the file holds
+(--max-line, --max-value). Start kld on the database afterwards.`
 }
 
 // Run runs the command.
@@ -53,7 +58,8 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	return Restore(ctx, g.out(), c.JSON, g.Database, c.File, store.WithKeyring(ring))
+	lim := kilolock.RestoreLimits{MaxLine: int64(c.MaxLine), MaxValue: int64(c.MaxValue)}
+	return Restore(ctx, g.out(), c.JSON, g.Database, c.File, lim, store.WithKeyring(ring))
 }
 
 // RetentionCmds are kl retention list|set|unset|apply|pruned.

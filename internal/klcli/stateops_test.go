@@ -196,7 +196,7 @@ func TestExportImport(t *testing.T) {
 // on every backend, saying it cannot list what changes.
 func TestRollbackEncryptedState(t *testing.T) {
 	ctx := context.Background()
-	blob := []byte(`{"serial":9,"lineage":"x","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
+	blob := []byte(`{"serial":9,"lineage":"7d1c7a0e-2f6a-4b8e-9c3d-5e4f3a2b1c0d","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		seedApp(t, h)
 		if _, err := h.engine.Write(ctx, "app", blob, kilolock.WriteOptions{}); err != nil {

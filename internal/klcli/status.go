@@ -40,6 +40,9 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if s.AllowLineageChange {
 		row(w, "lineage change:", "allowed for the next write")
 	}
+	if enc := clientEncryption(&s.StateInfo); enc != "" {
+		row(w, "encryption:", enc)
+	}
 	readers := 0
 	for _, l := range s.Locks {
 		if l.Shared {

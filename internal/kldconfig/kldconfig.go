@@ -18,6 +18,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/charmbracelet/log"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/keyring"
@@ -31,6 +33,7 @@ type Limits struct {
 	QueryMaxRows    int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
 	QueryMaxBytes   httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
 	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
+	QueryAtOnce     int                  `name:"query-concurrency" default:"2" env:"KL_QUERY_CONCURRENCY" help:"Most queries one credential (a token, a PAT, the operator token; a remote host without --auth=token) may run at once; one more is answered 429 too_many_queries with Retry-After. 0 for no limit."`
 	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
 	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
 	// DefaultStateQuota is the limit of states that set none.
@@ -90,6 +93,15 @@ func (l *Limits) Engine(o kilolock.Options) kilolock.Options {
 	return o
 }
 
+// Handler returns o with the limit of the query route set.
+func (l *Limits) Handler(o httpbackend.Options) httpbackend.Options {
+	o.QueryConcurrency = l.QueryAtOnce
+	if l.QueryAtOnce <= 0 {
+		o.QueryConcurrency = -1 // no limit
+	}
+	return o
+}
+
 // StoreOptions returns the options of store.Open the flags ask for.
 func (l *Limits) StoreOptions() []store.Option {
 	if l.QueryDatabase == "" {
@@ -104,6 +116,39 @@ type Serving struct {
 	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
 	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
+	PublicURL     string `name:"public-url" env:"KL_PUBLIC_URL" placeholder:"URL" help:"The URL clients reach kld at, when a proxy in front of it terminates TLS, e.g. https://kl.example.com: with https the web view's cookies are Secure and answers carry Strict-Transport-Security, as with --tls-cert."`
+}
+
+// Validate checks --public-url: an absolute http or https URL of a host,
+// with no query or fragment. Kong calls it as it parses the flags.
+func (s *Serving) Validate() error {
+	if s.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(s.PublicURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--public-url %q: give the URL clients reach kld at, e.g. https://kl.example.com (http or https, a host, no query)", s.PublicURL)
+	}
+	return nil
+}
+
+// Public is --public-url, parsed: nil when not given.
+func (s *Serving) Public() *url.URL {
+	if s.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(s.PublicURL)
+	if err != nil {
+		return nil // Validate refused it
+	}
+	return u
+}
+
+// BehindTLS reports whether clients reach kld over HTTPS: its own TLS, or
+// a proxy's that --public-url names.
+func (s *Serving) BehindTLS() bool {
+	u := s.Public()
+	return s.TLSCert != "" || u != nil && u.Scheme == "https"
 }
 
 // AuthMode is the handler's authentication mode --auth asks for.
@@ -153,12 +198,23 @@ func (e *Encryption) Ring() (*keyring.Ring, error) {
 
 // StoreOptions returns the option of store.Open that encrypts with the
 // keys and what to log of them (the active key's ID, or "off"), or an
-// *kilolock.InvalidError when they cannot be read.
-func (e *Encryption) StoreOptions() ([]store.Option, string, error) {
+// *kilolock.InvalidError when they cannot be read: invalid_encryption_key,
+// or key_file_mode for a key file others may read (keyring.ModeError). A
+// key file its group may read is logged as a warning.
+func (e *Encryption) StoreOptions(logger *log.Logger) ([]store.Option, string, error) {
 	r, err := e.Ring()
-	if err != nil {
+	var me *keyring.ModeError
+	switch {
+	case errors.As(err, &me):
+		return nil, "", &kilolock.InvalidError{Code: "key_file_mode", Message: err.Error(), Hint: me.Hint()}
+	case err != nil:
 		return nil, "", &kilolock.InvalidError{Code: "invalid_encryption_key", Message: err.Error(),
 			Hint: "give one base64-encoded 32-byte key per line (kl keys generate prints one), in --encryption-key-file or KL_ENCRYPTION_KEY"}
+	}
+	if e.EncryptionKeyFile != "" {
+		if warning, _ := keyring.CheckFileMode(e.EncryptionKeyFile); warning != "" {
+			logger.Warn("encryption keys: " + warning)
+		}
 	}
 	if r == nil {
 		return []store.Option{store.WithKeyring(nil)}, "off", nil

@@ -1,17 +1,21 @@
 package kldconfig
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
 )
@@ -190,6 +194,114 @@ func TestRetentionFlags(t *testing.T) {
 				t.Errorf("Validate = %v, want an error saying %q", err, tt.bad)
 			case tt.bad == "" && c.Retention.RetentionInterval != tt.interval:
 				t.Errorf("interval %s, want %s", c.Retention.RetentionInterval, tt.interval)
+			}
+		})
+	}
+}
+
+// TestEncryptionKeyFileMode: a key file others may read is a
+// key_file_mode refusal whose hint is the chmod to run; one its group may
+// read loads, and is logged as a warning; a 0600 one loads quietly.
+func TestEncryptionKeyFileMode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte(keyring.Generate()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KL_ENCRYPTION_KEY", "")
+	for _, tc := range []struct {
+		mode    os.FileMode
+		refused bool
+		warned  bool
+	}{{0o644, true, false}, {0o640, false, true}, {0o600, false, false}} {
+		mustChmod(t, file, tc.mode)
+		var logs bytes.Buffer
+		e := &Encryption{EncryptionKeyFile: file}
+		opts, atRest, err := e.StoreOptions(log.New(&logs))
+		var ie *kilolock.InvalidError
+		switch {
+		case tc.refused && (!errors.As(err, &ie) || ie.Code != "key_file_mode" || !strings.Contains(ie.Hint, "chmod 600 "+file) || opts != nil):
+			t.Errorf("mode %04o: %v; want key_file_mode with the chmod to run", tc.mode, err)
+		case !tc.refused && (err != nil || !strings.HasPrefix(atRest, "key ")):
+			t.Errorf("mode %04o: %q, %v; want the key in force", tc.mode, atRest, err)
+		case strings.Contains(logs.String(), "its group can read it") != tc.warned:
+			t.Errorf("mode %04o: log %q; want a warning: %v", tc.mode, logs.String(), tc.warned)
+		}
+	}
+}
+
+func mustChmod(t *testing.T, file string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(file, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPublicURL: --public-url (KL_PUBLIC_URL) takes an http or https URL
+// of a host; with https kld counts as behind TLS, as with --tls-cert.
+func TestPublicURL(t *testing.T) {
+	parseServing := func(args ...string) (*Serving, error) {
+		var c struct {
+			Serving Serving `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse(args)
+		return &c.Serving, err
+	}
+	for _, tt := range []struct {
+		args      []string
+		env       string
+		wantErr   bool
+		behindTLS bool
+	}{
+		{nil, "", false, false},
+		{[]string{"--public-url", "https://kl.example.com"}, "", false, true},
+		{[]string{"--public-url", "https://kl.example.com:8443/"}, "", false, true},
+		{nil, "https://kl.example.com", false, true},
+		{[]string{"--public-url", "http://kl.example.com"}, "", false, false},
+		{[]string{"--public-url", "kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "ftp://kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "https://"}, "", true, false},
+		{[]string{"--public-url", "https://u:p@kl.example.com"}, "", true, false},
+		{[]string{"--public-url", "https://kl.example.com/?x=1"}, "", true, false},
+	} {
+		t.Setenv("KL_PUBLIC_URL", tt.env)
+		s, err := parseServing(tt.args...)
+		if (err != nil) != tt.wantErr || err != nil && !strings.Contains(err.Error(), "--public-url") {
+			t.Errorf("%v (KL_PUBLIC_URL=%q): %v, want an error: %v", tt.args, tt.env, err, tt.wantErr)
+			continue
+		}
+		if err == nil && s.BehindTLS() != tt.behindTLS {
+			t.Errorf("%v (KL_PUBLIC_URL=%q): BehindTLS %v, want %v", tt.args, tt.env, s.BehindTLS(), tt.behindTLS)
+		}
+	}
+}
+
+// TestQueryConcurrency: --query-concurrency (KL_QUERY_CONCURRENCY) sets
+// how many queries one credential runs at once, 2 by default; 0 sets no
+// limit.
+func TestQueryConcurrency(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  string
+		want int
+	}{
+		{"default", nil, "", 2},
+		{"flag", []string{"--query-concurrency=5"}, "", 5},
+		{"environment", nil, "1", 1},
+		{"no limit", []string{"--query-concurrency", "0"}, "", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KL_QUERY_CONCURRENCY", tt.env)
+			}
+			o := parse(t, tt.args...).Handler(httpbackend.Options{OperatorToken: "klo_x"})
+			if o.QueryConcurrency != tt.want || o.OperatorToken != "klo_x" {
+				t.Errorf("Handler = %+v, want QueryConcurrency %d", o, tt.want)
 			}
 		})
 	}

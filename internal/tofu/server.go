@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	done   chan struct{} // closed when the process has exited
 	err    error         // its exit status, set before done is closed
 
+	ready    atomic.Bool // set when WaitReady succeeded
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -58,18 +60,39 @@ func StartKLD(tb testing.TB, databaseURL string, args ...string) *Server {
 // GODEBUG=gctrace=1) added to kld's environment.
 func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string) *Server {
 	tb.Helper()
-	bin := BuildKLD(tb)
+	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
+	cmd := exec.Command(BuildKLD(tb), argv...)
+	// A developer's KL_* settings must not change what the test runs.
+	cmd.Env = append(CleanEnv("KL_"), env...)
+	return StartCommand(tb, cmd, databaseURL)
+}
+
+// StartCommand is StartKLD of a kld command line the caller made (another
+// kld binary, a root directory of its own, an environment of its own),
+// which must listen on a port 0 of 127.0.0.1 so that kld prints its URL.
+func StartCommand(tb testing.TB, cmd *exec.Cmd, databaseURL string) *Server {
+	tb.Helper()
+	s := Launch(tb, cmd, databaseURL)
+	if err := s.WaitReady(); err != nil {
+		tb.Fatalf("start kld: %v\nkld %s\nkld log:\n%s", err, strings.Join(cmd.Args[1:], " "), s.Log())
+	}
+	return s
+}
+
+// Launch starts cmd as StartCommand does, but returns at once, for a test
+// that starts several kld together; WaitReady then waits for each. It
+// stops kld with SIGTERM when tb ends, and fails tb when kld does not exit
+// cleanly from a start that was ready.
+func Launch(tb testing.TB, cmd *exec.Cmd, databaseURL string) *Server {
+	tb.Helper()
 	s := &Server{
 		DatabaseURL: databaseURL,
 		tb:          tb,
+		cmd:         cmd,
 		log:         &syncBuffer{},
 		stdout:      &syncBuffer{},
 		done:        make(chan struct{}),
 	}
-	argv := append([]string{"--listen", "127.0.0.1:0", "--database", databaseURL}, args...)
-	s.cmd = exec.Command(bin, argv...)
-	// A developer's KL_* settings must not change what the test runs.
-	s.cmd.Env = append(CleanEnv("KL_"), env...)
 	s.attach(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("start kld: %v", err)
@@ -78,11 +101,11 @@ func StartKLDEnv(tb testing.TB, env []string, databaseURL string, args ...string
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	if err := s.waitReady(); err != nil {
-		s.kill()
-		tb.Fatalf("start kld: %v\nkld %s\nkld log:\n%s", err, strings.Join(argv, " "), s.Log())
-	}
 	tb.Cleanup(func() {
+		if !s.ready.Load() {
+			s.kill()
+			return
+		}
 		if err := s.Stop(); err != nil {
 			tb.Errorf("kld on %s: %v\nkld log:\n%s", s.Addr, err, s.Log())
 		} else if tb.Failed() {
@@ -109,6 +132,18 @@ func (s *Server) listenURL() (scheme, addr string, ok bool) {
 		return "", "", false
 	}
 	return m[1], m[2], true
+}
+
+// WaitReady waits, up to ReadyTimeout, until kld has printed its URL and
+// GET /readyz answers 200. On failure, kld is killed.
+func (s *Server) WaitReady() error {
+	err := s.waitReady()
+	if err != nil {
+		s.kill()
+		return err
+	}
+	s.ready.Store(true)
+	return nil
 }
 
 func (s *Server) waitReady() error {

@@ -67,7 +67,7 @@ type visit struct {
 // each request decided afresh, so a revoked token or a removed member is
 // refused on the next page.
 func (u *UI) visit(w http.ResponseWriter, r *http.Request) (*visit, error) {
-	v := &visit{Gated: u.o.Gate != nil, CSRF: csrfToken(w, r)}
+	v := &visit{Gated: u.o.Gate != nil, CSRF: u.csrfToken(w, r)}
 	if u.o.Gate == nil {
 		return v, nil
 	}
@@ -79,7 +79,7 @@ func (u *UI) visit(w http.ResponseWriter, r *http.Request) (*visit, error) {
 	viewer, err := u.o.Gate.Viewer(r, c.Value)
 	if err != nil {
 		// A token that no longer works signs the browser out.
-		clearCookie(w, r, tokenCookie)
+		u.clearCookie(w, r, tokenCookie)
 		return v, err
 	}
 	v.Viewer = viewer
@@ -124,14 +124,14 @@ func (v *visit) label(name string) string {
 // csrfToken returns the browser's form token, setting a new one when it
 // has none: forms carry it in a hidden field and POSTs must match the
 // cookie (a double submit that a cross-site page cannot read or set).
-func csrfToken(w http.ResponseWriter, r *http.Request) string {
+func (u *UI) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 32 {
 		return c.Value
 	}
 	b := make([]byte, 16)
 	rand.Read(b)
 	t := hex.EncodeToString(b)
-	setCookie(w, r, csrfCookie, t)
+	u.setCookie(w, r, csrfCookie, t)
 	r.AddCookie(&http.Cookie{Name: csrfCookie, Value: t})
 	return t
 }
@@ -139,14 +139,16 @@ func csrfToken(w http.ResponseWriter, r *http.Request) string {
 // checkForm refuses a POST that is not from the web view's own pages: a
 // cross-site Origin or Sec-Fetch-Site, or a form token that does not
 // match the cookie.
-func checkForm(r *http.Request) error {
+func (u *UI) checkForm(r *http.Request) error {
 	refused := &problemError{Problem{Status: http.StatusForbidden, Code: "csrf_refused",
 		Message: "the form was not sent from this server's own page", Hint: "open " + Prefix + "login and send the form from there"}}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return refused
 	}
 	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		if ou, err := url.Parse(o); err != nil || ou.Host != r.Host {
+		// Behind a proxy the Host kld sees may be the proxy's upstream:
+		// the public URL's host is this server's own origin too.
+		if ou, err := url.Parse(o); err != nil || ou.Host != r.Host && (u.o.PublicURL == nil || ou.Host != u.o.PublicURL.Host) {
 			return refused
 		}
 	}
@@ -157,12 +159,24 @@ func checkForm(r *http.Request) error {
 	return nil
 }
 
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+func (u *UI) setCookie(w http.ResponseWriter, r *http.Request, name, value string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.overTLS(r)})
 }
 
-func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+func (u *UI) clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: u.overTLS(r)})
+}
+
+// overTLS reports whether the browser reached r over HTTPS. Its cookies
+// are then Secure: never sent over plain HTTP, where anyone on the path
+// would read the token they hold.
+func (u *UI) overTLS(r *http.Request) bool { return OverTLS(r, u.o.PublicURL) }
+
+// OverTLS reports whether the client reached r over HTTPS: the server's own
+// TLS, or that of a proxy in front of it whose URL public is (nil when
+// none is known).
+func OverTLS(r *http.Request, public *url.URL) bool {
+	return r.TLS != nil || public != nil && public.Scheme == "https"
 }
 
 // loginData is the sign-in form.
@@ -174,7 +188,7 @@ type loginData struct {
 // loginForm serves GET /ui/login.
 func (u *UI) loginForm(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
-	v := &visit{Gated: u.o.Gate != nil, CSRF: csrfToken(w, r)}
+	v := &visit{Gated: u.o.Gate != nil, CSRF: u.csrfToken(w, r)}
 	if u.o.Gate == nil {
 		http.Redirect(w, r, Prefix, http.StatusSeeOther)
 		return
@@ -190,12 +204,12 @@ const maxTokenBytes = 4 << 10
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	v := &visit{Gated: u.o.Gate != nil, CSRF: csrfToken(w, r)}
+	v := &visit{Gated: u.o.Gate != nil, CSRF: u.csrfToken(w, r)}
 	if u.o.Gate == nil {
 		u.fail(w, r, v, &problemError{Problem{Status: http.StatusNotFound, Code: "auth_disabled", Message: "this server runs without authentication (--auth=none): there is nothing to sign in to", Hint: "open " + Prefix}})
 		return
 	}
-	if err := checkForm(r); err != nil {
+	if err := u.checkForm(r); err != nil {
 		u.fail(w, r, v, err)
 		return
 	}
@@ -221,7 +235,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, p.Status, &view{Template: "login", Title: "Sign in", Data: loginData{Next: next, Problem: p}}, v)
 		return
 	}
-	setCookie(w, r, tokenCookie, secret)
+	u.setCookie(w, r, tokenCookie, secret)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -229,11 +243,11 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w)
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := checkForm(r); err != nil {
+	if err := u.checkForm(r); err != nil {
 		u.fail(w, r, &visit{Gated: u.o.Gate != nil}, err)
 		return
 	}
-	clearCookie(w, r, tokenCookie)
+	u.clearCookie(w, r, tokenCookie)
 	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
 }
 

@@ -22,6 +22,9 @@ type diffData struct {
 	MoreAdded      int
 	MoreRemoved    int
 	MoreChanged    int
+	// Identical says, for a diff of encrypted versions (Diff.Opaque),
+	// that both documents are the same bytes.
+	Identical bool
 }
 
 // diff serves GET /ui/states/{name}/diff?from=@N&to=@M: what turns one
@@ -52,7 +55,7 @@ func (u *UI) diff(w http.ResponseWriter, r *http.Request, v *visit) (*view, erro
 	if err != nil {
 		return nil, err
 	}
-	d := diffData{Name: name, Label: v.label(name), From: fromS, To: toS, Diff: sd}
+	d := diffData{Name: name, Label: v.label(name), From: fromS, To: toS, Diff: sd, Identical: sd.Identical != nil && *sd.Identical}
 	d.Added, d.MoreAdded = cut(sd.Added)
 	d.Removed, d.MoreRemoved = cut(sd.Removed)
 	d.Changed, d.MoreChanged = cut(sd.Changed)

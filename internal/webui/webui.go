@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ type Options struct {
 	Extras Extras
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// PublicURL is where browsers reach the server, when a proxy in front
+	// of it terminates TLS (kld --public-url): with https its cookies are
+	// Secure on every request, and a form's Origin may name its host.
+	// Nil: cookies are Secure on requests that came over TLS.
+	PublicURL *url.URL
 }
 
 // UI serves the web view of one Engine.

@@ -25,3 +25,15 @@ func TestBackupAcrossStores(t *testing.T) {
 	t.Run("sqlite to postgres", func(t *testing.T) { storetest.RunBackup(t, lite, pg) })
 	t.Run("postgres to sqlite", func(t *testing.T) { storetest.RunBackup(t, pg, lite) })
 }
+
+// TestRestoreMemory is storetest.RunRestoreMemory (not in parallel: it
+// reads the process's allocation counters).
+func TestRestoreMemory(t *testing.T) {
+	storetest.RunRestoreMemory(t, func(t testing.TB) kilolock.Store { return openStore(t) })
+}
+
+// BenchmarkRestoreHugeLine is storetest.BenchRestoreHugeLine: a line of 3
+// GiB refused.
+func BenchmarkRestoreHugeLine(b *testing.B) {
+	storetest.BenchRestoreHugeLine(b, func(tb testing.TB) kilolock.Store { return openStore(tb) })
+}

@@ -14,9 +14,10 @@
 //
 // The schema is sqlstore's (see there), in migrations/, applied in one
 // transaction under pg_advisory_xact_lock, recording each in
-// kl_schema_version, so replicas starting together are safe; a database a
-// newer release migrated is used as it is. kl_settings keeps the query
-// role's login, readable by the store's role only.
+// kl_schema_version, so replicas (or kld migrate) starting together apply
+// each exactly once; a database a newer release migrated is refused with a
+// *sqlstore.SchemaTooNewError naming both versions. kl_settings keeps the
+// query role's login, readable by the store's role only.
 //
 // # Errors
 //

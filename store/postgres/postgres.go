@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	neturl "net/url"
@@ -42,6 +41,8 @@ type Store struct {
 	tenantPool    *pgxpool.Pool
 	tenantRefusal error
 	queryTimeout  time.Duration
+	// schema is what Open's migration did.
+	schema sqlstore.SchemaChange
 }
 
 // Option configures Open.
@@ -162,59 +163,3 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // dialect is PostgreSQL's sqlstore.Dialect.
 type dialect struct{ pool *pgxpool.Pool }
-
-//go:embed migrations/*.sql
-var migrations embed.FS
-
-// migrateLockKey is the advisory lock that serializes migrations: "kilolock"
-// in ASCII.
-const migrateLockKey int64 = 0x6b696c6f6c6f636b
-
-// roleSetUp is what migrate found of the query role: its login, or why
-// there is none.
-type roleSetUp struct {
-	login   *queryRole
-	refusal error
-	// tenant and tenantRefusal are the tenant role's; schema is the
-	// store's.
-	tenant        *queryRole
-	tenantRefusal error
-	schema        string
-}
-
-// migrate applies the migrations the database lacks, all in one
-// transaction under a transaction-scoped advisory lock, so that replicas
-// starting together apply each migration exactly once, and (withRole)
-// sets up the query role in the same transaction. A database migrated by a
-// newer release is left as it is: migrations only ever add, so replicas of
-// two releases may share it during a rolling upgrade.
-func (s *Store) migrate(ctx context.Context, withRole bool) (roleSetUp, error) {
-	var role roleSetUp
-	ms, err := sqlstore.Migrations(migrations)
-	if err != nil {
-		return role, err
-	}
-	return role, sqlstore.Migrate(ctx, s.d, sqlstore.Migrator{
-		Lock: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrateLockKey),
-		Table: `CREATE TABLE IF NOT EXISTS kl_schema_version (
-			version    INT PRIMARY KEY,
-			name       TEXT NOT NULL,
-			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-		)`,
-		After: func(ctx context.Context, tx sqlstore.Tx) error {
-			if !withRole {
-				return nil
-			}
-			role.login, role.refusal = setUpQueryRole(ctx, tx)
-			var refused *kilolock.RefusedError
-			if role.refusal != nil && !errors.As(role.refusal, &refused) {
-				return role.refusal
-			}
-			role.tenant, role.tenantRefusal = setUpTenantRole(ctx, tx)
-			if role.tenantRefusal != nil && !errors.As(role.tenantRefusal, &refused) {
-				return role.tenantRefusal
-			}
-			return tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&role.schema)
-		},
-	}, ms)
-}

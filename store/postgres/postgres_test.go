@@ -12,6 +12,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store/sqlstore"
+	"github.com/kilolock/kilolock/store/storetest"
 )
 
 func TestLockExclusiveOneWinner(t *testing.T) {
@@ -388,7 +389,7 @@ func TestMigrateMergedWrites(t *testing.T) {
 		}
 	}
 	// The database as schema 15 left it, the second version a merge.
-	for _, q := range []string{
+	for _, q := range append(undoClientEncryption, []string{
 		`DROP VIEW version_history CASCADE`,
 		`ALTER TABLE state_versions DROP COLUMN merged`,
 		`CREATE VIEW version_history AS SELECT s.name AS state, v.number, v.serial, v.source, v.actor, v.lock_id,
@@ -398,8 +399,8 @@ func TestMigrateMergedWrites(t *testing.T) {
 		// version_history under its dependents.
 		`CREATE VIEW kl_test_dependent AS SELECT v.* FROM version_history v`,
 		`UPDATE state_versions SET source = 'merge' WHERE number = 2`,
-		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version = %d`, version),
-	} {
+		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version),
+	}...) {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -417,4 +418,31 @@ func TestMigrateMergedWrites(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT merged FROM version_history WHERE state = 'up' AND number = 2`).Scan(&merged); err != nil || !merged {
 		t.Errorf("version_history.merged of @2 = %v, %v; want true", merged, err)
 	}
+}
+
+// undoClientEncryption takes a database back from schema 17 (client-side
+// encryption) to the one before: how a test of an earlier migration makes
+// the schema that migration met.
+var undoClientEncryption = []string{
+	`ALTER TABLE states DROP COLUMN require_client_encryption`,
+	`ALTER TABLE states DROP COLUMN client_encryption`,
+	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
+}
+
+// Upgrading a database to schema 17 marks a state whose current version is
+// client-side encrypted as such (its key providers unknown until its next
+// write), and requires encryption of no state or environment.
+func TestMigrateClientEncryption(t *testing.T) {
+	const version = 17 // migrations/0017_client_encryption.sql
+	ctx := context.Background()
+	url := testpg.URL(t)
+	s := openURL(t, url)
+	storetest.CommitFormats(t, s)
+	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	storetest.CheckClientEncryptionUpgrade(t, openURL(t, url))
 }

@@ -98,7 +98,7 @@ func (s *Store) runUser(ctx context.Context, pool *pgxpool.Pool, limits kilolock
 	res, truncated, err := runQuery(ctx, conn.Conn(), l, query, args, nonce)
 	if err != nil {
 		keep = !conn.Conn().IsClosed()
-		return nil, queryError(ctx, conn.Conn(), err, l)
+		return nil, queryError(ctx, conn.Conn(), err, l, setUp != nil)
 	}
 	// A truncated result's remaining rows would have to be read to reuse
 	// the connection: closing it is cheaper.
@@ -124,6 +124,14 @@ func runQuery(ctx context.Context, conn *pgx.Conn, l kilolock.QueryLimits, query
 	// transaction's, set before its snapshot too.
 	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true), set_config('kl.query_nonce', $2, true)`, timeout, nonce); err != nil {
 		return nil, false, err
+	}
+	if nonce != "" {
+		// A tenant's statement is parsed on its own first, so that an
+		// error of its text (which holds no row) is told apart from one
+		// of its run (which may, and is redacted: see queryError).
+		if _, err := conn.PgConn().Prepare(ctx, "", query, nil); err != nil {
+			return nil, false, sqlstore.TextError{Err: err}
+		}
 	}
 	rows, err := tx.Query(ctx, query, args...)
 	if err != nil {
@@ -184,12 +192,25 @@ func reset(conn *pgxpool.Conn) bool {
 	return err == nil
 }
 
-// queryError translates an error of a user's statement.
-func queryError(ctx context.Context, conn *pgx.Conn, err error, l kilolock.QueryLimits) error {
+// queryError translates an error of a user's statement. A tenant's
+// (scoped) statement that failed while it ran is told without anything
+// the message may quote of the values it met (sqlstore.Redact), with its
+// SQLSTATE; one that failed to parse keeps PostgreSQL's message and the
+// position in the text.
+func queryError(ctx context.Context, conn *pgx.Conn, err error, l kilolock.QueryLimits, scoped bool) error {
 	var (
 		pe  *pgconn.PgError
 		big *pgproto3.ExceededMaxBodyLenErr
 	)
+	if errors.As(err, &pe) && scoped {
+		if sqlstore.IsTextError(err) {
+			if pe.Position > 0 {
+				pe.Message += fmt.Sprintf(" (at character %d)", pe.Position)
+			}
+		} else {
+			pe.Message, pe.Detail = sqlstore.Redact(pe.Message)+" (SQLSTATE "+pe.Code+")", ""
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return translate(err)

@@ -28,12 +28,16 @@
 //     query_only and an authorizer that lets a statement only read the
 //     views and audit_log (kilolock.QueryRelations): the database itself
 //     refuses every write and every other table. A query is interrupted at
-//     its deadline, and no value it builds may pass its byte cap.
+//     its deadline, and no value it builds may pass its byte cap;
+//   - tenant connections for tenants' SQL (QueryScoped), opened mode=ro,
+//     whose statements read temp tables holding a copy of the scope's rows
+//     and nothing of the main database (see tenantquery.go).
 //
 // # Schema
 //
 // The schema is sqlstore's (see there), in migrations/; a database from a
-// newer KiloLock is refused.
+// newer KiloLock is refused (a *sqlstore.SchemaTooNewError naming both
+// versions).
 //
 // # Caveats
 //
@@ -42,11 +46,16 @@
 // returns at most MaxQueryRows rows by default. Driver errors never leave the package:
 // they are translated to kilolock's sentinels (see translate).
 //
-// A tenant's statement (QueryScoped) reads only the scoped views, but it
-// can count the rows of a table (SELECT count(*) FROM tokens answers):
-// SQLite tells the authorizer of a table a statement names without a
-// column, and does so for the tables inside kld's own view definitions
-// too, so the notice cannot be refused. It gives away how many rows there
-// are, never their content; the PostgreSQL store's tenant role cannot
-// even do that.
+// The operator's Query can count the rows of a table it may not read
+// (SELECT count(*) FROM tokens answers): SQLite tells the authorizer of a
+// table a statement names without a column, and does so for the tables
+// inside the views too, so the notice cannot be refused. It gives away how
+// many rows there are, never their content. A tenant's statement cannot:
+// every table of main has an empty temp table of its name.
+//
+// A tenant's statement pays for the copy of what it reads of its scope's
+// rows (the columns it reads of the views it reads), in SQLite's temp
+// store (a temporary file beyond a small cache), unless the connection
+// still holds it from a statement of the same scope and the database has
+// not changed since; see httpbackend's BenchmarkTenantQuery.
 package sqlite

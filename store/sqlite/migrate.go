@@ -24,19 +24,22 @@ func SchemaVersion() int {
 
 // migrate applies the migrations the database has not seen, in one write
 // transaction (BEGIN IMMEDIATE: several processes opening one new file at
-// once apply each exactly once). A database from a newer KiloLock is
-// refused.
+// once apply each exactly once; the others wait on SQLite's write lock). A
+// database from a newer KiloLock is refused (*sqlstore.SchemaTooNewError).
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
 		return err
 	}
-	return sqlstore.Migrate(ctx, s.d, sqlstore.Migrator{
+	s.schema, err = sqlstore.Migrate(ctx, s.d, sqlstore.Migrator{
 		Table: `CREATE TABLE IF NOT EXISTS kl_schema_version (
     version    INTEGER PRIMARY KEY,
     name       TEXT    NOT NULL,
     applied_at TEXT    NOT NULL
 )`,
-		RefuseNewer: true,
 	}, ms)
+	return err
 }
+
+// Schema is what Open did to the database's schema.
+func (s *Store) Schema() sqlstore.SchemaChange { return s.schema }

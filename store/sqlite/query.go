@@ -46,7 +46,7 @@ func (s *Store) Query(ctx context.Context, limits kilolock.QueryLimits, query st
 	defer cancel()
 	res, err := s.runQuery(qctx, l, query, args)
 	if err != nil {
-		return nil, queryError(ctx, qctx, l, err)
+		return nil, queryError(ctx, qctx, l, err, nil)
 	}
 	return res, nil
 }
@@ -134,9 +134,10 @@ func queryValue(v any, boolean bool) any {
 // (ctx with the statement's deadline): the limits' errors for a statement
 // stopped at the deadline or a value past MaxBytes, ErrReadOnly for a
 // refused write, query_denied for a refused read, ErrInvalid for a
-// statement SQLite rejects, the context's error when the caller's ended,
-// else as translate does.
-func queryError(ctx, qctx context.Context, l kilolock.QueryLimits, err error) error {
+// statement SQLite rejects (its message as tell says it, when tell is not
+// nil), the context's error when the caller's ended, else as translate
+// does.
+func queryError(ctx, qctx context.Context, l kilolock.QueryLimits, err error, tell func(string) string) error {
 	if ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
 		return l.TimedOut()
 	}
@@ -154,7 +155,11 @@ func queryError(ctx, qctx context.Context, l kilolock.QueryLimits, err error) er
 			if strings.Contains(se.Error(), "not authorized") { // a denied SQLITE_FUNCTION
 				return kilolock.QueryDenied(se.Error())
 			}
-			return &kilolock.InvalidError{Code: "invalid_query", Message: fmt.Sprintf("query: %s", se.Error()), Hint: kilolock.QueryHint}
+			msg := se.Error()
+			if tell != nil {
+				msg = tell(sqliteMessage(se))
+			}
+			return &kilolock.InvalidError{Code: "invalid_query", Message: "query: " + msg, Hint: kilolock.QueryHint}
 		}
 	} else if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
 		!errors.Is(err, sql.ErrConnDone) && !sqlstore.Own(err) {
@@ -162,4 +167,15 @@ func queryError(ctx, qctx context.Context, l kilolock.QueryLimits, err error) er
 		return &kilolock.InvalidError{Code: "invalid_query", Message: fmt.Sprintf("query: %v", err)}
 	}
 	return translate("query", err)
+}
+
+// sqliteMessage is SQLite's own message of se, without the name of its
+// result code the driver puts before it ("SQL logic error: ") and the
+// code after it (" (1)").
+func sqliteMessage(se *sqlite.Error) string {
+	msg := strings.TrimSuffix(se.Error(), fmt.Sprintf(" (%d)", se.Code()))
+	if _, after, ok := strings.Cut(msg, ": "); ok {
+		return after
+	}
+	return msg
 }

@@ -42,13 +42,19 @@ type Store struct {
 	*sqlstore.Store
 	d    *dialect
 	path string
+	// schema is what Open's migration did.
+	schema sqlstore.SchemaChange
 	// query serves users' SQL, opened like read (see dialect), and a pool
 	// of its own so that session state a user's statement leaves on a
 	// connection (a PRAGMA, a temp table) never reaches the store's reads.
 	query *sql.DB
 	// tenant serves tenants' SQL (QueryScoped): the main database opened
-	// read-only, each connection with its scoped views in its temp schema.
-	tenant *sql.DB
+	// read-only, each connection with its tenant tables in its temp
+	// schema, whose columns are tenantTables, beside empty tables named
+	// as main's others (tenantShadows).
+	tenant        *sql.DB
+	tenantTables  []tenantTable
+	tenantShadows []string
 }
 
 // dialect is SQLite's sqlstore.Dialect.
@@ -129,6 +135,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.tenant.SetMaxOpenConns(4)
 	s.tenant.SetMaxIdleConns(4)
 	if err := s.Ping(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	var err error
+	if s.tenantTables, s.tenantShadows, err = readTenantTables(ctx, d.read.db); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

@@ -66,3 +66,15 @@ func TestAtRest(t *testing.T) {
 		}
 	})
 }
+
+// TestRestoreMemory is storetest.RunRestoreMemory (not in parallel: it
+// reads the process's allocation counters).
+func TestRestoreMemory(t *testing.T) {
+	storetest.RunRestoreMemory(t, func(t testing.TB) kilolock.Store { return open(t) })
+}
+
+// BenchmarkRestoreHugeLine is storetest.BenchRestoreHugeLine: a line of 3
+// GiB refused.
+func BenchmarkRestoreHugeLine(b *testing.B) {
+	storetest.BenchRestoreHugeLine(b, func(tb testing.TB) kilolock.Store { return open(tb) })
+}

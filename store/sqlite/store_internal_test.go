@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/store/sqlstore"
+	"github.com/kilolock/kilolock/store/storetest"
 )
 
 func openAt(t testing.TB, path string) *Store {
@@ -143,28 +146,43 @@ func TestTwoStoresOneFile(t *testing.T) {
 	}
 }
 
-// Open migrates once, and refuses a database from a newer KiloLock.
+// Open migrates once, says what it did, and refuses a database from a
+// newer KiloLock naming both versions.
 func TestMigrations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kl.db")
-	openAt(t, path).Close()
-	s := openAt(t, path)
-	var n, version int
-	if err := s.d.write.db.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
-		t.Fatal(err)
-	}
 	ms, err := sqlstore.Migrations(migrations)
 	if err != nil {
+		t.Fatal(err)
+	}
+	first := openAt(t, path)
+	if got := first.Schema(); got.From != 0 || got.To != SchemaVersion() || len(got.Applied) != len(ms) || got.Applied[0] != ms[0].Name {
+		t.Errorf("first Open: %+v, want 0 -> %d applying all %d migrations", got, SchemaVersion(), len(ms))
+	}
+	first.Close()
+	s := openAt(t, path)
+	if got := s.Schema(); got.From != SchemaVersion() || got.To != SchemaVersion() || len(got.Applied) != 0 {
+		t.Errorf("second Open: %+v, want %d up to date, nothing applied", got, SchemaVersion())
+	}
+	var n, version int
+	if err := s.d.write.db.QueryRow(`SELECT count(*), max(version) FROM kl_schema_version`).Scan(&n, &version); err != nil {
 		t.Fatal(err)
 	}
 	if n != len(ms) || version != SchemaVersion() {
 		t.Errorf("kl_schema_version has %d rows up to %d, want %d up to %d", n, version, len(ms), SchemaVersion())
 	}
-	if _, err := s.d.write.db.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, 'future', '')`); err != nil {
+	if _, err := s.d.write.db.Exec(`INSERT INTO kl_schema_version (version, name, applied_at) VALUES (999, '0999_future.sql', '')`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(t.Context(), path); err == nil {
-		t.Error("Open of a database from a newer KiloLock succeeded")
+	_, err = Open(t.Context(), path)
+	var tooNew *sqlstore.SchemaTooNewError
+	if !errors.As(err, &tooNew) || tooNew.Database != 999 || tooNew.Migration != "0999_future.sql" || tooNew.Known != SchemaVersion() {
+		t.Fatalf("Open of a database from a newer KiloLock: %v, want a *SchemaTooNewError of 999 against %d", err, SchemaVersion())
+	}
+	for _, want := range []string{"999", "0999_future.sql", strconv.Itoa(SchemaVersion())} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not name %s", err, want)
+		}
 	}
 }
 
@@ -221,13 +239,13 @@ func TestMigrateMergedWrites(t *testing.T) {
 		}
 	}
 	// The database as schema 13 left it, the second version a merge.
-	for _, q := range []string{
+	for _, q := range append(undoClientEncryption, []string{
 		`DROP VIEW version_history`,
 		`ALTER TABLE state_versions DROP COLUMN merged`,
 		`CREATE VIEW version_history AS SELECT 1 AS number`,
 		`UPDATE state_versions SET source = 'merge' WHERE number = 2`,
-		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version = %d`, version),
-	} {
+		fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version),
+	}...) {
 		if _, err := s.d.write.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -245,4 +263,30 @@ func TestMigrateMergedWrites(t *testing.T) {
 	if err := s.d.write.db.QueryRow(`SELECT merged FROM version_history WHERE state = 'up' AND number = 2`).Scan(&merged); err != nil || !merged {
 		t.Errorf("version_history.merged of @2 = %v, %v; want true", merged, err)
 	}
+}
+
+// undoClientEncryption takes a database back from schema 15 (client-side
+// encryption) to the one before: how a test of an earlier migration makes
+// the schema that migration met.
+var undoClientEncryption = []string{
+	`ALTER TABLE states DROP COLUMN require_client_encryption`,
+	`ALTER TABLE states DROP COLUMN client_encryption`,
+	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
+}
+
+// Upgrading a database to schema 15 marks a state whose current version is
+// client-side encrypted as such (its key providers unknown until its next
+// write), and requires encryption of no state or environment.
+func TestMigrateClientEncryption(t *testing.T) {
+	const version = 15 // migrations/0015_client_encryption.sql
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s := openAt(t, path)
+	storetest.CommitFormats(t, s)
+	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.d.write.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	storetest.CheckClientEncryptionUpgrade(t, openAt(t, path))
 }

@@ -51,12 +51,21 @@ func ValueSize(v any) int {
 	return 8
 }
 
-// ScopedError is err, an error of a tenant's statement, with a refused
-// read (query_denied) said as a tenant's: kilolock.TenantQueryDenied.
+// ScopedError is err, an error of a tenant's statement, said as a
+// tenant's: a refused read (query_denied) is kilolock.TenantQueryDenied,
+// and a malformed statement's hint names the views a tenant may read.
 func ScopedError(err error) error {
-	var re *kilolock.RefusedError
-	if errors.As(err, &re) && re.Code == "query_denied" {
+	var (
+		re *kilolock.RefusedError
+		ie *kilolock.InvalidError
+	)
+	switch {
+	case errors.As(err, &re) && re.Code == "query_denied":
 		return kilolock.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
+	case errors.As(err, &ie) && ie.Hint == kilolock.QueryHint:
+		tenant := *ie
+		tenant.Hint = kilolock.TenantQueryHint
+		return &tenant
 	}
 	return err
 }

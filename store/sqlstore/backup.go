@@ -137,18 +137,35 @@ func writeTable(ctx context.Context, tx Tx, bw *backupWriter, t *BackupTable) (i
 		dest[i] = cols[i].dest()
 	}
 	row := make([]any, len(cols))
-	var n int64
+	var (
+		n    int64
+		long []longValue
+	)
 	rows, err := tx.Query(ctx, `SELECT `+join(t.names())+` FROM `+t.Name+` ORDER BY `+t.OrderBy)
 	err = EachRow(rows, err, func(r Rows) error {
 		// A copy: the dialects' Scan rewrites the destinations it converts.
 		if err := r.Scan(slices.Clone(dest)...); err != nil {
 			return err
 		}
+		long = long[:0]
 		for i, c := range cols {
+			if v, ok := longValueOf(c); ok {
+				row[i] = v.cell()
+				long = append(long, v)
+				continue
+			}
 			row[i] = c.json()
 		}
 		n++
-		return bw.line(row)
+		if err := bw.line(row); err != nil {
+			return err
+		}
+		for _, v := range long {
+			if err := bw.writePieces(v); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -201,14 +218,16 @@ const (
 // Restore loads the backup r in one write transaction: it refuses a
 // database that holds any row of BackupTables, then inserts the rows of
 // each table with their ids as they were (so version ids, cache keys,
-// stay what they were), and lets the dialect finish (AfterRestore).
-func (s *Store) Restore(ctx context.Context, r io.Reader) (*kilolock.BackupSummary, error) {
+// stay what they were), checks the keys and what the rows hold against
+// their addresses and seals (checkContent), and lets the dialect finish
+// (AfterRestore).
+func (s *Store) Restore(ctx context.Context, r io.Reader, lim kilolock.RestoreLimits) (*kilolock.BackupSummary, error) {
 	bd, err := s.backupDialect()
 	if err != nil {
 		return nil, err
 	}
 	cr := &countingReader{r: r}
-	br, h, sum, err := openBackup(cr)
+	br, h, sum, err := openBackup(cr, lim, true)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +262,9 @@ func (s *Store) Restore(ctx context.Context, r io.Reader) (*kilolock.BackupSumma
 		// A backup of an encrypted store needs its keys: without them
 		// the restored store could not read what it holds.
 		if err := checkKeys(ctx, tx, s.ring()); err != nil {
+			return err
+		}
+		if err := s.checkContent(ctx, tx); err != nil {
 			return err
 		}
 		return bd.AfterRestore(ctx, tx, loaded)

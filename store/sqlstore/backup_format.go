@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -27,12 +28,10 @@ import (
 // Values: int a JSON number, text a JSON string (or {"base64":…} for a
 // string that is not UTF-8, which JSON cannot carry), bool true or false,
 // time a string in RFC 3339 with microseconds in UTC, bytes a base64
-// string, NULL null. The last line and gzip's checksum prove the file
-// whole.
-
-// maxBackupLine bounds one line of a backup, and so the memory a Restore
-// holds for one row, whatever the file claims.
-const maxBackupLine = 1 << 30
+// string, NULL null. A text or bytes value longer than backupInline is
+// {"pieces":N,"bytes":L} in its row, and its L bytes follow the row on N
+// lines of their own (backup_pieces.go). The last line and gzip's
+// checksum prove the file whole.
 
 // timeLayout is how a backup writes timestamps.
 const timeLayout = "2006-01-02T15:04:05.000000Z"
@@ -185,12 +184,16 @@ func newColumnReader(typ string) columnReader {
 	return &textColumn{}
 }
 
-// backupReader reads the lines of a backup.
+// backupReader reads the lines of a backup, within lim. With assemble,
+// a value in pieces is put together; else its pieces are only checked.
 type backupReader struct {
-	gz   *gzip.Reader
-	br   *bufio.Reader
-	line int
-	buf  []byte
+	gz       *gzip.Reader
+	br       *bufio.Reader
+	lim      kilolock.RestoreLimits
+	assemble bool
+	format   int
+	line     int
+	buf      []byte
 }
 
 // malformed is a backup that cannot be read, at the line it reads.
@@ -202,25 +205,32 @@ func (r *backupReader) malformed(format string, args ...any) error {
 	}
 }
 
-func newBackupReader(r io.Reader) (*backupReader, error) {
+func newBackupReader(r io.Reader, lim kilolock.RestoreLimits, assemble bool) (*backupReader, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, &kilolock.InvalidError{Code: "backup_malformed", Message: "the file is not a KiloLock backup: " + err.Error(),
 			Hint: "a backup is the gzip file kl backup writes; nothing was restored"}
 	}
 	gz.Multistream(false)
-	return &backupReader{gz: gz, br: bufio.NewReaderSize(gz, 1<<16)}, nil
+	return &backupReader{gz: gz, br: bufio.NewReaderSize(gz, 1<<16), lim: lim.WithDefaults(), assemble: assemble}, nil
 }
 
 // next returns the next line, without its newline; io.ErrUnexpectedEOF
-// (as a malformed backup) when the file ends before a line does.
+// (as a malformed backup) when the file ends before a line does. A line
+// longer than the limit is refused as soon as the limit is read, so no
+// more of it is ever held.
 func (r *backupReader) next() ([]byte, error) {
 	r.line++
 	r.buf = r.buf[:0]
 	for {
 		chunk, err := r.br.ReadSlice('\n')
-		if len(r.buf)+len(chunk) > maxBackupLine {
-			return nil, r.malformed("a line is longer than %d bytes", maxBackupLine)
+		if int64(len(r.buf)+len(chunk)) > r.lim.MaxLine {
+			return nil, r.lineTooLong()
+		}
+		if need := len(r.buf) + len(chunk); need > cap(r.buf) {
+			// Doubling, up to the limit: a long line costs twice its
+			// length in allocations, not append's many smaller steps.
+			r.buf = slices.Grow(r.buf, int(min(max(2*int64(cap(r.buf)), int64(need)), r.lim.MaxLine))-len(r.buf))
 		}
 		r.buf = append(r.buf, chunk...)
 		switch {
@@ -261,9 +271,10 @@ func (r *backupReader) header() (*backupHeader, error) {
 	}
 	if h.Format > kilolock.BackupFormat {
 		return nil, &kilolock.InvalidError{Code: "backup_too_new",
-			Message: fmt.Sprintf("the backup is in format %d; this KiloLock reads format %d", h.Format, kilolock.BackupFormat),
+			Message: fmt.Sprintf("the backup is in format %d; this KiloLock reads formats up to %d", h.Format, kilolock.BackupFormat),
 			Hint:    "restore it with the KiloLock release that made it, or a newer one"}
 	}
+	r.format = h.Format
 	return &h, nil
 }
 
@@ -306,10 +317,23 @@ func (r *backupReader) row(t *BackupTable, read int64) ([]any, error) {
 	if len(cells) != len(t.Columns) {
 		return nil, r.malformed("a row of %s has %d values for %d columns", t.Name, len(cells), len(t.Columns))
 	}
+	var long []int // the columns whose values follow in pieces
 	for i, c := range t.Columns {
+		if p, ok := r.piecesOf(c.Type, cells[i]); ok {
+			cells[i] = p
+			long = append(long, i)
+			continue
+		}
 		v, err := fromJSON(c.Type, cells[i])
 		if err != nil {
 			return nil, r.malformed("column %s.%s: %v", t.Name, c.Name, err)
+		}
+		cells[i] = v
+	}
+	for _, i := range long {
+		v, err := r.pieces(t, t.Columns[i], cells[i].(pieces))
+		if err != nil {
+			return nil, err
 		}
 		cells[i] = v
 	}
@@ -358,7 +382,7 @@ func fromJSON(typ string, cell any) (any, error) {
 // file it keeps is known to be whole.
 func VerifyBackup(r io.Reader) (*kilolock.BackupSummary, error) {
 	cr := &countingReader{r: r}
-	br, h, sum, err := openBackup(cr)
+	br, h, sum, err := openBackup(cr, kilolock.RestoreLimits{}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -381,8 +405,8 @@ func VerifyBackup(r io.Reader) (*kilolock.BackupSummary, error) {
 }
 
 // openBackup reads a backup's header, and returns the summary it starts.
-func openBackup(r io.Reader) (*backupReader, *backupHeader, *kilolock.BackupSummary, error) {
-	br, err := newBackupReader(r)
+func openBackup(r io.Reader, lim kilolock.RestoreLimits, assemble bool) (*backupReader, *backupHeader, *kilolock.BackupSummary, error) {
+	br, err := newBackupReader(r, lim, assemble)
 	if err != nil {
 		return nil, nil, nil, err
 	}

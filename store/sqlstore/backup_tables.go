@@ -11,7 +11,8 @@ import "strings"
 // silently. Tables that are no data of users are in notBackedUp instead.
 var BackupTables = []BackupTable{
 	table("states", "id", "id int", "name text", "created_at time", "lineage text", "current_version int",
-		"current_version_id int", "serial int", "lock_mode text", "allow_lineage_change bool", "shared_plan_locks bool"),
+		"current_version_id int", "serial int", "lock_mode text", "allow_lineage_change bool", "shared_plan_locks bool",
+		"require_client_encryption bool", "client_encryption text"),
 	table("state_versions", "id", "id int", "state_id int", "number int", "serial int", "lineage text",
 		"terraform_version text", "source text", "actor text", "lock_id text", "base_serial int", "created_at time",
 		"added int", "changed int", "removed int", "instance_count int", "format text", "check_results text",
@@ -28,7 +29,8 @@ var BackupTables = []BackupTable{
 		"reason text", "addresses text", "latest_serial int", "base_serial int", "winner_actor text",
 		"winner_lock_id text", "winner_version int", "hint text"),
 	table("workspaces", "id", "id text", "name text", "kind text", "lifecycle text", "created_at time"),
-	table("environments", "public_id", "public_id text", "slug text", "workspace_id text", "created_at time"),
+	table("environments", "public_id", "public_id text", "slug text", "workspace_id text", "created_at time",
+		"require_client_encryption bool"),
 	table("workspace_members", "workspace_id, user_id", "workspace_id text", "user_id text", "role text"),
 	table("tokens", "id", "id text", "kind text", "name text", "secret_hash text", "environment_id text",
 		"scope text", "user_id text", "created_at time", "last_used_at time", "expires_at time"),

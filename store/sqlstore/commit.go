@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 	"unsafe"
 
@@ -522,15 +523,40 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		return []any{nil, v.Number, o.Name, cur.address(o.Hash), o.Sensitive}
 	})
 	queueWarnings(b, stats, stateID, v, c, ch.warnings)
-	// current_version, current_version_id, serial, lineage.
-	b.Exec(counter(stats, 1, 3*intBytes+len(v.Lineage)), `UPDATE states SET current_version = $2,
+	// current_version, current_version_id, serial, lineage,
+	// client_encryption (NULL for a plaintext version).
+	enc, encLen, err := clientEncryption(c)
+	if err != nil {
+		return err
+	}
+	b.Exec(counter(stats, 1, 3*intBytes+len(v.Lineage)+encLen), `UPDATE states SET current_version = $2,
 			current_version_id = (SELECT id FROM state_versions WHERE state_id = $1 AND number = $2),
-			serial = $3, lineage = $4
-		WHERE id = $1`, stateID, v.Number, int64(v.Serial), v.Lineage)
+			serial = $3, lineage = $4, client_encryption = $5
+		WHERE id = $1`, stateID, v.Number, int64(v.Serial), v.Lineage, enc)
 	if err := tx.Send(ctx, b); err != nil {
 		return err
 	}
 	return readErr // the transaction is rolled back
+}
+
+// clientEncryption is c.ClientEncryption as the states row keeps it: JSON,
+// nil (NULL) for a plaintext version; n is its length.
+func clientEncryption(c *kilolock.Commit) (v any, n int, err error) {
+	if c.Version.Format != kilolock.FormatOpaque {
+		return nil, 0, nil
+	}
+	ce := c.ClientEncryption
+	if ce == nil {
+		ce = &kilolock.ClientEncryption{}
+	}
+	if ce.KeyProviders == nil {
+		ce = &kilolock.ClientEncryption{Version: ce.Version, KeyProviders: []kilolock.KeyProvider{}, MoreKeyProviders: ce.MoreKeyProviders}
+	}
+	b, err := json.Marshal(ce)
+	if err != nil {
+		return nil, 0, &kilolock.InvalidError{Code: "invalid_commit", Message: "client encryption: " + err.Error()}
+	}
+	return string(b), len(b), nil
 }
 
 // insert queues the insert of n rows, row(i) giving row i (its first

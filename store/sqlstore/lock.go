@@ -3,12 +3,16 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
 
 // Lock takes a lock, creating the state in opts.Mode (exclusive when "")
-// when it does not exist; an existing state keeps its mode. A held
+// when it does not exist, unless opts.NoCreate: then a lock CheckLock
+// allows on a state with no holders is answered Transient and nothing is
+// stored (an apply run's, ErrNotFound). An existing state keeps its mode. A held
 // exclusive lock, a lock id already held on the state, or an optimistic
 // state with opts.MaxHolders holders gives a *kilolock.LockedError naming
 // the (first) holder: kilolock.CheckLock decides, under the state's row
@@ -33,7 +37,10 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 		var runs []kilolock.ApplyRun
 		b := &Batch{}
 		queueRunRows(b, &runs, inFlight+` OR (s.name = $1 AND a.id = $3)`, `ORDER BY a.created_at, a.id{C}`, name, now, opts.Run)
-		st, err := lockState(ctx, tx, name, true, mode, b)
+		st, err := lockState(ctx, tx, name, !opts.NoCreate, mode, b)
+		if opts.NoCreate && opts.Run == "" && errors.Is(err, kilolock.ErrNotFound) {
+			return transientLock(name, mode, info, opts, now)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -50,6 +57,17 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial), shared, opts.Run).Scan(&l.Acquired)
 		return &l, err
 	})
+}
+
+// transientLock is the lock of a caller that may not create the state
+// name, which does not exist: decided as on a new state with no holders,
+// and kept nowhere.
+func transientLock(name string, mode kilolock.LockMode, info kilolock.LockInfo, opts kilolock.LockOptions, now time.Time) (*kilolock.Lock, error) {
+	st := &kilolock.StateInfo{Name: name, LockMode: mode}
+	if err := kilolock.CheckLock(st, info, opts); err != nil {
+		return nil, err
+	}
+	return &kilolock.Lock{Info: info, Shared: kilolock.IsReadLock(st, info, opts), Transient: true, Acquired: now}, nil
 }
 
 // Unlock releases what kilolock.SelectUnlock selects under the state's

@@ -59,20 +59,54 @@ type Migrator struct {
 	// Lock, when set, serializes migrations across processes within the
 	// transaction (SQLite's write transaction does already).
 	Lock string
-	// RefuseNewer refuses a database a newer release migrated past this
-	// one's last migration; without it such a database is used as it is
-	// (migrations only ever add, so several releases may share one during
-	// a rolling upgrade).
-	RefuseNewer bool
 	// After runs last in the transaction.
 	After func(ctx context.Context, tx Tx) error
 }
 
+// SchemaChange is what Migrate did to a database's schema.
+type SchemaChange struct {
+	// From is the schema version the database had (0 for a new one), To
+	// the one it has now.
+	From, To int
+	// Applied are the migrations this call applied, in order: none when
+	// the database was up to date, or another process migrated it first.
+	Applied []string
+}
+
+// SchemaTooNewError is Migrate's refusal of a database that a newer
+// KiloLock migrated past the last migration this one knows: its code
+// would not know what the newer schema means. Nothing is written.
+type SchemaTooNewError struct {
+	// Database is the database's schema version and Migration the name
+	// of the migration that made it; Known is this KiloLock's last.
+	Database  int
+	Migration string
+	Known     int
+}
+
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("database schema version %d (%s) is newer than this KiloLock's %d: a newer release migrated it", e.Database, e.Migration, e.Known)
+}
+
+// Hint says what to do next.
+func (e *SchemaTooNewError) Hint() string {
+	return fmt.Sprintf("run a KiloLock release that knows schema %d (the one that migrated it, or newer); to go back to this release, restore the backup taken before the upgrade", e.Database)
+}
+
 // Migrate applies the migrations ms the database lacks, all in one write
 // transaction with their kl_schema_version rows, so that processes opening
-// one database at once apply each exactly once.
-func Migrate(ctx context.Context, d Dialect, m Migrator, ms []Migration) error {
-	return d.Translate("migrate", d.Write(ctx, func(tx Tx) error {
+// one database at once apply each exactly once: the first to take the
+// write lock (and m.Lock) applies them, the others wait for it and find
+// nothing left to do. A database a newer release migrated past ms is
+// refused with a *SchemaTooNewError.
+func Migrate(ctx context.Context, d Dialect, m Migrator, ms []Migration) (SchemaChange, error) {
+	var (
+		change SchemaChange
+		tooNew *SchemaTooNewError
+		latest = ms[len(ms)-1].Version
+	)
+	err := d.Translate("migrate", d.Write(ctx, func(tx Tx) error {
+		change, tooNew = SchemaChange{}, nil // a retried transaction starts over
 		if m.Lock != "" {
 			if _, err := tx.Exec(ctx, m.Lock); err != nil {
 				return err
@@ -82,12 +116,16 @@ func Migrate(ctx context.Context, d Dialect, m Migrator, ms []Migration) error {
 			return err
 		}
 		var current int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM kl_schema_version`).Scan(&current); err != nil {
+		var name string
+		err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0), coalesce(max(name), '') FROM kl_schema_version
+			WHERE version = (SELECT max(version) FROM kl_schema_version)`).Scan(&current, &name)
+		if err != nil {
 			return err
 		}
-		latest := ms[len(ms)-1].Version
-		if m.RefuseNewer && current > int64(latest) {
-			return fmt.Errorf("database schema version %d is newer than this KiloLock's %d; upgrade KiloLock", current, latest)
+		change.From, change.To = int(current), int(current)
+		if current > int64(latest) {
+			tooNew = &SchemaTooNewError{Database: int(current), Migration: name, Known: latest}
+			return tooNew
 		}
 		for _, mg := range ms {
 			if int64(mg.Version) <= current {
@@ -100,10 +138,17 @@ func Migrate(ctx context.Context, d Dialect, m Migrator, ms []Migration) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO kl_schema_version (version, name, applied_at) VALUES ($1, $2, {now})`, mg.Version, mg.Name); err != nil {
 				return err
 			}
+			change.To = mg.Version
+			change.Applied = append(change.Applied, mg.Name)
 		}
 		if m.After != nil {
 			return m.After(ctx, tx)
 		}
 		return nil
 	}))
+	if tooNew != nil {
+		// Translate would hide its type: it is no driver's error.
+		return change, tooNew
+	}
+	return change, err
 }

@@ -17,22 +17,35 @@ type stateRow struct {
 	created   bool
 }
 
+// stateColumns are what scanState reads. The environment's setting comes
+// along (a state of the local lane has no environment): CheckCommit
+// decides on it in the commit's transaction.
 const stateColumns = `s.id, s.name, s.created_at, s.lineage, s.current_version, s.current_version_id, s.serial,
-	s.lock_mode, s.allow_lineage_change, s.shared_plan_locks`
+	s.lock_mode, s.allow_lineage_change, s.shared_plan_locks, s.require_client_encryption,
+	COALESCE((SELECT e.require_client_encryption FROM environments e WHERE e.public_id = s.environment_id), false),
+	s.client_encryption`
 
 func scanState(row Row, extra ...any) (*stateRow, error) {
 	var (
 		st     stateRow
 		serial int64
 		mode   string
+		enc    *string
 	)
-	dest := []any{&st.id, &st.Name, &st.Created, &st.Lineage, &st.Current, &st.CurrentID, &serial, &mode, &st.AllowLineageChange, &st.SharedPlanLocks}
+	dest := []any{&st.id, &st.Name, &st.Created, &st.Lineage, &st.Current, &st.CurrentID, &serial, &mode, &st.AllowLineageChange,
+		&st.SharedPlanLocks, &st.RequireClientEncryption, &st.EnvironmentRequiresClientEncryption, &enc}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	st.Serial = uint64(serial)
 	st.LockMode = kilolock.LockMode(mode)
 	st.Locks = []kilolock.Lock{}
+	if enc != nil {
+		st.ClientEncryption = new(kilolock.ClientEncryption)
+		if err := json.Unmarshal([]byte(*enc), st.ClientEncryption); err != nil {
+			return nil, corrupt("stored client encryption %q of state %s: %v", *enc, st.Name, err)
+		}
+	}
 	return &st, nil
 }
 
@@ -220,6 +233,20 @@ func (s *Store) SetSharedPlanLocks(ctx context.Context, name string, shared *boo
 			v = *shared
 		}
 		_, err = tx.Exec(ctx, `UPDATE states SET shared_plan_locks = $2 WHERE id = $1`, st.id, v)
+		return err
+	})
+}
+
+// SetRequireClientEncryption sets whether a state takes only client-side
+// encrypted writes, creating a missing state. Its versions stay as they
+// are.
+func (s *Store) SetRequireClientEncryption(ctx context.Context, name string, require bool) error {
+	return s.write(ctx, "set require client encryption", func(tx Tx) error {
+		st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, nil)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE states SET require_client_encryption = $2 WHERE id = $1`, st.id, require)
 		return err
 	})
 }

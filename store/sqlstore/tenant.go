@@ -105,10 +105,10 @@ func (s *Store) CreateEnvironment(ctx context.Context, e *kilolock.Environment) 
 	})
 }
 
-const environmentSelect = `SELECT public_id, slug, workspace_id, created_at FROM environments`
+const environmentSelect = `SELECT public_id, slug, workspace_id, created_at, require_client_encryption FROM environments`
 
 func scanEnvironment(r Rows, e *kilolock.Environment) error {
-	return r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created)
+	return r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created, &e.RequireClientEncryption)
 }
 
 // Environment returns one environment. ErrNotFound when missing.
@@ -119,6 +119,14 @@ func (s *Store) Environment(ctx context.Context, publicID string) (*kilolock.Env
 // Environments lists a workspace's environments by slug.
 func (s *Store) Environments(ctx context.Context, workspaceID string) ([]kilolock.Environment, error) {
 	return list(ctx, s, "environments", scanEnvironment, environmentSelect+` WHERE workspace_id = $1 ORDER BY slug`, workspaceID)
+}
+
+// SetEnvironmentRequireClientEncryption sets whether every state of the
+// environment takes only client-side encrypted writes. ErrNotFound when
+// the environment is missing.
+func (s *Store) SetEnvironmentRequireClientEncryption(ctx context.Context, publicID string, require bool) error {
+	return s.exec(ctx, "set environment require client encryption", "environment", publicID,
+		`UPDATE environments SET require_client_encryption = $2 WHERE public_id = $1`, publicID, require)
 }
 
 // PutMember adds a member or changes its role. ErrNotFound when the
@@ -242,10 +250,29 @@ func (s *Store) Grants(ctx context.Context, tokenID string) ([]kilolock.Grant, e
 		`SELECT token_id, environment_id, created_at FROM token_grants WHERE $1 = '' OR token_id = $1 ORDER BY token_id, environment_id`, tokenID)
 }
 
-// SetStateLifecycle archives or restores a state by its internal name.
+// SetStateLifecycle archives or restores a state by its internal name. A
+// restore is counted as a commit is: the environment's row locked first
+// when a limit applies to it, so that a restore and commits to other
+// states of the environment count one after the other, and refused (a
+// *kilolock.QuotaError) when the state's managed instances would grow
+// the environment past its hard limit.
 func (s *Store) SetStateLifecycle(ctx context.Context, name string, l kilolock.Lifecycle) error {
-	return s.exec(ctx, "set state lifecycle", "", "", `INSERT INTO state_holds (name, lifecycle) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET lifecycle = excluded.lifecycle`, name, string(l))
+	return s.write(ctx, "set state lifecycle", func(tx Tx) error {
+		if l == kilolock.LifecycleActive {
+			b := &Batch{}
+			f := queueQuotaFacts(b, name, nil, true)
+			b.Query(func(r Rows) error { return r.Scan(&f.Managed) }, sqlStateManaged, name)
+			if err := tx.Send(ctx, b); err != nil {
+				return err
+			}
+			if err := kilolock.CheckRestore(name, f.CountRestore()); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO state_holds (name, lifecycle) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET lifecycle = excluded.lifecycle`, name, string(l))
+		return err
+	})
 }
 
 // StateLifecycle returns a state's lifecycle, active when none was set.

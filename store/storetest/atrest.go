@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +43,63 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 	t.Run("KeysAtOpen", func(t *testing.T) { testKeysAtOpen(t, newDB(t)) })
 	t.Run("Rotation", func(t *testing.T) { testRotation(t, newDB(t)) })
 	t.Run("ReplicaWithoutKey", func(t *testing.T) { testReplicaWithoutKey(t, newDB(t)) })
-	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t)) })
+	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t), newDB(t)) })
+	t.Run("Drift", func(t *testing.T) { testSealedDrift(t, newDB(t)) })
+}
+
+// testSealedDrift: a drift check of an instance whose connection string
+// embeds its sensitive password, the string changed on the real object,
+// keeps the secret nowhere in the clear: not in the database (its file,
+// pg_dump), not in a backup, not in the resource_drift view, which still
+// shows what drifted.
+func testSealedDrift(t *testing.T, db AtRest) {
+	ctx := context.Background()
+	s := openAtRest(t, db, ring(t, keyring.Generate()))
+	if _, ok := s.(kilolock.DriftStore); !ok {
+		t.Skip("the store keeps no drift checks")
+	}
+	password := secret(t, "pw")
+	c := next(t, s, "secrets")
+	c.Upserts = []graph.Instance{sensitiveInstance(t, "main", password, "db-1.internal")}
+	v := commit(t, s, "secrets", c)
+
+	// The real object: moved to another host, its url (unmarked) still
+	// holding the password.
+	real := fmt.Sprintf(`{"host":"db-2.internal","password":%s,"port":5432,"url":%s}`, quote(password), quote("pg://admin:"+password+"@db-2.internal"))
+	e := kilolock.NewEngine(s, kilolock.Options{})
+	check, err := e.RecordDrift(ctx, "secrets", &kilolock.DriftReport{Lineage: v.Lineage, Serial: v.Serial, Drifted: []kilolock.DriftedInstance{{
+		Address: "aws_db_instance.main", Real: json.RawMessage(real), RealSensitive: json.RawMessage(`{"password":true}`),
+	}}}, kilolock.Caller{Actor: "ci"})
+	must(t, err)
+	var paths []string
+	for _, ch := range check.Drifted[0].Changes {
+		paths = append(paths, ch.Path)
+	}
+	if strings.Join(paths, " ") != "host url" {
+		t.Fatalf("the drift check found changes at %v, want host and url", paths)
+	}
+
+	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT address, kind, changes FROM resource_drift WHERE state = 'secrets'`)
+	must(t, err)
+	view := fmt.Sprint(res.Rows)
+	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, kilolock.SensitiveMask) {
+		t.Errorf("resource_drift = %s; want the drifted host, and the url masked", view)
+	}
+	var file bytes.Buffer
+	_, err = backupStore(t, s).Backup(ctx, &file)
+	must(t, err)
+	zr, err := gzip.NewReader(&file)
+	must(t, err)
+	backup, err := io.ReadAll(zr)
+	must(t, err)
+	for where, b := range map[string][]byte{"the database": db.Dump(t), "a backup": backup, "resource_drift": []byte(view)} {
+		if bytes.Contains(b, []byte(password)) {
+			t.Errorf("%s (%d bytes) holds the password after a drift check", where, len(b))
+		}
+	}
+	if !bytes.Contains(backup, []byte("db-2.internal")) {
+		t.Errorf("the backup lacks the drifted host: it is not of this store")
+	}
 }
 
 // ring returns a keyring of new keys, the first active.
@@ -302,9 +359,10 @@ func testReplicaWithoutKey(t *testing.T, db AtRest) {
 
 // A backup of an encrypted store carries the secrets sealed: the file
 // holds none of their bytes, a store restored from it with the keys reads
-// every version back byte for byte, and one without them is refused at
-// open (or, restoring into it, refused before it writes a row).
-func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
+// every version back byte for byte, one without them is refused at open
+// (or, restoring into it, refused before it writes a row), and one whose
+// sealed values were edited is refused.
+func testSealedBackup(t *testing.T, from, to, keyless, edited AtRest) {
 	ctx := context.Background()
 	keys := ring(t, keyring.Generate())
 	src := openAtRest(t, from, keys)
@@ -341,7 +399,7 @@ func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
 	}
 
 	dst := openAtRest(t, to, keys)
-	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes())); err != nil {
+	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{}); err != nil {
 		t.Fatalf("Restore with the keys: %v", err)
 	}
 	for _, v := range []*kilolock.Version{v1, v2} {
@@ -357,11 +415,36 @@ func testSealedBackup(t *testing.T, from, to, keyless AtRest) {
 		t.Errorf("opening the restored store without its key = %v, want a KeyError", err)
 	}
 
+	// A sealed object or document edited in the file does not open with
+	// its state's key: refused, nothing written.
+	altered := openAtRest(t, edited, keys)
+	for table, column := range map[string]string{"payloads": "sealed", "version_raw": "raw"} {
+		file := alteredBackup(t, file.Bytes(), table, func(row map[string]any) bool {
+			s, ok := row[column].(string)
+			if !ok || (table == "version_raw" && row["sealed"] != true) {
+				return false
+			}
+			flip := byte('A')
+			if s[20] == 'A' {
+				flip = 'B'
+			}
+			row[column] = s[:20] + string(flip) + s[21:]
+			return true
+		})
+		_, err := backupStore(t, altered).Restore(ctx, bytes.NewReader(file), kilolock.RestoreLimits{})
+		if ie := errorAs[*kilolock.InvalidError](t, err); ie.Code != "backup_content_mismatch" {
+			t.Errorf("a backup with an edited %s.%s: %v, want backup_content_mismatch", table, column, err)
+		}
+	}
+	if st, err := altered.States(ctx); err != nil || len(st) != 0 {
+		t.Errorf("refused restores left states %v, %v", st, err)
+	}
+
 	bare, err := keyless.Open(t, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()))
+	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
 	errorIs(t, err, kilolock.ErrKey)
 	if st, err := bare.States(ctx); err != nil || len(st) != 0 {
 		t.Errorf("a refused restore left states %v, %v", st, err)

@@ -30,8 +30,8 @@ func testBackup(t *testing.T, open Opener) { RunBackup(t, open, open) }
 // into an empty store, which then holds the same rows (but the lock),
 // passes the snapshot and changes checks against the model the history
 // was made from, and goes on taking writes with new ids. A restore into a
-// store that is not empty, and of a damaged file, is refused and changes
-// nothing.
+// store that is not empty, and of a damaged or altered file, or one past
+// the restore's limits, is refused and changes nothing.
 func RunBackup(t *testing.T, from, to Opener) {
 	ctx := context.Background()
 	src := from(t)
@@ -46,7 +46,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 	}
 
 	dst := to(t)
-	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()))
+	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -61,10 +61,11 @@ func RunBackup(t *testing.T, from, to Opener) {
 	if st := state(t, dst, "model"); len(st.Locks) != 0 {
 		t.Errorf("the restored state has locks %+v; a backup carries none", st.Locks)
 	}
+	checkBackupLines(t, file.Bytes())
 
 	t.Run("refuses a store that is not empty", func(t *testing.T) {
 		before := freeze(t, dst, "model")
-		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()))
+		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
 		if re := errorAs[*kilolock.RefusedError](t, err); re.Code != "restore_target_not_empty" || !errors.Is(err, kilolock.ErrConflict) {
 			t.Errorf("a restore into a store that is not empty = %v", err)
 		}
@@ -88,7 +89,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 			{"a row of the wrong shape", gzipped(t, `{"kilolock_backup":1,"created":"2026-01-01T00:00:00Z","tables":[{"name":"state_holds","columns":[{"name":"name","type":"text"},{"name":"lifecycle","type":"text"}]}]}`+"\n"+
 				`{"table":"state_holds"}`+"\n"+`["x"]`+"\n")},
 		} {
-			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data))
+			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data), kilolock.RestoreLimits{})
 			if !errors.Is(err, kilolock.ErrInvalid) {
 				t.Errorf("%s: Restore = %v, want ErrInvalid", tt.name, err)
 			}
@@ -96,9 +97,12 @@ func RunBackup(t *testing.T, from, to Opener) {
 		if sts, err := empty.States(ctx); err != nil || len(sts) != 0 {
 			t.Fatalf("refused restores left states %+v, %v", sts, err)
 		}
-		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole)); err != nil {
+		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole), kilolock.RestoreLimits{}); err != nil {
 			t.Errorf("the whole file into the store the refused restores left: %v (they must write nothing)", err)
 		}
+	})
+	t.Run("refuses an altered file, and a line or a value past its limit", func(t *testing.T) {
+		testRestoreRefusals(t, to, file.Bytes())
 	})
 	t.Run("goes on with new ids", func(t *testing.T) {
 		var maxID int64
@@ -157,7 +161,10 @@ func fill(t *testing.T, s kilolock.Store) []model {
 	c.Raw = []byte{0x1f, 0x8b, 0, 0xff}
 	commit(t, s, "odd", c)
 	must(t, s.SetSharedPlanLocks(ctx, "odd", new(bool)))
+	fillLong(t, s)
 	must(t, s.SetLockMode(ctx, "empty", kilolock.LockOptimistic))
+	commit(t, s, "enc", opaque(t, s, "enc", &kilolock.ClientEncryption{Version: "v0", KeyProviders: []kilolock.KeyProvider{{Type: "pbkdf2", Name: "team"}}}))
+	must(t, s.SetRequireClientEncryption(ctx, "enc", true))
 
 	if rs, ok := s.(kilolock.RunStore); ok {
 		t0 := time.Now().UTC().Truncate(time.Second)
@@ -183,6 +190,7 @@ func fill(t *testing.T, s kilolock.Store) []model {
 		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, kilolock.LifecycleSuspended))
 		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		must(t, ts.CreateEnvironment(ctx, env))
+		must(t, ts.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, true))
 		must(t, ts.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}))
 		auto, _, err := kilolock.NewToken(kilolock.TokenAutomation)
 		must(t, err)
@@ -253,6 +261,10 @@ func dumpOf(t testing.TB, s kilolock.Store) dump {
 			d.rows[table] = []string{}
 		case strings.HasPrefix(line, "["):
 			d.rows[table] = append(d.rows[table], line)
+		case strings.HasPrefix(line, `"`):
+			// A piece of a long value of the row before: compared with it.
+			rows := d.rows[table]
+			rows[len(rows)-1] += "\n" + line
 		}
 	}
 	if err := sc.Err(); err != nil {

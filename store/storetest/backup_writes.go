@@ -109,7 +109,7 @@ func testBackupUnderWrites(t *testing.T, open Opener) {
 	}
 
 	dst := open(t)
-	if _, err := backupStore(t, dst).Restore(context.Background(), &file); err != nil {
+	if _, err := backupStore(t, dst).Restore(context.Background(), &file, kilolock.RestoreLimits{}); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	for w := range backupWriters {

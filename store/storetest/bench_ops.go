@@ -60,7 +60,7 @@ func BenchBackupRestore(b *testing.B, open BenchOpener) {
 		dst := open(b)
 		b.StartTimer()
 		start = time.Now()
-		if _, err := backupStore(b, dst).Restore(ctx, bytes.NewReader(file.Bytes())); err != nil {
+		if _, err := backupStore(b, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{}); err != nil {
 			b.Fatal(err)
 		}
 		restore += time.Since(start)

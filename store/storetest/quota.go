@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,6 +125,7 @@ func testQuotas(t *testing.T, open Opener) {
 	t.Run("precedence", func(t *testing.T) { testQuotaPrecedence(t, open) })
 	t.Run("environment", func(t *testing.T) { testQuotaEnvironment(t, open) })
 	t.Run("environment lock", func(t *testing.T) { testQuotaEnvironmentLock(t, open) })
+	t.Run("restore lock", func(t *testing.T) { testQuotaRestoreLock(t, open) })
 	t.Run("settings", func(t *testing.T) { testQuotaSettings(t, open) })
 }
 
@@ -287,7 +289,8 @@ func testQuotaPrecedence(t *testing.T, open Opener) {
 
 // testQuotaEnvironment: an environment's limit counts its active states,
 // each version's count kept; archived states and other environments do
-// not count; the workspace's default for environments applies.
+// not count; the workspace's default for environments applies; restoring
+// an archived state that would pass it is refused with the numbers.
 func testQuotaEnvironment(t *testing.T, open Opener) {
 	f := newQuotaFixture(t, open)
 	ctx := context.Background()
@@ -316,14 +319,76 @@ func testQuotaEnvironment(t *testing.T, open Opener) {
 	if st := f.status(t, a, 0, nil); !st.Archived || len(st.Counts) != 1 {
 		t.Errorf("an archived state's status: %+v, want its own count only", st)
 	}
+	// Restoring a (3) into prod at 5 of 5 would pass the limit: refused
+	// with the numbers, a left archived.
+	err = f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive)
+	qe = refusedBy(t, err, quota.ScopeEnvironment, f.prod, 5, 8)
+	if !qe.Restore || qe.State != a || !strings.Contains(qe.Error(), "from 5 to 8") || !strings.Contains(qe.Error(), "holds 3") ||
+		!strings.Contains(qe.Error(), "hard limit of 5") || !strings.Contains(qe.Hint(), "stays archived") {
+		t.Errorf("the refused restore: %v (hint %q); want its numbers and what to do", qe, qe.Hint())
+	}
+	if l, err := f.ts.StateLifecycle(ctx, a); err != nil || l != kilolock.LifecycleArchived {
+		t.Errorf("a refused restore left a %s, %v", l, err)
+	}
+	if st := f.status(t, b, 0, nil); st.Counts[1].Current != 5 {
+		t.Errorf("after a refused restore prod holds %d, want 5", st.Counts[1].Current)
+	}
+	// With b archived there is room: exactly the limit is allowed.
+	must(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleArchived))
 	must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive))
-	// Restored, prod holds 8 of 5: b may shrink, not grow.
-	_, _, err = f.grow(t, b, 1, nil)
-	refusedBy(t, err, quota.ScopeEnvironment, f.prod, 8, 9)
+	refusedBy(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleActive), quota.ScopeEnvironment, f.prod, 3, 8)
+	must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive)) // already active: nothing to count
 
 	f.set(t, kilolock.QuotaEnvironment, f.prod, &quota.Limit{Unlimited: true})
+	must(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleActive))
 	if _, _, err := f.grow(t, b, 1, nil); err != nil {
 		t.Errorf("prod unlimited over the workspace's default: %v", err)
+	}
+}
+
+// testQuotaRestoreLock: a restore of an archived state and a commit to
+// another state of its environment, at once, each within the
+// environment's limit alone, never both pass it.
+func testQuotaRestoreLock(t *testing.T, open Opener) {
+	f := newQuotaFixture(t, open)
+	ctx := context.Background()
+	const rounds = 12
+	f.set(t, kilolock.QuotaEnvironment, f.prod, limit(0, 3))
+	for round := range rounds {
+		a, b := f.state(t, f.prod, fmt.Sprintf("a%d", round)), f.state(t, f.prod, fmt.Sprintf("b%d", round))
+		f.mustGrow(t, a, 2)
+		must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleArchived))
+		f.mustGrow(t, b, 0)
+		c := f.growth(t, b, 2, nil)
+		var (
+			wg      sync.WaitGroup
+			start   = make(chan struct{})
+			commit  error
+			restore error
+		)
+		wg.Go(func() { <-start; _, _, commit = f.s.Commit(ctx, b, c) })
+		wg.Go(func() { <-start; restore = f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive) })
+		close(start)
+		wg.Wait()
+		won := 0
+		for what, err := range map[string]error{"commit": commit, "restore": restore} {
+			var qe *kilolock.QuotaError
+			switch {
+			case err == nil:
+				won++
+			case !errors.As(err, &qe) || qe.Refused.Scope != quota.ScopeEnvironment:
+				t.Fatalf("round %d, %s: %v, want success or the environment's refusal", round, what, err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d of a commit and a restore passed an environment limit that fits one", round, won)
+		}
+		if st := f.status(t, b, 0, nil); st.Counts[1].Current != 2 {
+			t.Fatalf("round %d: prod holds %d, want 2", round, st.Counts[1].Current)
+		}
+		for _, name := range []string{a, b} {
+			must(t, f.ts.SetStateLifecycle(ctx, name, kilolock.LifecycleArchived))
+		}
 	}
 }
 

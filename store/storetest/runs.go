@@ -284,3 +284,59 @@ func testRuns(t *testing.T, open Opener) {
 		t.Errorf("a missing run = %v", err)
 	}
 }
+
+// testNoCreateLocks: a lock that may not create its state (a read
+// credential's, or one in a suspended workspace) on a state that does not
+// exist: a plan's is granted Transient and stores nothing, so its unlock
+// finds nothing and the state is still unknown; a read-only caller's write
+// lock is refused, an apply run's is ErrNotFound; on a state that exists
+// the lock is kept as any other.
+func testNoCreateLocks(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	plan := lockInfo("p1", "ci")
+	plan.Operation = kilolock.OperationPlan
+	readOnly := kilolock.LockOptions{SharedPlans: true, ReadOnly: true, NoCreate: true}
+	l, err := s.Lock(ctx, "new", plan, readOnly)
+	if err != nil || !l.Transient || !l.Shared || l.BaseVersion != 0 || l.Info.ID != "p1" {
+		t.Fatalf("a read-only plan's lock of a new state = %+v, %v; want a transient shared lock", l, err)
+	}
+	// Where plans do not share, the suspended workspace's plan gets a
+	// transient lock too: there is nothing to write under it.
+	if l, err := s.Lock(ctx, "new", lockInfo("p2", "ci"), kilolock.LockOptions{NoCreate: true}); err != nil || !l.Transient || l.Shared {
+		t.Errorf("a non-creating write lock of a new state = %+v, %v; want a transient lock", l, err)
+	}
+	apply := lockInfo("w", "ci")
+	if _, err := s.Lock(ctx, "new", apply, readOnly); errorAs[*kilolock.ReadOnlyLockError](t, err) == nil {
+		t.Errorf("a read-only apply lock of a new state = %v, want a *ReadOnlyLockError", err)
+	}
+	if _, err := s.Lock(ctx, "new", apply, kilolock.LockOptions{NoCreate: true, Run: "run_0123456789abcdef"}); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("an apply run's non-creating lock of a new state = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Unlock(ctx, "new", "p1", kilolock.UnlockOptions{ReadOnly: true}); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("the unlock of a transient lock = %v, want ErrNotFound (nothing held)", err)
+	}
+	if _, err := s.State(ctx, "new"); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Errorf("State after non-creating locks = %v, want ErrNotFound: they created it", err)
+	}
+	all, err := s.States(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range all {
+		if st.Name == "new" {
+			t.Errorf("States lists %+v, which no lock created", st)
+		}
+	}
+	// On a state that exists the lock is kept.
+	if _, err := s.Lock(ctx, "old", apply, kilolock.LockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plan.ID = "p3"
+	if l, err := s.Lock(ctx, "old", plan, readOnly); err != nil || l.Transient || !l.Shared {
+		t.Fatalf("a read-only plan's lock of a state that exists = %+v, %v; want a kept shared lock", l, err)
+	}
+	if got := state(t, s, "old").Locks; len(got) != 2 {
+		t.Errorf("locks of the existing state: %+v, want the writer and the plan", got)
+	}
+}

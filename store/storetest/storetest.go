@@ -44,6 +44,7 @@ func Run(t *testing.T, open Opener) {
 		{"Tenant", testTenant},
 		{"Access", testAccess},
 		{"PlanLocks", testPlanLocks},
+		{"NoCreateLocks", testNoCreateLocks},
 		{"Runs", testRuns},
 		{"Quotas", testQuotas},
 		{"OddBytes", testOddBytes},
@@ -51,9 +52,11 @@ func Run(t *testing.T, open Opener) {
 		{"Tags", testTags},
 		{"Drift", testDrift},
 		{"TenantQueries", testTenantQueries},
+		{"TenantQueryLeaks", testTenantQueryLeaks},
 		{"Backup", testBackup},
 		{"BackupUnderWrites", testBackupUnderWrites},
 		{"Retention", testRetention},
+		{"ClientEncryption", testClientEncryption},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })

@@ -15,7 +15,7 @@ import (
 // states: base tables and catalogs, files and programs, ATTACH, recursive
 // CTEs, every kind of write, settings, roles and the scope itself. Each
 // must answer only the tenant's own rows, or a refusal.
-var HostileQueries = []string{
+var HostileQueries = append([]string{
 	`SELECT * FROM resources`,
 	`SELECT state, address, attributes FROM resources WHERE state NOT LIKE 'ws_a.%'`,
 	`SELECT * FROM main.resources`,
@@ -89,7 +89,7 @@ var HostileQueries = []string{
 	`NOTIFY kl, 'x'`,
 	`BEGIN; SELECT * FROM states`,
 	`COMMIT`,
-}
+}, LeakProbes...) // and the probe's reads through error messages
 
 // forbidden are what a tenant of ws_a.env_a must never see of others: the
 // other tenant's names and secrets, the local lane's, and token hashes.
@@ -100,11 +100,7 @@ var forbidden = []string{"ws_b", "env_b", "secret-b", "plain", "secret-plain", "
 // sees everything.
 func testTenantQueries(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := open(t)
-	sq, ok := s.(kilolock.ScopedQuerier)
-	if !ok {
-		t.Skip("the store runs no scoped queries")
-	}
+	s, sq := openScoped(t, open)
 	SeedTenants(t, s)
 	before := freeze(t, s, "ws_b.env_b.net")
 
@@ -160,21 +156,127 @@ func testTenantQueries(t *testing.T, open Opener) {
 	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxRows: 2}, scopeA, `SELECT * FROM version_history, resources, outputs, resource_history`); err != nil || len(res.Rows) > 2 {
 		t.Errorf("a tenant answer past the row cap: %v, %v", res, err)
 	}
+	// An object past the byte cap fails only the statements that read it.
+	big := next(t, s, "ws_a.env_a.big")
+	big.Upserts = append(big.Upserts, instance(t, resource("aws_instance", "big"), intKey(0), `{"id":"i-big","pad":`+quote(strings.Repeat("x", 8<<10))+`}`),
+		instance(t, resource("aws_instance", "small"), intKey(0), `{"id":"i-small"}`))
+	commit(t, s, "ws_a.env_a.big", big)
+	small := `SELECT attributes ->> 'id' FROM resources WHERE address = 'aws_instance.small[0]'`
+	if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 4 << 10}, scopeA, small); err != nil || len(res.Rows) != 1 || res.Rows[0][0] != "i-small" {
+		t.Errorf("a small object beside one past the byte cap: %v, %v", res, err)
+	}
+	if _, err := sq.QueryScoped(ctx, kilolock.QueryLimits{MaxBytes: 4 << 10}, scopeA, `SELECT attributes FROM resources WHERE address = 'aws_instance.big[0]'`); errorAs[*kilolock.InvalidError](t, err).Code != "query_too_large" {
+		t.Errorf("an object past the byte cap: %v", err)
+	}
+	if _, err := s.Delete(ctx, "ws_a.env_a.big", kilolock.DeleteOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
 	// A refused statement left the connection clean for the next one.
 	if n := count(scopeA); n != 1 {
 		t.Errorf("after the battery ws_a.env_a counts %d resources", n)
 	}
+	// Not even how many rows a table holds, nor how large the file is.
+	for _, q := range []string{
+		`SELECT count(*) FROM tokens`, `SELECT count(*) FROM states`, `SELECT count(*) FROM instance_intervals`,
+		`SELECT count(*) FROM payloads`, `SELECT count(*) FROM main.states`, `SELECT count(*) FROM main.resources`,
+		`SELECT (WITH tokens AS (SELECT 1) SELECT count(*) FROM tokens), (SELECT count(*) FROM tokens)`,
+		`SELECT count(*) FROM kl_t_states`, `SELECT count(*) FROM temp.kl_t_copies`,
+	} {
+		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scopeA, q)
+		if err == nil && asInt(t, res.Rows[0][len(res.Rows[0])-1]) != 0 {
+			t.Errorf("%s counts %v for ws_a.env_a", q, res.Rows[0])
+		}
+	}
+	for _, q := range []string{`SELECT count(*) FROM dbstat`, `SELECT * FROM pragma_page_count`, `PRAGMA page_count`, `PRAGMA data_version`, `SELECT * FROM sqlite_dbpage`} {
+		if res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scopeA, q); err == nil {
+			t.Errorf("%s answers ws_a.env_a: %v", q, res.Rows)
+		}
+	}
+	testScopesTakeTurns(t, s, sq)
 	before.unchanged(t, s, "ws_b.env_b.net")
+}
+
+// testScopesTakeTurns: scopes that take turns on the store's connections
+// each see their own rows, whichever columns they read, and the rows as
+// they are at the time of the query.
+func testScopesTakeTurns(t *testing.T, s kilolock.Store, sq kilolock.ScopedQuerier) {
+	ctx := context.Background()
+	scopeA := kilolock.QueryScope{Prefixes: []string{"ws_a.env_a."}}
+	scopeB := kilolock.QueryScope{Prefixes: []string{"ws_b.env_b."}}
+	ask := func(scope kilolock.QueryScope, q string) [][]any {
+		t.Helper()
+		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scope, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return res.Rows
+	}
+	for i := range 6 {
+		scope, want, id := scopeA, "ws_a.env_a.net", "i-a"
+		if i%2 == 1 {
+			scope, want, id = scopeB, "ws_b.env_b.net", "secret-b"
+		}
+		if rows := ask(scope, `SELECT DISTINCT state FROM resources`); len(rows) != 1 || rows[0][0] != want {
+			t.Errorf("turn %d: %s sees states %v", i, want, rows)
+		}
+		if rows := ask(scope, `SELECT address FROM resources`); len(rows) != 1 || rows[0][0] != "aws_instance.web[0]" {
+			t.Errorf("turn %d: %s sees addresses %v", i, want, rows)
+		}
+		// A column the last statement did not read.
+		if rows := ask(scope, `SELECT attributes ->> 'id', address FROM resources`); len(rows) != 1 || rows[0][0] != id {
+			t.Errorf("turn %d: %s sees ids %v, want %s", i, want, rows, id)
+		}
+		if rows := ask(scope, `SELECT state, name FROM outputs`); len(rows) != 1 || rows[0][0] != want {
+			t.Errorf("turn %d: %s sees outputs %v", i, want, rows)
+		}
+	}
+	// What users write: CTEs, joins, subqueries, over the views.
+	for _, q := range []string{
+		`WITH r AS (SELECT state, address FROM resources) SELECT count(*) FROM r WHERE state = 'ws_a.env_a.net'`,
+		`WITH r AS (SELECT state FROM resources), n AS (SELECT count(*) AS c FROM r) SELECT c FROM n`,
+		`SELECT count(*) FROM resources r JOIN version_history v ON v.state = r.state WHERE v.number = 1`,
+		`SELECT (SELECT count(*) FROM outputs) * (SELECT count(*) FROM resources WHERE address IN (SELECT address FROM resource_history))`,
+	} {
+		if rows := ask(scopeA, q); len(rows) != 1 || asInt(t, rows[0][0]) != 1 {
+			t.Errorf("%s = %v, want 1", q, rows)
+		}
+	}
+	// A write between two queries of one scope shows in the second.
+	c := next(t, s, "ws_a.env_a.net")
+	c.Upserts = append(c.Upserts, instance(t, resource("aws_instance", "db"), intKey(0), `{"id":"i-a-db"}`))
+	commit(t, s, "ws_a.env_a.net", c)
+	if rows := ask(scopeA, `SELECT count(*) FROM resources`); asInt(t, rows[0][0]) != 2 {
+		t.Errorf("after a write ws_a.env_a counts %v resources, want 2", rows)
+	}
+	if rows := ask(scopeA, `SELECT attributes ->> 'id' FROM resources WHERE address = 'aws_instance.db[0]'`); len(rows) != 1 || rows[0][0] != "i-a-db" {
+		t.Errorf("after a write ws_a.env_a reads %v", rows)
+	}
+}
+
+// openScoped opens a store that runs tenants' queries, or skips t.
+func openScoped(t *testing.T, open Opener) (kilolock.Store, kilolock.ScopedQuerier) {
+	t.Helper()
+	s := open(t)
+	sq, ok := s.(kilolock.ScopedQuerier)
+	if !ok {
+		t.Skip("the store runs no scoped queries")
+	}
+	return s, sq
 }
 
 // CheckTenantAnswer is nil when a tenant of ws_a.env_a got a refusal or an
 // answer that holds nothing of another tenant (see SeedTenants).
 func CheckTenantAnswer(res *kilolock.QueryResult, err error) error {
 	if err != nil {
-		if errors.Is(err, kilolock.ErrReadOnly) || errors.Is(err, kilolock.ErrInvalid) || errors.Is(err, kilolock.ErrRefused) {
-			return nil
+		if !errors.Is(err, kilolock.ErrReadOnly) && !errors.Is(err, kilolock.ErrInvalid) && !errors.Is(err, kilolock.ErrRefused) {
+			return errors.New("not a refusal: " + err.Error())
 		}
-		return errors.New("not a refusal: " + err.Error())
+		for _, f := range forbidden {
+			if (f == "plain" && plainState.MatchString(err.Error())) || (f != "plain" && strings.Contains(err.Error(), f)) {
+				return errors.New("the refusal holds " + f + ": " + clipText(err.Error()))
+			}
+		}
+		return nil
 	}
 	b, jerr := json.Marshal(res)
 	if jerr != nil {

@@ -1,11 +1,11 @@
-package httpbackend
+package bytesize
 
 import "testing"
 
-func TestByteSize(t *testing.T) {
+func TestSize(t *testing.T) {
 	tests := []struct {
 		in   string
-		want ByteSize
+		want Size
 		str  string
 	}{
 		{"64MiB", 64 << 20, "64MiB"},
@@ -18,13 +18,13 @@ func TestByteSize(t *testing.T) {
 		{"1000B", 1000, "1000B"},
 	}
 	for _, tt := range tests {
-		var s ByteSize
+		var s Size
 		if err := s.UnmarshalText([]byte(tt.in)); err != nil || s != tt.want || s.String() != tt.str {
 			t.Errorf("%q: got %d (%s), %v; want %d (%s)", tt.in, s, s, err, tt.want, tt.str)
 		}
 	}
 	for _, bad := range []string{"", "MiB", "-1MiB", "0", "12XB", "1.5GiB", "99999999999GiB"} {
-		var s ByteSize
+		var s Size
 		if err := s.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q: no error, got %d", bad, s)
 		}
