@@ -9,8 +9,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kilolock/kilolock/internal/tofu"
 )
@@ -192,6 +195,36 @@ func TestPlanLockLimit(t *testing.T) {
 				}
 				// tofu's own apply gets the lock.
 				wd.Must("apply", "-auto-approve", "-no-color", "-lock-timeout=0s")
+			})
+		}
+	})
+}
+
+// TestDriftCheckSignals: SIGINT (Ctrl-C) or SIGTERM to a kl drift check
+// mid-plan stops the CLI gracefully, which releases its plan lock, and kl
+// exits 130 (interrupted): no lock is left for kld's limit to end.
+func TestDriftCheckSignals(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		srv := setup(t, databaseURL)
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			name := "sig-" + strings.ToLower(strings.TrimPrefix(unix.SignalName(sig), "SIG"))
+			t.Run(name, func(t *testing.T) {
+				wd, remote := pipeWorkdir(t, srv, name)
+				r := startKLEnv(t, wd, []string{"KL_LOG_LEVEL=debug"}, "drift", "check")
+				r.waitStderr("data.terraform_remote_state.a: Reading...", time.Minute)
+				if locks := stateLocks(t, srv, name); len(locks) != 1 {
+					t.Fatalf("the plan of kl drift check holds %d lock(s), want 1", len(locks))
+				}
+				r.cmd.Process.Signal(sig)
+				time.Sleep(500 * time.Millisecond) // the CLI is interrupted while it reads
+				remote.release()
+				if code := r.wait(); code != 130 {
+					t.Errorf("kl drift check after %v: exit %d, want 130\n%s", sig, code, r.output())
+				}
+				if locks := stateLocks(t, srv, name); len(locks) != 0 {
+					t.Fatalf("after %v to kl drift check, the state holds %d lock(s): the CLI's plan lock was left behind\n%s", sig, len(locks), r.output())
+				}
 			})
 		}
 	})
