@@ -115,6 +115,13 @@ type Lock struct {
 	Transient bool `json:"transient,omitempty"`
 }
 
+// StateLock is a lock with the name of its state, for lists across
+// states.
+type StateLock struct {
+	State string `json:"state"`
+	Lock  Lock   `json:"lock"`
+}
+
 // Version is the record of one immutable version of a state.
 type Version struct {
 	// ID is unique across the store and never reused, so it is safe as a

@@ -151,8 +151,8 @@ func (e *Engine) EndRun(ctx context.Context, id string, end RunEnd) (*ApplyRun, 
 }
 
 // AbortRun aborts a run: its reservations are released at once, its
-// orchestrator learns it at its next renewal, and the store refuses any
-// later write under it.
+// orchestrator learns it when it next asks (Run, or its next renewal: kl
+// asks every second), and the store refuses any later write under it.
 func (e *Engine) AbortRun(ctx context.Context, id, by string) (*ApplyRun, error) {
 	return e.EndRun(ctx, id, RunEnd{Status: RunAborted, By: by, Reason: "aborted"})
 }

@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"context"
+	"time"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -39,6 +40,14 @@ type Store interface {
 	// *LockMismatchError; a read-only caller's release of a write lock a
 	// *ReadOnlyLockError; a state that does not exist gives ErrNotFound.
 	Unlock(ctx context.Context, name, id string, opts UnlockOptions) ([]Lock, error)
+
+	// EndPlanLocks releases, on every state at once, the locks of plans
+	// (Operation OperationPlan, taken by no apply run: shared read locks,
+	// and plans' exclusive locks where plans do not share) acquired before
+	// acquiredBefore, and returns them with their states' names. A plan
+	// never writes, so ending its lock loses no work; it frees what a
+	// plan's CLI that died left held. An empty list when none was.
+	EndPlanLocks(ctx context.Context, acquiredBefore time.Time) ([]StateLock, error)
 
 	// SetLockMode changes the lock mode (and creates the state in mode when
 	// missing). While any lock is held it refuses with a *ConflictError

@@ -113,7 +113,9 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getRun answers GET /v1/api/runs/{id}.
+// getRun answers GET /v1/api/runs/{id}: the run, its status as of now
+// (expired once its lease ran out). A running orchestrator asks it every
+// second to learn of an abort, so it is one read of the run.
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 	run, err := h.engine.Run(r.Context(), r.PathValue("id"))
 	if err != nil {

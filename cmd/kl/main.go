@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/alecthomas/kong"
 
@@ -24,7 +22,9 @@ func main() {
 }
 
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, SIGTERM or a reader gone (kl drift check | head) ends ctx,
+	// which stops the IaC CLI gracefully and ends kl's apply run.
+	ctx, stop := klcli.SignalContext(context.Background())
 	defer stop()
 	var cli klcli.App
 	parser, err := kong.New(&cli,

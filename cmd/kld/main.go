@@ -145,9 +145,10 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	if _, port, _ := net.SplitHostPort(c.Listen); port == "0" {
 		fmt.Printf("%s://%s\n", scheme, addr) // for scripts and tests that asked for any port
 	}
-	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "state_cache", c.Memory.StateCache.String(), "encryption_at_rest", atRest)
+	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "plan_lock_limit", c.Limits.PlanLockLimit, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "state_cache", c.Memory.StateCache.String(), "encryption_at_rest", atRest)
 
 	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
+	go engine.EndPlanLocksEvery(ctx, c.Limits.PlanLockLimit)
 	go c.Profiling.Serve(ctx, logger)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -28,7 +28,7 @@ resource "terraform_data" "after_short" { input = time_rotating.short.id }
 // configuration) and the tofu binary, as kl drift check needs.
 func mustKLIn(t *testing.T, wd *tofu.Workdir, args ...string) string {
 	t.Helper()
-	env := append(wd.Env(), "KL_TOFU="+tofu.Binary(t))
+	env := append(wd.Env(), "KL_TF_BIN="+tofu.Binary(t))
 	out, errOut, code := klEnv(t, env, tofu.CommandTimeout, args...)
 	if code != 0 {
 		t.Fatalf("kl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)

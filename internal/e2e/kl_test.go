@@ -90,3 +90,46 @@ func TestKL(t *testing.T) {
 		}
 	})
 }
+
+// TestKLEscapesClientText: a lock whose Who and Info carry terminal
+// escapes (set the title, clear the screen, write the clipboard with OSC
+// 52), taken by any client, reaches the terminal escaped through kl
+// status, kl states, and kl apply reporting the CLI's lock error; kl
+// status --json still holds the very text.
+func TestKLEscapesClientText(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		srv := setup(t, databaseURL)
+		const who = "mallory\x1b]0;pwned\x07\x1b[2J\x1b]52;c;Y3VybCBldmls\x07"
+		info, _ := json.Marshal(map[string]string{
+			"ID": "0d4f2a8e-esc", "Operation": "OperationTypeApply", "Who": who,
+			"Info": "\x1b[31mred\x1b[0m\rhidden", "Version": "1.10.10", "Created": "2026-12-03T10:00:00Z",
+		})
+		if code, body := request(t, "LOCK", srv.StateURL("esc"), info); code != http.StatusOK {
+			t.Fatalf("LOCK: %d %s", code, body)
+		}
+		const shown = `mallory\u001b]0;pwned\u0007\u001b[2J`
+		for _, args := range [][]string{{"status", "esc"}, {"states"}} {
+			out, errOut, code := kl(t, append([]string{"--server", srv.URL}, args...)...)
+			if code != 0 || strings.ContainsAny(out+errOut, "\x1b\x07\r") || !strings.Contains(out, shown) {
+				t.Errorf("kl %s: exit %d, want the lock's Who escaped:\n%q\n%s", strings.Join(args, " "), code, out, errOut)
+			}
+		}
+		out := mustKL(t, "--server", srv.URL, "status", "esc", "--json")
+		var st struct {
+			Locks []struct {
+				Info struct{ Who string } `json:"info"`
+			} `json:"locks"`
+		}
+		if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Locks) != 1 || st.Locks[0].Info.Who != who {
+			t.Errorf("kl status --json: %v, want the Who as sent:\n%q", err, out)
+		}
+
+		wd := tofu.NewWorkdir(t, srv.Backend("esc")+dirConfig)
+		wd.Must("init", "-no-color")
+		r := startKL(t, wd, "apply")
+		if code := r.wait(); code != 8 || strings.ContainsAny(r.output(), "\x1b\x07\r") || !strings.Contains(r.err.String(), shown) {
+			t.Errorf("kl apply on a state the hostile lock holds: exit %d, want 8 with the CLI's lock error escaped:\n%q", code, r.output())
+		}
+	})
+}

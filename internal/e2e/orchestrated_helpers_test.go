@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,10 +57,16 @@ resource "time_sleep" "slow_b" {
 // the first one applied it once (both resources at v1, no sleep).
 func orchWorkdirs(t *testing.T, srv *tofu.Server, name string, n int) []*tofu.Workdir {
 	t.Helper()
+	return orchWorkdirsWith(t, srv, name, n, orchSlowA)
+}
+
+// orchWorkdirsWith is orchWorkdirs with slowA as slow_a.tf.
+func orchWorkdirsWith(t *testing.T, srv *tofu.Server, name string, n int, slowA string) []*tofu.Workdir {
+	t.Helper()
 	var wds []*tofu.Workdir
 	for i := range n {
 		wd := tofu.NewWorkdir(t, srv.Backend(name)+orchMain)
-		wd.WriteFile("slow_a.tf", orchSlowA)
+		wd.WriteFile("slow_a.tf", slowA)
 		wd.WriteFile("slow_b.tf", orchSlowB)
 		wd.Must("init", "-no-color")
 		if i == 0 {
@@ -83,10 +93,28 @@ type klRun struct {
 // startKL starts kl with args in wd (its tofu environment, KL_TF_BIN set).
 func startKL(t *testing.T, wd *tofu.Workdir, args ...string) *klRun {
 	t.Helper()
+	return startKLEnv(t, wd, nil, args...)
+}
+
+// startKLEnv is startKL with env (KEY=VALUE) set over wd's environment;
+// KEY= alone removes KEY.
+func startKLEnv(t *testing.T, wd *tofu.Workdir, env []string, args ...string) *klRun {
+	t.Helper()
+	return startKLPiped(t, wd, env, nil, args...)
+}
+
+// startKLPiped is startKLEnv with kl's stderr on the file stderr, when not
+// nil, instead of the run's buffer.
+func startKLPiped(t *testing.T, wd *tofu.Workdir, env []string, stderr *os.File, args ...string) *klRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	r := &klRun{t: t, args: args, done: make(chan struct{})}
 	r.cmd = wd.Command(ctx, tofu.BuildKL(t), args...)
+	r.cmd.Env = setEnv(r.cmd.Env, env)
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
+	if stderr != nil {
+		r.cmd.Stderr = stderr
+	}
 	r.start = time.Now()
 	if err := r.cmd.Start(); err != nil {
 		cancel()
@@ -104,6 +132,19 @@ func startKL(t *testing.T, wd *tofu.Workdir, args ...string) *klRun {
 		<-r.done
 	})
 	return r
+}
+
+// setEnv returns environ with each KEY=VALUE of env set, replacing KEY's
+// value; KEY= with no value removes KEY.
+func setEnv(environ, env []string) []string {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		environ = slices.DeleteFunc(environ, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		if v != "" {
+			environ = append(environ, kv)
+		}
+	}
+	return environ
 }
 
 // wait waits for kl to exit and returns its exit code.
@@ -257,4 +298,85 @@ func trigger(t *testing.T, srv *tofu.Server, name, resource string) string {
 	}
 	t.Fatalf("state %s has no %s", name, resource)
 	return ""
+}
+
+// orchProvisionedA is slow_a.tf as a terraform_data whose creation runs a
+// local-exec provisioner: it writes its process id to provisioner.pid and
+// becomes `sleep var.sleep_a`, a process of the CLI's own.
+var orchProvisionedA = provisionedA("exec sleep ${var.sleep_a}")
+
+// orchStubbornA is orchProvisionedA whose provisioner ignores SIGINT, and
+// its sleep, a child of the provisioner's shell, too.
+var orchStubbornA = provisionedA("trap '' INT; sleep ${var.sleep_a} & wait")
+
+func provisionedA(command string) string {
+	return `
+resource "terraform_data" "slow_a" {
+  triggers_replace = var.a
+  input            = var.a
+  provisioner "local-exec" {
+    command = "echo $$ > ${path.module}/provisioner.pid; ` + command + `"
+  }
+}
+`
+}
+
+// waitPIDFile waits until path holds a process id, written while by runs,
+// and returns it.
+func waitPIDFile(t *testing.T, path string, by *klRun) int {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return pid
+			}
+		}
+		select {
+		case <-by.done:
+			t.Fatalf("kl %s exited %d before %s was written\n%s", strings.Join(by.args, " "), by.code, path, by.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process id in %s", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procStat is a process's state and process group, from /proc/PID/stat.
+func procStat(pid int) (state byte, pgrp int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return f[0][0], pgrp, err == nil
+}
+
+// groupMembers lists the processes of process group pgrp that still run
+// (a zombie, dead and waiting to be reaped, does not).
+func groupMembers(t *testing.T, pgrp int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("list processes: %v", err)
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, g, ok := procStat(pid); ok && g == pgrp && state != 'Z' && state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

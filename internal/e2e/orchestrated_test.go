@@ -1,10 +1,13 @@
 package e2e_test
 
 import (
-	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kilolock/kilolock/internal/tofu"
 )
 
 // TestOrchestratedDisjointApplies runs two orchestrated applies on
@@ -116,52 +119,110 @@ func TestOrchestratedWait(t *testing.T) {
 	})
 }
 
-// TestOrchestratedAbort aborts a running orchestrated apply: its kl stops
-// the CLI within a heartbeat and exits 7, nothing of it is committed, and
-// the apply waiting behind it proceeds.
+// TestOrchestratedAbort aborts a running orchestrated apply, with the
+// default lease (renewed every 5 minutes), while its local-exec
+// provisioner sleeps, once as a provisioner that stops on SIGINT and once
+// as one that ignores it: within 10 s its kl, its CLI and the
+// provisioner's processes are gone, kl exits 7 (aborted) saying what
+// became of the CLI's local state, nothing of it is committed, and the
+// apply waiting behind it takes its reservations within 5 s and applies.
 func TestOrchestratedAbort(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
 		srv := setup(t, databaseURL)
-		wds := orchWorkdirs(t, srv, "abort", 2)
-		before := len(history(t, srv, "abort"))
-
-		const sleep = 60 * time.Second
-		blocker := startKL(t, wds[0], "apply", "--orchestrated", "-f", "slow_a.tf", "--var", "a=aborted", "--var", fmt.Sprintf("sleep_a=%ds", int(sleep.Seconds())), "--lease", "6s")
-		held := waitActive(t, srv, "abort", "time_sleep.slow_a", blocker)
-		blocker.waitStderr("applying 1 target", time.Minute)
-		waiter := startKL(t, wds[1], "apply", "--orchestrated", "-f", "slow_a.tf", "--var", "a=after", "--wait-timeout", "3m")
-		waiter.waitStderr("] blocked by 1 reservation(s)", time.Minute)
-
-		out := mustKL(t, "--server", srv.URL, "apply", "abort", "--apply-id", held.ID)
-		if !strings.Contains(out, "aborted apply run "+held.ID) {
-			t.Errorf("kl apply abort says:\n%s", out)
-		}
-		if code := blocker.wait(); code != 7 {
-			t.Fatalf("the aborted apply's kl: exit %d, want 7 (aborted)\n%s", code, blocker.output())
-		}
-		if blocker.took >= sleep {
-			t.Errorf("the aborted apply ran its whole %s sleep (%s): its CLI was not stopped", sleep, blocker.took)
-		}
-		if !strings.Contains(blocker.err.String(), "is aborted: stopping the apply") {
-			t.Errorf("the aborted kl does not say it stops the apply:\n%s", blocker.err.String())
-		}
-		waiter.mustSucceed()
-		if got := trigger(t, srv, "abort", "slow_a"); got != "after" {
-			t.Errorf("slow_a = %q, want the waiter's value", got)
-		}
-		if got := len(history(t, srv, "abort")); got != before+1 {
-			t.Errorf("%d versions after the abort and the waiter's apply, want %d: the aborted apply committed something", got, before+1)
-		}
-		again, errOut, code := kl(t, "--server", srv.URL, "apply", "abort", "--apply-id", held.ID)
-		if code != 4 || !strings.Contains(errOut, "aborted") {
-			t.Errorf("aborting an aborted run: exit %d, want 4\n%s%s", code, again, errOut)
-		}
-		_, errOut, code = kl(t, "--server", srv.URL, "apply", "abort", "--state", "abort", "--latest")
-		if code != 3 || !strings.Contains(errOut, "no apply run in flight") {
-			t.Errorf("--latest with none in flight: exit %d, want 3\n%s", code, errOut)
+		for _, tc := range []struct {
+			state, slowA string
+			says         []string // what the aborted kl says, beside the abort
+			errored      bool     // whether the CLI saved errored.tfstate
+		}{
+			{"abort", orchProvisionedA, []string{"it stopped on its own", "tofu state push errored.tfstate"}, true},
+			// tofu stops, and the sleep it leaves behind is killed with
+			// the group.
+			{"abort-stubborn", orchStubbornA, []string{"it stopped on its own", "tofu state push errored.tfstate"}, true},
+		} {
+			t.Run(tc.state, func(t *testing.T) { testAbort(t, srv, tc.state, tc.slowA, tc.says, tc.errored) })
 		}
 	})
+}
+
+// testAbort is one case of TestOrchestratedAbort, on state name.
+func testAbort(t *testing.T, srv *tofu.Server, name, slowA string, says []string, errored bool) {
+	wds := orchWorkdirsWith(t, srv, name, 2, slowA)
+	before := history(t, srv, name)
+	pidFile := filepath.Join(wds[0].Dir, "provisioner.pid")
+	os.Remove(pidFile) // the first apply's
+
+	blocker := startKL(t, wds[0], "apply", "--orchestrated", "-f", "slow_a.tf", "--var", "a=aborted", "--var", "sleep_a=40")
+	held := waitActive(t, srv, name, "terraform_data.slow_a", blocker)
+	prov := waitPIDFile(t, pidFile, blocker)
+	_, group, ok := procStat(prov)
+	if !ok || len(groupMembers(t, group)) < 2 {
+		t.Fatalf("the provisioner %d runs in no process group of the CLI's (group %d)", prov, group)
+	}
+	waiter := startKL(t, wds[1], "apply", "--orchestrated", "-f", "slow_a.tf", "--var", "a=after", "--wait-timeout", "3m")
+	waiter.waitStderr("] blocked by 1 reservation(s)", time.Minute)
+
+	abortedAt := time.Now()
+	out := mustKL(t, "--server", srv.URL, "apply", "abort", "--apply-id", held.ID) // --latest would be the waiter's
+	if !strings.Contains(out, "aborted apply run "+held.ID) || !strings.Contains(out, "stops the apply within seconds") {
+		t.Errorf("kl apply abort says:\n%s", out)
+	}
+	deadline := abortedAt.Add(10 * time.Second)
+	for left := groupMembers(t, group); len(left) > 0; left = groupMembers(t, group) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after kl apply abort, processes %v of the CLI's group (provisioner %d) still run", left, prov)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	select {
+	case <-blocker.done:
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("the aborted apply's kl still runs 10 s after kl apply abort\n%s", blocker.output())
+	}
+	t.Logf("TIMING %s kl apply abort to the CLI's group gone and kl exited: %s", t.Name(), time.Since(abortedAt).Round(time.Millisecond))
+	if code := blocker.wait(); code != 7 {
+		t.Fatalf("the aborted apply's kl: exit %d, want 7 (aborted)\n%s", code, blocker.output())
+	}
+	erroredFile := filepath.Join(wds[0].Dir, "errored.tfstate")
+	for _, want := range append([]string{"is aborted: stopping the apply", "was aborted by", "nothing of it was committed"}, says...) {
+		if !strings.Contains(blocker.err.String(), want) {
+			t.Errorf("the aborted kl does not say %q:\n%s", want, blocker.err.String())
+		}
+	}
+	if _, err := os.Stat(erroredFile); (err == nil) != errored || errored && !strings.Contains(blocker.err.String(), erroredFile) {
+		t.Errorf("%s: %v; kl says:\n%s", erroredFile, err, blocker.err.String())
+	}
+	waiter.mustSucceed()
+	if got := dataInput(t, srv, name, "slow_a"); got != "after" {
+		t.Errorf("slow_a = %q, want the waiter's value", got)
+	}
+	after := history(t, srv, name)
+	if len(after) != len(before)+1 {
+		t.Errorf("%d versions after the abort and the waiter's apply, want %d: the aborted apply committed something\n%+v", len(after), len(before)+1, after)
+	}
+	var aborted, waited *applyRun
+	rs := runs(t, srv, name, false)
+	for i := range rs {
+		if rs[i].ID == held.ID {
+			aborted = &rs[i]
+		} else {
+			waited = &rs[i]
+		}
+	}
+	if len(rs) != 2 || aborted == nil || aborted.Status != "aborted" || waited.Status != "succeeded" {
+		t.Fatalf("runs: %+v, want the aborted run and the waiter's", rs)
+	}
+	if d := waited.Acquired.Sub(aborted.Ended); d > 5*time.Second {
+		t.Errorf("the waiter took its reservations %s after the abort, want within 5 s", d)
+	}
+	again, errOut, code := kl(t, "--server", srv.URL, "apply", "abort", "--apply-id", held.ID)
+	if code != 4 || !strings.Contains(errOut, "aborted") {
+		t.Errorf("aborting an aborted run: exit %d, want 4\n%s%s", code, again, errOut)
+	}
+	_, errOut, code = kl(t, "--server", srv.URL, "apply", "abort", "--state", name, "--latest")
+	if code != 3 || !strings.Contains(errOut, "no apply run in flight") {
+		t.Errorf("--latest with none in flight: exit %d, want 3\n%s", code, errOut)
+	}
 }
 
 // TestOrchestratedLeaseExpiry kills an orchestrated apply's kl: its

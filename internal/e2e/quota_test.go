@@ -184,7 +184,7 @@ func TestQuotaChecklist7Preflight(t *testing.T) {
 			t.Errorf("a refused kl apply moved the state from serial %d to %d", before, got)
 		}
 		out, code = klIn(t, d.Workdir, "apply", "--var", "n=5")
-		if code != 0 || !strings.Contains(out, "kl: WARN state "+net) || !strings.Contains(out, "Apply complete! Resources: 2 added") {
+		if code != 0 || !strings.Contains(out, "kl: WARN state "+net) || !strings.Contains(out, "applied in state \""+net+"\": 2 added") {
 			t.Errorf("kl apply to 5: exit %d, want 0 with WARN\n%s", code, out)
 		}
 	})

@@ -69,6 +69,7 @@ type Globals struct {
 	KeyFile  string        `name:"encryption-key-file" help:"With --database: the keys of encryption at rest, as kld takes them (KL_ENCRYPTION_KEY may hold keys too)." env:"KL_ENCRYPTION_KEY_FILE" placeholder:"FILE"`
 	Actor    string        `help:"Who the versions kl makes (rollback, state rm/mv, import) are recorded as made by, when the server knows no identity, and the audit actor (db:NAME) of tenancy changes made with --database (default kl)." env:"KL_ACTOR"`
 	LogLevel string        `name:"log-level" default:"info" env:"KL_LOG_LEVEL" enum:"debug,info,warn,error" help:"Least severe of kl's own messages shown on stderr: info shows the progress of imports, exports and orchestrated applies; warn or error only warnings and errors (the same variable sets kld's level)."`
+	Verbose  bool          `help:"Show the IaC CLI's own output (its plan, init and apply) on stderr, beside kl's summary; --log-level debug shows it too."`
 
 	// Out receives the commands' output; nil means os.Stdout.
 	Out io.Writer `kong:"-"`
@@ -98,14 +99,36 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 		return err
 	}
 	defer b.Close()
-	return f(&CLI{Backend: b, Out: g.out(), JSON: json, Progress: g.progress(json)})
+	return f(&CLI{Backend: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
 }
 
-func (g *Globals) out() io.Writer {
+// out is where commands print: Out (stdout), its control characters
+// escaped, since much of what kl prints came from a client.
+func (g *Globals) out() io.Writer { return escaped(g.documents()) }
+
+// documents is Out as it is, for state files written byte for byte.
+func (g *Globals) documents() io.Writer {
 	if g.Out == nil {
 		return os.Stdout
 	}
 	return g.Out
+}
+
+// stderr is where kl's own messages go, escaped as out is.
+func (g *Globals) stderr() io.Writer {
+	if g.Stderr == nil {
+		return escaped(os.Stderr)
+	}
+	return escaped(g.Stderr)
+}
+
+// cliOutput is where the IaC CLI's own output goes: stderr with --verbose
+// or at log level debug, else nowhere (nil): kl prints its own summary.
+func (g *Globals) cliOutput() io.Writer {
+	if g.Verbose || g.LogLevel == "debug" {
+		return g.stderr()
+	}
+	return nil
 }
 
 // JSONFlag is the --json flag of the commands that have a table.

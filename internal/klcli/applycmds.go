@@ -17,11 +17,23 @@ type tfFlags struct {
 	Targets  []string `name:"target" sep:"none" help:"Scope to this address, as -target does (repeatable)." placeholder:"ADDR"`
 	Vars     []string `name:"var" sep:"none" help:"Set a variable, NAME=VALUE (repeatable)." placeholder:"NAME=VALUE"`
 	VarFiles []string `name:"var-file" sep:"none" help:"Read variables from a file (repeatable)." placeholder:"FILE"`
-	TFBin    string   `name:"tf-bin" env:"KL_TF_BIN" default:"tofu" help:"The IaC CLI to run: tofu (default) or terraform, a name in PATH or a path." placeholder:"BIN"`
 	State    string   `help:"State name in the API (default: from the directory's initialized http backend)." placeholder:"NAME"`
+	TFBinFlag
 }
 
 func (f *tfFlags) scope() Scope { return Scope{Files: f.Files, Targets: f.Targets} }
+
+// configDir is the configuration directory a command was given, the
+// current one when none was: what an omitted [DIR] means everywhere.
+func configDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", &UsageError{Message: fmt.Sprintf("%s is not a directory", dir), Hint: "name the configuration directory (where tofu init ran), or run kl in it"}
+	}
+	return dir, nil
+}
 
 // backend finds the server and state: the directory's initialized
 // backend, with --server and --state overriding it.
@@ -45,21 +57,25 @@ func (f *tfFlags) backend(g *Globals, dir string) (*TFBackend, error) {
 // PlanCmd is kl plan.
 type PlanCmd struct {
 	tfFlags
-	Dir string `arg:"" optional:"" default:"." help:"The configuration directory (default: the current one)." type:"path"`
+	Dir string `arg:"" optional:"" help:"The configuration directory (default: the current one)." type:"path"`
 	Out string `short:"o" default:"kl-plan.json" help:"Where to write the plan spec; the saved plan goes beside it (.tfplan)." placeholder:"SPEC"`
 }
 
 // Run runs the command.
 func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
+	dir, err := configDir(c.Dir)
+	if err != nil {
+		return err
+	}
 	var state, server string
-	b, berr := c.backend(g, c.Dir)
+	b, berr := c.backend(g, dir)
 	if berr == nil {
 		state, server = b.State, b.Server
 	}
 	spec, err := Plan(ctx, PlanRequest{
-		Dir: c.Dir, Scope: c.scope(), Vars: c.Vars, VarFiles: c.VarFiles,
+		Dir: dir, Scope: c.scope(), Vars: c.Vars, VarFiles: c.VarFiles,
 		SpecPath: c.Out, TFBin: c.TFBin, State: state, Server: server, Actor: whoAmI(g.Actor),
-		Stdout: os.Stderr, Stderr: os.Stderr,
+		Stdout: g.cliOutput(), Stderr: g.cliOutput(),
 	})
 	if err != nil {
 		return err
@@ -81,7 +97,7 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 // ApplyCmds are kl apply and kl apply abort.
 type ApplyCmds struct {
 	Run   ApplyCmd      `cmd:"" default:"withargs" help:"The default (kl apply [DIR] [flags] means kl apply run): apply within a scope; with --orchestrated, reserve first."`
-	Abort ApplyAbortCmd `cmd:"" help:"Abort an orchestrated apply: its reservations are released at once and its apply is stopped."`
+	Abort ApplyAbortCmd `cmd:"" help:"Abort an orchestrated apply: its reservations are released at once and its apply stops within seconds."`
 }
 
 // Help is kl apply --help's long text: the exit codes.
@@ -91,14 +107,21 @@ or a --plan-spec from kl plan), as plain Terraform would. With --orchestrated it
 plans, takes read and write reservations on what the plan touches (all at once,
 waiting up to --wait-timeout while others hold them), plans again if the state
 moved meanwhile, applies within the reservations through the backend, and
-releases them. kl apply run --help lists the flags.
+releases them. kl apply run --help lists the flags. kl prints its summary;
+kl --verbose shows the CLI's output on stderr too.
+
+kl apply abort stops a running orchestrated apply within seconds: its kl asks
+for its run's status every second, interrupts the CLI and its provisioners
+(SIGINT to its process group, SIGKILL 5 s later), and exits 7, saying whether
+tofu saved what it could not write in errored.tfstate.
 
 Exit codes: 0 applied (or nothing to apply); 1 error; 2 bad usage or input;
 3 state or run not found; 4 conflict: the spec's reads/writes changed since its
 plan, the plan writes outside its scope, or a write was refused; 5 server
 unavailable; 6 blocked: gave up waiting for reservations; 7 aborted: the run
-was aborted or its lease ran out, the apply was stopped; 8 the CLI (tofu or
-terraform) failed; 130 interrupted (Ctrl-C: the run is released).`
+was aborted or its lease ran out, the apply was stopped or its write refused;
+8 the CLI (tofu or terraform) failed; 130 interrupted (Ctrl-C, SIGTERM, or a
+reader that went away: the CLI is stopped gracefully, the run released).`
 }
 
 // ApplyCmd is kl apply [DIR].
@@ -120,9 +143,9 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return &UsageError{Message: "--wait-timeout cannot be negative", Hint: "give 0 to fail at once, or a duration such as 2m"}
 	}
 	req := ApplyRequest{
-		Dir: c.Dir, Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
+		Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
 		Actor: g.Actor, Orchestrated: c.Orchestrated, WaitTimeout: c.WaitTimeout, Lease: c.Lease,
-		Quiet: g.quiet(),
+		Quiet: g.quiet(), Out: g.out(), Stderr: g.stderr(), CLIOutput: g.cliOutput(),
 	}
 	if c.Orchestrated && g.Database != "" {
 		return &UsageError{Message: "an orchestrated apply runs through a kld server, not --database", Hint: "drop --database; kl finds the server in the initialized backend (or give --server)"}
@@ -135,16 +158,18 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		dir = spec
 	}
-	if dir == "" {
-		dir = "."
+	dir, err := configDir(dir)
+	if err != nil {
+		return err
 	}
+	req.Dir = dir
 	b, err := c.backend(g, dir)
 	if err != nil && c.Orchestrated {
 		return err
 	}
 	if err == nil {
 		// The directory's backend answers the plan's admission.
-		adm, done, err := g.admission(ctx, b, os.Stderr, "kl: ")
+		adm, done, err := g.admission(ctx, b, g.stderr(), "kl: ")
 		if err != nil {
 			return err
 		}
@@ -160,7 +185,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer hb.Close()
-	req.Dir, req.Backend, req.Runs, req.Status = dir, b, hb, hb.Status
+	req.Backend, req.Runs, req.Status = b, hb, hb.Status
 	return Apply(ctx, req)
 }
 
@@ -221,7 +246,7 @@ func (c *CLI) Abort(ctx context.Context, id, state string) error {
 	if c.JSON {
 		return c.writeJSON(run)
 	}
-	fmt.Fprintf(c.Out, "aborted apply run %s on state %q (%s by %s); its reservations are released, and its apply stops within one heartbeat\n",
+	fmt.Fprintf(c.Out, "aborted apply run %s on state %q (%s by %s); its reservations are released, and its kl stops the apply within seconds\n",
 		run.ID, run.State, cell(run.Info), orDash(run.Actor))
 	return nil
 }

@@ -17,6 +17,10 @@ import (
 type CLI struct {
 	Backend Backend
 	Out     io.Writer
+	// Documents receives what is written byte for byte, for programs: the
+	// state files of kl export and kl state pull. nil means Out. Out
+	// escapes control characters (Globals gives it so); Documents does not.
+	Documents io.Writer
 	// JSON selects machine-readable output.
 	JSON bool
 	// Now is the clock ages are computed against; nil means time.Now.
@@ -33,6 +37,14 @@ func (c *CLI) withProgress(ctx context.Context) context.Context {
 		return ctx
 	}
 	return progress.With(ctx, c.Progress)
+}
+
+// documents is where state files go: Documents, else Out.
+func (c *CLI) documents() io.Writer {
+	if c.Documents != nil {
+		return c.Documents
+	}
+	return c.Out
 }
 
 func (c *CLI) now() time.Time {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -20,12 +19,15 @@ import (
 // DriftCheckCmd is kl drift check.
 type DriftCheckCmd struct {
 	JSONFlag
-	Dir     string   `arg:"" optional:"" default:"." help:"The configuration directory, initialized with its backend (tofu init)." type:"existingdir"`
+	Dir     string   `arg:"" optional:"" help:"The configuration directory, initialized with its backend (tofu init); default: the current one." type:"path"`
 	State   string   `help:"The state's name in KiloLock (default: read from DIR's backend address)." placeholder:"NAME"`
 	Address []string `sep:"none" help:"Refresh only this instance or resource (repeat the flag for more), as -target does." placeholder:"ADDR"`
 	Cone    bool     `help:"With --address: refresh the addresses and their dependency cone (what rests on them, from the stored graph), not the whole state."`
 	Accept  bool     `help:"Write the refreshed state as a version (source refresh), as tofu apply of the refresh-only plan would; refused if the state moved since the plan read it."`
-	Tofu    string   `help:"The CLI to run (default: tofu, else terraform, on PATH)." env:"KL_TOFU" placeholder:"PATH"`
+	TFBinFlag
+	// Tofu is the name --tf-bin had before it was one name in every
+	// command; KL_TOFU, its variable, is read in tfBin.
+	Tofu string `hidden:"" help:"Deprecated: use --tf-bin (KL_TF_BIN)." placeholder:"PATH"`
 }
 
 // Run runs the command.
@@ -33,20 +35,50 @@ func (c *DriftCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Cone && len(c.Address) == 0 {
 		return &UsageError{Message: "--cone widens --address, and no --address was given", Hint: "use kl drift check DIR --address ADDR --cone, or no --cone to check the whole state"}
 	}
-	name := c.State
-	if name == "" {
-		var err error
-		if name, err = backendState(c.Dir); err != nil {
+	dir, err := configDir(c.Dir)
+	if err != nil {
+		return err
+	}
+	// The directory's initialized backend names the state and, unless
+	// --server or --database is given, the server, as for kl plan.
+	name, target := c.State, *g
+	if name == "" || g.Server == "" && g.Database == "" {
+		b, err := ReadTFBackend(dir)
+		if err != nil && name == "" {
 			return err
 		}
+		if err == nil {
+			if name == "" {
+				name = b.State
+			}
+			if g.Server == "" && g.Database == "" {
+				target.Server = b.Server
+			}
+		}
 	}
-	stderr := io.Writer(os.Stderr)
-	if g.Stderr != nil {
-		stderr = g.Stderr
-	}
-	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.DriftCheck(ctx, DriftCheckRequest{Dir: c.Dir, State: name, Addresses: c.Address, Cone: c.Cone, Accept: c.Accept, CLI: c.Tofu, Log: stderr})
+	bin := c.tfBin(g.stderr())
+	return target.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.DriftCheck(ctx, DriftCheckRequest{Dir: dir, State: name, Addresses: c.Address, Cone: c.Cone, Accept: c.Accept, CLI: bin, Log: g.cliOutput()})
 	})
+}
+
+// tfBin is the CLI to run: --tf-bin (KL_TF_BIN), else the deprecated
+// --tofu or KL_TOFU with a warning on warn. KL_TOFU beside KL_TF_BIN is
+// ignored without a word: it is also the test harness's variable.
+func (c *DriftCheckCmd) tfBin(warn io.Writer) string {
+	old, name := c.Tofu, "--tofu"
+	if old == "" {
+		old, name = os.Getenv("KL_TOFU"), "KL_TOFU"
+	}
+	switch {
+	case old == "" || c.TFBin != "" && name == "KL_TOFU":
+		return c.TFBin
+	case c.TFBin != "":
+		fmt.Fprintf(warn, "kl: warning: --tofu is deprecated and ignored beside --tf-bin (KL_TF_BIN); %s runs\n", c.TFBin)
+		return c.TFBin
+	}
+	fmt.Fprintf(warn, "kl: warning: %s is deprecated: use --tf-bin (KL_TF_BIN), as kl plan, apply and quota check do\n", name)
+	return old
 }
 
 // DriftCheckRequest is what kl drift check runs.
@@ -55,8 +87,8 @@ type DriftCheckRequest struct {
 	Addresses  []string
 	Cone       bool
 	Accept     bool
-	// CLI is the tofu or terraform binary ("" finds one on PATH); Log
-	// gets its output.
+	// CLI is the tofu or terraform binary ("" finds one in PATH); Log
+	// gets its output (plan's, never show -json's), nil none.
 	CLI string
 	Log io.Writer
 }
@@ -138,25 +170,13 @@ func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 // refreshOnlyPlan runs plan -refresh-only -out in r.Dir and reads the
 // plan back with show -json, and the refreshed state the plan holds.
 func refreshOnlyPlan(ctx context.Context, r DriftCheckRequest, targets []string) (*tfjson.Plan, []byte, error) {
-	bin := r.CLI
-	if bin == "" {
-		for _, name := range []string{"tofu", "terraform"} {
-			if p, err := exec.LookPath(name); err == nil {
-				bin = p
-				break
-			}
-		}
-		if bin == "" {
-			return nil, nil, &UsageError{Message: "neither tofu nor terraform is on PATH", Hint: "install OpenTofu or Terraform, or name it with --tofu PATH (KL_TOFU)"}
-		}
+	log := r.Log
+	if log == nil {
+		log = io.Discard
 	}
-	tf, err := tfexec.NewTerraform(r.Dir, bin)
+	tf, err := newTF(ctx, r.Dir, r.CLI, log, log, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("drift check: %w", err)
-	}
-	if r.Log != nil {
-		tf.SetStdout(r.Log)
-		tf.SetStderr(r.Log)
+		return nil, nil, err
 	}
 	tmp, err := os.MkdirTemp("", "kl-drift-")
 	if err != nil {
@@ -169,11 +189,12 @@ func refreshOnlyPlan(ctx context.Context, r DriftCheckRequest, targets []string)
 		opts = append(opts, tfexec.Target(t))
 	}
 	if _, err := tf.Plan(ctx, opts...); err != nil {
-		return nil, nil, withHint(fmt.Errorf("drift check: plan -refresh-only: %w", err), "run tofu init in "+r.Dir+" first; the CLI's output above says what failed")
+		return nil, nil, withHint(cliError("drift check: plan -refresh-only", err), "run tofu init in "+r.Dir+" first if it never ran there; kl --verbose drift check shows the CLI's output")
 	}
+	tf.SetStdout(io.Discard) // show -json is read, not shown
 	plan, err := tf.ShowPlanFile(ctx, planFile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("drift check: show -json: %w", err)
+		return nil, nil, cliError("drift check: show -json", err)
 	}
 	refreshed, err := planState(planFile)
 	if err != nil {
@@ -223,35 +244,4 @@ func driftReport(plan *tfjson.Plan, refreshed []byte) (*kilolock.DriftReport, er
 		r.Drifted = append(r.Drifted, d)
 	}
 	return r, nil
-}
-
-// backendState reads the state name from the http backend address that
-// tofu init saved in dir: /v1/states/NAME, or /v1/states/WS/ENV/NAME (the
-// tenant state's internal name).
-func backendState(dir string) (string, error) {
-	hint := "name the state with --state NAME, or run tofu init in " + dir + " with KiloLock's http backend"
-	b, err := os.ReadFile(filepath.Join(dir, ".terraform", "terraform.tfstate"))
-	if err != nil {
-		return "", withHint(fmt.Errorf("drift check: %s has no initialized backend: %w", dir, err), hint)
-	}
-	var saved struct {
-		Backend struct {
-			Type   string `json:"type"`
-			Config struct {
-				Address string `json:"address"`
-			} `json:"config"`
-		} `json:"backend"`
-	}
-	if err := json.Unmarshal(b, &saved); err != nil || saved.Backend.Type != "http" {
-		return "", withHint(fmt.Errorf("drift check: %s does not use the http backend", dir), hint)
-	}
-	_, rest, ok := strings.Cut(saved.Backend.Config.Address, "/v1/states/")
-	segs := strings.Split(strings.TrimSuffix(rest, "/outputs"), "/")
-	switch {
-	case ok && len(segs) == 1:
-		return segs[0], nil
-	case ok && len(segs) == 3:
-		return kilolock.TenantStateName(segs[0], segs[1], segs[2])
-	}
-	return "", withHint(fmt.Errorf("drift check: backend address %q is not a KiloLock state", saved.Backend.Config.Address), hint)
 }

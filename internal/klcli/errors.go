@@ -175,11 +175,13 @@ func Hint(err error) string {
 
 // Report writes err for a person: "kl: message" and, when known, a
 // "hint: …" line. An APIError's hint is shown on its own line rather than
-// inside the message.
+// inside the message. Control characters are escaped, as in all of kl's
+// output: messages carry what clients sent.
 func Report(w io.Writer, err error) {
 	if err == nil {
 		return
 	}
+	w = escaped(w)
 	msg := err.Error()
 	var ae *APIError
 	if errors.As(err, &ae) && ae.Hint != "" {

@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,20 +20,26 @@ func TestApplyExitCodes(t *testing.T) {
 		Run:         "run_7c3a91d2e4f5a6b7", Holder: "alice@laptop",
 	}}
 	aborted := &kilolock.ApplyRun{ID: "run_7c3a91d2e4f5a6b7", State: "big-state", Status: kilolock.RunAborted, EndedBy: "ops"}
+	killed := &StoppedError{Err: context.Canceled, Grace: abortGrace, Killed: true}
 	for _, tc := range []struct {
 		name string
 		err  error
 		code int
 		hint string
+		msg  string // what the message says beyond the hint
 	}{
-		{"blocked", fmt.Errorf("wait: %w", &reserve.BlockedError{State: "big-state", Blockers: []reserve.Blocker{blocker}}), ExitBlocked, "kl apply abort --apply-id run_7c3a91d2e4f5a6b7"},
-		{"aborted", &AbortedError{Run: aborted}, ExitAborted, "errored.tfstate"},
-		{"CLI failed", &CLIError{Command: "apply", Err: errors.New("exit status 1")}, ExitCLI, ""},
-		{"stale spec", &StaleSpecError{State: "big-state", Serial: 4, Addresses: []string{"time_sleep.slow_a"}}, ExitConflict, "plan again"},
-		{"outside the scope", &ScopeError{Scope: []string{"-f slow_b.tf"}, Outside: []OutsideWrite{{Change: reserve.Change{Address: "time_sleep.slow_a", Actions: []string{"update"}}, File: "slow_a.tf", Line: 1}}}, ExitConflict, "add -f slow_a.tf"},
-		{"uncovered re-plan", &UncoveredError{Run: "run_7c3a91d2e4f5a6b7", Addresses: []string{"time_sleep.slow_b"}}, ExitConflict, "again"},
-		{"run over", &kilolock.RunEndedError{Run: aborted}, ExitConflict, ""},
-		{"interrupted wait", fmt.Errorf("wait: %w", errors.New("context canceled")), ExitError, ""},
+		{"blocked", fmt.Errorf("wait: %w", &reserve.BlockedError{State: "big-state", Blockers: []reserve.Blocker{blocker}}), ExitBlocked, "kl apply abort --apply-id run_7c3a91d2e4f5a6b7", ""},
+		{"aborted, refused write", &AbortedError{Run: aborted, Dir: "/cfg"}, ExitAborted, "`tofu plan` in /cfg shows it",
+			"the server refused the apply's write (409 apply_run_ended); nothing of it was committed, and the CLI saved no errored.tfstate"},
+		{"aborted, stopped", &AbortedError{Run: aborted, Dir: "/cfg", Stopped: &StoppedError{Err: context.Canceled, Grace: abortGrace}, Errored: "/cfg/errored.tfstate"}, ExitAborted,
+			"keep it with `tofu state push errored.tfstate` in /cfg", "stopped on its own); nothing of it was committed, and the CLI saved what it could not write in /cfg/errored.tfstate"},
+		{"aborted, killed", &AbortedError{Run: aborted, Dir: "/cfg", Stopped: killed}, ExitAborted, "may be missing from the state", "killed with its provisioners 5s later"},
+		{"CLI failed", &CLIError{Command: "apply", Err: errors.New("exit status 1")}, ExitCLI, "", ""},
+		{"stale spec", &StaleSpecError{State: "big-state", Serial: 4, Addresses: []string{"time_sleep.slow_a"}}, ExitConflict, "plan again", ""},
+		{"outside the scope", &ScopeError{Scope: []string{"-f slow_b.tf"}, Outside: []OutsideWrite{{Change: reserve.Change{Address: "time_sleep.slow_a", Actions: []string{"update"}}, File: "slow_a.tf", Line: 1}}}, ExitConflict, "add -f slow_a.tf", ""},
+		{"uncovered re-plan", &UncoveredError{Run: "run_7c3a91d2e4f5a6b7", Addresses: []string{"time_sleep.slow_b"}}, ExitConflict, "again", ""},
+		{"run over", &kilolock.RunEndedError{Run: aborted}, ExitConflict, "", ""},
+		{"interrupted wait", fmt.Errorf("wait: %w", errors.New("context canceled")), ExitError, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ExitCode(tc.err); got != tc.code {
@@ -43,6 +50,9 @@ func TestApplyExitCodes(t *testing.T) {
 			_, hint, _ := strings.Cut(out.String(), "\nhint: ")
 			if !strings.Contains(hint, tc.hint) {
 				t.Errorf("Report does not hint %q:\n%s", tc.hint, out.String())
+			}
+			if !strings.Contains(out.String(), tc.msg) {
+				t.Errorf("Report does not say %q:\n%s", tc.msg, out.String())
 			}
 		})
 	}

@@ -100,7 +100,7 @@ func dotQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`).Replace(s) + `"`
 }
 
-// PullSlice writes a slice of version ref of a state to Out as a state
+// PullSlice writes a slice of version ref of a state to Documents as a state
 // file: the instances at addresses with their cone, every output, the same
 // lineage and serial.
 func (c *CLI) PullSlice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) error {
@@ -108,7 +108,7 @@ func (c *CLI) PullSlice(ctx context.Context, name string, ref kilolock.VersionRe
 	if err != nil {
 		return err
 	}
-	_, err = c.Out.Write(doc)
+	_, err = c.documents().Write(doc)
 	return err
 }
 

@@ -43,9 +43,10 @@ type ApplyRequest struct {
 	Backend *TFBackend
 	Runs    RunBackend
 	Status  func(ctx context.Context, name string) (*kilolock.Status, error)
-	// Stdout receives the CLI's output, Stderr kl's progress and the wait
-	// feedback.
-	Stdout, Stderr io.Writer
+	// Out receives kl's summary (stdout), Stderr kl's progress and the
+	// wait feedback, CLIOutput the CLI's own output (nil: none; kl
+	// --verbose gives stderr).
+	Out, Stderr, CLIOutput io.Writer
 	// Retry and Refresh tune the wait (2 s and 5 s when 0).
 	Retry, Refresh time.Duration
 	// Quiet drops kl's informational lines (plan, reserved, applying,
@@ -99,33 +100,12 @@ func (e *UncoveredError) Hint() string {
 // Is makes errors.Is(err, kilolock.ErrConflict) true.
 func (e *UncoveredError) Is(target error) bool { return target == kilolock.ErrConflict }
 
-// AbortedError is an orchestrated apply whose run was aborted, or whose
-// lease ran out, while it applied: its CLI was stopped and the server
-// took none of its writes.
-type AbortedError struct {
-	Run *kilolock.ApplyRun
-}
-
-func (e *AbortedError) Error() string {
-	r := e.Run
-	msg := fmt.Sprintf("apply run %s was %s", r.ID, r.Status)
-	if r.EndedBy != "" {
-		msg += " by " + r.EndedBy
-	}
-	return msg + ": the apply was stopped and nothing more was committed"
-}
-
-// Hint says what is left behind.
-func (e *AbortedError) Hint() string {
-	return "infrastructure the stopped apply already changed may not be in the state (tofu keeps what it could not write in errored.tfstate); check it, then run kl apply --orchestrated again"
-}
-
 // Apply runs kl apply: plain (the scoped CLI apply) or orchestrated
 // (plan, reserve, re-plan if the state moved, apply within the
 // reservations, release).
 func Apply(ctx context.Context, req ApplyRequest) error {
-	if req.Stdout == nil {
-		req.Stdout = os.Stdout
+	if req.Out == nil {
+		req.Out = os.Stdout
 	}
 	if req.Stderr == nil {
 		req.Stderr = os.Stderr
@@ -178,36 +158,26 @@ func readSpec(path string) (*reserve.Spec, error) {
 // plainApply runs the CLI's apply within the scope, as Terraform would:
 // no reservations.
 func plainApply(ctx context.Context, req ApplyRequest, spec *reserve.Spec) error {
-	var targets []string
-	switch {
-	case spec != nil:
-		targets = applyTargets(spec)
-		if len(targets) == 0 {
-			fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan spec changes nothing")
-			return nil
-		}
-		if err := admit(ctx, req.Admission, spec.Quota); err != nil {
-			return err
-		}
-	case req.Admission != nil:
+	if spec == nil {
 		return admittedApply(ctx, req)
-	default:
-		scope, err := req.Scope.resolve(req.Dir)
-		if err != nil {
-			return err
-		}
-		targets = scope.targets
 	}
-	tf, err := newTF(ctx, req.Dir, req.TFBin, req.Stdout, req.Stderr, nil)
-	if err != nil {
+	targets := applyTargets(spec)
+	if len(targets) == 0 {
+		fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan spec changes nothing")
+		return nil
+	}
+	if err := admit(ctx, req.Admission, spec.Quota); err != nil {
 		return err
 	}
-	return cliError("apply", tf.Apply(ctx, applyOptions(targets, req.Vars, req.VarFiles)...))
+	if err := runCLI(ctx, cliCommand{Dir: req.Dir, Bin: req.TFBin, Args: applyArgs(targets, req.Vars, req.VarFiles, ""), Output: req.CLIOutput}); err != nil {
+		return err
+	}
+	return applied(req.Out, spec, "")
 }
 
 // admittedApply plans within the request's scope, admits the plan
-// against the state's quotas and applies that saved plan: what is
-// admitted is what is applied.
+// against the state's quotas (when the request has an admission) and
+// applies that saved plan: what is admitted is what is applied.
 func admittedApply(ctx context.Context, req ApplyRequest) error {
 	tmp, err := os.MkdirTemp("", "kl-apply-")
 	if err != nil {
@@ -215,9 +185,13 @@ func admittedApply(ctx context.Context, req ApplyRequest) error {
 	}
 	defer os.RemoveAll(tmp)
 	planPath := filepath.Join(tmp, "apply.tfplan")
+	var state string
+	if req.Admission != nil {
+		state = req.Admission.State
+	}
 	spec, err := Plan(ctx, PlanRequest{
 		Dir: req.Dir, Scope: req.Scope, Vars: req.Vars, VarFiles: req.VarFiles, PlanPath: planPath, TFBin: req.TFBin,
-		State: req.Admission.State, Actor: whoAmI(req.Actor), Stdout: req.Stdout, Stderr: req.Stderr,
+		State: state, Actor: whoAmI(req.Actor), Stdout: req.CLIOutput, Stderr: req.CLIOutput,
 	})
 	if err != nil {
 		return err
@@ -229,25 +203,32 @@ func admittedApply(ctx context.Context, req ApplyRequest) error {
 	if err := admit(ctx, req.Admission, spec.Quota); err != nil {
 		return err
 	}
-	tf, err := newTF(ctx, req.Dir, req.TFBin, req.Stdout, req.Stderr, nil)
-	if err != nil {
+	if !req.Quiet {
+		fmt.Fprintf(req.Stderr, "kl: applying the plan: %s\n", actionsText(spec.Actions, "to add", "to change", "to destroy", "to replace"))
+	}
+	if err := runCLI(ctx, cliCommand{Dir: req.Dir, Bin: req.TFBin, Args: applyArgs(nil, nil, nil, planPath), Output: req.CLIOutput}); err != nil {
 		return err
 	}
-	return cliError("apply", tf.Apply(ctx, tfexec.DirOrPlan(planPath)))
+	return applied(req.Out, spec, "")
 }
 
-func applyOptions(targets, vars, varFiles []string) []tfexec.ApplyOption {
-	var opts []tfexec.ApplyOption
-	for _, t := range targets {
-		opts = append(opts, tfexec.Target(t))
+// applied prints kl apply's summary: what the applied plan changed, and
+// in which apply run ("" for none).
+func applied(w io.Writer, spec *reserve.Spec, run string) error {
+	where := ""
+	switch {
+	case spec.State != "" && run != "":
+		where = fmt.Sprintf(" in state %q (apply run %s)", spec.State, run)
+	case spec.State != "":
+		where = fmt.Sprintf(" in state %q", spec.State)
 	}
-	for _, v := range vars {
-		opts = append(opts, tfexec.Var(v))
-	}
-	for _, f := range varFiles {
-		opts = append(opts, tfexec.VarFile(f))
-	}
-	return opts
+	_, err := fmt.Fprintf(w, "applied%s: %s\n", where, actionsText(spec.Actions, "added", "changed", "destroyed", "replaced"))
+	return err
+}
+
+// actionsText counts a plan's actions in words: "1 added, 0 changed, …".
+func actionsText(a reserve.Actions, create, update, del, replace string) string {
+	return fmt.Sprintf("%d %s, %d %s, %d %s, %d %s", a.Create, create, a.Update, update, a.Delete, del, a.Replace, replace)
 }
 
 // applyTargets are the -target arguments of an apply within a spec: every
@@ -271,7 +252,10 @@ type orchestration struct {
 	tmp   string // scratch directory: plans and the CLI's data dir
 
 	mu    sync.Mutex
-	ended *kilolock.ApplyRun // set when a renewal learns the run is over
+	ended *kilolock.ApplyRun // set when kl learns the run is over
+	// applying is when the CLI's apply started (zero before): a newer
+	// errored.tfstate is the apply's.
+	applying time.Time
 }
 
 // printf writes an informational line, unless the request is quiet.
@@ -343,30 +327,30 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 	}
 	o.printf("reserved: %s write, %s read (lease %s, renewed every %s)", countMode(o.run, reserve.Write), countMode(o.run, reserve.Read), o.run.Lease, o.heartbeat())
 
-	applyCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	beat := o.startHeartbeat(applyCtx, stop)
-	defer beat()
+	applyCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	watch := o.watchRun(applyCtx, func() { stop(errRunEnded) })
+	defer watch()
 
 	if spec, err = o.replanIfMoved(applyCtx, spec); err != nil {
-		return o.abortedOr(err)
+		return o.abortedOr(ctx, err)
 	}
 	if err := o.apply(applyCtx, spec); err != nil {
-		return o.abortedOr(err)
+		return o.abortedOr(ctx, err)
 	}
+	watch()
 	if ended := o.endedRun(); ended != nil {
-		return &AbortedError{Run: ended}
+		return o.aborted(ended)
 	}
-	beat()
 	if _, err := o.req.Runs.EndRun(context.WithoutCancel(ctx), run.ID, kilolock.RunSucceeded, "applied"); err != nil {
 		var ended *kilolock.RunEndedError
 		if errors.As(err, &ended) {
-			return &AbortedError{Run: ended.Run}
+			return o.aborted(o.setEnded(ended.Run))
 		}
 		return err
 	}
 	o.printf("apply run %s succeeded; its reservations are released", run.ID)
-	return nil
+	return applied(o.req.Out, spec, run.ID)
 }
 
 // info describes the run for others: the command and its scope.
@@ -465,7 +449,7 @@ func (o *orchestration) plan(ctx context.Context, name string) (*reserve.Spec, e
 		Dir: o.req.Dir, Scope: o.req.Scope, Vars: o.req.Vars, VarFiles: o.req.VarFiles,
 		PlanPath: filepath.Join(o.tmp, name+".tfplan"), TFBin: o.req.TFBin,
 		State: o.state(), Server: o.req.Backend.Server, Actor: o.actor,
-		Stdout: o.req.Stdout, Stderr: o.req.Stderr,
+		Stdout: o.req.CLIOutput, Stderr: o.req.CLIOutput,
 	})
 }
 
@@ -548,7 +532,8 @@ func (o *orchestration) apply(ctx context.Context, spec *reserve.Spec) error {
 	if err != nil {
 		return err
 	}
-	tf, err := newTF(ctx, o.req.Dir, o.req.TFBin, o.req.Stdout, o.req.Stderr, map[string]string{"TF_DATA_DIR": data})
+	env := map[string]string{"TF_DATA_DIR": data}
+	tf, err := newTF(ctx, o.req.Dir, o.req.TFBin, o.req.CLIOutput, o.req.CLIOutput, env)
 	if err != nil {
 		return err
 	}
@@ -560,66 +545,8 @@ func (o *orchestration) apply(ctx context.Context, spec *reserve.Spec) error {
 		return cliError("init (on the run's backend address)", err)
 	}
 	o.printf("applying %s within apply run %s", plural(len(targets), "target", "targets"), o.run.ID)
-	return cliError("apply", tf.Apply(ctx, applyOptions(targets, o.req.Vars, o.req.VarFiles)...))
-}
-
-// heartbeat is how often the run's lease is renewed: a third of it.
-func (o *orchestration) heartbeat() time.Duration {
-	return max(o.run.Lease/3, 500*time.Millisecond)
-}
-
-// startHeartbeat renews the run's lease every heartbeat until stopped.
-// When a renewal finds the run ended (aborted, or expired), it records
-// that and calls interrupt, which stops the CLI. It returns the stop
-// function, which waits for the heartbeat to finish.
-func (o *orchestration) startHeartbeat(ctx context.Context, interrupt func()) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(o.heartbeat())
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_, err := o.req.Runs.RenewRun(ctx, o.run.ID)
-			var ended *kilolock.RunEndedError
-			switch {
-			case errors.As(err, &ended):
-				o.mu.Lock()
-				o.ended = ended.Run
-				o.mu.Unlock()
-				o.printf("apply run %s is %s: stopping the apply (interrupt, then kill after %s)", o.run.ID, ended.Run.Status, interruptGrace)
-				interrupt()
-				return
-			case err != nil && ctx.Err() == nil:
-				o.warnf("renewing apply run %s failed (retrying; the lease holds %s from the last renewal): %v", o.run.ID, o.run.Lease, err)
-			}
-		}
-	}()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			cancel()
-			<-done
-		})
-	}
-}
-
-func (o *orchestration) endedRun() *kilolock.ApplyRun {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.ended
-}
-
-// abortedOr returns an *AbortedError when the run ended under the apply
-// (the CLI's failure is what stopping it looks like), else err.
-func (o *orchestration) abortedOr(err error) error {
-	if ended := o.endedRun(); ended != nil {
-		return &AbortedError{Run: ended}
-	}
-	return err
+	o.applying = time.Now()
+	o.mu.Unlock()
+	return runCLI(ctx, cliCommand{Dir: o.req.Dir, Bin: o.req.TFBin, Args: applyArgs(targets, o.req.Vars, o.req.VarFiles, ""), Env: env, Output: o.req.CLIOutput})
 }

@@ -27,13 +27,31 @@ import (
 // otherwise; the saved plan goes beside it, with the extension .tfplan.
 const DefaultSpecPath = "kl-plan.json"
 
-// DefaultTFBin is the IaC CLI kl runs unless --tf-bin (KL_TF_BIN) names
-// another (terraform is supported too).
-const DefaultTFBin = "tofu"
+// TFBinFlag is --tf-bin (KL_TF_BIN): the one name, in every command that
+// runs the IaC CLI, of the binary it runs.
+type TFBinFlag struct {
+	TFBin string `name:"tf-bin" env:"KL_TF_BIN" help:"The IaC CLI to run: a name in PATH or a path (default: tofu, else terraform, in PATH)." placeholder:"BIN"`
+}
 
-// interruptGrace is how long an interrupted CLI has to stop on its own
-// before it is killed.
-const interruptGrace = 20 * time.Second
+// lookTFBin finds the IaC CLI: bin, a name in PATH or a path; when bin is
+// empty, tofu, else terraform, in PATH.
+func lookTFBin(bin string) (string, error) {
+	names := []string{bin}
+	if bin == "" {
+		names = []string{"tofu", "terraform"}
+	}
+	var err error
+	for _, name := range names {
+		var path string
+		if path, err = exec.LookPath(name); err == nil {
+			return path, nil
+		}
+	}
+	if bin == "" {
+		return "", &UsageError{Message: "neither tofu nor terraform is in PATH", Hint: "install OpenTofu or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)"}
+	}
+	return "", &UsageError{Message: fmt.Sprintf("cannot find the IaC CLI %q: %v", bin, err), Hint: "install OpenTofu (tofu) or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)"}
+}
 
 // Scope limits a plan to the blocks some configuration files declare
 // (Files) and to addresses (Targets); neither is the whole configuration.
@@ -129,7 +147,7 @@ type PlanRequest struct {
 	// file goes beside it (PlanPath overrides).
 	SpecPath string
 	PlanPath string
-	// TFBin is the CLI to run (DefaultTFBin when empty).
+	// TFBin is the CLI to run ("" finds tofu, else terraform).
 	TFBin string
 	// State and Server name the backend, for the spec.
 	State, Server string
@@ -350,19 +368,16 @@ func planStateEntry(planPath string) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
-// newTF returns a terraform-exec handle on the CLI bin (DefaultTFBin when
-// empty, looked up in PATH) in dir, with env added to kl's environment.
+// newTF returns a terraform-exec handle on the CLI bin (see lookTFBin) in
+// dir, with env added to kl's environment.
 func newTF(ctx context.Context, dir, bin string, stdout, stderr io.Writer, env map[string]string) (*tfexec.Terraform, error) {
-	if bin == "" {
-		bin = DefaultTFBin
-	}
-	path, err := exec.LookPath(bin)
+	path, err := lookTFBin(bin)
 	if err != nil {
-		return nil, &UsageError{Message: fmt.Sprintf("cannot find the IaC CLI %q: %v", bin, err), Hint: "install OpenTofu (tofu) or Terraform, or name the binary with --tf-bin (KL_TF_BIN)"}
+		return nil, err
 	}
 	tf, err := tfexec.NewTerraform(absPath(dir), path)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", bin, err)
+		return nil, fmt.Errorf("run %s: %w", path, err)
 	}
 	if err := tf.SetWaitDelay(interruptGrace); err != nil {
 		return nil, err

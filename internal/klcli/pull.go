@@ -7,7 +7,7 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
-// Pull writes one version of a state to Out as the state document, exactly
+// Pull writes one version of a state to Documents as the state document, exactly
 // as served to terraform/tofu: the current version when number is 0.
 func (c *CLI) Pull(ctx context.Context, name string, number int64) error {
 	if number < 0 {
@@ -26,6 +26,6 @@ func (c *CLI) Pull(ctx context.Context, name string, number int64) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Out.Write(doc)
+	_, err = c.documents().Write(doc)
 	return err
 }

@@ -164,7 +164,7 @@ type QuotaCheckCmd struct {
 	quotaTargetFlags
 	TFPlan     string `name:"tf-plan" help:"A saved plan (tofu plan -out FILE), read with the CLI's show -json in --dir." placeholder:"FILE"`
 	TFPlanJSON string `name:"tf-plan-json" help:"A plan as show -json writes it; - reads stdin." placeholder:"FILE"`
-	TFBin      string `name:"tf-bin" env:"KL_TF_BIN" default:"tofu" help:"The IaC CLI that reads --tf-plan: tofu (default) or terraform." placeholder:"BIN"`
+	TFBinFlag
 }
 
 // maxPlanJSON bounds a plan read with --tf-plan-json.
@@ -175,7 +175,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if (c.TFPlan == "") == (c.TFPlanJSON == "") {
 		return &UsageError{Message: "kl quota check reads one plan: --tf-plan FILE or --tf-plan-json FILE|-", Hint: "save a plan with `tofu plan -out plan.tfplan`, then kl quota check --tf-plan plan.tfplan"}
 	}
-	plan, err := c.readPlan(ctx)
+	plan, err := c.readPlan(ctx, g.cliOutput())
 	if err != nil {
 		return err
 	}
@@ -194,10 +194,11 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 	})
 }
 
-// readPlan reads the plan --tf-plan or --tf-plan-json names.
-func (c *QuotaCheckCmd) readPlan(ctx context.Context) (*tfjson.Plan, error) {
+// readPlan reads the plan --tf-plan or --tf-plan-json names; the CLI's
+// stderr goes to log.
+func (c *QuotaCheckCmd) readPlan(ctx context.Context, log io.Writer) (*tfjson.Plan, error) {
 	if c.TFPlan != "" {
-		tf, err := newTF(ctx, c.Dir, c.TFBin, io.Discard, os.Stderr, nil)
+		tf, err := newTF(ctx, c.Dir, c.TFBin, io.Discard, log, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -10,14 +10,14 @@ import (
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
-// Export writes version ref of a state to Out as a state file that `tofu
+// Export writes version ref of a state to Documents as a state file that `tofu
 // state push` accepts.
 func (c *CLI) Export(ctx context.Context, name string, ref kilolock.VersionRef) error {
 	data, err := c.Backend.Export(c.withProgress(ctx), name, ref)
 	if err != nil {
 		return err
 	}
-	_, err = c.Out.Write(data)
+	_, err = c.documents().Write(data)
 	return err
 }
 

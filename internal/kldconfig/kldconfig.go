@@ -36,6 +36,7 @@ type Limits struct {
 	QueryAtOnce     int                  `name:"query-concurrency" default:"2" env:"KL_QUERY_CONCURRENCY" help:"Most queries one credential (a token, a PAT, the operator token; a remote host without --auth=token) may run at once; one more is answered 429 too_many_queries with Retry-After. 0 for no limit."`
 	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
 	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
+	PlanLockLimit   time.Duration        `default:"1h" env:"KL_PLAN_LOCK_LIMIT" placeholder:"DURATION" help:"Longest a plan's lock is held: kld ends the locks of plans (their shared read locks, or their exclusive ones with --no-shared-plan-locks) held longer, checking every quarter of it (at most every minute). A plan never writes, so this loses no work: it frees the lock of a plan whose CLI died. 0 keeps them until released."`
 	// DefaultStateQuota is the limit of states that set none.
 	DefaultStateQuota StateQuota `env:"KL_DEFAULT_STATE_QUOTA" placeholder:"SOFT,HARD" help:"Limit on the managed resource instances of a state that sets none and whose workspace sets none: SOFT,HARD (exactly HARD is allowed, one more refused with 403 quota_exceeded; above SOFT warns), HARD, or unlimited (the default). kl quota set changes one state's."`
 }
@@ -77,6 +78,14 @@ func (q StateQuota) String() string {
 		return "unlimited"
 	}
 	return q.Limit.String()
+}
+
+// Validate checks --plan-lock-limit; kong calls it as it parses the flags.
+func (l *Limits) Validate() error {
+	if l.PlanLockLimit < 0 || (l.PlanLockLimit > 0 && l.PlanLockLimit < time.Second) {
+		return fmt.Errorf("--plan-lock-limit %s: give 0 (plans' locks are kept until released) or at least 1s", l.PlanLockLimit)
+	}
+	return nil
 }
 
 // Engine returns o with the limits set.

@@ -306,3 +306,38 @@ func TestQueryConcurrency(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanLockLimitFlag: --plan-lock-limit is an hour by default, 0 turns
+// it off, and a limit under a second is refused.
+func TestPlanLockLimitFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		limit time.Duration
+		bad   string
+	}{
+		{nil, time.Hour, ""},
+		{[]string{"--plan-lock-limit", "0"}, 0, ""},
+		{[]string{"--plan-lock-limit", "15m"}, 15 * time.Minute, ""},
+		{[]string{"--plan-lock-limit", "100ms"}, 0, "at least 1s"},
+		{[]string{"--plan-lock-limit=-1m"}, 0, "at least 1s"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var c struct {
+				Limits Limits `embed:""`
+			}
+			parser, err := kong.New(&c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = parser.Parse(tt.args) // kong calls Validate
+			switch {
+			case tt.bad == "" && err != nil:
+				t.Errorf("Validate: %v", err)
+			case tt.bad != "" && (err == nil || !strings.Contains(err.Error(), tt.bad)):
+				t.Errorf("Validate = %v, want an error saying %q", err, tt.bad)
+			case tt.bad == "" && c.Limits.PlanLockLimit != tt.limit:
+				t.Errorf("limit %s, want %s", c.Limits.PlanLockLimit, tt.limit)
+			}
+		})
+	}
+}

@@ -94,3 +94,25 @@ func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.Unloc
 		return released, err
 	})
 }
+
+// EndPlanLocks deletes the plans' locks (no apply run's) acquired before
+// acquiredBefore, on every state, in one statement, and returns them. It
+// takes no state's row lock: a plan's lock is never what a writer's check
+// waits on, and a holder that releases its lock meanwhile deletes the same
+// row, which one of the two statements finds gone.
+func (s *Store) EndPlanLocks(ctx context.Context, acquiredBefore time.Time) ([]kilolock.StateLock, error) {
+	return writeValue(ctx, s, "end plan locks", func(tx Tx) ([]kilolock.StateLock, error) {
+		ended := []kilolock.StateLock{}
+		rows, err := tx.Query(ctx, `DELETE FROM locks WHERE operation = $1 AND run_id = '' AND acquired_at < $2
+			RETURNING info, base_version, base_serial, acquired_at, shared, run_id, (SELECT s.name FROM states s WHERE s.id = locks.state_id)`,
+			kilolock.OperationPlan, acquiredBefore.UTC())
+		err = EachRow(rows, err, func(r Rows) error {
+			var sl kilolock.StateLock
+			l, err := scanLock(r, &sl.State)
+			sl.Lock = l
+			ended = append(ended, sl)
+			return err
+		})
+		return ended, err
+	})
+}

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"Access", testAccess},
 		{"PlanLocks", testPlanLocks},
 		{"NoCreateLocks", testNoCreateLocks},
+		{"PlanLockLimit", testPlanLockLimit},
 		{"Runs", testRuns},
 		{"Quotas", testQuotas},
 		{"OddBytes", testOddBytes},
