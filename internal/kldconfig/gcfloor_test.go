@@ -33,8 +33,8 @@ func TestGCFloor(t *testing.T) {
 		t.Errorf("live heap %d bytes: target %d%%, want 15", live, gogc)
 	}
 
-	// Kld's default keeps the floor.
-	if got := (&Memory{GCPercent: DefaultGCPercent}).Apply(); got != DefaultGCPercent {
+	// --gc-floor keeps the floor.
+	if got := (&Memory{GCPercent: DefaultGCPercent, GCFloor: GCFloorBytes}).Apply(); got != DefaultGCPercent {
 		t.Fatalf("Apply = %d, want %d", got, DefaultGCPercent)
 	}
 	big = nil
