@@ -6,9 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
@@ -60,11 +60,12 @@ func Start(t testing.TB) *Issuer {
 	iss.srv = httptest.NewUnstartedServer(mux)
 	// A verifier that does not trust the CA is a test's point, not noise.
 	iss.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	cert, ca := newCA(t)
+	iss.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	iss.srv.StartTLS()
 	t.Cleanup(iss.srv.Close)
 	iss.URL = iss.srv.URL
 	iss.caFile = filepath.Join(t.TempDir(), "issuer-ca.pem")
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: iss.srv.Certificate().Raw})
 	if err := os.WriteFile(iss.caFile, ca, 0o600); err != nil {
 		t.Fatalf("write the issuer's CA: %v", err)
 	}

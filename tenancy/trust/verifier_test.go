@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +160,15 @@ func TestVerifyRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+func readFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func cmpOr(a, b string) string {
@@ -318,7 +329,17 @@ func TestUnknownKeyIDFloodIsRateLimited(t *testing.T) {
 	t.Run("default interval, two issuers", func(t *testing.T) {
 		f := newFixture(t, trust.Options{}) // one fetch per issuer per 10 s
 		g := newFixture(t, trust.Options{})
-		g.v = f.v // one verifier, two issuers
+		// One verifier for both issuers, trusting both CAs from one file.
+		both := filepath.Join(t.TempDir(), "cas.pem")
+		os.WriteFile(both, append(readFile(t, f.iss.CAFile()), readFile(t, g.iss.CAFile())...), 0o600)
+		client, err := trust.NewHTTPClient(both)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.v, err = trust.NewVerifier(trust.Options{HTTPClient: client}); err != nil {
+			t.Fatal(err)
+		}
+		g.v = f.v
 		tokens := map[*fixture][]string{f: unknownKeyIDs(t, f, 100), g: unknownKeyIDs(t, g, 100)}
 		for _, x := range []*fixture{f, g} {
 			flood(t, x, tokens[x])
