@@ -63,7 +63,8 @@ func (k *issuerKeys) VerifySignature(ctx context.Context, jwt string) ([]byte, e
 		return nil, e
 	}
 	algs := []jose.SignatureAlgorithm{jose.RS256, jose.ES256}
-	jws, err := jose.ParseSigned(jwt, algs)
+	// Compact only: Verify let through nothing else (LooksLikeIDToken).
+	jws, err := jose.ParseSignedCompact(jwt, algs)
 	if err != nil || len(jws.Signatures) != 1 {
 		return fail(&Error{Code: CodeCredentialsInvalid, Check: CheckSignature, Message: "the token is not a JWS with one RS256 or ES256 signature", Hint: "give the job's OIDC ID token as it is", Err: err})
 	}

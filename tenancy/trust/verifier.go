@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -254,6 +255,10 @@ func claimText(claims map[string]json.RawMessage, name string) (text string, pre
 	raw, ok := claims[name]
 	if !ok {
 		return "", false, false
+	}
+	// Most claims are plain strings: take them without a decoder.
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && !bytes.ContainsAny(raw[1:n-1], "\\\"") {
+		return string(raw[1 : n-1]), true, true
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
