@@ -314,10 +314,16 @@ func TestIncompleteEnvelope(t *testing.T) {
 // TestEncryptedStateHistory: what works on whole versions works on an
 // encrypted state: tags, serial references, diffs (as whole documents),
 // rollback to a tag (the envelope's own serial), retention (the tagged and
-// the current versions kept, each kept one reading back its bytes).
+// the current versions kept, each kept one reading back its bytes). Both
+// stores.
 func TestEncryptedStateHistory(t *testing.T) {
+	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(name, func(t *testing.T) { testEncryptedStateHistory(t, open(t)) })
+	})
+}
+
+func testEncryptedStateHistory(t *testing.T, st kilolock.Store) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	by := kilolock.Caller{Actor: "ops"}
 	docs := map[int64][]byte{}
