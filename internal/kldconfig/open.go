@@ -9,25 +9,33 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store"
 )
 
-// OpenTimeout bounds how long kld waits at start for its database,
-// migrations included: a replica that starts while another migrates waits
-// for it that long, then exits (69) to be restarted.
-const OpenTimeout = 30 * time.Second
+// OpenTimeout bounds how long kld waits at start for its database to
+// answer; then it exits (69) to be restarted. Once the database answers,
+// kld waits as long as the migrations take, its own or those of a replica
+// that holds the migration lock: a migration cut short is rolled back, and
+// a kld restarted for it would only start it over (a large index rebuild
+// would then never finish). A variable for tests.
+var OpenTimeout = 30 * time.Second
 
 // Open opens database (a --database value) with the limits' and the
-// keys' options, within OpenTimeout, and logs the migrations it applied.
-// It returns what to log of the keys (see Encryption.StoreOptions) and an
-// *ExitError: ExitConfig for a wrong setting or key, ExitSchema for a
-// database a newer KiloLock migrated, ExitUnavailable when the database
-// cannot be reached.
+// keys' options, and logs the migrations it applied. A PostgreSQL
+// database must answer within OpenTimeout; migrating is not bounded (see
+// OpenTimeout), ctx ends it. It returns what to log of the keys (see
+// Encryption.StoreOptions) and an *ExitError: ExitConfig for a wrong
+// setting or key, ExitSchema for a database a newer KiloLock migrated,
+// ExitUnavailable when the database cannot be reached.
 func Open(ctx context.Context, logger *log.Logger, database string, l *Limits, e *Encryption) (kilolock.Store, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, OpenTimeout)
+	bounded, cancel := context.WithTimeout(ctx, OpenTimeout)
 	defer cancel()
+	if !answers(bounded, database) {
+		ctx = bounded // open says why, within the bound, as an *ExitError
+	}
 	st, atRest, err := open(ctx, logger, database, l, e)
 	if err != nil {
 		return nil, "", err
@@ -58,6 +66,21 @@ func Migrate(ctx context.Context, logger *log.Logger, w io.Writer, database stri
 		_, err = fmt.Fprintf(w, "schema %d -> %d: applied %d migration(s): %s\n", ch.From, ch.To, len(ch.Applied), strings.Join(ch.Applied, ", "))
 	}
 	return err
+}
+
+// answers reports whether database answers a connection within ctx: a
+// PostgreSQL URL that pgx connects to. SQLite, a file, always does.
+func answers(ctx context.Context, database string) bool {
+	scheme, _, ok := strings.Cut(database, "://")
+	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
+		return true
+	}
+	conn, err := pgx.Connect(ctx, database)
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
 }
 
 func open(ctx context.Context, logger *log.Logger, database string, l *Limits, e *Encryption) (kilolock.Store, string, error) {

@@ -2,6 +2,7 @@ package kldconfig
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"io"
@@ -9,9 +10,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/log"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/store/postgres"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -67,3 +72,56 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("a plain error maps to %d, want %d", code, ExitFailure)
 	}
 }
+
+// TestOpenWaitsForMigration: a kld that starts while another process holds
+// the migration lock of its PostgreSQL (a replica migrating, or kld
+// migrate) waits for it past OpenTimeout, however long the migration
+// takes, then starts on the migrated schema; before, it gave up after
+// OpenTimeout with exit 69, and so did the migrating kld itself, its
+// migration rolled back, when it took longer than that. A database that
+// does not answer is still refused within OpenTimeout, exit 69.
+func TestOpenWaitsForMigration(t *testing.T) {
+	url := testpg.URL(t)
+	defer func(d time.Duration) { OpenTimeout = d }(OpenTimeout)
+	OpenTimeout = 500 * time.Millisecond
+	ctx := t.Context()
+
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, postgres.MigrateLock); err != nil {
+		t.Fatal(err)
+	}
+	held := 4 * OpenTimeout
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(held)
+		_, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, postgres.MigrateLock)
+		released <- err
+	}()
+	start := time.Now()
+	st, _, err := Open(ctx, log.New(io.Discard), url, &Limits{}, &Encryption{})
+	took := time.Since(start)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		code, _ := Exit(err)
+		t.Fatalf("kld starting while the migration lock was held %s (OpenTimeout %s): %v, exit %d; want it to wait and start", held, OpenTimeout, err, code)
+	}
+	st.Close()
+	if took < held {
+		t.Errorf("Open returned after %s, before the lock was let go (%s): it did not wait for the migration", took, held)
+	}
+
+	// Nothing listens on port 1: refused within the bound, exit 69.
+	start = time.Now()
+	_, _, err = Open(ctx, log.New(io.Discard), "postgres://kilolock@127.0.0.1:1/kilolock?connect_timeout=10", &Limits{}, &Encryption{})
+	if code, _ := Exit(err); code != ExitUnavailable || time.Since(start) > OpenTimeout+5*time.Second {
+		t.Errorf("a database that does not answer: %v, exit %d after %s; want %d within %s", err, code, time.Since(start), ExitUnavailable, OpenTimeout)
+	}
+}
+
+func TestMain(m *testing.M) { testpg.Main(m) }
