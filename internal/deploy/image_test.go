@@ -38,8 +38,8 @@ type imageConfig struct {
 }
 
 // TestImage builds the image as make image does (scripts/image.sh),
-// checks its configuration, then exports its filesystem and runs the kld
-// in it for a real tofu apply.
+// offline (without a network, as root), checks its configuration, then
+// exports its filesystem and runs the kld in it for a real tofu apply.
 //
 // Containers cannot be run on the machines this project is tested on:
 // crun refuses to set up cgroups there. So rather than `podman run`, the
@@ -60,9 +60,18 @@ func TestImage(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
+	// Offline, as the image promises: as root, the build runs in a
+	// network namespace of its own with nothing but a loopback, and with
+	// Go's module proxy off, so that a base image to pull or a module to
+	// download fails it.
 	build := exec.CommandContext(ctx, "bash", "scripts/image.sh")
+	if unshare, err := exec.LookPath("unshare"); err == nil && os.Geteuid() == 0 {
+		build = exec.CommandContext(ctx, unshare, "--net", "bash", "scripts/image.sh")
+	} else {
+		t.Log("not root or no unshare: building with the machine's network")
+	}
 	build.Dir = root
-	build.Env = append(os.Environ(), engine.env...)
+	build.Env = append(os.Environ(), append(engine.env, "GOPROXY=off")...)
 	var stderr bytes.Buffer
 	build.Stderr = &stderr
 	start := time.Now()
