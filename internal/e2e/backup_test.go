@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kilolock/kilolock/internal/testpg"
@@ -205,4 +207,58 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestRestoreHugeLine: a backup file of about a megabyte that holds one
+// line of 1 GiB (as the probe's 3 MB file held one of 3 GB, which drove kl
+// restore to 4.2 GB of memory) is refused by the real kl restore, naming
+// the line and the limit, with nothing restored, its peak memory a small
+// fraction of the line: kl reads no further than the limit. Both stores.
+func TestRestoreHugeLine(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		const line = 1 << 30
+		file := filepath.Join(t.TempDir(), "huge.json.gz")
+		f, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+		io.WriteString(zw, `{"kilolock_backup":2,"created":"2026-01-01T00:00:00Z","tables":[{"name":"state_holds","columns":[{"name":"name","type":"text"},{"name":"lifecycle","type":"text"}]}]}`+"\n"+`{"table":"state_holds"}`+"\n"+`["`)
+		block := bytes.Repeat([]byte("a"), 1<<20)
+		for written := 0; written < line; written += len(block) {
+			zw.Write(block)
+		}
+		io.WriteString(zw, `","active"]`+"\n")
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		info, _ := os.Stat(file)
+
+		target := filepath.Join(t.TempDir(), "restored.db") // a new database of the same store
+		if strings.Contains(databaseURL, "://") {
+			target = testpg.URL(t)
+		}
+		cmd := exec.CommandContext(t.Context(), tofu.BuildKL(t), "--database", target, "restore", file)
+		cmd.Env = append(tofu.CleanEnv("KL_"), "NO_COLOR=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		cmd.Run()
+		if cmd.ProcessState == nil {
+			t.Fatalf("kl restore did not run: %s", stderr.String())
+		}
+		errOut := stderr.String()
+		if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(errOut, "backup line 3 is longer than") || !strings.Contains(errOut, "nothing was restored") {
+			t.Fatalf("kl restore of a file (%d bytes) holding a line of 1 GiB: exit %d\n%s", info.Size(), cmd.ProcessState.ExitCode(), errOut)
+		}
+		rss := int64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) << 10 // KiB on Linux
+		t.Logf("FIGURE restore: kl restore refused a line of 1 GiB (a %d-byte file) at a peak RSS of %d MiB", info.Size(), rss>>20)
+		if rss > line/4 {
+			t.Errorf("kl restore refusing a line of 1 GiB peaked at %d MiB: it read the line, not up to its limit", rss>>20)
+		}
+		if out := mustKL(t, "--database", target, "states"); strings.Contains(out, "state_holds") || strings.Count(strings.TrimSpace(out), "\n") > 0 {
+			t.Errorf("kl states after the refused restore:\n%s", out)
+		}
+	})
 }
