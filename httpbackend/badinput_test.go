@@ -205,3 +205,27 @@ func TestEncryptionVersionInPlaintext(t *testing.T) {
 		}
 	})
 }
+
+// TestJSONTypesNamedAsJSON: a JSON API body of the wrong shape, or a
+// field of the wrong type, is a 400 malformed_json that says what JSON
+// was expected, as the client writes it, never a Go type of the server's
+// ("httpbackend.stateConfig", "bool").
+func TestJSONTypesNamedAsJSON(t *testing.T) {
+	env := newEnv(t, "", Options{})
+	for _, tt := range []struct{ method, path, body, message string }{
+		{"POST", "/v1/api/states/prod/config", `[1]`, "the body must be a JSON object, not array"},
+		{"POST", "/v1/api/states/prod/config", `"on"`, "the body must be a JSON object, not string"},
+		{"POST", "/v1/api/states/prod/config", `{"require_client_encryption":"yes"}`, `field "require_client_encryption" must be a boolean, not string`},
+		{"PUT", "/v1/api/retention/policies", `{"scope":5}`, `field "scope" must be a string, not number`},
+		{"PUT", "/v1/api/retention/policies", `{"scope":"state","target":"net","keep_last":"3"}`, `field "keep_last" must be an integer, not string`},
+	} {
+		w := env.do(tt.method, tt.path, []byte(tt.body))
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%s %s %s: %d %s, want 400", tt.method, tt.path, tt.body, w.Code, w.Body)
+			continue
+		}
+		if e := errorOf(t, w); e.Error != "malformed_json" || e.Message != tt.message || strings.Contains(w.Body.String(), "httpbackend.") {
+			t.Errorf("%s %s %s: %s, want malformed_json %q", tt.method, tt.path, tt.body, w.Body, tt.message)
+		}
+	}
+}

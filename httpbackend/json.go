@@ -2,11 +2,13 @@ package httpbackend
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/kilolock/kilolock"
@@ -54,8 +56,47 @@ func jsonError(err error) error {
 		return &kilolock.InvalidError{Code: "unknown_field", Message: "the body has an " + strings.TrimPrefix(err.Error(), "json: "), Hint: "check the field names against the API (a typo would otherwise be ignored)"}
 	case errors.As(err, &syn):
 		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("the body is not valid JSON (at byte %d): %v", syn.Offset, err), Hint: "send a JSON object"}
+	case errors.As(err, &typ) && typ.Field == "":
+		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("the body must be %s, not %s", jsonKind(typ.Type), typ.Value), Hint: "send a JSON object"}
 	case errors.As(err, &typ):
-		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("field %q must be a %s, not %s", typ.Field, typ.Type, typ.Value), Hint: "correct the field's type"}
+		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value), Hint: "correct the field's type"}
 	}
 	return &kilolock.InvalidError{Code: "malformed_json", Message: "the body is not valid JSON: " + err.Error(), Hint: "send a JSON object"}
 }
+
+// jsonKind names what JSON a Go type decodes from, as a client writes it
+// ("a JSON object", "a string"), rather than the Go type's own name.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "a JSON array"
+	case reflect.Array:
+		return "a JSON array"
+	case reflect.Map, reflect.Struct:
+		return "a JSON object"
+	}
+	return "another JSON value"
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
