@@ -1,12 +1,16 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/tofu"
 	"github.com/kilolock/kilolock/store/storetest"
 )
 
@@ -131,4 +135,74 @@ func hostileMatrix(t *testing.T, c, other *checklist, creds []matrixCred) {
 			}
 		}
 	}
+}
+
+// TestQueryConcurrencyCLI: one tenant's endless kl query runs starve no
+// one. With two of one read token's kl query running (the most kld lets a
+// credential run at once), the token's next kl query fails at once, exit
+// 5, saying so and when to retry; another tenant's kl query and the same
+// tenant's other token still answer; once the endless ones are stopped,
+// the token queries again. Both stores.
+func TestQueryConcurrencyCLI(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		c := startChecklist(t, databaseURL)
+		other := startChecklistOn(t, c.srv, "globex")
+		hog := c.automation(t, "read").Secret
+		const endless = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n`
+
+		ctx, stop := context.WithCancel(t.Context())
+		var hogs []*exec.Cmd
+		for range 2 {
+			cmd := exec.CommandContext(ctx, tofu.BuildKL(t), "--server", c.srv.URL, "--token", hog, "query", endless)
+			cmd.Env = append(tofu.CleanEnv("KL_"), "NO_COLOR=1")
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			hogs = append(hogs, cmd)
+		}
+		stopHogs := func() {
+			stop()
+			for _, cmd := range hogs {
+				cmd.Wait()
+			}
+		}
+		defer stopHogs()
+
+		// The token's third query is refused once both run.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			_, errOut, code := kl(t, "--server", c.srv.URL, "--token", hog, "query", "SELECT 1")
+			if code != 0 {
+				if code != 5 || !strings.Contains(errOut, "already runs 2 queries at once") || !strings.Contains(errOut, "retry in 5 seconds") {
+					t.Fatalf("the token's third kl query: exit %d, want 5 saying the credential runs 2 and when to retry\n%s", code, errOut)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("a minute after two endless kl query runs started, the token's third still answers: no limit per credential")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		for who, secret := range map[string]string{"another tenant": other.auto.Secret, "the same tenant's other token": c.auto.Secret} {
+			start := time.Now()
+			if out := mustKL(t, "--server", c.srv.URL, "--token", secret, "query", "SELECT count(*) AS n FROM resources"); !strings.Contains(out, "(1 row)") {
+				t.Errorf("%s's kl query beside the endless ones:\n%s", who, out)
+			}
+			t.Logf("%s's kl query beside the endless ones took %s", who, time.Since(start).Round(time.Millisecond))
+		}
+
+		stopHogs()
+		deadline = time.Now().Add(time.Minute)
+		for {
+			_, errOut, code := kl(t, "--server", c.srv.URL, "--token", hog, "query", "SELECT 1")
+			if code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a minute after its endless kl query runs were stopped, the token still may not query: exit %d\n%s", code, errOut)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
 }
