@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/log"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store"
@@ -75,7 +76,11 @@ func answers(ctx context.Context, database string) bool {
 	if !ok || !strings.EqualFold(scheme, "postgres") && !strings.EqualFold(scheme, "postgresql") {
 		return true
 	}
-	conn, err := pgx.Connect(ctx, database)
+	cfg, err := pgxpool.ParseConfig(database) // as the store parses it: pool_* settings too
+	if err != nil {
+		return false
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
 	if err != nil {
 		return false
 	}

@@ -102,7 +102,13 @@ func TestOpenWaitsForMigration(t *testing.T) {
 		released <- err
 	}()
 	start := time.Now()
-	st, _, err := Open(ctx, log.New(io.Discard), url, &Limits{}, &Encryption{})
+	// With a setting of the pool in the URL, which a bare connection
+	// would send the server as one of its own.
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	st, _, err := Open(ctx, log.New(io.Discard), url+sep+"pool_max_conns=8", &Limits{}, &Encryption{})
 	took := time.Since(start)
 	if err := <-released; err != nil {
 		t.Fatal(err)
