@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
+	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
 // AuthMode is how a Handler authenticates state requests.
@@ -225,6 +226,9 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if secret == "" {
 		return nil, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no credentials",
 			"send basic auth (username = workspace id, password = klt_ or klp_ token; TF_HTTP_USERNAME/TF_HTTP_PASSWORD) or Authorization: Bearer <token>")
+	}
+	if trust.LooksLikeIDToken(secret) {
+		return h.authorizeWorkload(r, user, secret, wsID, envID, stateName, suffix) // workload.go
 	}
 	name, err := kilolock.TenantStateName(wsID, envID, stateName)
 	if err != nil {
