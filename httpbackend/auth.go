@@ -411,6 +411,9 @@ func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
 			"send the token as Authorization: Bearer <token> (kl --token), or as the basic-auth password"))
 		return nil
 	}
+	if trust.LooksLikeIDToken(secret) {
+		return h.whoamiWorkload(w, r, secret) // workload.go
+	}
 	reach, err := kilolock.NewControl(ts).Reach(r.Context(), kilolock.HashSecret(secret), time.Now())
 	if errors.Is(err, kilolock.ErrNotFound) {
 		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked (the operator token reaches the control API, not states)",

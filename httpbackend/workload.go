@@ -81,3 +81,71 @@ func (h *Handler) authorizeWorkload(r *http.Request, user, raw, wsID, envID, sta
 	r2.URL.Path, r2.URL.RawPath = "/v1/states/"+name+suffix, ""
 	return r2, nil
 }
+
+// whoamiWorkload answers GET /v1/whoami for an ID token: the environments
+// whose policies accept it, as kilolock.Reach does a token's, its Token
+// naming the identity and the accepting policy's scope. A token no policy
+// accepts is refused as the lane would refuse it, with the first
+// environment's reason.
+func (h *Handler) whoamiWorkload(w http.ResponseWriter, r *http.Request, raw string) error {
+	ps, ok := h.engine.Store().(trust.PolicyStore)
+	if h.trust == nil || !ok {
+		h.deny(w, r, errWorkloadOff)
+		return nil
+	}
+	ctx := r.Context()
+	all, err := ps.TrustPolicies(ctx, "")
+	if err != nil {
+		return err
+	}
+	var envs []string
+	byEnv := map[string][]trust.Policy{}
+	for _, p := range all {
+		if byEnv[p.EnvironmentID] == nil {
+			envs = append(envs, p.EnvironmentID)
+		}
+		byEnv[p.EnvironmentID] = append(byEnv[p.EnvironmentID], p)
+	}
+	reach := &kilolock.Reach{Environments: []kilolock.ReachableEnv{}}
+	var refused error
+	for _, env := range envs {
+		id, err := h.trust.Verify(ctx, raw, byEnv[env], "")
+		if err != nil {
+			// An issuer's refusal is more telling than another
+			// environment's unknown issuer.
+			var te *trust.Error
+			if refused == nil || errors.As(err, &te) && te.Check != trust.CheckIssuer {
+				refused = err
+			}
+			continue
+		}
+		a, err := ps.TrustAccess(ctx, env, "")
+		if err != nil {
+			return err
+		}
+		if a.Environment == nil {
+			continue // removed meanwhile
+		}
+		reach.Token = kilolock.Token{ID: id.String(), Kind: kilolock.TokenAutomation, EnvironmentID: env, Scope: id.Policy.Scope, Expires: id.Expires}
+		re := kilolock.ReachableEnv{Environment: *a.Environment, Path: "/v1/states/" + a.Workspace.ID + "/" + env + "/{state_name}",
+			Writable: id.Policy.Scope == kilolock.ScopeReadWrite && a.Workspace.Lifecycle == kilolock.LifecycleActive, OutputsOnly: id.Policy.Scope == kilolock.ScopeOutputs}
+		if re.OutputsOnly {
+			re.Path += "/outputs"
+		}
+		reach.Environments = append(reach.Environments, re)
+		info(r).actor = id.String()
+	}
+	if len(reach.Environments) == 0 {
+		var te *trust.Error
+		if errors.As(refused, &te) {
+			h.deny(w, r, denial(te.Status(), te.Code, te.Message, te.Hint))
+			return nil
+		} else if refused != nil {
+			return refused
+		}
+		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_invalid", "no trust policy accepts ID tokens yet", "have the operator add one (kl trust add)"))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, reach)
+	return nil
+}

@@ -193,6 +193,17 @@ func TestWorkloadIdentity(t *testing.T) {
 			if w := f.b.do("GET", f.path("app-prod"), nil, bearer(f.token(t, es, nil))...); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "lineage-w") {
 				t.Errorf("GET on replica b with an ES256 Bearer token: %d %s", w.Code, w.Body)
 			}
+			// kl whoami --token <ID token>: the identity and where it reaches.
+			w := f.b.do("GET", "/v1/whoami", nil, bearer(good)...)
+			var reach kilolock.Reach
+			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &reach) != nil || reach.Token.ID != wantID ||
+				len(reach.Environments) != 1 || reach.Environments[0].PublicID != f.envID || !reach.Environments[0].Writable {
+				t.Errorf("whoami with the ID token: %d %s, want %s writing %s", w.Code, w.Body, wantID, f.envID)
+			}
+			w = f.b.do("GET", "/v1/whoami", nil, bearer(f.token(t, es, func(c map[string]any) { c["repository"] = "org/other" }))...)
+			if w.Code != http.StatusForbidden || errorOf(t, w).Error != "trust_mismatch" {
+				t.Errorf("whoami with another repository's token: %d %s, want 403 trust_mismatch", w.Code, w.Body)
+			}
 			if !strings.Contains(f.a.logs.String(), "actor=\""+wantID+"\"") && !strings.Contains(f.a.logs.String(), "actor="+wantID) {
 				t.Errorf("kld's log does not name the identity %q as actor", wantID)
 			}
