@@ -29,21 +29,21 @@ const keyRefresh = 300 * time.Millisecond
 // second store on the same database.
 var workloadStores = []struct {
 	name string
-	open func(t *testing.T) (first, second kilolock.Store)
+	open func(t testing.TB) (first, second kilolock.Store)
 }{
-	{"sqlite", func(t *testing.T) (kilolock.Store, kilolock.Store) {
+	{"sqlite", func(t testing.TB) (kilolock.Store, kilolock.Store) {
 		path := filepath.Join(t.TempDir(), "kl.db")
 		return openStore(t, func() (kilolock.Store, error) { return sqlite.Open(context.Background(), path) }),
 			openStore(t, func() (kilolock.Store, error) { return sqlite.Open(context.Background(), path) })
 	}},
-	{"postgres", func(t *testing.T) (kilolock.Store, kilolock.Store) {
+	{"postgres", func(t testing.TB) (kilolock.Store, kilolock.Store) {
 		url := testpg.URL(t)
 		return openStore(t, func() (kilolock.Store, error) { return postgres.Open(context.Background(), url) }),
 			openStore(t, func() (kilolock.Store, error) { return postgres.Open(context.Background(), url) })
 	}},
 }
 
-func openStore(t *testing.T, open func() (kilolock.Store, error)) kilolock.Store {
+func openStore(t testing.TB, open func() (kilolock.Store, error)) kilolock.Store {
 	t.Helper()
 	st, err := open()
 	if err != nil {
@@ -64,7 +64,7 @@ type workloadFixture struct {
 	verifierOf func() *trust.Verifier
 }
 
-func newWorkloadFixture(t *testing.T, first, second kilolock.Store) *workloadFixture {
+func newWorkloadFixture(t testing.TB, first, second kilolock.Store) *workloadFixture {
 	iss := oidctest.Start(t)
 	verifier := func() *trust.Verifier {
 		client, err := trust.NewHTTPClient(iss.CAFile())
@@ -81,7 +81,7 @@ func newWorkloadFixture(t *testing.T, first, second kilolock.Store) *workloadFix
 
 // addPolicy adds a policy through env's control API as the operator and
 // returns its id.
-func (f *workloadFixture) addPolicy(t *testing.T, env *testEnv, body map[string]any) string {
+func (f *workloadFixture) addPolicy(t testing.TB, env *testEnv, body map[string]any) string {
 	t.Helper()
 	w := env.do("POST", "/v1/api/trust-policies", mustJSON(t, body), bearer(operatorSecret)...)
 	if w.Code != http.StatusCreated {
@@ -102,7 +102,7 @@ func (f *workloadFixture) policyBody(scope string) map[string]any {
 }
 
 // token mints a token of org/app's main branch, signed by k, edited.
-func (f *workloadFixture) token(t *testing.T, k *oidctest.Key, edit func(map[string]any)) string {
+func (f *workloadFixture) token(t testing.TB, k *oidctest.Key, edit func(map[string]any)) string {
 	c := f.iss.GitHubClaims(workloadAudience, "org/app", "refs/heads/main")
 	if edit != nil {
 		edit(c)

@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -49,18 +48,21 @@ func scanTrustPolicy(r Rows, p *trust.Policy) error {
 	if err := r.Scan(&p.ID, &p.EnvironmentID, &p.Issuer, &p.Audience, &claims, &globs, &p.Scope, &p.StatePattern, &ttl, &p.Created); err != nil {
 		return err
 	}
+	return decodePolicy(p, claims, globs, ttl)
+}
+
+// decodePolicy sets p's claims, globs and max TTL from their columns.
+func decodePolicy(p *trust.Policy, claims, globs string, ttl int64) error {
 	p.MaxTTL = trust.Duration(time.Duration(ttl) * time.Millisecond)
-	if err := json.Unmarshal([]byte(claims), &p.Claims); err != nil {
-		return corrupt("trust policy %s: claims: %v", p.ID, err)
+	if claims != "{}" {
+		if err := json.Unmarshal([]byte(claims), &p.Claims); err != nil {
+			return corrupt("trust policy %s: claims: %v", p.ID, err)
+		}
 	}
-	if err := json.Unmarshal([]byte(globs), &p.ClaimGlobs); err != nil {
-		return corrupt("trust policy %s: claim globs: %v", p.ID, err)
-	}
-	if len(p.Claims) == 0 {
-		p.Claims = nil
-	}
-	if len(p.ClaimGlobs) == 0 {
-		p.ClaimGlobs = nil
+	if globs != "{}" {
+		if err := json.Unmarshal([]byte(globs), &p.ClaimGlobs); err != nil {
+			return corrupt("trust policy %s: claim globs: %v", p.ID, err)
+		}
 	}
 	return nil
 }
@@ -79,37 +81,57 @@ func (s *Store) DeleteTrustPolicy(ctx context.Context, id string) error {
 	return s.exec(ctx, "delete trust policy", "trust policy", id, `DELETE FROM trust_policies WHERE id = $1`, id)
 }
 
+// trustAccessQuery reads, in one statement (one snapshot, one round
+// trip: it runs on every request that carries an ID token), the
+// environment, its workspace, the state's hold and the environment's
+// policies, one row per policy (one row of NULL policy columns when it has
+// none). $1 environment public id, $2 internal state name.
+const trustAccessQuery = `SELECT e.public_id, e.slug, e.workspace_id, e.created_at, e.require_client_encryption,
+	w.id, w.name, w.kind, w.lifecycle, w.created_at,
+	coalesce((SELECT h.lifecycle FROM state_holds h WHERE h.name = $2), 'active'),
+	coalesce(p.id, ''), coalesce(p.issuer, ''), coalesce(p.audience, ''), coalesce(p.claims, '{}'), coalesce(p.claim_globs, '{}'),
+	coalesce(p.scope, ''), coalesce(p.state_pattern, ''), coalesce(p.max_ttl_ms, 0), p.created_at
+FROM environments e
+JOIN workspaces w ON w.id = e.workspace_id
+LEFT JOIN trust_policies p ON p.environment_id = e.public_id
+WHERE e.public_id = $1
+ORDER BY p.id`
+
 // TrustAccess reads the environment, its workspace, the state's hold and
-// the environment's policies in one read transaction.
+// the environment's policies in one statement.
 func (s *Store) TrustAccess(ctx context.Context, environmentID, state string) (*trust.Access, error) {
-	return readValue(ctx, s, "trust access", func(tx Tx) (*trust.Access, error) {
-		a := &trust.Access{State: kilolock.LifecycleActive}
-		var e kilolock.Environment
-		var w kilolock.Workspace
-		err := tx.QueryRow(ctx, `SELECT e.public_id, e.slug, e.workspace_id, e.created_at, e.require_client_encryption,
-				w.id, w.name, w.kind, w.lifecycle, w.created_at,
-				coalesce((SELECT h.lifecycle FROM state_holds h WHERE h.name = $2), 'active')
-			FROM environments e JOIN workspaces w ON w.id = e.workspace_id
-			WHERE e.public_id = $1`, environmentID, state).Scan(
-			&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created, &e.RequireClientEncryption,
-			&w.ID, &w.Name, &w.Kind, &w.Lifecycle, &w.Created, &a.State)
-		if errors.Is(err, ErrNoRows) {
-			return a, nil
-		} else if err != nil {
-			return nil, err
+	a := &trust.Access{State: kilolock.LifecycleActive}
+	rows, err := s.d.Pool().Query(ctx, trustAccessQuery, environmentID, state)
+	err = EachRow(rows, err, func(r Rows) error {
+		var (
+			e             kilolock.Environment
+			w             kilolock.Workspace
+			p             trust.Policy
+			claims, globs string
+			ttl           int64
+		)
+		if err := r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created, &e.RequireClientEncryption,
+			&w.ID, &w.Name, &w.Kind, &w.Lifecycle, &w.Created, &a.State,
+			&p.ID, &p.Issuer, &p.Audience, &claims, &globs, &p.Scope, &p.StatePattern, &ttl, &p.Created); err != nil {
+			return err
 		}
-		a.Environment, a.Workspace = &e, &w
-		rows, err := tx.Query(ctx, trustPolicySelect+` WHERE environment_id = $1 ORDER BY id`, environmentID)
-		err = EachRow(rows, err, func(r Rows) error {
-			var p trust.Policy
-			if err := scanTrustPolicy(r, &p); err != nil {
-				return err
-			}
-			a.Policies = append(a.Policies, p)
+		if a.Environment == nil {
+			a.Environment, a.Workspace = &e, &w
+		}
+		if p.ID == "" {
 			return nil
-		})
-		return a, err
+		}
+		p.EnvironmentID = e.PublicID
+		if err := decodePolicy(&p, claims, globs, ttl); err != nil {
+			return err
+		}
+		a.Policies = append(a.Policies, p)
+		return nil
 	})
+	if err != nil {
+		return nil, s.d.Translate("trust access", err)
+	}
+	return a, nil
 }
 
 func claimsJSON(m map[string]string) (string, error) {
