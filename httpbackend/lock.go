@@ -113,7 +113,7 @@ func (h *Handler) unlockState(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(r, lockBodyLimit)
+	body, err := h.lockBody(r) // read once: workload.go may have read it
 	if err != nil {
 		return err
 	}

@@ -369,3 +369,79 @@ func TestTrustPolicyControl(t *testing.T) {
 		t.Errorf("an ID token without a verifier: %d %s, want 401 credentials_invalid", w.Code, w.Body)
 	}
 }
+
+// TestExpiredTokenFinishesItsRun: CI tokens live minutes and an apply may
+// take longer, so a token that expires while its job holds the state's
+// lock still writes under that lock and releases it (for at most the
+// policy's max TTL past its expiry); it may not read, take a lock, or
+// write under another holder's lock, and another run's expired token may
+// not use the lock.
+func TestExpiredTokenFinishesItsRun(t *testing.T) {
+	for _, st := range workloadStores {
+		t.Run(st.name, func(t *testing.T) {
+			first, second := st.open(t)
+			f := newWorkloadFixture(t, first, second)
+			client, err := trust.NewHTTPClient(f.iss.CAFile())
+			mustDo(t, err)
+			v, err := trust.NewVerifier(trust.Options{HTTPClient: client, ClockSkew: 10 * time.Millisecond})
+			mustDo(t, err)
+			env := newEnvOn(t, first, Options{Auth: AuthToken, OperatorToken: operatorSecret, Trust: v})
+			f.addPolicy(t, env, f.policyBody("read-write"))
+			k := f.iss.Key("ES256")
+			life := 1500 * time.Millisecond
+			short := func(run string) string {
+				return f.token(t, k, func(c map[string]any) {
+					now := time.Now()
+					c["iat"], c["nbf"], c["exp"], c["run_id"] = now.Unix(), now.Unix(), now.Add(life).Unix(), run
+				})
+			}
+			tok, other := short("1"), short("2")
+			li := lockInfo("dddddddd-2222-3333-4444-555555555555", "runner")
+			if w := env.do("LOCK", f.path("app-prod"), mustJSON(t, li), basic(f.ws, tok)...); w.Code != http.StatusOK {
+				t.Fatalf("LOCK: %d %s", w.Code, w.Body)
+			}
+			time.Sleep(life + time.Second) // exp is in whole seconds
+			for _, c := range []struct {
+				name, method, target string
+				body                 []byte
+				secret               string
+			}{
+				{"another run's read", "GET", f.path("app-prod"), nil, other},
+				{"another lock", "LOCK", f.path("app-prod"), mustJSON(t, lockInfo("eeeeeeee-2222-3333-4444-555555555555", "runner")), tok},
+				{"a write under no lock", "POST", f.path("app-prod"), stateDoc(t, "l", 1, map[string]string{"a": "1"}), tok},
+				{"a write under another id", "POST", f.path("app-prod") + "?ID=eeeeeeee-2222-3333-4444-555555555555", stateDoc(t, "l", 1, map[string]string{"a": "1"}), tok},
+				{"another run's expired token", "POST", f.path("app-prod") + "?ID=" + li.ID, stateDoc(t, "l", 1, map[string]string{"a": "1"}), other},
+				{"another run's unlock", "UNLOCK", f.path("app-prod"), mustJSON(t, li), other},
+			} {
+				header := basic(f.ws, c.secret)
+				if c.method == "POST" {
+					header = append(header, "Content-MD5", md5Of(c.body))
+				}
+				if w := env.do(c.method, c.target, c.body, header...); w.Code != http.StatusUnauthorized || errorOf(t, w).Error != "credentials_expired" {
+					t.Errorf("%s with an expired token: %d %s, want 401 credentials_expired", c.name, w.Code, w.Body)
+				}
+			}
+			// The CLI reads the state back before it saves it.
+			if w := env.do("GET", f.path("app-prod"), nil, basic(f.ws, tok)...); w.Code != http.StatusNotFound || errorOf(t, w).Error != "state_not_found" {
+				t.Errorf("the run's read with its expired token: %d %s, want 404 state_not_found (it has no version yet)", w.Code, w.Body)
+			}
+			doc := stateDoc(t, "l", 1, map[string]string{"a": "1"})
+			if w := env.do("POST", f.path("app-prod")+"?ID="+li.ID, doc, append(basic(f.ws, tok), "Content-MD5", md5Of(doc))...); w.Code != http.StatusOK {
+				t.Errorf("the run's last write with its expired token: %d %s, want 200", w.Code, w.Body)
+			}
+			if w := env.do("UNLOCK", f.path("app-prod"), mustJSON(t, li), basic(f.ws, tok)...); w.Code != http.StatusOK {
+				t.Errorf("the run's unlock with its expired token: %d %s, want 200", w.Code, w.Body)
+			}
+			if !strings.Contains(env.logs.String(), "expired ID token finishing the run") {
+				t.Error("kld did not log the expired token finishing its run")
+			}
+			// The lock released, the expired token reaches nothing more.
+			if w := env.do("POST", f.path("app-prod")+"?ID="+li.ID, doc, append(basic(f.ws, tok), "Content-MD5", md5Of(doc))...); w.Code != http.StatusUnauthorized {
+				t.Errorf("a write after the unlock with the expired token: %d %s, want 401", w.Code, w.Body)
+			}
+			if w := env.do("GET", f.path("app-prod"), nil, basic(f.ws, tok)...); w.Code != http.StatusUnauthorized {
+				t.Errorf("a read after the unlock with the expired token: %d %s, want 401", w.Code, w.Body)
+			}
+		})
+	}
+}

@@ -190,3 +190,60 @@ func TestWorkloadIdentityTofu(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkloadTokenExpiresMidApply: a real OpenTofu apply that outlives
+// its job's ID token (GitHub's live about 5 minutes) still saves its state
+// and releases its lock: the expired token finishes the run whose lock it
+// took, and nothing else.
+func TestWorkloadTokenExpiresMidApply(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		iss := oidctest.Start(t)
+		srv := tofu.StartKLDEnv(t, []string{"SSL_CERT_FILE=" + iss.CAFile()}, databaseURL, "--auth=token", "--operator-token="+operatorSecret)
+		var ws struct{ ID string }
+		operator(t, srv, "POST", "/v1/api/workspaces", `{"name":"acme","kind":"organization"}`, 201, &ws)
+		var env struct {
+			PublicID string `json:"public_id"`
+		}
+		operator(t, srv, "POST", "/v1/api/workspaces/"+ws.ID+"/environments", `{"slug":"prod"}`, 201, &env)
+		mustKL(t, "--server", srv.URL, "--token", operatorSecret, "trust", "add", "--env", env.PublicID, "--issuer", iss.URL,
+			"--audience", workloadAudience, "--claim", "repository=org/app", "--scope", "read-write")
+
+		// Accepted for about 15 s more (exp 45 s ago, 60 s of skew); the
+		// apply sleeps 25 s before it saves its state.
+		c := iss.GitHubClaims(workloadAudience, "org/app", "refs/heads/main")
+		now := time.Now()
+		c["iat"], c["nbf"], c["exp"] = now.Add(-60*time.Second).Unix(), now.Add(-60*time.Second).Unix(), now.Add(-45*time.Second).Unix()
+		token := iss.Sign(t, iss.Key("RS256"), c)
+		wd := tofu.NewWorkdir(t, srv.Backend(ws.ID+"/"+env.PublicID+"/slow")+`
+resource "terraform_data" "slow" {
+  input = "v1"
+  provisioner "local-exec" {
+    command = "sleep 25"
+  }
+}
+`)
+		wd.Setenv("TF_HTTP_USERNAME", ws.ID)
+		wd.Setenv("TF_HTTP_PASSWORD", token)
+		wd.Must("init", "-no-color")
+		if out := wd.Must("apply", "-auto-approve", "-no-color"); !strings.Contains(out, "Apply complete!") {
+			t.Fatalf("apply outliving its token:\n%s", out)
+		}
+		if !srv.WaitLog(t.Context(), "expired ID token finishing the run", 5*time.Second) {
+			t.Error("kld did not log the expired token finishing its run")
+		}
+		// Its state saved and its lock released; the token reaches nothing
+		// more.
+		status := mustKL(t, "--server", srv.URL, "--token", operatorSecret, "status", ws.ID+"."+env.PublicID+".slow", "--json")
+		var st struct {
+			Serial uint64            `json:"serial"`
+			Locks  []json.RawMessage `json:"locks"`
+		}
+		if err := json.Unmarshal([]byte(status), &st); err != nil || st.Serial == 0 || len(st.Locks) != 0 {
+			t.Errorf("after the apply: %s (%v), want a saved state and no lock", status, err)
+		}
+		if _, _, code := wd.Run("plan", "-no-color"); code == 0 {
+			t.Error("plan with the expired token succeeded")
+		}
+	})
+}

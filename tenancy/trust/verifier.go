@@ -107,6 +107,12 @@ func NewVerifier(opts Options) (*Verifier, error) {
 // (403 trust mismatch), the lifetime against the policy's max TTL and the
 // state pattern. When several policies accept the token, the one of the
 // widest scope wins (read-write, read, outputs), then the lowest id.
+//
+// A token that is genuine and accepted in every way but its expiry is
+// answered with its Identity beside the credentials_expired *Error (the
+// only case of both being non-nil): the caller may let it finish what it
+// started, such as the run whose lock its identity holds, and must refuse
+// it anything else.
 func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, state string) (*Identity, error) {
 	if !LooksLikeIDToken(raw) {
 		return nil, refuse(CheckFormat, "the credential is not an OIDC ID token (a JWT)", "give the job's ID token as the password (TF_HTTP_PASSWORD) or a Bearer token")
@@ -157,8 +163,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 	if err := idt.Claims(&claims); err != nil {
 		return nil, &Error{Code: CodeCredentialsInvalid, Check: CheckFormat, Message: "the token's claims are not a JSON object", Hint: "give the job's ID token as it is", Err: err}
 	}
-	if e := v.checkTimes(idt, claims); e != nil {
-		return nil, e
+	expired := v.checkTimes(idt, claims)
+	if expired != nil && expired.Code != CodeCredentialsExpired {
+		return nil, expired
 	}
 	slices.SortFunc(byAudience, func(a, b *Policy) int {
 		return cmp.Or(cmp.Compare(scopeRank(a.Scope), scopeRank(b.Scope)), strings.Compare(a.ID, b.ID))
@@ -169,12 +176,18 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 			continue
 		}
 		e := p.accepts(idt, claims, state)
+		if e == nil && expired != nil {
+			return newIdentity(p, idt, claims), expired
+		}
 		if e == nil {
 			return newIdentity(p, idt, claims), nil
 		}
 		if first == nil {
 			first = e
 		}
+	}
+	if expired != nil { // expiry is checked before the claims
+		return nil, expired
 	}
 	if first == nil { // go-oidc verified an audience that peek did not see
 		return nil, refuse(CheckAudience, "the token's verified audience is not one a trust policy names", "request the token for the audience the trust policy names")
@@ -190,8 +203,9 @@ func (v *Verifier) checkTimes(idt *oidc.IDToken, claims map[string]json.RawMessa
 	if idt.Expiry.IsZero() {
 		return refuse(CheckExpiry, "the token has no exp claim: a credential that never expires is not accepted", "use the CI system's ID token, which always expires")
 	}
+	var expired *Error // reported once nbf and iat are known good
 	if now.After(idt.Expiry.Add(skew)) {
-		return &Error{Code: CodeCredentialsExpired, Check: CheckExpiry,
+		expired = &Error{Code: CodeCredentialsExpired, Check: CheckExpiry,
 			Message: fmt.Sprintf("the token expired at %s, %s ago", idt.Expiry.UTC().Format(time.RFC3339), now.Sub(idt.Expiry).Round(time.Second)),
 			Hint:    "fetch a fresh ID token in the job right before kl or tofu runs: they live minutes"}
 	}
@@ -210,7 +224,7 @@ func (v *Verifier) checkTimes(idt *oidc.IDToken, claims map[string]json.RawMessa
 	if now.Add(skew).Before(idt.IssuedAt) {
 		return refuse(CheckIssuedAt, fmt.Sprintf("the token claims to be issued at %s, in the future", idt.IssuedAt.UTC().Format(time.RFC3339)), clocks)
 	}
-	return nil
+	return expired
 }
 
 // accepts checks the token against p alone: its claims, its lifetime and
