@@ -313,6 +313,14 @@ func TestWorkloadIdentity(t *testing.T) {
 				if !seen["trust.add"] || !seen["trust.remove"] {
 					t.Errorf("audit log %v: want trust.add and trust.remove by the operator", entries)
 				}
+				// A denial of a verified token names its identity.
+				named := false
+				for _, e := range entries {
+					named = named || e.Denied && e.Reason == "token_read_only" && strings.HasSuffix(e.Actor, " sub:repo:org/app:ref:refs/heads/main repository:org/app ref:refs/heads/main run:7311")
+				}
+				if !named {
+					t.Errorf("audit log %v: want the read policy's apply lock denied under the job's identity", entries)
+				}
 			})
 		})
 	}
