@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,6 +67,8 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	issuers map[string]*issuerKeys
+
+	verified verifiedTokens
 }
 
 // NewVerifier returns a Verifier with opts, once they are within bounds.
@@ -143,25 +146,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 		return nil, refuse(CheckAudience, fmt.Sprintf("the token's audience %s is not one that a trust policy of issuer %s names", short(strings.Join(tok.audience, ",")), short(tok.issuer)),
 			"request the token for the audience the trust policy names (kl trust list shows it): GitHub core.getIDToken(AUDIENCE), GitLab id_tokens: aud, Kubernetes serviceAccountToken.audience")
 	}
-	var failed *Error
-	keys := v.keysOf(tok.issuer)
-	verifier := oidc.NewVerifier(tok.issuer, keys, &oidc.Config{
-		ClientID:             byAudience[0].Audience,
-		SupportedSigningAlgs: acceptedAlgs,
-		// go-oidc allows 5 minutes of skew on nbf and none on exp: the
-		// time checks are ours, with Options.ClockSkew on all three.
-		SkipExpiryCheck: true,
-	})
-	idt, err := verifier.Verify(context.WithValue(ctx, failureKey{}, &failed), raw)
+	idt, claims, failed := v.verifySignature(ctx, raw, tok.issuer, byAudience[0].Audience)
 	if failed != nil {
 		return nil, failed
-	}
-	if err != nil {
-		return nil, &Error{Code: CodeCredentialsInvalid, Check: CheckSignature, Message: "the token does not verify", Hint: "mint a fresh ID token in the job and give it as it is", Err: err}
-	}
-	var claims map[string]json.RawMessage
-	if err := idt.Claims(&claims); err != nil {
-		return nil, &Error{Code: CodeCredentialsInvalid, Check: CheckFormat, Message: "the token's claims are not a JSON object", Hint: "give the job's ID token as it is", Err: err}
 	}
 	expired := v.checkTimes(idt, claims)
 	if expired != nil && expired.Code != CodeCredentialsExpired {
@@ -193,6 +180,46 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 		return nil, refuse(CheckAudience, "the token's verified audience is not one a trust policy names", "request the token for the audience the trust policy names")
 	}
 	return nil, first
+}
+
+// verifySignature returns the token raw of issuer once its signature
+// verifies with go-oidc against the issuer's current keys, and its claims.
+// A token verified before with the same key set is taken as it was: the
+// requests of one run pay the signature once, until the keys refresh.
+func (v *Verifier) verifySignature(ctx context.Context, raw, issuer, audience string) (*oidc.IDToken, map[string]json.RawMessage, *Error) {
+	keys := v.keysOf(issuer)
+	sum := sha256.Sum256([]byte(raw))
+	if snap, e := keys.current(ctx); e == nil {
+		if t := v.verified.get(sum, snap); t != nil {
+			keys.used.Store(time.Now().UnixNano())
+			return t.idt, t.claims, nil
+		}
+	}
+	var failed *Error
+	var used *keySnapshot
+	verifier := oidc.NewVerifier(issuer, keys, &oidc.Config{
+		ClientID:             audience,
+		SupportedSigningAlgs: acceptedAlgs,
+		// go-oidc allows 5 minutes of skew on nbf and none on exp: the
+		// time checks are ours, with Options.ClockSkew on all three.
+		SkipExpiryCheck: true,
+	})
+	vctx := context.WithValue(context.WithValue(ctx, failureKey{}, &failed), usedKeysKey{}, &used)
+	idt, err := verifier.Verify(vctx, raw)
+	if failed != nil {
+		return nil, nil, failed
+	}
+	if err != nil {
+		return nil, nil, &Error{Code: CodeCredentialsInvalid, Check: CheckSignature, Message: "the token does not verify", Hint: "mint a fresh ID token in the job and give it as it is", Err: err}
+	}
+	var claims map[string]json.RawMessage
+	if err := idt.Claims(&claims); err != nil {
+		return nil, nil, &Error{Code: CodeCredentialsInvalid, Check: CheckFormat, Message: "the token's claims are not a JSON object", Hint: "give the job's ID token as it is", Err: err}
+	}
+	if used != nil {
+		v.verified.put(sum, &verifiedToken{snap: used, idt: idt, claims: claims})
+	}
+	return idt, claims, nil
 }
 
 // checkTimes checks exp, nbf and iat, each within the clock skew. go-oidc
