@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
+	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
 // AuthMode is how a Handler authenticates state requests.
@@ -226,6 +227,9 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		return nil, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no credentials",
 			"send basic auth (username = workspace id, password = klt_ or klp_ token; TF_HTTP_USERNAME/TF_HTTP_PASSWORD) or Authorization: Bearer <token>")
 	}
+	if trust.LooksLikeIDToken(secret) {
+		return h.authorizeWorkload(r, user, secret, wsID, envID, stateName, suffix) // workload.go
+	}
 	name, err := kilolock.TenantStateName(wsID, envID, stateName)
 	if err != nil {
 		name = "" // a malformed segment: decided below, once the token is known
@@ -406,6 +410,9 @@ func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
 		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_missing", "the request carries no token",
 			"send the token as Authorization: Bearer <token> (kl --token), or as the basic-auth password"))
 		return nil
+	}
+	if trust.LooksLikeIDToken(secret) {
+		return h.whoamiWorkload(w, r, secret) // workload.go
 	}
 	reach, err := kilolock.NewControl(ts).Reach(r.Context(), kilolock.HashSecret(secret), time.Now())
 	if errors.Is(err, kilolock.ErrNotFound) {

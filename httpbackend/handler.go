@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
 // DefaultBodyLimit is the largest state a POST may carry unless
@@ -87,6 +88,10 @@ type Options struct {
 	// registry of the Handler's own, with the Go runtime and process
 	// collectors.
 	Registry *prometheus.Registry
+	// Trust verifies the OIDC ID tokens of CI jobs (workload identity)
+	// in AuthToken mode, against the trust policies the store keeps
+	// (trust.PolicyStore). Nil refuses ID tokens (401).
+	Trust *trust.Verifier
 }
 
 // Handler serves the Terraform/OpenTofu HTTP backend protocol, the JSON API,
@@ -116,6 +121,7 @@ type Handler struct {
 	rotation       rotation            // this process's key rotation (keys.go)
 	publicURL      *url.URL            // Options.PublicURL
 	queries        *queryGate          // bounds each credential's queries at once
+	trust          *trust.Verifier     // Options.Trust
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -134,7 +140,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		identified: newAuditLimiter(identifiedAuditBurst),
 		queries:    newQueryGate(o.QueryConcurrency),
 	}
-	h.auth, h.publicURL = o.Auth, o.PublicURL
+	h.auth, h.publicURL, h.trust = o.Auth, o.PublicURL, o.Trust
 	if o.OperatorToken != "" {
 		hash := kilolock.HashSecret(o.OperatorToken)
 		h.operator = &hash
@@ -240,9 +246,10 @@ func (h *Handler) routes() {
 	// server anyone could mint tokens that a later --auth=token would honour.
 	if h.auth == AuthToken {
 		h.controlRoutes()
+		h.trustRoutes()
 	} else {
 		disabled := func(w http.ResponseWriter, r *http.Request) error { return errTenancyDisabled }
-		for _, p := range []string{"/v1/api/workspaces", "/v1/api/workspaces/", "/v1/api/tokens", "/v1/api/tokens/", "/v1/api/audit"} {
+		for _, p := range []string{"/v1/api/workspaces", "/v1/api/workspaces/", "/v1/api/tokens", "/v1/api/tokens/", "/v1/api/audit", "/v1/api/trust-policies", "/v1/api/trust-policies/"} {
 			h.api(p, disabled)
 		}
 	}

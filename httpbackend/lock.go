@@ -27,6 +27,9 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).lockID = li.ID
+	if who := info(r).workload; who != "" {
+		li.Who = who // a CI job's verified identity, not the runner's user@host
+	}
 	run, err := runLockID(r)
 	if err != nil {
 		return err
@@ -110,7 +113,7 @@ func (h *Handler) unlockState(w http.ResponseWriter, r *http.Request) error {
 	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
-	body, err := h.readBody(r, lockBodyLimit)
+	body, err := h.lockBody(r) // read once: workload.go may have read it
 	if err != nil {
 		return err
 	}

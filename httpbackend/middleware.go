@@ -33,6 +33,9 @@ type reqInfo struct {
 	// noCreate is a caller whose locks must not create a state: one that
 	// may only read, or whose workspace is suspended.
 	noCreate bool
+	// workload is the identity of a CI job's ID token (workload.go): a
+	// lock it takes names it as holder, a version it writes as actor.
+	workload string
 	// conflict is the refused write or setting answered, if any: its
 	// addresses go in the log line, since Terraform shows only
 	// "HTTP error: 409" to the person whose apply failed.

@@ -165,7 +165,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		verify() // the checksum has read the body
 		h.releaseBodies(ri)
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Verify: verify, Release: release, Done: done, Spool: spool})
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Actor: info(r).workload, Verify: verify, Release: release, Done: done, Spool: spool})
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,7 @@ type cli struct {
 	Memory          kldconfig.Memory     `embed:""`
 	Encryption      kldconfig.Encryption `embed:""`
 	Profiling       kldconfig.Profiling  `embed:""`
+	Trust           kldconfig.Trust      `embed:""`
 	Version         kong.VersionFlag     `help:"Print the version and exit."`
 	Serve           struct{}             `cmd:"" default:"1" help:"Serve the HTTP backend (the default)."`
 	Migrate         struct{}             `cmd:"" help:"Bring the database's schema up to date, say what was applied, and exit: once per upgrade, before the new replicas start (docs/deploy.md). kld does it at start too, under the same lock. It takes kld's flags; those of serving are unused."`
@@ -110,6 +111,10 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	defer st.Close()
 
+	verifier, err := c.Trust.Verifier()
+	if err != nil {
+		return err
+	}
 	engine := kilolock.NewEngine(st, c.Memory.Engine(c.Limits.Engine(kilolock.Options{Logger: logger, DefaultLockMode: kilolock.LockMode(c.DefaultLockMode)})))
 	handler := httpbackend.New(engine, c.Limits.Handler(httpbackend.Options{
 		Logger:        logger,
@@ -119,6 +124,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		Auth:          c.Serving.AuthMode(),
 		OperatorToken: c.Serving.OperatorToken,
 		PublicURL:     c.Serving.Public(),
+		Trust:         verifier,
 	}))
 	srv := &http.Server{
 		Handler:           handler,

@@ -39,6 +39,7 @@ type App struct {
 	Token      TokenCmds     `cmd:"" help:"Manage automation tokens (control plane)."`
 	Pat        PATCmds       `cmd:"" name:"pat" help:"Manage personal access tokens (control plane)."`
 	Grant      GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
+	Trust      TrustCmds     `cmd:"" help:"Manage trust policies: CI jobs authenticate with their OIDC ID token, no stored secret (control plane). See kl trust --help."`
 	Member     MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
 	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
 	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`

@@ -36,6 +36,8 @@ var BackupTables = []BackupTable{
 		"scope text", "user_id text", "created_at time", "last_used_at time", "expires_at time"),
 	table("token_grants", "token_id, environment_id", "token_id text", "environment_id text", "created_at time"),
 	table("state_holds", "name", "name text", "lifecycle text"),
+	table("trust_policies", "id", "id text", "environment_id text", "issuer text", "audience text", "claims text",
+		"claim_globs text", "scope text", "state_pattern text", "max_ttl_ms int", "created_at time"),
 	table("audit_log", "id", "id int", "at time", "actor text", "action text", "target text", "remote text",
 		"denied bool", "reason text", "request_id text"),
 	table("apply_runs", "id", "id text", "state_id int", "actor text", "info text", "status text",

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"CurrentVersion", testCurrentVersion},
 		{"Lookups", testLookups},
 		{"Tenant", testTenant},
+		{"TrustPolicies", testTrustPolicies},
 		{"Access", testAccess},
 		{"PlanLocks", testPlanLocks},
 		{"NoCreateLocks", testNoCreateLocks},

@@ -36,6 +36,10 @@
 //		actor := id.String() // "trs_… sub:repo:org/app:ref:… repository:org/app ref:… run:…"
 //	}
 //
+// Policies are kept by a store that implements PolicyStore (both SQL
+// stores do), so that every kld replica on one database shares them;
+// Control adds, lists and removes them for the operator, audited.
+//
 // # Caveats
 //
 // The Verifier fetches only the issuers of the policies it is given: a

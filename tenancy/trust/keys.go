@@ -88,6 +88,9 @@ func (k *issuerKeys) VerifySignature(ctx context.Context, jwt string) ([]byte, e
 	for _, key := range candidates {
 		if payload, err := jws.Verify(key.Key); err == nil {
 			k.used.Store(time.Now().UnixNano())
+			if slot, ok := ctx.Value(usedKeysKey{}).(**keySnapshot); ok {
+				*slot = snap
+			}
 			return payload, nil
 		}
 	}

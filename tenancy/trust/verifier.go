@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,6 +67,8 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	issuers map[string]*issuerKeys
+
+	verified verifiedTokens
 }
 
 // NewVerifier returns a Verifier with opts, once they are within bounds.
@@ -107,6 +110,12 @@ func NewVerifier(opts Options) (*Verifier, error) {
 // (403 trust mismatch), the lifetime against the policy's max TTL and the
 // state pattern. When several policies accept the token, the one of the
 // widest scope wins (read-write, read, outputs), then the lowest id.
+//
+// A token that is genuine and accepted in every way but its expiry is
+// answered with its Identity beside the credentials_expired *Error (the
+// only case of both being non-nil): the caller may let it finish what it
+// started, such as the run whose lock its identity holds, and must refuse
+// it anything else.
 func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, state string) (*Identity, error) {
 	if !LooksLikeIDToken(raw) {
 		return nil, refuse(CheckFormat, "the credential is not an OIDC ID token (a JWT)", "give the job's ID token as the password (TF_HTTP_PASSWORD) or a Bearer token")
@@ -137,28 +146,13 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 		return nil, refuse(CheckAudience, fmt.Sprintf("the token's audience %s is not one that a trust policy of issuer %s names", short(strings.Join(tok.audience, ",")), short(tok.issuer)),
 			"request the token for the audience the trust policy names (kl trust list shows it): GitHub core.getIDToken(AUDIENCE), GitLab id_tokens: aud, Kubernetes serviceAccountToken.audience")
 	}
-	var failed *Error
-	keys := v.keysOf(tok.issuer)
-	verifier := oidc.NewVerifier(tok.issuer, keys, &oidc.Config{
-		ClientID:             byAudience[0].Audience,
-		SupportedSigningAlgs: acceptedAlgs,
-		// go-oidc allows 5 minutes of skew on nbf and none on exp: the
-		// time checks are ours, with Options.ClockSkew on all three.
-		SkipExpiryCheck: true,
-	})
-	idt, err := verifier.Verify(context.WithValue(ctx, failureKey{}, &failed), raw)
+	idt, claims, failed := v.verifySignature(ctx, raw, tok.issuer, byAudience[0].Audience)
 	if failed != nil {
 		return nil, failed
 	}
-	if err != nil {
-		return nil, &Error{Code: CodeCredentialsInvalid, Check: CheckSignature, Message: "the token does not verify", Hint: "mint a fresh ID token in the job and give it as it is", Err: err}
-	}
-	var claims map[string]json.RawMessage
-	if err := idt.Claims(&claims); err != nil {
-		return nil, &Error{Code: CodeCredentialsInvalid, Check: CheckFormat, Message: "the token's claims are not a JSON object", Hint: "give the job's ID token as it is", Err: err}
-	}
-	if e := v.checkTimes(idt, claims); e != nil {
-		return nil, e
+	expired := v.checkTimes(idt, claims)
+	if expired != nil && expired.Code != CodeCredentialsExpired {
+		return nil, expired
 	}
 	slices.SortFunc(byAudience, func(a, b *Policy) int {
 		return cmp.Or(cmp.Compare(scopeRank(a.Scope), scopeRank(b.Scope)), strings.Compare(a.ID, b.ID))
@@ -169,6 +163,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 			continue
 		}
 		e := p.accepts(idt, claims, state)
+		if e == nil && expired != nil {
+			return newIdentity(p, idt, claims), expired
+		}
 		if e == nil {
 			return newIdentity(p, idt, claims), nil
 		}
@@ -176,10 +173,53 @@ func (v *Verifier) Verify(ctx context.Context, raw string, policies []Policy, st
 			first = e
 		}
 	}
+	if expired != nil { // expiry is checked before the claims
+		return nil, expired
+	}
 	if first == nil { // go-oidc verified an audience that peek did not see
 		return nil, refuse(CheckAudience, "the token's verified audience is not one a trust policy names", "request the token for the audience the trust policy names")
 	}
 	return nil, first
+}
+
+// verifySignature returns the token raw of issuer once its signature
+// verifies with go-oidc against the issuer's current keys, and its claims.
+// A token verified before with the same key set is taken as it was: the
+// requests of one run pay the signature once, until the keys refresh.
+func (v *Verifier) verifySignature(ctx context.Context, raw, issuer, audience string) (*oidc.IDToken, map[string]json.RawMessage, *Error) {
+	keys := v.keysOf(issuer)
+	sum := sha256.Sum256([]byte(raw))
+	if snap, e := keys.current(ctx); e == nil {
+		if t := v.verified.get(sum, snap); t != nil {
+			keys.used.Store(time.Now().UnixNano())
+			return t.idt, t.claims, nil
+		}
+	}
+	var failed *Error
+	var used *keySnapshot
+	verifier := oidc.NewVerifier(issuer, keys, &oidc.Config{
+		ClientID:             audience,
+		SupportedSigningAlgs: acceptedAlgs,
+		// go-oidc allows 5 minutes of skew on nbf and none on exp: the
+		// time checks are ours, with Options.ClockSkew on all three.
+		SkipExpiryCheck: true,
+	})
+	vctx := context.WithValue(context.WithValue(ctx, failureKey{}, &failed), usedKeysKey{}, &used)
+	idt, err := verifier.Verify(vctx, raw)
+	if failed != nil {
+		return nil, nil, failed
+	}
+	if err != nil {
+		return nil, nil, &Error{Code: CodeCredentialsInvalid, Check: CheckSignature, Message: "the token does not verify", Hint: "mint a fresh ID token in the job and give it as it is", Err: err}
+	}
+	var claims map[string]json.RawMessage
+	if err := idt.Claims(&claims); err != nil {
+		return nil, nil, &Error{Code: CodeCredentialsInvalid, Check: CheckFormat, Message: "the token's claims are not a JSON object", Hint: "give the job's ID token as it is", Err: err}
+	}
+	if used != nil {
+		v.verified.put(sum, &verifiedToken{snap: used, idt: idt, claims: claims})
+	}
+	return idt, claims, nil
 }
 
 // checkTimes checks exp, nbf and iat, each within the clock skew. go-oidc
@@ -190,8 +230,9 @@ func (v *Verifier) checkTimes(idt *oidc.IDToken, claims map[string]json.RawMessa
 	if idt.Expiry.IsZero() {
 		return refuse(CheckExpiry, "the token has no exp claim: a credential that never expires is not accepted", "use the CI system's ID token, which always expires")
 	}
+	var expired *Error // reported once nbf and iat are known good
 	if now.After(idt.Expiry.Add(skew)) {
-		return &Error{Code: CodeCredentialsExpired, Check: CheckExpiry,
+		expired = &Error{Code: CodeCredentialsExpired, Check: CheckExpiry,
 			Message: fmt.Sprintf("the token expired at %s, %s ago", idt.Expiry.UTC().Format(time.RFC3339), now.Sub(idt.Expiry).Round(time.Second)),
 			Hint:    "fetch a fresh ID token in the job right before kl or tofu runs: they live minutes"}
 	}
@@ -210,7 +251,7 @@ func (v *Verifier) checkTimes(idt *oidc.IDToken, claims map[string]json.RawMessa
 	if now.Add(skew).Before(idt.IssuedAt) {
 		return refuse(CheckIssuedAt, fmt.Sprintf("the token claims to be issued at %s, in the future", idt.IssuedAt.UTC().Format(time.RFC3339)), clocks)
 	}
-	return nil
+	return expired
 }
 
 // accepts checks the token against p alone: its claims, its lifetime and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -254,10 +255,19 @@ func TestWithdrawnKeyStopsWorking(t *testing.T) {
 	if _, err := f.verify(t, f.token(t, "RS256", nil)); err != nil {
 		t.Fatal(err)
 	}
+	// A token verified before the withdrawal, and so remembered as
+	// verified, must stop working as a new one does.
+	seen := f.iss.Sign(t, k, f.iss.GitHubClaims(aud, "org/app", "refs/heads/main"))
+	if _, err := f.verify(t, seen); err != nil {
+		t.Fatal(err)
+	}
 	f.iss.Withdraw(k)
 	// Until the refresh the cached key still verifies: no call per request.
 	if _, err := f.verify(t, f.iss.Sign(t, k, f.iss.GitHubClaims(aud, "org/app", "refs/heads/main"))); err != nil {
 		t.Fatalf("within the refresh interval: %v", err)
+	}
+	if _, err := f.verify(t, seen); err != nil {
+		t.Fatalf("a verified token within the refresh interval: %v", err)
 	}
 	time.Sleep(refresh + 50*time.Millisecond)
 	_, err := f.verify(t, f.iss.Sign(t, k, f.iss.GitHubClaims(aud, "org/app", "refs/heads/main")))
@@ -265,6 +275,8 @@ func TestWithdrawnKeyStopsWorking(t *testing.T) {
 	if !strings.Contains(te.Message, k.ID) {
 		t.Errorf("message %q: want the withdrawn key id", te.Message)
 	}
+	_, err = f.verify(t, seen)
+	refusal(t, err, trust.CodeCredentialsInvalid, trust.CheckSignature, "")
 	// The other key still works after the refresh.
 	if _, err := f.verify(t, f.token(t, "ES256", nil)); err != nil {
 		t.Fatal(err)
@@ -439,5 +451,56 @@ func TestLooksLikeIDToken(t *testing.T) {
 		if got := trust.LooksLikeIDToken(s); got != want {
 			t.Errorf("LooksLikeIDToken(%.30q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestVerifiedTokenChecksEachTime: a token remembered as verified is still
+// checked in full on every use but for its signature: its expiry, its
+// audience and claims against the policies given this time.
+func TestVerifiedTokenChecksEachTime(t *testing.T) {
+	f := newFixture(t, trust.Options{ClockSkew: 10 * time.Millisecond})
+	now := time.Now().Unix()
+	tok := f.token(t, "ES256", func(c map[string]any) { c["iat"], c["nbf"], c["exp"] = now, now, now+1 })
+	if _, err := f.verify(t, tok); err != nil {
+		t.Fatal(err)
+	}
+	other := f.policy
+	other.Claims = map[string]string{"repository": "org/other"}
+	_, err := f.v.Verify(context.Background(), tok, []trust.Policy{other}, "app-prod")
+	refusal(t, err, trust.CodeTrustMismatch, trust.CheckClaim, "repository")
+	elsewhere := f.policy
+	elsewhere.Audience = "https://elsewhere.example.com"
+	_, err = f.v.Verify(context.Background(), tok, []trust.Policy{elsewhere}, "app-prod")
+	refusal(t, err, trust.CodeCredentialsInvalid, trust.CheckAudience, "")
+	time.Sleep(2100 * time.Millisecond)
+	_, err = f.verify(t, tok)
+	refusal(t, err, trust.CodeCredentialsExpired, trust.CheckExpiry, "")
+}
+
+// BenchmarkVerifyNewToken is BenchmarkVerifyWarm with a token never seen
+// before on each verification (each job's first request): its signature
+// is checked, with the keys cached.
+func BenchmarkVerifyNewToken(b *testing.B) {
+	f := newFixture(b, trust.Options{})
+	for _, alg := range []string{"RS256", "ES256"} {
+		b.Run(alg, func(b *testing.B) {
+			ctx := context.Background()
+			if _, err := f.v.Verify(ctx, f.token(b, alg, nil), []trust.Policy{f.policy}, "app-prod"); err != nil {
+				b.Fatal(err)
+			}
+			took := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				b.StopTimer()
+				tok := f.token(b, alg, func(c map[string]any) { c["jti"] = fmt.Sprint(len(took)) })
+				b.StartTimer()
+				start := time.Now()
+				if _, err := f.v.Verify(ctx, tok, []trust.Policy{f.policy}, "app-prod"); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Nanoseconds())/1e3, "p50-µs")
+		})
 	}
 }

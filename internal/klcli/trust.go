@@ -1,0 +1,252 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy/trust"
+)
+
+// TrustCmds are kl trust add|list|remove: the trust policies of workload
+// identity, through a server's control API (--server with the operator
+// token) or on a database directly (--database), audited either way.
+type TrustCmds struct {
+	Add    TrustAddCmd    `cmd:"" help:"Trust the OIDC ID tokens of CI jobs that match: they reach one environment with a scope, no secret stored in CI. Prints the policy's id (trs_…)."`
+	List   TrustListCmd   `cmd:"" help:"List the trust policies."`
+	Remove TrustRemoveCmd `cmd:"" help:"Remove a trust policy: the next request with a token only it accepted is refused (401)."`
+}
+
+// Help is kl trust --help's long text.
+func (c *TrustCmds) Help() string {
+	return `A CI job sends the ID token its platform mints (GitHub Actions, GitLab CI, a
+Kubernetes service account) as the HTTP backend's password, with the workspace
+id as username (TF_HTTP_USERNAME, TF_HTTP_PASSWORD). kld accepts it when a
+trust policy of the path's environment names its issuer (HTTPS, exactly), its
+audience, and claims it carries (--claim exactly, --claim-glob with * and ?),
+and its lifetime is at most --max-ttl. The request acts as the policy's scope,
+and is named by the policy, the token's sub and its repository, ref and run.
+
+  kl trust add --env env_… --issuer https://token.actions.githubusercontent.com \
+    --audience https://kl.example.com --claim repository=org/app \
+    --claim-glob ref=refs/heads/* --scope read-write
+
+docs/workload-identity.md has the snippets for GitHub Actions, GitLab CI and
+Kubernetes.`
+}
+
+// TrustAddCmd is kl trust add.
+type TrustAddCmd struct {
+	JSONFlag
+	Env       string   `required:"" placeholder:"ENV" help:"Environment ID (env_…) the tokens reach."`
+	Issuer    string   `required:"" placeholder:"URL" help:"The issuer URL, HTTPS, exactly as the tokens' iss spells it: https://token.actions.githubusercontent.com (GitHub), https://gitlab.com (GitLab), the cluster's issuer (Kubernetes)."`
+	Audience  string   `required:"" placeholder:"AUD" help:"The audience the job requests its token for, matched exactly."`
+	Claim     []string `sep:"none" placeholder:"K=V" help:"A claim the token must carry with exactly this value, e.g. repository=org/app; repeat for several."`
+	ClaimGlob []string `sep:"none" placeholder:"K=PATTERN" help:"A claim the token must carry matching the pattern (* any run of characters, ? one), e.g. ref=refs/heads/*; repeat for several."`
+	Scope     string   `required:"" enum:"read,read-write,outputs" help:"What the tokens may do: read-write, read (reads and plans), or outputs (reads states' outputs only)."`
+	State     string   `placeholder:"PATTERN" help:"Only the environment's states whose names match, e.g. 'app-*' (default: every state)."`
+	MaxTTL    string   `name:"max-ttl" placeholder:"DURATION" help:"Longest lifetime (exp - iat) of a token accepted, 1m to 24h (default 1h)."`
+}
+
+// Run runs the command.
+func (c *TrustAddCmd) Run(ctx context.Context, g *Globals) error {
+	p := trust.Policy{EnvironmentID: c.Env, Issuer: c.Issuer, Audience: c.Audience, Scope: kilolock.Scope(c.Scope), StatePattern: c.State}
+	var err error
+	if p.Claims, err = trust.ParseClaims(c.Claim); err != nil {
+		return err
+	}
+	if p.ClaimGlobs, err = trust.ParseClaims(c.ClaimGlob); err != nil {
+		return err
+	}
+	if c.MaxTTL != "" {
+		d, err := time.ParseDuration(c.MaxTTL)
+		if err != nil {
+			return &UsageError{Message: fmt.Sprintf("--max-ttl %q is not a duration", c.MaxTTL), Hint: "e.g. --max-ttl 15m or 1h"}
+		}
+		p.MaxTTL = trust.Duration(d)
+	}
+	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.Add(ctx, p) })
+}
+
+// TrustListCmd is kl trust list.
+type TrustListCmd struct {
+	JSONFlag
+	Env string `placeholder:"ENV" help:"Only the policies of this environment (env_…)."`
+}
+
+// Run runs the command.
+func (c *TrustListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.List(ctx, c.Env) })
+}
+
+// TrustRemoveCmd is kl trust remove.
+type TrustRemoveCmd struct {
+	JSONFlag
+	ID string `arg:"" help:"Trust policy ID (trs_…)."`
+}
+
+// Run runs the command.
+func (c *TrustRemoveCmd) Run(ctx context.Context, g *Globals) error {
+	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.Remove(ctx, c.ID) })
+}
+
+// Trust runs kl trust's commands on a TrustAPI and prints their results.
+type Trust struct {
+	API  TrustAPI
+	cli  *CLI
+	json bool
+}
+
+// TrustAPI is what kl trust needs: trust.Control, reached through a
+// server's control API or on a database directly.
+type TrustAPI interface {
+	AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error)
+	TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error)
+	RemoveTrustPolicy(ctx context.Context, id string) error
+}
+
+// trust opens the server or database g names and runs f on a Trust over
+// it, as control does for the tenancy commands.
+func (g *Globals) trust(ctx context.Context, asJSON bool, f func(*Trust) error) error {
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var api TrustAPI
+	switch b := b.(type) {
+	case *HTTPBackend:
+		api = serverTrust{b}
+	case *EngineBackend:
+		c, err := trust.NewControl(b.engine.Store())
+		if err != nil {
+			return &UsageError{Message: "this database keeps no trust policies", Hint: "use a SQLite or PostgreSQL store"}
+		}
+		api = databaseTrust{c: c, by: databaseCaller(g.Actor)}
+	default:
+		return fmt.Errorf("no control API on a %T", b)
+	}
+	return f(&Trust{API: api, cli: &CLI{Out: g.out(), JSON: asJSON}, json: asJSON})
+}
+
+// Add adds a policy and prints its id.
+func (t *Trust) Add(ctx context.Context, p trust.Policy) error {
+	out, err := t.API.AddTrustPolicy(ctx, p)
+	if err != nil {
+		return err
+	}
+	if t.json {
+		return t.cli.writeJSON(out)
+	}
+	fmt.Fprintf(t.cli.Out, "%s\n", out.ID)
+	fmt.Fprintf(t.cli.Out, "Trust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
+		out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
+	return nil
+}
+
+// List prints the policies (of env, when given).
+func (t *Trust) List(ctx context.Context, env string) error {
+	out, err := t.API.TrustPolicies(ctx, env)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []trust.Policy{}
+	}
+	if t.json {
+		return t.cli.writeJSON(out)
+	}
+	tw := t.cli.table()
+	row(tw, "ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED")
+	for _, p := range out {
+		row(tw, p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created))
+	}
+	return tw.Flush()
+}
+
+// Remove removes a policy.
+func (t *Trust) Remove(ctx context.Context, id string) error {
+	if err := t.API.RemoveTrustPolicy(ctx, id); err != nil {
+		return err
+	}
+	if t.json {
+		return t.cli.writeJSON(map[string]string{"removed": id})
+	}
+	fmt.Fprintf(t.cli.Out, "Removed trust policy %s.\n", cell(id))
+	return nil
+}
+
+// claimsText spells a policy's claims: exact ones as K=V, globs as K~P.
+func claimsText(p *trust.Policy) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p.Claims)) {
+		parts = append(parts, k+"="+p.Claims[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.ClaimGlobs)) {
+		parts = append(parts, k+"~"+p.ClaimGlobs[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func statesText(pattern string) string {
+	if pattern == "" {
+		return "every state"
+	}
+	return "states " + pattern
+}
+
+// databaseTrust is the TrustAPI of a database opened directly.
+type databaseTrust struct {
+	c  *trust.Control
+	by kilolock.Caller
+}
+
+var _ TrustAPI = databaseTrust{}
+
+func (d databaseTrust) AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error) {
+	return d.c.Add(ctx, d.by, p)
+}
+
+func (d databaseTrust) TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error) {
+	return d.c.Policies(ctx, env)
+}
+
+func (d databaseTrust) RemoveTrustPolicy(ctx context.Context, id string) error {
+	return d.c.Remove(ctx, d.by, id)
+}
+
+// serverTrust is the TrustAPI of a server: /v1/api/trust-policies.
+type serverTrust struct{ b *HTTPBackend }
+
+var _ TrustAPI = serverTrust{}
+
+const trustPoliciesPath = "/v1/api/trust-policies"
+
+func (s serverTrust) AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error) {
+	var out trust.Policy
+	if err := s.b.do(ctx, http.MethodPost, trustPoliciesPath, nil, p, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (s serverTrust) TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error) {
+	q := url.Values{}
+	if env != "" {
+		q.Set("environment", env)
+	}
+	var out []trust.Policy
+	err := s.b.do(ctx, http.MethodGet, trustPoliciesPath, q, nil, &out)
+	return out, err
+}
+
+func (s serverTrust) RemoveTrustPolicy(ctx context.Context, id string) error {
+	var out map[string]string
+	return s.b.do(ctx, http.MethodDelete, trustPoliciesPath+"/"+url.PathEscape(id), nil, nil, &out)
+}
