@@ -35,7 +35,9 @@ const DefaultCacheBytes = 160 << 20
 // states, written more often than each is read, so keeps the index of
 // every state it can, and a write on one of a thousand states costs what
 // it costs on one. A state whose document was let go is read back from
-// the store by its next GET (see Engine.streamEntry).
+// the store by its next GET (see Engine.streamEntry); one let go of whole
+// costs its next write a read of its version's hashes and of the objects
+// it changes (see coldIndex), not a load.
 type docCache struct {
 	mu     sync.Mutex
 	budget int64
