@@ -35,7 +35,9 @@ const DefaultCacheBytes = 160 << 20
 // states, written more often than each is read, so keeps the index of
 // every state it can, and a write on one of a thousand states costs what
 // it costs on one. A state whose document was let go is read back from
-// the store by its next GET (see Engine.streamEntry).
+// the store by its next GET (see Engine.streamEntry); one let go of whole
+// costs its next write a read of its version's hashes and of the objects
+// it changes (see coldIndex), not a load.
 type docCache struct {
 	mu     sync.Mutex
 	budget int64
@@ -358,11 +360,15 @@ func (e *Engine) fullGraph(ctx context.Context, ent *cacheEntry) (*graph.State, 
 // currentIs returns the cache entry of st's current version (its index at
 // least) and whether doc, of hash docSum(), read from src, is exactly its
 // document: by length and hash first, then byte by byte, reading the
-// document back from the store when the cache kept only the index.
-func (e *Engine) currentIs(ctx context.Context, st *StateInfo, doc []byte, docSum func() uint64, src io.ReaderAt) (*cacheEntry, bool, error) {
-	ent, err := e.indexEntry(ctx, st)
-	if err != nil {
-		return nil, false, err
+// document back from the store when the cache kept only the index. ent is
+// that entry when the caller looked it up already, nil when the cache
+// missed it (the store is read).
+func (e *Engine) currentIs(ctx context.Context, st *StateInfo, ent *cacheEntry, doc []byte, docSum func() uint64, src io.ReaderAt) (*cacheEntry, bool, error) {
+	var err error
+	if ent == nil {
+		if ent, err = e.storedEntry(ctx, st, false); err != nil {
+			return nil, false, err
+		}
 	}
 	if ent.body == nil {
 		if int64(len(doc)) != ent.size || docSum() != ent.sum {

@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 
 	"github.com/kilolock/kilolock/graph"
@@ -17,35 +18,113 @@ import (
 // (graph.State.Lean) and lacks the bytes of an object next respells: the
 // caller then diffs into a new Commit against prev's whole graph.
 func diffInto(c *Commit, prev, next *graph.State) (held *graph.State, lacking bool) {
-	v := &c.Version
-	v.Serial = next.Serial
-	v.Lineage = next.Lineage
-	v.TerraformVersion = next.TerraformVersion
-	v.Instances = len(next.Instances)
-	c.CheckResults = next.CheckResults
-
-	d := &differ{c: c, next: next, held: next}
+	d := newDiffer(c, next)
+	var prevOutputs []graph.Output
 	switch {
 	case prev == nil:
 		// A first version: every instance is an upsert. c.Upserts is
 		// next's own slice, not a copy of a large state's instances;
 		// nothing changes a Commit's Upserts in place but filterCommit,
 		// which only merges onto a previous version do.
-		v.Added = len(next.Instances)
+		c.Version.Added = len(next.Instances)
 		c.Upserts = next.Instances[:len(next.Instances):len(next.Instances)]
 	case sorted(prev) && sorted(next):
 		d.walk(prev)
 	default:
 		d.byID(prev)
 	}
-	sort.Strings(c.Removed)
-	v.Removed = len(c.Removed)
-
-	prevOut := map[string]*graph.Output{}
 	if prev != nil {
-		for i := range prev.Outputs {
-			prevOut[prev.Outputs[i].Name] = &prev.Outputs[i]
+		prevOutputs = prev.Outputs
+	}
+	d.finish(prevOutputs)
+	return d.held, d.lacking
+}
+
+// diffHashes is diffInto against a version known only by the hash
+// (graph.Instance.Hash) of each of its instances by ID, and its outputs:
+// what an IndexReader reads of a version the cache let go of. An instance
+// whose bytes are the stored ones is no change; for the few whose bytes
+// differ, some reads the stored instances (objects and all), which tell a
+// change from a respelling, as diffInto's do. prev is emptied of every ID
+// next holds (what is left was removed). The result is as diffInto's
+// against the version's whole graph, and never lacking; some's error is
+// returned, and ErrStale when it lacks an instance prev holds (the
+// version went away since).
+func diffHashes(c *Commit, prev map[string]graph.Hash, prevOutputs []graph.Output, next *graph.State, some func(ids []string) ([]graph.Instance, error)) (*graph.State, error) {
+	d := newDiffer(c, next)
+	const (
+		added = iota
+		unchanged
+		differs
+	)
+	kind := make([]uint8, len(next.Instances))
+	var ids []string
+	for i := range next.Instances {
+		in := &next.Instances[i]
+		id := in.ID()
+		h, ok := prev[id]
+		switch {
+		case !ok:
+			kind[i] = added
+		case h == in.Hash:
+			kind[i] = unchanged
+		default:
+			kind[i] = differs
+			ids = append(ids, id)
 		}
+		delete(prev, id)
+	}
+	stored := map[string]*graph.Instance{}
+	if len(ids) > 0 {
+		olds, err := some(ids)
+		if err != nil {
+			return nil, err
+		}
+		for i := range olds {
+			stored[olds[i].ID()] = &olds[i]
+		}
+	}
+	for i := range next.Instances {
+		switch kind[i] {
+		case added:
+			d.added(i)
+		case differs:
+			old, ok := stored[next.Instances[i].ID()]
+			if !ok {
+				return nil, fmt.Errorf("instance %s of the version diffed against is gone: %w", next.Instances[i].ID(), ErrStale)
+			}
+			d.same(i, old)
+		}
+	}
+	for id := range prev {
+		c.Removed = append(c.Removed, id)
+	}
+	d.finish(prevOutputs)
+	return d.held, nil
+}
+
+// newDiffer sets c's version metadata from next and returns the differ
+// of its instances.
+func newDiffer(c *Commit, next *graph.State) *differ {
+	v := &c.Version
+	v.Serial = next.Serial
+	v.Lineage = next.Lineage
+	v.TerraformVersion = next.TerraformVersion
+	v.Instances = len(next.Instances)
+	c.CheckResults = next.CheckResults
+	return &differ{c: c, next: next, held: next}
+}
+
+// finish sorts the removed instances and diffs the outputs against
+// prevOutputs (those of the previous version, none for a first).
+func (d *differ) finish(prevOutputs []graph.Output) {
+	c, next := d.c, d.next
+	sort.Strings(c.Removed)
+	c.Version.Removed = len(c.Removed)
+
+	prevOut := make(map[string]*graph.Output, len(prevOutputs))
+	for i := range prevOutputs {
+		prevOut[prevOutputs[i].Name] = &prevOutputs[i]
 	}
 	for i := range next.Outputs {
 		o := &next.Outputs[i]
@@ -62,7 +141,6 @@ func diffInto(c *Commit, prev, next *graph.State) (held *graph.State, lacking bo
 		c.OutputsRemoved = append(c.OutputsRemoved, n)
 	}
 	sort.Strings(c.OutputsRemoved)
-	return d.held, d.lacking
 }
 
 // differ is diffInto's instance comparison.

@@ -498,6 +498,19 @@ type parsed struct {
 	released bool
 }
 
+// parse parses body, once per write (against prev, the current
+// version's index, when there is one: the result is the same, prev only
+// makes it cheaper). Lean: the upserts' objects are read back from the
+// body as the store writes them, never all held (see Commit.Object).
+func (p *parsed) parse(body []byte, prev *graph.State, o WriteOptions) {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prev, Done: o.Done, Lean: true, Envelope: &p.envelope})
+	p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
+}
+
 // keep keeps body as the new version's bytes (see keepDoc), once, and
 // then hands it back to the writer (WriteOptions.Release): the graphs that
 // refer into it let go of it first. Only the parse and held may refer into
@@ -535,6 +548,10 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	var (
 		prev      *cacheEntry
 		prevIndex *graph.State
+		// cold, when set, is what the write is diffed against instead
+		// of prev: the current version was not cached, and the store
+		// read only its instances' hashes (see coldIndex).
+		cold *coldIndex
 		// src reads body's bytes without touching its pages, and
 		// bodySum is their hash, from the Spool they were written to
 		// when there is one.
@@ -550,8 +567,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 	}
 	if st.Current > 0 {
+		if prev = e.cache.lookup(st.Name, st.CurrentID, false); prev == nil {
+			if cold, err = e.readColdIndex(ctx, st, body, o, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if st.Current > 0 && cold == nil {
 		var same bool
-		if prev, same, err = e.currentIs(ctx, st, body, bodySum, src); err != nil {
+		if prev, same, err = e.currentIs(ctx, st, prev, body, bodySum, src); err != nil {
 			return nil, err
 		}
 		if same {
@@ -574,13 +598,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 	}
 
-	if !p.done {
-		p.done = true
-		// Lean: the upserts' objects are read back from the body as the
-		// store writes them, never all held (see Commit.Object).
-		p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prevIndex, Done: o.Done, Lean: true, Envelope: &p.envelope})
-		p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
-	}
+	p.parse(body, prevIndex, o)
 	g, encrypted := p.graph, p.encrypted
 	if p.err != nil && !encrypted {
 		return nil, parseError(p.err)
@@ -652,13 +670,26 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		// The whole current graph, made when the lean index cannot do: a
 		// respelled object kept in its stored spelling, a merge.
 		full := func() (*graph.State, error) {
+			if cold != nil {
+				return cold.whole(ctx, e.store)
+			}
 			f, err := e.fullGraph(ctx, prev)
 			if err == nil && f == nil {
 				err = encryptedError(name)
 			}
 			return f, err
 		}
-		held, lacking := diffInto(c, prevIndex, g)
+		var (
+			held    *graph.State
+			lacking bool
+		)
+		if cold != nil {
+			if held, err = diffHashes(c, cold.hashes, cold.snap.Outputs, g, cold.some(ctx)); err != nil {
+				return nil, err
+			}
+		} else {
+			held, lacking = diffInto(c, prevIndex, g)
+		}
 		if lacking {
 			f, err := full()
 			if err != nil {
@@ -673,7 +704,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		c.doc = &docBytes{mem: body, n: int64(len(body))}
 		var merged *graph.State
 		switch {
-		case merging && prevIndex != nil:
+		case merging && (prevIndex != nil || cold != nil):
 			if merged, err = e.rebase(ctx, st, c, full, held, o, p); err != nil {
 				return nil, err
 			}

@@ -133,3 +133,60 @@ func inTerraformOrder(instances []graph.Instance, refs []objectRef) {
 		}
 	}
 }
+
+// coldIndex is what a write on a state whose current version the cache
+// let go of (or never held: a kld that just started, another replica's
+// commit) is diffed against, read from an IndexReader: the version's
+// record, outputs and check results, and the hash of each of its
+// instances by ID. Of its objects only those of the few instances whose
+// bytes the write changes are read (some), to tell a change from a
+// respelling; the version is neither loaded whole nor rendered.
+type coldIndex struct {
+	ir     IndexReader
+	snap   *Snapshot
+	hashes map[string]graph.Hash
+	name   string
+}
+
+// readColdIndex returns the coldIndex of st's current version, having
+// parsed body (without an index to reuse: a full parse), or nil when the
+// write must be diffed against the version's index (see
+// Engine.currentIs), loading it: on a store that is no IndexReader, on an
+// opaque current version or body (whose changes are the whole state), and
+// for a body of the current serial, which may be the current document
+// byte for byte (a re-POST, which adds nothing): only the document tells.
+func (e *Engine) readColdIndex(ctx context.Context, st *StateInfo, body []byte, o WriteOptions, p *parsed) (*coldIndex, error) {
+	ir, ok := e.store.(IndexReader)
+	if !ok || p.done && (p.encrypted || p.err == nil && p.graph.Serial == st.Serial) {
+		return nil, nil
+	}
+	snap, hashes, err := ir.SnapshotHashes(ctx, st.Name, st.Current)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Version.Format == FormatOpaque {
+		return nil, nil
+	}
+	p.parse(body, nil, o)
+	if p.encrypted || p.err == nil && p.graph.Serial == snap.Version.Serial {
+		return nil, nil
+	}
+	return &coldIndex{ir: ir, snap: snap, hashes: hashes, name: st.Name}, nil
+}
+
+// some reads the stored instances of ids in the index's version.
+func (ci *coldIndex) some(ctx context.Context) func(ids []string) ([]graph.Instance, error) {
+	return func(ids []string) ([]graph.Instance, error) {
+		return ci.ir.SnapshotSome(ctx, ci.name, ci.snap.Version.Number, ids)
+	}
+}
+
+// whole loads the index's version whole, objects and all: what merging
+// an optimistic write onto it takes.
+func (ci *coldIndex) whole(ctx context.Context, s Store) (*graph.State, error) {
+	snap, err := s.Snapshot(ctx, ci.name, ci.snap.Version.Number)
+	if err != nil {
+		return nil, err
+	}
+	return graphOf(snap)
+}
