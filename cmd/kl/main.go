@@ -37,7 +37,7 @@ func run() int {
 		panic(err)
 	}
 	klcli.Complete(parser) // a shell asking for completions: answered, and exits
-	kctx, err := parser.Parse(os.Args[1:])
+	kctx, err := parser.Parse(klcli.Args(os.Args[1:]))
 	if err != nil {
 		var perr *kong.ParseError
 		if errors.As(err, &perr) && perr.Context != nil {

@@ -1,0 +1,63 @@
+package klcli
+
+import "strings"
+
+// globalsWithValue are kl's global flags that take the next argument as
+// their value, so that Args can find the command word after them.
+var globalsWithValue = map[string]bool{
+	"--server": true, "--database": true, "--token": true, "--timeout": true,
+	"--encryption-key-file": true, "--actor": true, "--log-level": true,
+}
+
+// Args prepares kl's command line for parsing. The SQL of kl query may
+// start with a comment, as every file in docs/queries does
+// (`kl query "$(cat docs/queries/blast_radius.sql)"`), and an argument that
+// starts with -- is otherwise taken for a flag. No flag's name holds a
+// space or a line break, so such an argument of kl query is SQL: Args puts
+// a line break before it, which SQL ignores and the parser takes for a
+// positional argument. Every other argument is left as it is.
+func Args(args []string) []string {
+	cmd := -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return args
+		}
+		if strings.HasPrefix(a, "-") {
+			if globalsWithValue[a] {
+				i++
+			}
+			continue
+		}
+		cmd = i
+		break
+	}
+	if cmd < 0 || args[cmd] != "query" {
+		return args
+	}
+	out := append([]string(nil), args...)
+	for i := cmd + 1; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if a == "--file" {
+			i++ // its value is a path, whatever it looks like
+			continue
+		}
+		if sqlComment(a) {
+			out[i] = "\n" + a
+		}
+	}
+	return out
+}
+
+// sqlComment reports whether a starts with -- and cannot be a flag: the
+// name before any = holds a space or a line break.
+func sqlComment(a string) bool {
+	if !strings.HasPrefix(a, "--") || a == "--" {
+		return false
+	}
+	name, _, _ := strings.Cut(a[2:], "=")
+	return name == "" || strings.ContainsAny(name, " \t\r\n")
+}
