@@ -30,7 +30,7 @@ func run() int {
 	parser, err := kong.New(&cli,
 		kong.Name("kl"),
 		kong.Description("KiloLock client: states, history, diff, rollback, state operations, locks and SQL, through a kld server or on its database."),
-		kong.Vars{"default_server": klcli.DefaultServer},
+		klcli.Vars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
 	if err != nil {

@@ -2,10 +2,13 @@ package klcli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
@@ -136,12 +139,47 @@ type JSONFlag struct {
 	JSON bool `name:"json" help:"Write JSON for scripts instead of a table."`
 }
 
-// refArg parses an optional version reference argument; "" is @latest.
+// Vars are the variables of kl's help texts, for kong.New: the default
+// server, and ${version_ref}, the one convention of every command that
+// takes a version, as a positional REF or --version REF.
+func Vars() kong.Vars {
+	return kong.Vars{
+		"default_server": DefaultServer,
+		"version_ref":    "@N (@1 is the first; a bare N is @N too), latest or @latest (the default), @-K (K before the current one), serial:S (the newest with Terraform serial S), or a tag.",
+	}
+}
+
+// refArg parses a version reference as every kl command takes it: "" and
+// "latest" are @latest, a bare number N is @N, and the rest is
+// kilolock.ParseVersionRef's (@N, @-K, serial:S, a tag). A tag is never a
+// bare number nor "latest" (kilolock.ValidTagName), so neither form
+// shadows one.
 func refArg(s string) (kilolock.VersionRef, error) {
-	if s == "" {
+	switch {
+	case s == "", s == "latest":
 		return kilolock.Latest, nil
+	case strings.Trim(s, "0123456789") == "":
+		return kilolock.ParseVersionRef("@" + s)
 	}
 	return kilolock.ParseVersionRef(s)
+}
+
+// versionRef is the version a command names, as a positional REF or with
+// --version REF; naming it both ways is refused unless they agree.
+func versionRef(positional, flag string) (kilolock.VersionRef, error) {
+	if positional != "" && flag != "" && positional != flag {
+		return kilolock.VersionRef{}, &UsageError{Message: fmt.Sprintf("two versions given: %s and --version %s", positional, flag), Hint: "name the version once, e.g. kl show NAME @3"}
+	}
+	if positional == "" {
+		positional = flag
+	}
+	return refArg(positional)
+}
+
+// VersionFlag is --version REF, the flag spelling of a command's
+// positional REF.
+type VersionFlag struct {
+	Version string `help:"The version, as the positional REF takes it." placeholder:"REF"`
 }
 
 // StatusCmd is kl status.
@@ -187,14 +225,15 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
 // ShowCmd is kl show.
 type ShowCmd struct {
 	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S, or a tag."`
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
 	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
 }
 
 // Run runs the command.
 func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
-	ref, err := refArg(c.Ref)
+	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
 	}
@@ -205,13 +244,13 @@ func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
 type DiffCmd struct {
 	JSONFlag
 	Name string `arg:"" help:"State name." predictor:"state"`
-	From string `arg:"" help:"The older version: @N, @-K, serial:S, or a tag."`
-	To   string `arg:"" optional:"" help:"The newer version (default @latest)."`
+	From string `arg:"" help:"The older version: ${version_ref}"`
+	To   string `arg:"" optional:"" help:"The newer version (default latest)."`
 }
 
 // Run runs the command.
 func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
-	from, err := kilolock.ParseVersionRef(c.From)
+	from, err := refArg(c.From)
 	if err != nil {
 		return err
 	}
@@ -231,13 +270,13 @@ type RollbackCmds struct {
 // rollbackFlags are the flags every rollback takes.
 type rollbackFlags struct {
 	JSONFlag
-	To    string `required:"" help:"The version to roll back to: @N, @-K, serial:S, or a tag." placeholder:"@N"`
+	To    string `required:"" help:"The version to roll back to: ${version_ref}" placeholder:"REF"`
 	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run."`
 	Yes   bool   `help:"Confirm --apply."`
 }
 
 func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address string) error {
-	ref, err := kilolock.ParseVersionRef(f.To)
+	ref, err := refArg(f.To)
 	if err != nil {
 		return err
 	}
@@ -341,12 +380,13 @@ func (c *QueryCmd) statement(stdin io.Reader) (string, error) {
 // ExportCmd is kl export.
 type ExportCmd struct {
 	Name string `arg:"" help:"State name." predictor:"state"`
-	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S, or a tag."`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
 }
 
 // Run runs the command.
 func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
-	ref, err := refArg(c.Ref)
+	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
 	}
@@ -468,28 +508,27 @@ func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 // StatePullCmd is kl state pull.
 type StatePullCmd struct {
 	Name    string   `arg:"" help:"State name." predictor:"state"`
-	Version int64    `help:"Version number (default: the current one)." placeholder:"N"`
+	Ref     string   `arg:"" optional:"" help:"Version: ${version_ref}"`
+	Version string   `help:"The version, as REF takes it (--version 3 is @3)." placeholder:"REF"`
 	Address []string `sep:"none" help:"Pull a slice: only this instance or resource (repeat the flag for more) and its cone, with every output, the same lineage and serial." placeholder:"ADDR"`
 	Cone    string   `help:"What the slice adds to the addresses: dependencies (what they rest on, the default), dependents (what rests on them) or none." placeholder:"CONE"`
 }
 
 // Run runs the command.
 func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
 	if len(c.Address) == 0 {
 		if c.Cone != "" {
 			return &UsageError{Message: "--cone shapes a slice, and no --address was given", Hint: "use kl state pull NAME --address ADDR --cone " + c.Cone}
 		}
-		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, ref) })
 	}
 	cone, err := kilolock.ParseSliceCone(c.Cone)
 	if err != nil {
 		return err
-	}
-	ref := kilolock.Latest
-	if c.Version < 0 {
-		return &UsageError{Message: "a version number is positive", Hint: "see the numbers with `kl history NAME`"}
-	} else if c.Version > 0 {
-		ref = kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(c.Version)}
 	}
 	return g.with(ctx, false, func(cli *CLI) error { return cli.PullSlice(ctx, c.Name, ref, c.Address, cone) })
 }

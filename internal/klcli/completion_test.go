@@ -25,7 +25,7 @@ import (
 func completions(t *testing.T, line string) []string {
 	t.Helper()
 	var app klcli.App
-	parser, err := kong.New(&app, kong.Name("kl"), kong.Vars{"default_server": klcli.DefaultServer})
+	parser, err := kong.New(&app, kong.Name("kl"), klcli.Vars())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestStateConfigFlags(t *testing.T) {
 		{[]string{"state", "config", "s", "--allow-lineage-change=false"}, nil, &no},
 	} {
 		var cli klcli.App
-		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+		parser, err := kong.New(&cli, klcli.Vars())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +42,7 @@ func TestStateConfigFlags(t *testing.T) {
 
 func TestHistoryRejectedFlags(t *testing.T) {
 	var cli klcli.App
-	parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+	parser, err := kong.New(&cli, klcli.Vars())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestOpsGrammar(t *testing.T) {
 		{[]string{"retention", "pruned", "a", "--limit", "5"}, true},
 	} {
 		var cli klcli.App
-		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+		parser, err := kong.New(&cli, klcli.Vars())
 		if err != nil {
 			t.Fatal(err)
 		}
