@@ -70,6 +70,12 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 			info(r).scope = scope
 			return r, true
 		}
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/api/states/") && !h.operatorCredential(r):
+		// A tenant's read of one of its states (tenantapi.go).
+		var rewritten *http.Request
+		if rewritten, err = h.authorizeTenantRead(r); err == nil {
+			return rewritten, true
+		}
 	case strings.HasPrefix(path, "/v1/api/"):
 		err = h.authorizeOperator(r)
 		if err == nil {
