@@ -28,7 +28,7 @@ type App struct {
 	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
 	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
 	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
-	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to REF, or kl rollback resource NAME ADDR --to REF: roll back to an earlier version (a dry run unless --apply --yes)."`
 	Tag        TagCmds       `cmd:"" help:"Name versions of a state: kl tag set NAME TAG REF, kl tag list NAME, kl tag unset NAME TAG."`
 	Drift      DriftCmds     `cmd:"" help:"Check a state against the real infrastructure (the CLI's refresh-only plan) and list what drifted."`
 	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
@@ -263,15 +263,15 @@ func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
 
 // RollbackCmds are kl rollback NAME and kl rollback resource.
 type RollbackCmds struct {
-	State    RollbackStateCmd    `cmd:"" default:"withargs" hidden:"" help:"Roll a whole state back: kl rollback NAME --to @N."`
-	Resource RollbackResourceCmd `cmd:"" help:"Roll one instance, or a resource with all its instances, back; merged onto the current version."`
+	State    RollbackStateCmd    `cmd:"" default:"withargs" help:"Roll a whole state back; the word state may be left out. Example: kl rollback prod --to @3 (a dry run), then kl rollback prod --to @3 --apply --yes."`
+	Resource RollbackResourceCmd `cmd:"" help:"Roll one instance, or a resource with all its instances, back; merged onto the current version. Example: kl rollback resource prod aws_instance.web --to pre-migration."`
 }
 
 // rollbackFlags are the flags every rollback takes.
 type rollbackFlags struct {
 	JSONFlag
 	To    string `required:"" help:"The version to roll back to: ${version_ref}" placeholder:"REF"`
-	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run."`
+	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run that writes nothing."`
 	Yes   bool   `help:"Confirm --apply."`
 }
 
@@ -288,7 +288,7 @@ func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address strin
 	})
 }
 
-// RollbackStateCmd is kl rollback NAME --to @N.
+// RollbackStateCmd is kl rollback NAME --to REF.
 type RollbackStateCmd struct {
 	rollbackFlags
 	Name string `arg:"" help:"State name." predictor:"state"`
@@ -299,17 +299,45 @@ func (c *RollbackStateCmd) Run(ctx context.Context, g *Globals) error {
 	return c.run(ctx, g, c.Name, "")
 }
 
-// RollbackResourceCmd is kl rollback resource --state NAME --address ADDR
-// --to @N.
+// RollbackResourceCmd is kl rollback resource NAME ADDR --to REF; the
+// state and the address were flags before (--state, --address), kept as
+// deprecated aliases.
 type RollbackResourceCmd struct {
 	rollbackFlags
-	State   string `required:"" help:"State name." placeholder:"NAME" predictor:"state"`
-	Address string `required:"" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)." placeholder:"ADDR"`
+	Name        string `arg:"" optional:"" help:"State name." predictor:"state"`
+	Addr        string `arg:"" optional:"" name:"address" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)."`
+	StateFlag   string `name:"state" hidden:"" help:"Deprecated: the state name, now the first argument." placeholder:"NAME" predictor:"state"`
+	AddressFlag string `name:"address" hidden:"" help:"Deprecated: the address, now the second argument." placeholder:"ADDR"`
 }
 
 // Run runs the command.
 func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
-	return c.run(ctx, g, c.State, c.Address)
+	name, err := oneOf("the state name", c.Name, c.StateFlag, "--state")
+	if err != nil {
+		return err
+	}
+	addr, err := oneOf("the address", c.Addr, c.AddressFlag, "--address")
+	if err != nil {
+		return err
+	}
+	if c.StateFlag != "" || c.AddressFlag != "" {
+		fmt.Fprintf(g.stderr(), "kl: warning: --state and --address of kl rollback resource are deprecated; use kl rollback resource %s %s --to %s\n", name, addr, c.To)
+	}
+	return c.run(ctx, g, name, addr)
+}
+
+// oneOf is a value given as an argument or with its deprecated flag, not
+// both unless they agree, and not neither.
+func oneOf(what, arg, flag, flagName string) (string, error) {
+	switch {
+	case arg != "" && flag != "" && arg != flag:
+		return "", &UsageError{Message: fmt.Sprintf("%s given twice: %s and %s %s", what, arg, flagName, flag), Hint: "give it once, as an argument"}
+	case arg == "" && flag == "":
+		return "", &UsageError{Message: "missing " + what, Hint: "kl rollback resource NAME ADDR --to REF"}
+	case arg == "":
+		return flag, nil
+	}
+	return arg, nil
 }
 
 // ConflictsCmd is kl conflicts.

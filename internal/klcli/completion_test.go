@@ -83,6 +83,7 @@ func TestCompletion(t *testing.T) {
 		{"kl --database=" + path + " history net", []string{"net-edge", "network"}},
 		{"kl --server " + srv.URL + " diff n", []string{"net-edge", "network"}},
 		{"kl --server " + srv.URL + " rollback resource --state a", []string{"app"}},
+		{"kl --server " + srv.URL + " rollback resource a", []string{"app"}},
 		{"kl --server http://127.0.0.1:1 status ", nil}, // nobody there: no names, no error
 	}
 	for _, tt := range tests {
