@@ -56,7 +56,7 @@ type App struct {
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
-		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption (at least one setting)."`
+		Config  StateConfigCmd  `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
 		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`

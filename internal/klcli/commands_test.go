@@ -180,7 +180,7 @@ func TestErrors(t *testing.T) {
 		{"config of a missing state", func(c *klcli.CLI) error {
 			return c.ConfigureState(ctx, "nope", klcli.StateSettings{AllowLineageChange: ptr(true)})
 		}, klcli.ExitNotFound, kilolock.ErrNotFound},
-		{"config without a setting", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "prod", klcli.StateSettings{}) }, klcli.ExitUsage, nil},
+		{"settings of a missing state", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "nope", klcli.StateSettings{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"lock mode of a locked state", func(c *klcli.CLI) error {
 			return c.ConfigureState(ctx, "prod", klcli.StateSettings{ExclusiveLocks: ptr(false)})
 		}, klcli.ExitConflict, kilolock.ErrConflict},

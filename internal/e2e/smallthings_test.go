@@ -1,0 +1,52 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kilolock/kilolock/internal/tofu"
+)
+
+// TestImportSizesAndStateSettings: kl import says how many bytes it read
+// (as ls -l counts them) apart from what it stored; kl state config NAME
+// without a flag shows the settings, each with the flag that changes it,
+// and shows a change. Both stores.
+func TestImportSizesAndStateSettings(t *testing.T) {
+	file := filepath.Join(tofu.ModuleRoot(t), "docs", "queries", "testdata", "prod-2.tfstate")
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			srv := tofu.StartKLD(t, s.url(t))
+			k := func(args ...string) string { return mustKL(t, append([]string{"--server", srv.URL}, args...)...) }
+			out := k("import", "prod", file)
+			if !strings.Contains(out, fmt.Sprintf("read %d bytes (", fi.Size())) || !strings.Contains(out, "stored ") {
+				t.Errorf("kl import of a %d-byte file:\n%s", fi.Size(), out)
+			}
+
+			settings := k("state", "config", "prod")
+			for _, want := range []string{"lock mode exclusive", "--exclusive-locks=true|false", "allow lineage change false", "require client encryption false"} {
+				if !strings.Contains(flat(settings), want) {
+					t.Errorf("kl state config prod does not show %q:\n%s", want, settings)
+				}
+			}
+			k("state", "config", "prod", "--exclusive-locks=false")
+			var js struct {
+				LockMode string `json:"lock_mode"`
+			}
+			if out := k("state", "config", "prod", "--json"); json.Unmarshal([]byte(out), &js) != nil || js.LockMode != "optimistic" {
+				t.Errorf("kl state config prod --json after --exclusive-locks=false:\n%s", out)
+			}
+			if _, errOut, code := kl(t, "--server", srv.URL, "state", "config", "nope"); code != 3 {
+				t.Errorf("kl state config of a missing state: exit %d, want 3\n%s", code, errOut)
+			}
+		})
+	}
+}
