@@ -29,7 +29,7 @@ func run() int {
 	var cli klcli.App
 	parser, err := kong.New(&cli,
 		kong.Name("kl"),
-		kong.Description("KiloLock client: states, history, diff, rollback, state operations, locks and SQL, through a kld server or on its database."),
+		kong.Description(klcli.Description()),
 		klcli.Vars(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
