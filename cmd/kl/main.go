@@ -47,6 +47,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "kl: %v\n", err)
 		return klcli.ExitUsage
 	}
+	cli.Globals.PreferFlags(os.Getenv)
 	if err := kctx.Run(&cli.Globals); err != nil {
 		klcli.Report(os.Stderr, err)
 		if ctx.Err() != nil {

@@ -81,6 +81,25 @@ type Globals struct {
 	Stderr *os.File `kong:"-"`
 }
 
+// PreferFlags settles a server and a database both set when one came from
+// the environment: the one given on the command line wins, so that
+// `kl --database kilolock.db …` works in a shell that exports KL_SERVER
+// (and --server where KL_DATABASE_URL is exported). Both given as flags,
+// or both from the environment, stay an error. getenv is os.Getenv.
+func (g *Globals) PreferFlags(getenv func(string) string) {
+	if g.Server == "" || g.Database == "" {
+		return
+	}
+	serverFromEnv := getenv("KL_SERVER") == g.Server
+	databaseFromEnv := getenv("KL_DATABASE_URL") == g.Database
+	switch {
+	case serverFromEnv && !databaseFromEnv:
+		g.Server = ""
+	case databaseFromEnv && !serverFromEnv:
+		g.Database = ""
+	}
+}
+
 // progress is how long work shows its progress: on Stderr when it is a
 // terminal and the output is not --json, else not at all.
 func (g *Globals) progress(json bool) progress.Reporter {

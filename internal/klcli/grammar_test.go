@@ -118,3 +118,30 @@ func TestOpsUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferFlags: a server and a database both set, one from the
+// environment: the command line's wins; both from the command line, or
+// both from the environment, stay both (an error when run).
+func TestPreferFlags(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	for _, tt := range []struct {
+		name                     string
+		env                      map[string]string
+		server, database         string
+		wantServer, wantDatabase string
+	}{
+		{"database flag over KL_SERVER", map[string]string{"KL_SERVER": "http://s"}, "http://s", "k.db", "", "k.db"},
+		{"server flag over KL_DATABASE_URL", map[string]string{"KL_DATABASE_URL": "k.db"}, "http://s", "k.db", "http://s", ""},
+		{"both flags", nil, "http://s", "k.db", "http://s", "k.db"},
+		{"both from the environment", map[string]string{"KL_SERVER": "http://s", "KL_DATABASE_URL": "k.db"}, "http://s", "k.db", "http://s", "k.db"},
+		{"one only", map[string]string{"KL_SERVER": "http://s"}, "http://s", "", "http://s", ""},
+	} {
+		env = tt.env
+		g := klcli.Globals{Server: tt.server, Database: tt.database}
+		g.PreferFlags(getenv)
+		if g.Server != tt.wantServer || g.Database != tt.wantDatabase {
+			t.Errorf("%s: server %q, database %q", tt.name, g.Server, g.Database)
+		}
+	}
+}
