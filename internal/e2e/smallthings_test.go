@@ -50,3 +50,35 @@ func TestImportSizesAndStateSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingStateWarned: --state naming no state is no longer accepted
+// silently: kl quota set, quota remaining and retention set go on (a limit
+// or a policy may come before the first write) and warn on stderr; a state
+// that exists draws no warning. Both stores.
+func TestMissingStateWarned(t *testing.T) {
+	file := filepath.Join(tofu.ModuleRoot(t), "docs", "queries", "testdata", "prod-1.tfstate")
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			db := s.url(t)
+			mustKL(t, "--database", db, "import", "prod", file)
+			for _, args := range [][]string{
+				{"quota", "set", "--state", "%s", "--hard", "5"},
+				{"quota", "remaining", "--state", "%s"},
+				{"retention", "set", "--state", "%s", "--keep-last", "3"},
+			} {
+				for _, name := range []string{"prod", "prdo"} {
+					a := append([]string{"--database", db}, args...)
+					for i := range a {
+						a[i] = strings.ReplaceAll(a[i], "%s", name)
+					}
+					_, errOut, code := kl(t, a...)
+					warned := strings.Contains(errOut, "state "+name+" does not exist")
+					if code != 0 || warned != (name == "prdo") {
+						t.Errorf("kl %s: exit %d, warned %v\n%s", strings.Join(a, " "), code, warned, errOut)
+					}
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -122,6 +123,21 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 	}
 	defer b.Close()
 	return f(&CLI{Backend: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
+}
+
+// warnMissingState says on stderr when --state names no state: a limit or
+// a policy may be set before a state's first write, so the command goes
+// on, but a misspelt name no longer passes silently. Nothing is said when
+// the state cannot be asked about (no server, no right to read it).
+func (g *Globals) warnMissingState(ctx context.Context, state string) {
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	if _, err := b.Status(ctx, state); errors.Is(err, kilolock.ErrNotFound) {
+		fmt.Fprintf(g.stderr(), "kl: warning: state %s does not exist (yet): what is set for it applies once it is written; list the states with kl states\n", state)
+	}
 }
 
 // out is where commands print: Out (stdout), its control characters
