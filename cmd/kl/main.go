@@ -31,6 +31,7 @@ func run() int {
 		kong.Name("kl"),
 		kong.Description(klcli.Description()),
 		klcli.Vars(),
+		klcli.Examples(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
 	if err != nil {
