@@ -80,7 +80,12 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 		err = h.authorizeOperator(r)
 		if err == nil {
 			info(r).actor = "operator"
-			return r, true
+			if r.Method != http.MethodGet || !strings.HasPrefix(path, "/v1/api/states/") {
+				return r, true
+			}
+			if err = h.operatorShortName(r); err == nil {
+				return r, true
+			}
 		}
 	default:
 		return r, true

@@ -1,6 +1,7 @@
 package httpbackend
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -57,4 +58,44 @@ func (h *Handler) authorizeTenantRead(r *http.Request) (*http.Request, error) {
 		r2.URL.Path += "/" + suffix
 	}
 	return r2, nil
+}
+
+// operatorShortName answers the operator's read of a state by a short name
+// that names no state but does end a tenant's internal name: 404 with the
+// full names to use (the operator reaches every tenant, so it must say
+// which). nil lets the request go on: the name exists, names no tenant's
+// state, or is an internal name already.
+func (h *Handler) operatorShortName(r *http.Request) error {
+	rest := strings.TrimPrefix(r.URL.Path, "/v1/api/states/")
+	name, _, _ := strings.Cut(rest, "/")
+	if name == "" || kilolock.ValidStateName(name) != nil {
+		return nil
+	}
+	if _, _, _, ok := kilolock.SplitTenantStateName(name); ok {
+		return nil
+	}
+	ctx := r.Context()
+	if _, err := h.engine.Store().State(ctx, name); !errors.Is(err, kilolock.ErrNotFound) {
+		return nil
+	}
+	states, err := h.engine.States(ctx)
+	if err != nil {
+		return nil
+	}
+	var matches []string
+	for _, st := range states {
+		if _, _, short, ok := kilolock.SplitTenantStateName(st.Name); ok && short == name {
+			matches = append(matches, st.Name)
+		}
+	}
+	if len(matches) == 0 {
+		return nil
+	}
+	const most = 5
+	shown := matches[:min(len(matches), most)]
+	hint := "the operator names a tenant's state in full: " + strings.Join(shown, " or ")
+	if len(matches) > most {
+		hint += fmt.Sprintf(" (and %d more: kl states)", len(matches)-most)
+	}
+	return denial(http.StatusNotFound, "state_not_found", fmt.Sprintf("no state %s: a tenant's state is named ws_….env_….%s", name, name), hint)
 }

@@ -8,8 +8,9 @@ import (
 // TestTenantTokenReads: a tenant's own automation token runs kl's read
 // commands on its state by the short name it knows (and by the internal
 // one), without the operator; a state of another environment stays out of
-// reach, and a write through the API still takes the operator token. Both
-// stores.
+// reach, and a write through the API still takes the operator token. The
+// operator, who reaches every tenant, gets a hint naming the full name when
+// a short one matches a tenant's state. Both stores.
 func TestTenantTokenReads(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, databaseURL string) {
@@ -38,6 +39,12 @@ func TestTenantTokenReads(t *testing.T) {
 		if pulled := mustKL(t, as("state", "pull", "app")...); parseState(t, []byte(pulled)).Serial != pulledSerial(t, d) {
 			t.Errorf("kl state pull app with the tenant's token is not the state tofu reads")
 		}
+
+		// The operator, by the short name: a hint naming the full one.
+		if _, errOut, code := kl(t, c.asOp("status", "app")...); code != 3 || !strings.Contains(errOut, c.internal(t, "app")) {
+			t.Errorf("the operator's kl status app: exit %d, want 3 with a hint naming %s\n%s", code, c.internal(t, "app"), errOut)
+		}
+		mustKL(t, c.asOp("status", c.internal(t, "app"))...)
 
 		other := startChecklistOn(t, c.srv, "globex")
 		theirs := other.internal(t, "app")
