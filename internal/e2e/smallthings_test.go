@@ -82,3 +82,38 @@ func TestMissingStateWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestStateMvRmTofuForms: kl state mv NAME SRC DST and kl state rm NAME
+// ADDR… take their addresses as tofu state mv and rm do; --from/--to still
+// work with a deprecation warning, --address as before. Both stores.
+func TestStateMvRmTofuForms(t *testing.T) {
+	file := filepath.Join(tofu.ModuleRoot(t), "docs", "queries", "testdata", "prod-1.tfstate")
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			srv := tofu.StartKLD(t, s.url(t))
+			k := func(args ...string) string { return mustKL(t, append([]string{"--server", srv.URL}, args...)...) }
+			k("import", "prod", file)
+			dry := k("state", "mv", "prod", "aws_instance.web", "module.app.aws_instance.web", "--dry-run")
+			if !strings.Contains(dry, "module.app.aws_instance.web") {
+				t.Errorf("kl state mv NAME SRC DST --dry-run:\n%s", dry)
+			}
+			out, errOut, code := kl(t, "--server", srv.URL, "state", "mv", "prod", "--from", "aws_instance.web", "--to", "module.app.aws_instance.web", "--dry-run")
+			if code != 0 || out != dry || !strings.Contains(errOut, "deprecated") {
+				t.Errorf("kl state mv --from --to: exit %d\n%s\n%s", code, out, errOut)
+			}
+			k("state", "mv", "prod", "aws_instance.web", "module.app.aws_instance.web")
+			if list := k("state", "list", "prod"); !strings.Contains(list, "module.app.aws_instance.web") {
+				t.Errorf("after kl state mv:\n%s", list)
+			}
+			k("state", "rm", "prod", "module.app.aws_instance.web")
+			k("state", "rm", "prod", "--address", "aws_iam_role.app")
+			if list := k("state", "list", "prod"); strings.Contains(list, "aws_instance.web") || strings.Contains(list, "aws_iam_role.app") {
+				t.Errorf("after kl state rm:\n%s", list)
+			}
+			if _, errOut, code := kl(t, "--server", srv.URL, "state", "rm", "prod"); code != 2 || !strings.Contains(errOut, "address") {
+				t.Errorf("kl state rm without an address: exit %d\n%s", code, errOut)
+			}
+		})
+	}
+}

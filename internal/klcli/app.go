@@ -347,11 +347,12 @@ type RollbackResourceCmd struct {
 
 // Run runs the command.
 func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
-	name, err := oneOf("the state name", c.Name, c.StateFlag, "--state")
+	const usage = "kl rollback resource NAME ADDR --to REF"
+	name, err := oneOf("the state name", c.Name, c.StateFlag, "--state", usage)
 	if err != nil {
 		return err
 	}
-	addr, err := oneOf("the address", c.Addr, c.AddressFlag, "--address")
+	addr, err := oneOf("the address", c.Addr, c.AddressFlag, "--address", usage)
 	if err != nil {
 		return err
 	}
@@ -363,12 +364,12 @@ func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
 
 // oneOf is a value given as an argument or with its deprecated flag, not
 // both unless they agree, and not neither.
-func oneOf(what, arg, flag, flagName string) (string, error) {
+func oneOf(what, arg, flag, flagName, usage string) (string, error) {
 	switch {
 	case arg != "" && flag != "" && arg != flag:
-		return "", &UsageError{Message: fmt.Sprintf("%s given twice: %s and %s %s", what, arg, flagName, flag), Hint: "give it once, as an argument"}
+		return "", &UsageError{Message: fmt.Sprintf("%s given twice: %s and %s %s", what, arg, flagName, flag), Hint: "give it once, as an argument: " + usage}
 	case arg == "" && flag == "":
-		return "", &UsageError{Message: "missing " + what, Hint: "kl rollback resource NAME ADDR --to REF"}
+		return "", &UsageError{Message: "missing " + what, Hint: usage}
 	case arg == "":
 		return flag, nil
 	}
@@ -522,31 +523,52 @@ func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Name, c.Address) })
 }
 
-// StateRmCmd is kl state rm.
+// StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
+// --address is the older spelling, kept.
 type StateRmCmd struct {
 	JSONFlag
-	Name    string   `arg:"" help:"State name." predictor:"state"`
-	Address []string `required:"" sep:"none" help:"Address to remove (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
-	DryRun  bool     `help:"Show what would be removed; write nothing."`
+	Name      string   `arg:"" help:"State name." predictor:"state"`
+	Addresses []string `arg:"" optional:"" name:"address" help:"Addresses to remove: instances, resources or modules."`
+	Address   []string `name:"address" sep:"none" help:"An address to remove (repeat the flag for more); the same as the arguments." placeholder:"ADDR"`
+	DryRun    bool     `help:"Show what would be removed; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateRm(ctx, c.Name, c.Address, c.DryRun) })
+	addrs := append(append([]string(nil), c.Addresses...), c.Address...)
+	if len(addrs) == 0 {
+		return &UsageError{Message: "no address to remove", Hint: "kl state rm NAME ADDR… (kl state rm prod aws_instance.old --dry-run)"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateRm(ctx, c.Name, addrs, c.DryRun) })
 }
 
-// StateMvCmd is kl state mv.
+// StateMvCmd is kl state mv NAME SRC DST, as tofu state mv takes them;
+// --from and --to are the older spelling, kept as deprecated aliases.
 type StateMvCmd struct {
 	JSONFlag
 	Name   string `arg:"" help:"State name." predictor:"state"`
-	From   string `required:"" help:"Address to move: an instance or a resource." placeholder:"ADDR"`
-	To     string `required:"" help:"Its new address, e.g. module.demo.aws_instance.web." placeholder:"ADDR"`
+	Src    string `arg:"" optional:"" help:"Address to move: an instance or a resource."`
+	Dst    string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web."`
+	From   string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
+	To     string `hidden:"" help:"Deprecated: the new address, now the third argument." placeholder:"ADDR"`
 	DryRun bool   `help:"Show the move; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, c.From, c.To, c.DryRun) })
+	usage := "kl state mv NAME SRC DST"
+	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
+	if err != nil {
+		return err
+	}
+	dst, err := oneOf("the new address", c.Dst, c.To, "--to", usage)
+	if err != nil {
+		return err
+	}
+	if c.From != "" || c.To != "" {
+		fmt.Fprintf(g.stderr(), "kl: warning: --from and --to of kl state mv are deprecated; use kl state mv %s %s %s\n", c.Name, src, dst)
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, src, dst, c.DryRun) })
 }
 
 // StateConfigCmd is kl state config.
