@@ -44,6 +44,10 @@ func TestImportSizesAndStateSettings(t *testing.T) {
 			if out := k("state", "config", "prod", "--json"); json.Unmarshal([]byte(out), &js) != nil || js.LockMode != "optimistic" {
 				t.Errorf("kl state config prod --json after --exclusive-locks=false:\n%s", out)
 			}
+			// --json before the command, as a global flag.
+			if out := mustKL(t, "--json", "--server", srv.URL, "state", "config", "prod"); json.Unmarshal([]byte(out), &js) != nil || js.LockMode != "optimistic" {
+				t.Errorf("kl --json state config prod:\n%s", out)
+			}
 			if _, errOut, code := kl(t, "--server", srv.URL, "state", "config", "nope"); code != 3 {
 				t.Errorf("kl state config of a missing state: exit %d, want 3\n%s", code, errOut)
 			}

@@ -16,22 +16,13 @@ var globalsWithValue = map[string]bool{
 // space or a line break, so such an argument of kl query is SQL: Args puts
 // a line break before it, which SQL ignores and the parser takes for a
 // positional argument. Every other argument is left as it is.
+//
+// --json is also taken before the command (kl --json history prod), as a
+// global flag: Args moves it after the command, where each command with a
+// table has it.
 func Args(args []string) []string {
-	cmd := -1
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return args
-		}
-		if strings.HasPrefix(a, "-") {
-			if globalsWithValue[a] {
-				i++
-			}
-			continue
-		}
-		cmd = i
-		break
-	}
+	args = jsonAfterCommand(args)
+	cmd := commandIndex(args)
 	if cmd < 0 || args[cmd] != "query" {
 		return args
 	}
@@ -60,4 +51,52 @@ func sqlComment(a string) bool {
 	}
 	name, _, _ := strings.Cut(a[2:], "=")
 	return name == "" || strings.ContainsAny(name, " \t\r\n")
+}
+
+// commandIndex is the index of the command word in args: the first
+// argument that is no global flag nor a global flag's value; -1 when none.
+func commandIndex(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return -1
+		}
+		if strings.HasPrefix(a, "-") {
+			if globalsWithValue[a] {
+				i++
+			}
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// jsonAfterCommand moves a --json given before the command word to the
+// end of the command line (before a -- that ends the flags).
+func jsonAfterCommand(args []string) []string {
+	cmd := commandIndex(args)
+	if cmd < 0 {
+		return args
+	}
+	var (
+		out  []string
+		json bool
+	)
+	for i, a := range args {
+		if i < cmd && a == "--json" && (i == 0 || !globalsWithValue[args[i-1]]) {
+			json = true
+			continue
+		}
+		out = append(out, a)
+	}
+	if !json {
+		return args
+	}
+	for i, a := range out {
+		if a == "--" {
+			return append(append(out[:i:i], "--json"), out[i:]...)
+		}
+	}
+	return append(out, "--json")
 }

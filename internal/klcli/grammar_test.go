@@ -2,6 +2,7 @@ package klcli_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -142,6 +143,24 @@ func TestPreferFlags(t *testing.T) {
 		g.PreferFlags(getenv)
 		if g.Server != tt.wantServer || g.Database != tt.wantDatabase {
 			t.Errorf("%s: server %q, database %q", tt.name, g.Server, g.Database)
+		}
+	}
+}
+
+// TestArgs: kl query's SQL may start with a -- comment, and --json before
+// the command counts as the command's own.
+func TestArgs(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"query", "-- c\nSELECT 1"}, []string{"query", "\n-- c\nSELECT 1"}},
+		{[]string{"--server", "http://x", "query", "-- c\nSELECT 1", "--json"}, []string{"--server", "http://x", "query", "\n-- c\nSELECT 1", "--json"}},
+		{[]string{"query", "--file", "-- odd name"}, []string{"query", "--file", "-- odd name"}},
+		{[]string{"history", "-- not sql"}, []string{"history", "-- not sql"}},
+		{[]string{"--json", "history", "prod"}, []string{"history", "prod", "--json"}},
+		{[]string{"--server", "http://x", "--json", "states"}, []string{"--server", "http://x", "states", "--json"}},
+		{[]string{"--token", "--json", "states"}, []string{"--token", "--json", "states"}},
+	} {
+		if got := klcli.Args(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("Args(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func Description() string {
 	var b strings.Builder
 	b.WriteString(`KiloLock client: states, history, diff, rollback, state operations, locks and SQL, through a kld server or on its database.
 
-Conventions: a state is named by the first argument (NAME); a version by REF, positional or --version REF: @N (a bare N too), latest, @-K, serial:S or a tag; kl rollback previews unless --apply --yes, kl state rm|mv write unless --dry-run; --json writes JSON for scripts. See docs/cli.md.
+Conventions: a state is named by the first argument (NAME); a version by REF, positional or --version REF: @N (a bare N too), latest, @-K, serial:S or a tag; kl rollback previews unless --apply --yes, kl state rm|mv write unless --dry-run; --json (after the command, or before it) writes JSON for scripts. See docs/cli.md.
 
 Exit codes:
 `)
