@@ -88,8 +88,9 @@ PARALLEL_B     ?= -var a=v1 -var b=v2 -var sleep=$(PARALLEL_SLEEP)
 
 .PHONY: parallel-demo parallel-small-a parallel-small-b
 
-## parallel-demo: kld (running, else a new one on a temp DB), seed, both applies at once, timings
-parallel-demo: build tofu
+## parallel-demo: kld (running, else a new one on a temp DB), seed, both applies at once, timings; builds OpenTofu only when neither TOFU, .cache/tofu/bin/tofu nor tofu in PATH gives one
+parallel-demo: build
+	@if [ -z "$$TOFU" ] && [ ! -x .cache/tofu/bin/tofu ] && ! command -v tofu >/dev/null; then $(MAKE) tofu; fi
 	SLEEP=$(PARALLEL_SLEEP) bash examples/parallel-apply/demo.sh
 
 ## parallel-small-a: terminal A of the small demo (after examples/parallel-apply/seed.sh): changes a

@@ -617,10 +617,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
 	c.Version.Source = o.Source
 	if c.Version.Source == "" {
-		c.Version.Source = SourcePush
-		if o.LockID != "" {
-			c.Version.Source = SourceApply
-		}
+		c.Version.Source = writeSource(o.LockID, st.Locks)
 	}
 	c.Version.Actor = o.Actor
 	if c.Version.Actor == "" {

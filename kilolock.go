@@ -34,7 +34,9 @@ type Source string
 // Sources of versions.
 const (
 	SourceApply Source = "apply" // a POST under a lock
-	SourcePush  Source = "push"  // a POST without a lock (state push, -lock=false)
+	SourcePush  Source = "push"  // a POST without a lock (-lock=false), or under tofu state push's
+	// SourceMigrate is a POST of tofu init -migrate-state, under its lock.
+	SourceMigrate Source = "migrate"
 	// SourceMerge is what versions merged onto newer ones recorded before
 	// Version.Merged: a merged write now keeps its writer's source.
 	SourceMerge    Source = "merge"

@@ -2,6 +2,7 @@ package kilolock
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,6 +71,50 @@ type ApplyRun struct {
 	// apply, a commit).
 	EndedBy string `json:"ended_by,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes the run with its Lease as a Go duration ("15m0s"),
+// the form a run's request gives it in, not as nanoseconds.
+func (r ApplyRun) MarshalJSON() ([]byte, error) {
+	type plain ApplyRun
+	return json.Marshal(struct {
+		plain
+		Lease string `json:"lease"`
+	}{plain(r), r.Lease.String()})
+}
+
+// UnmarshalJSON reads a run as MarshalJSON writes it; a Lease in
+// nanoseconds, as runs were written before, is read too.
+func (r *ApplyRun) UnmarshalJSON(b []byte) error {
+	type plain ApplyRun
+	aux := struct {
+		*plain
+		Lease json.RawMessage `json:"lease"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.Lease = 0
+	switch {
+	case len(aux.Lease) == 0 || string(aux.Lease) == "null":
+	case aux.Lease[0] == '"':
+		var s string
+		if err := json.Unmarshal(aux.Lease, &s); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("run lease %q: %w", s, err)
+		}
+		r.Lease = d
+	default:
+		var ns int64
+		if err := json.Unmarshal(aux.Lease, &ns); err != nil {
+			return err
+		}
+		r.Lease = time.Duration(ns)
+	}
+	return nil
 }
 
 // StatusAt returns the run's status at now: RunExpired for a waiting or

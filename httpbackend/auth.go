@@ -71,11 +71,22 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 			info(r).scope = scope
 			return r, true
 		}
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/api/states/") && !h.operatorCredential(r):
+		// A tenant's read of one of its states (tenantapi.go).
+		var rewritten *http.Request
+		if rewritten, err = h.authorizeTenantRead(r); err == nil {
+			return rewritten, true
+		}
 	case strings.HasPrefix(path, "/v1/api/"):
 		err = h.authorizeOperator(r)
 		if err == nil {
 			info(r).actor = "operator"
-			return r, true
+			if r.Method != http.MethodGet || !strings.HasPrefix(path, "/v1/api/states/") {
+				return r, true
+			}
+			if err = h.operatorShortName(r); err == nil {
+				return r, true
+			}
 		}
 	default:
 		return r, true
@@ -157,6 +168,15 @@ func (h *Handler) authorizeOperator(r *http.Request) error {
 	return nil
 }
 
+// errOperatorOnState answers the operator token sent on a state's path:
+// it opens the control API and reaches no state, so the answer names the
+// tokens that do rather than calling it unknown.
+func errOperatorOnState(wsID, envID string) error {
+	return denial(http.StatusUnauthorized, "operator_token_on_state",
+		"the operator token reaches the control API under /v1/api/, not states: a state's path takes a token of its environment",
+		fmt.Sprintf("issue an automation token of the environment (kl token issue --env %s), or use a personal access token granted on it (kl pat create, kl grant add); the username stays the workspace id %s", envID, wsID))
+}
+
 // access is what a request of the authenticated lane does to its state.
 type access int
 
@@ -235,6 +255,10 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 		name = "" // a malformed segment: decided below, once the token is known
 	}
 	req := kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name}
+	if h.operator != nil && h.operator.Equal(req.Hash) {
+		info(r).actor = "operator"
+		return nil, errOperatorOnState(wsID, envID)
+	}
 	// A segment no store could hold (a NUL byte, 100 KB) names nothing: it
 	// is looked up as no id, and decided as an unknown one.
 	if kilolock.ValidID("workspace", wsID) != nil {

@@ -131,7 +131,7 @@ func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		{"PAT with a grant writes", "POST", a.path(1, "app"), basic(a.ws.ID, a.pat), 200, "", ""},
 		{"no credentials", "GET", a.path(0, "app"), nil, 401, "credentials_missing", "TF_HTTP_PASSWORD"},
 		{"unknown token", "GET", a.path(0, "app"), bearer("klt_nope"), 401, "credentials_invalid", "new token"},
-		{"operator token on a state", "GET", a.path(0, "app"), bearer(operatorSecret), 401, "credentials_invalid", ""},
+		{"operator token on a state", "GET", a.path(0, "app"), bearer(operatorSecret), 401, "operator_token_on_state", "kl token issue --env " + a.envs[0].PublicID},
 		{"expired token", "GET", a.path(0, "app"), bearer(expiredSecret), 401, "credentials_expired", "new token"},
 		{"revoked PAT", "GET", a.path(0, "app"), basic(a.ws.ID, goneSecret), 401, "credentials_invalid", ""},
 		{"PAT without a grant", "GET", a.path(0, "app"), basic(a.ws.ID, bareSecret), 403, "grant_missing", a.envs[0].PublicID},

@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		{name: "run lease not a duration", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"terraform_data.web","mode":"write"}],"lease":"soon"}`), status: 400, code: "invalid_lease", hintSubstring: "Go duration"},
 		{name: "run lease zero", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"terraform_data.web","mode":"write"}],"lease":"0s"}`), status: 400, code: "invalid_lease"},
 		{name: "run unknown field", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservation":[]}`), status: 400, code: "unknown_field"},
-		{name: "run bad pattern", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"module..x","mode":"write"}]}`), status: 400, code: "malformed_json"},
+		{name: "run bad pattern", method: "POST", path: "/v1/api/states/prod/runs", body: []byte(`{"reservations":[{"pattern":"module..x","mode":"write"}]}`), status: 400, code: "invalid_reservation", hintSubstring: "module.NAME.*"},
 		{name: "run id malformed", method: "GET", path: "/v1/api/runs/nope", status: 400, code: "invalid_run_id", hintSubstring: "kl status"},
 		{name: "run end status", method: "POST", path: "/v1/api/runs/run_0123456789abcdef/end", body: []byte(`{"status":"won"}`), status: 400, code: "invalid_run_status"},
 		{name: "run end unknown field", method: "POST", path: "/v1/api/runs/run_0123456789abcdef/end", body: []byte(`{"state":"failed"}`), status: 400, code: "unknown_field"},

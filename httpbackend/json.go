@@ -54,6 +54,8 @@ func jsonError(err error) error {
 		return &kilolock.InvalidError{Code: "empty_body", Message: "the request body is empty", Hint: "send a JSON object"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return &kilolock.InvalidError{Code: "unknown_field", Message: "the body has an " + strings.TrimPrefix(err.Error(), "json: "), Hint: "check the field names against the API (a typo would otherwise be ignored)"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &kilolock.InvalidError{Code: "malformed_json", Message: "the body ends before its JSON value does", Hint: "send a whole JSON object"}
 	case errors.As(err, &syn):
 		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("the body is not valid JSON (at byte %d): %v", syn.Offset, err), Hint: "send a JSON object"}
 	case errors.As(err, &typ) && typ.Field == "":
@@ -61,7 +63,13 @@ func jsonError(err error) error {
 	case errors.As(err, &typ):
 		return &kilolock.InvalidError{Code: "malformed_json", Message: fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value), Hint: "correct the field's type"}
 	}
-	return &kilolock.InvalidError{Code: "malformed_json", Message: "the body is not valid JSON: " + err.Error(), Hint: "send a JSON object"}
+	// What is left is a field's own parser refusing its value (a pattern,
+	// a version reference): valid JSON, an invalid value.
+	var ie *kilolock.InvalidError
+	if errors.As(err, &ie) {
+		return ie
+	}
+	return &kilolock.InvalidError{Code: "invalid_value", Message: "a value in the body is invalid: " + err.Error(), Hint: "correct the value the message names"}
 }
 
 // jsonKind names what JSON a Go type decodes from, as a client writes it

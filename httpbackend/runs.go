@@ -1,6 +1,7 @@
 package httpbackend
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -64,6 +65,11 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	var req RunRequest
 	if err := decodeJSON(body, &req); err != nil {
+		var ie *kilolock.InvalidError
+		if errors.As(err, &ie) && ie.Code == "invalid_value" {
+			return &kilolock.InvalidError{Code: "invalid_reservation", Message: "a reservation is invalid: " + strings.TrimPrefix(ie.Message, "a value in the body is invalid: "),
+				Hint: `a reservation is {"pattern": P, "mode": "read"|"write"}; P is an instance (aws_instance.web[0]), a resource (aws_instance.web), module.NAME.*, output.NAME or *`}
+		}
 		return err
 	}
 	var lease time.Duration

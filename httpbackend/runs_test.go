@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
 )
@@ -164,5 +165,22 @@ func TestRunReservedOptimistic(t *testing.T) {
 			t.Errorf("a plain write on a reserved address: %d %s, want 409 reserved naming the run", w.Code, w.Body)
 		}
 		env.post("opt", plain.ID, stateDoc(t, "lineage-1", 2, map[string]string{"web": "a", "db": "b"}))
+	})
+}
+
+// TestRunLeaseAnswer: a run's answer gives its lease as the request did,
+// a Go duration ("15m0s"), never nanoseconds (900000000000); a client
+// reads both.
+func TestRunLeaseAnswer(t *testing.T) {
+	eachRunStore(t, func(t *testing.T, env *testEnv) {
+		env.post("app", "", stateDoc(t, "lineage-1", 1, map[string]string{"web": "a"}))
+		w := env.do("POST", "/v1/api/states/app/runs", []byte(`{"reservations":[{"pattern":"terraform_data.web","mode":"write"}],"lease":"15m"}`))
+		if w.Code != http.StatusCreated || !strings.Contains(w.Body.String(), `"lease":"15m0s"`) || strings.Contains(w.Body.String(), "900000000000") {
+			t.Fatalf("start run: %d %s", w.Code, w.Body)
+		}
+		var old kilolock.ApplyRun
+		if err := json.Unmarshal([]byte(`{"id":"run_1","lease":900000000000}`), &old); err != nil || old.Lease != 15*time.Minute {
+			t.Errorf("a lease in nanoseconds reads as %v, %v", old.Lease, err)
+		}
 	})
 }

@@ -29,15 +29,16 @@ func run() int {
 	var cli klcli.App
 	parser, err := kong.New(&cli,
 		kong.Name("kl"),
-		kong.Description("KiloLock client: states, history, diff, rollback, state operations, locks and SQL, through a kld server or on its database."),
-		kong.Vars{"default_server": klcli.DefaultServer},
+		kong.Description(klcli.Description()),
+		klcli.Vars(),
+		klcli.Examples(),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 	)
 	if err != nil {
 		panic(err)
 	}
 	klcli.Complete(parser) // a shell asking for completions: answered, and exits
-	kctx, err := parser.Parse(os.Args[1:])
+	kctx, err := parser.Parse(klcli.Args(os.Args[1:]))
 	if err != nil {
 		var perr *kong.ParseError
 		if errors.As(err, &perr) && perr.Context != nil {
@@ -47,6 +48,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "kl: %v\n", err)
 		return klcli.ExitUsage
 	}
+	cli.Globals.PreferFlags(os.Getenv)
 	if err := kctx.Run(&cli.Globals); err != nil {
 		klcli.Report(os.Stderr, err)
 		if ctx.Err() != nil {

@@ -7,7 +7,7 @@
 #   examples/parallel-apply/apply.sh a -var a=v2 -var b=v1 -var sleep=15
 #
 # KL_SERVER (default http://localhost:8080) is the kld; TOFU the tofu binary
-# (default .cache/tofu/bin/tofu, which `make tofu` builds).
+# (default .cache/tofu/bin/tofu, which `make tofu` builds, else tofu in PATH).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,9 +15,9 @@ root=$(cd "$here/../.." && pwd)
 name=${1:?usage: apply.sh NAME [tofu apply flags…]}
 shift
 server=${KL_SERVER:-http://localhost:8080}
-tofu=${TOFU:-$root/.cache/tofu/bin/tofu}
-if [ ! -x "$tofu" ]; then
-  echo "apply.sh: no tofu at $tofu: run make tofu" >&2
+. "$here/tofu.sh"
+if [ -z "$tofu" ] || [ ! -x "$tofu" ]; then
+  echo "apply.sh: no tofu (TOFU=${TOFU:-}, none in .cache/tofu/bin or PATH): set TOFU, or run make tofu" >&2
   exit 1
 fi
 

@@ -59,5 +59,7 @@ total=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
 echo "== both applies done in ${total}s in all (each apply alone takes about ${sleep}s: its resource sleeps that long); exit codes: A $rc_a, B $rc_b"
 "$KL" history parallel-demo --limit 3
 echo "== the state's outputs now:"
-TF_CLI_CONFIG_FILE=$root/.cache/tofu/tofurc "${TOFU:-$root/.cache/tofu/bin/tofu}" -chdir="$root/.cache/parallel-apply/seed" output -no-color
+. "$here/tofu.sh"
+if [ -f "$root/.cache/tofu/tofurc" ]; then export TF_CLI_CONFIG_FILE=$root/.cache/tofu/tofurc; fi
+"$tofu" -chdir="$root/.cache/parallel-apply/seed" output -no-color
 exit $((rc_a | rc_b))

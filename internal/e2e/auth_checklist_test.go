@@ -39,18 +39,19 @@ import (
 
 // denialStatus is the status kld answers each refusal reason with.
 var denialStatus = map[string]int{
-	"credentials_missing":   http.StatusUnauthorized,
-	"credentials_invalid":   http.StatusUnauthorized,
-	"grant_missing":         http.StatusForbidden,
-	"membership_missing":    http.StatusForbidden,
-	"scope_mismatch":        http.StatusForbidden,
-	"token_read_only":       http.StatusForbidden,
-	"token_outputs_only":    http.StatusForbidden,
-	"workspace_suspended":   http.StatusForbidden,
-	"state_archived":        http.StatusForbidden,
-	"workspace_not_found":   http.StatusNotFound,
-	"environment_not_found": http.StatusNotFound,
-	"quota_exceeded":        http.StatusForbidden, // quota_test.go
+	"credentials_missing":     http.StatusUnauthorized,
+	"credentials_invalid":     http.StatusUnauthorized,
+	"grant_missing":           http.StatusForbidden,
+	"membership_missing":      http.StatusForbidden,
+	"scope_mismatch":          http.StatusForbidden,
+	"token_read_only":         http.StatusForbidden,
+	"token_outputs_only":      http.StatusForbidden,
+	"workspace_suspended":     http.StatusForbidden,
+	"state_archived":          http.StatusForbidden,
+	"workspace_not_found":     http.StatusNotFound,
+	"environment_not_found":   http.StatusNotFound,
+	"quota_exceeded":          http.StatusForbidden,    // quota_test.go
+	"operator_token_on_state": http.StatusUnauthorized, // operator_test.go
 }
 
 // tofuSays is what tofu prints when kld refuses its GET or LOCK with a

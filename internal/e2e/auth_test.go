@@ -10,7 +10,7 @@ import (
 	"github.com/kilolock/kilolock/internal/tofu"
 )
 
-const operatorSecret = "klo_e2e-operator-secret"
+const operatorSecret = "klo_e2e-operator-secret-0123456789abcdef"
 
 // asOperator sends a request with the operator token.
 func asOperator(r *http.Request) { r.Header.Set("Authorization", "Bearer "+operatorSecret) }

@@ -413,3 +413,49 @@ func TestQuotaChecklist7CEnvironmentAggregate(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaPlainApplyPastHardLimit is docs/quotas.md's honest warning: a
+// plain tofu apply past the hard limit creates the resources and only its
+// state write is refused (HTTP error: 403); tofu leaves errored.tfstate
+// with what it applied, kl quota status says why, pushing it is refused
+// until the limit is raised, and then it lands. Both stores.
+func TestQuotaPlainApplyPastHardLimit(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, databaseURL string) {
+		srv := tofu.StartKLD(t, databaseURL)
+		const state = "capped"
+		wd := tofu.NewWorkdir(t, srv.Backend(state)+countConfig)
+		wd.Must("init", "-no-color")
+		mustKL(t, "--database", databaseURL, "quota", "set", "--state", state, "--soft", "4", "--hard", "6")
+		wd.Must("apply", "-auto-approve", "-no-color", "-var=n=6")
+
+		out, stderr, code := wd.Run("apply", "-auto-approve", "-no-color", "-var=n=7")
+		if code != 1 || !strings.Contains(out+stderr, "1 added") && !strings.Contains(out+stderr, "Creation complete") {
+			t.Errorf("apply past the hard limit: exit %d, want 1 after creating the resource\n%s\n%s", code, out, stderr)
+		}
+		t.Logf("tofu apply past the hard limit:\n%s", stderr)
+		for _, want := range []string{"Failed to save state", "HTTP error: 403", "errored.tfstate"} {
+			if !strings.Contains(flat(stderr), want) {
+				t.Errorf("tofu's error does not say %q:\n%s", want, stderr)
+			}
+		}
+		errored := parseState(t, []byte(wd.ReadFile("errored.tfstate")))
+		if errored.instances() != 7 {
+			t.Errorf("errored.tfstate holds %d instances, want the 7 applied", errored.instances())
+		}
+		if got := parseState(t, getState(t, srv, state)).instances(); got != 6 {
+			t.Errorf("the stored state holds %d instances, want its last version's 6", got)
+		}
+		if out := mustKL(t, "--server", srv.URL, "quota", "status", state); !strings.Contains(out, "7 managed instance(s) would exceed the hard limit of 6") {
+			t.Errorf("kl quota status does not say why:\n%s", out)
+		}
+		if _, stderr, code := wd.Run("state", "push", "-no-color", "errored.tfstate"); code == 0 || !strings.Contains(flat(stderr), "403") {
+			t.Errorf("push of errored.tfstate under the same limit: exit %d\n%s", code, stderr)
+		}
+		mustKL(t, "--database", databaseURL, "quota", "set", "--state", state, "--hard", "10")
+		wd.Must("state", "push", "-no-color", "errored.tfstate")
+		if got := len(stateList(t, wd)); got != 7 {
+			t.Errorf("after raising the limit and pushing: %d instances, want 7", got)
+		}
+	})
+}

@@ -91,11 +91,11 @@ func TestStateOpsWithTofu(t *testing.T) {
 	wd.Must("apply", "-auto-approve", "-no-color")
 
 	// state mv into a module, with the matching configuration: no changes.
-	out = mustKL(t, klArgs(database, "state", "mv", "ops", "--from", "terraform_data.x", "--to", "module.demo.terraform_data.x", "--dry-run")...)
+	out = mustKL(t, klArgs(database, "state", "mv", "ops", "terraform_data.x", "module.demo.terraform_data.x", "--dry-run")...)
 	if !strings.Contains(out, "Dry run") {
 		t.Errorf("kl state mv --dry-run:\n%s", out)
 	}
-	mustKL(t, klArgs(database, "state", "mv", "ops", "--from", "terraform_data.x", "--to", "module.demo.terraform_data.x")...)
+	mustKL(t, klArgs(database, "state", "mv", "ops", "terraform_data.x", "module.demo.terraform_data.x")...)
 	if err := os.MkdirAll(filepath.Join(wd.Dir, "modules", "demo"), 0o755); err != nil {
 		t.Fatal(err)
 	}

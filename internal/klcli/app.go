@@ -2,10 +2,14 @@ package klcli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
@@ -25,7 +29,7 @@ type App struct {
 	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
 	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
 	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
-	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to @N, or kl rollback resource --state NAME --address ADDR --to @N: roll back to an earlier version (a dry run unless --apply --yes)."`
+	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to REF, or kl rollback resource NAME ADDR --to REF: roll back to an earlier version (a dry run unless --apply --yes)."`
 	Tag        TagCmds       `cmd:"" help:"Name versions of a state: kl tag set NAME TAG REF, kl tag list NAME, kl tag unset NAME TAG."`
 	Drift      DriftCmds     `cmd:"" help:"Check a state against the real infrastructure (the CLI's refresh-only plan) and list what drifted."`
 	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
@@ -54,7 +58,7 @@ type App struct {
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
 		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
-		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption (at least one setting)."`
+		Config  StateConfigCmd  `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
 		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
@@ -79,6 +83,25 @@ type Globals struct {
 	Stderr *os.File `kong:"-"`
 }
 
+// PreferFlags settles a server and a database both set when one came from
+// the environment: the one given on the command line wins, so that
+// `kl --database kilolock.db …` works in a shell that exports KL_SERVER
+// (and --server where KL_DATABASE_URL is exported). Both given as flags,
+// or both from the environment, stay an error. getenv is os.Getenv.
+func (g *Globals) PreferFlags(getenv func(string) string) {
+	if g.Server == "" || g.Database == "" {
+		return
+	}
+	serverFromEnv := getenv("KL_SERVER") == g.Server
+	databaseFromEnv := getenv("KL_DATABASE_URL") == g.Database
+	switch {
+	case serverFromEnv && !databaseFromEnv:
+		g.Server = ""
+	case databaseFromEnv && !serverFromEnv:
+		g.Database = ""
+	}
+}
+
 // progress is how long work shows its progress: on Stderr when it is a
 // terminal and the output is not --json, else not at all.
 func (g *Globals) progress(json bool) progress.Reporter {
@@ -101,6 +124,21 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 	}
 	defer b.Close()
 	return f(&CLI{Backend: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
+}
+
+// warnMissingState says on stderr when --state names no state: a limit or
+// a policy may be set before a state's first write, so the command goes
+// on, but a misspelt name no longer passes silently. Nothing is said when
+// the state cannot be asked about (no server, no right to read it).
+func (g *Globals) warnMissingState(ctx context.Context, state string) {
+	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	if err != nil {
+		return
+	}
+	defer b.Close()
+	if _, err := b.Status(ctx, state); errors.Is(err, kilolock.ErrNotFound) {
+		fmt.Fprintf(g.stderr(), "kl: warning: state %s does not exist (yet): what is set for it applies once it is written; list the states with kl states\n", state)
+	}
 }
 
 // out is where commands print: Out (stdout), its control characters
@@ -137,12 +175,47 @@ type JSONFlag struct {
 	JSON bool `name:"json" help:"Write JSON for scripts instead of a table."`
 }
 
-// refArg parses an optional version reference argument; "" is @latest.
+// Vars are the variables of kl's help texts, for kong.New: the default
+// server, and ${version_ref}, the one convention of every command that
+// takes a version, as a positional REF or --version REF.
+func Vars() kong.Vars {
+	return kong.Vars{
+		"default_server": DefaultServer,
+		"version_ref":    "@N (@1 is the first; a bare N is @N too), latest or @latest (the default), @-K (K before the current one), serial:S (the newest with Terraform serial S), or a tag.",
+	}
+}
+
+// refArg parses a version reference as every kl command takes it: "" and
+// "latest" are @latest, a bare number N is @N, and the rest is
+// kilolock.ParseVersionRef's (@N, @-K, serial:S, a tag). A tag is never a
+// bare number nor "latest" (kilolock.ValidTagName), so neither form
+// shadows one.
 func refArg(s string) (kilolock.VersionRef, error) {
-	if s == "" {
+	switch {
+	case s == "", s == "latest":
 		return kilolock.Latest, nil
+	case strings.Trim(s, "0123456789") == "":
+		return kilolock.ParseVersionRef("@" + s)
 	}
 	return kilolock.ParseVersionRef(s)
+}
+
+// versionRef is the version a command names, as a positional REF or with
+// --version REF; naming it both ways is refused unless they agree.
+func versionRef(positional, flag string) (kilolock.VersionRef, error) {
+	if positional != "" && flag != "" && positional != flag {
+		return kilolock.VersionRef{}, &UsageError{Message: fmt.Sprintf("two versions given: %s and --version %s", positional, flag), Hint: "name the version once, e.g. kl show NAME @3"}
+	}
+	if positional == "" {
+		positional = flag
+	}
+	return refArg(positional)
+}
+
+// VersionFlag is --version REF, the flag spelling of a command's
+// positional REF.
+type VersionFlag struct {
+	Version string `help:"The version, as the positional REF takes it." placeholder:"REF"`
 }
 
 // StatusCmd is kl status.
@@ -188,14 +261,15 @@ func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
 // ShowCmd is kl show.
 type ShowCmd struct {
 	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Ref     string `arg:"" optional:"" help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S, or a tag."`
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
 	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
 }
 
 // Run runs the command.
 func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
-	ref, err := refArg(c.Ref)
+	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
 	}
@@ -206,13 +280,13 @@ func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
 type DiffCmd struct {
 	JSONFlag
 	Name string `arg:"" help:"State name." predictor:"state"`
-	From string `arg:"" help:"The older version: @N, @-K, serial:S, or a tag."`
-	To   string `arg:"" optional:"" help:"The newer version (default @latest)."`
+	From string `arg:"" help:"The older version: ${version_ref}"`
+	To   string `arg:"" optional:"" help:"The newer version (default latest)."`
 }
 
 // Run runs the command.
 func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
-	from, err := kilolock.ParseVersionRef(c.From)
+	from, err := refArg(c.From)
 	if err != nil {
 		return err
 	}
@@ -225,20 +299,20 @@ func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
 
 // RollbackCmds are kl rollback NAME and kl rollback resource.
 type RollbackCmds struct {
-	State    RollbackStateCmd    `cmd:"" default:"withargs" hidden:"" help:"Roll a whole state back: kl rollback NAME --to @N."`
-	Resource RollbackResourceCmd `cmd:"" help:"Roll one instance, or a resource with all its instances, back; merged onto the current version."`
+	State    RollbackStateCmd    `cmd:"" default:"withargs" help:"Roll a whole state back; the word state may be left out. Example: kl rollback prod --to @3 (a dry run), then kl rollback prod --to @3 --apply --yes."`
+	Resource RollbackResourceCmd `cmd:"" help:"Roll one instance, or a resource with all its instances, back; merged onto the current version. Example: kl rollback resource prod aws_instance.web --to pre-migration."`
 }
 
 // rollbackFlags are the flags every rollback takes.
 type rollbackFlags struct {
 	JSONFlag
-	To    string `required:"" help:"The version to roll back to: @N, @-K, serial:S, or a tag." placeholder:"@N"`
-	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run."`
+	To    string `required:"" help:"The version to roll back to: ${version_ref}" placeholder:"REF"`
+	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run that writes nothing."`
 	Yes   bool   `help:"Confirm --apply."`
 }
 
 func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address string) error {
-	ref, err := kilolock.ParseVersionRef(f.To)
+	ref, err := refArg(f.To)
 	if err != nil {
 		return err
 	}
@@ -250,7 +324,7 @@ func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address strin
 	})
 }
 
-// RollbackStateCmd is kl rollback NAME --to @N.
+// RollbackStateCmd is kl rollback NAME --to REF.
 type RollbackStateCmd struct {
 	rollbackFlags
 	Name string `arg:"" help:"State name." predictor:"state"`
@@ -261,17 +335,46 @@ func (c *RollbackStateCmd) Run(ctx context.Context, g *Globals) error {
 	return c.run(ctx, g, c.Name, "")
 }
 
-// RollbackResourceCmd is kl rollback resource --state NAME --address ADDR
-// --to @N.
+// RollbackResourceCmd is kl rollback resource NAME ADDR --to REF; the
+// state and the address were flags before (--state, --address), kept as
+// deprecated aliases.
 type RollbackResourceCmd struct {
 	rollbackFlags
-	State   string `required:"" help:"State name." placeholder:"NAME" predictor:"state"`
-	Address string `required:"" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)." placeholder:"ADDR"`
+	Name        string `arg:"" optional:"" help:"State name." predictor:"state"`
+	Addr        string `arg:"" optional:"" name:"address" help:"An instance (aws_instance.web[0]) or a resource with all its instances (aws_instance.web)."`
+	StateFlag   string `name:"state" hidden:"" help:"Deprecated: the state name, now the first argument." placeholder:"NAME" predictor:"state"`
+	AddressFlag string `name:"address" hidden:"" help:"Deprecated: the address, now the second argument." placeholder:"ADDR"`
 }
 
 // Run runs the command.
 func (c *RollbackResourceCmd) Run(ctx context.Context, g *Globals) error {
-	return c.run(ctx, g, c.State, c.Address)
+	const usage = "kl rollback resource NAME ADDR --to REF"
+	name, err := oneOf("the state name", c.Name, c.StateFlag, "--state", usage)
+	if err != nil {
+		return err
+	}
+	addr, err := oneOf("the address", c.Addr, c.AddressFlag, "--address", usage)
+	if err != nil {
+		return err
+	}
+	if c.StateFlag != "" || c.AddressFlag != "" {
+		fmt.Fprintf(g.stderr(), "kl: warning: --state and --address of kl rollback resource are deprecated; use kl rollback resource %s %s --to %s\n", name, addr, c.To)
+	}
+	return c.run(ctx, g, name, addr)
+}
+
+// oneOf is a value given as an argument or with its deprecated flag, not
+// both unless they agree, and not neither.
+func oneOf(what, arg, flag, flagName, usage string) (string, error) {
+	switch {
+	case arg != "" && flag != "" && arg != flag:
+		return "", &UsageError{Message: fmt.Sprintf("%s given twice: %s and %s %s", what, arg, flagName, flag), Hint: "give it once, as an argument: " + usage}
+	case arg == "" && flag == "":
+		return "", &UsageError{Message: "missing " + what, Hint: usage}
+	case arg == "":
+		return flag, nil
+	}
+	return arg, nil
 }
 
 // ConflictsCmd is kl conflicts.
@@ -299,23 +402,56 @@ func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
 // QueryCmd is kl query.
 type QueryCmd struct {
 	JSONFlag
-	SQL []string `arg:"" name:"sql" help:"One SQL statement (quote it; words are joined by spaces). It runs read-only."`
+	SQL  []string `arg:"" optional:"" name:"sql" help:"One SQL statement (quote it; words are joined by spaces); - reads it from stdin. It may start with a -- comment. It runs read-only."`
+	File string   `help:"Read the SQL statement from this file (- is stdin), e.g. one of docs/queries/*.sql." placeholder:"FILE" type:"path"`
 }
 
 // Run runs the command.
 func (c *QueryCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Query(ctx, strings.Join(c.SQL, " ")) })
+	sql, err := c.statement(os.Stdin)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Query(ctx, sql) })
+}
+
+// statement is the SQL to run: the arguments, the file named by --file, or
+// stdin for "-".
+func (c *QueryCmd) statement(stdin io.Reader) (string, error) {
+	src := c.File
+	switch {
+	case src != "" && len(c.SQL) > 0:
+		return "", &UsageError{Message: "give the SQL either as an argument or with --file, not both", Hint: "kl query --file docs/queries/inventory_by_type.sql"}
+	case len(c.SQL) == 1 && c.SQL[0] == "-":
+		src = "-"
+	case src == "":
+		return strings.Join(c.SQL, " "), nil
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if src == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(src)
+	}
+	if err != nil {
+		return "", withHint(err, "name a file holding one SQL statement, e.g. docs/queries/inventory_by_type.sql")
+	}
+	return string(b), nil
 }
 
 // ExportCmd is kl export.
 type ExportCmd struct {
 	Name string `arg:"" help:"State name." predictor:"state"`
-	Ref  string `arg:"" optional:"" help:"Version: @N, @latest (default), @-K, serial:S, or a tag."`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
 }
 
 // Run runs the command.
 func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
-	ref, err := refArg(c.Ref)
+	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
 	}
@@ -388,31 +524,52 @@ func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Name, c.Address) })
 }
 
-// StateRmCmd is kl state rm.
+// StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
+// --address is the older spelling, kept.
 type StateRmCmd struct {
 	JSONFlag
-	Name    string   `arg:"" help:"State name." predictor:"state"`
-	Address []string `required:"" sep:"none" help:"Address to remove (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
-	DryRun  bool     `help:"Show what would be removed; write nothing."`
+	Name      string   `arg:"" help:"State name." predictor:"state"`
+	Addresses []string `arg:"" optional:"" name:"address" help:"Addresses to remove: instances, resources or modules."`
+	Address   []string `name:"address" sep:"none" help:"An address to remove (repeat the flag for more); the same as the arguments." placeholder:"ADDR"`
+	DryRun    bool     `help:"Show what would be removed; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateRm(ctx, c.Name, c.Address, c.DryRun) })
+	addrs := append(append([]string(nil), c.Addresses...), c.Address...)
+	if len(addrs) == 0 {
+		return &UsageError{Message: "no address to remove", Hint: "kl state rm NAME ADDR… (kl state rm prod aws_instance.old --dry-run)"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateRm(ctx, c.Name, addrs, c.DryRun) })
 }
 
-// StateMvCmd is kl state mv.
+// StateMvCmd is kl state mv NAME SRC DST, as tofu state mv takes them;
+// --from and --to are the older spelling, kept as deprecated aliases.
 type StateMvCmd struct {
 	JSONFlag
 	Name   string `arg:"" help:"State name." predictor:"state"`
-	From   string `required:"" help:"Address to move: an instance or a resource." placeholder:"ADDR"`
-	To     string `required:"" help:"Its new address, e.g. module.demo.aws_instance.web." placeholder:"ADDR"`
+	Src    string `arg:"" optional:"" help:"Address to move: an instance or a resource."`
+	Dst    string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web."`
+	From   string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
+	To     string `hidden:"" help:"Deprecated: the new address, now the third argument." placeholder:"ADDR"`
 	DryRun bool   `help:"Show the move; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, c.From, c.To, c.DryRun) })
+	usage := "kl state mv NAME SRC DST"
+	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
+	if err != nil {
+		return err
+	}
+	dst, err := oneOf("the new address", c.Dst, c.To, "--to", usage)
+	if err != nil {
+		return err
+	}
+	if c.From != "" || c.To != "" {
+		fmt.Fprintf(g.stderr(), "kl: warning: --from and --to of kl state mv are deprecated; use kl state mv %s %s %s\n", c.Name, src, dst)
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, src, dst, c.DryRun) })
 }
 
 // StateConfigCmd is kl state config.
@@ -437,28 +594,27 @@ func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 // StatePullCmd is kl state pull.
 type StatePullCmd struct {
 	Name    string   `arg:"" help:"State name." predictor:"state"`
-	Version int64    `help:"Version number (default: the current one)." placeholder:"N"`
+	Ref     string   `arg:"" optional:"" help:"Version: ${version_ref}"`
+	Version string   `help:"The version, as REF takes it (--version 3 is @3)." placeholder:"REF"`
 	Address []string `sep:"none" help:"Pull a slice: only this instance or resource (repeat the flag for more) and its cone, with every output, the same lineage and serial." placeholder:"ADDR"`
 	Cone    string   `help:"What the slice adds to the addresses: dependencies (what they rest on, the default), dependents (what rests on them) or none." placeholder:"CONE"`
 }
 
 // Run runs the command.
 func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
 	if len(c.Address) == 0 {
 		if c.Cone != "" {
 			return &UsageError{Message: "--cone shapes a slice, and no --address was given", Hint: "use kl state pull NAME --address ADDR --cone " + c.Cone}
 		}
-		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
+		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, ref) })
 	}
 	cone, err := kilolock.ParseSliceCone(c.Cone)
 	if err != nil {
 		return err
-	}
-	ref := kilolock.Latest
-	if c.Version < 0 {
-		return &UsageError{Message: "a version number is positive", Hint: "see the numbers with `kl history NAME`"}
-	} else if c.Version > 0 {
-		ref = kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(c.Version)}
 	}
 	return g.with(ctx, false, func(cli *CLI) error { return cli.PullSlice(ctx, c.Name, ref, c.Address, cone) })
 }

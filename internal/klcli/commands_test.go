@@ -141,20 +141,25 @@ func TestPull(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		for _, tc := range []struct {
 			state   string
-			version int64
+			version string
 			doc     string
 		}{
-			{"prod", 0, "prod-3"},
-			{"prod", 1, "prod-1"},
-			{"prod", 2, "prod-2"},
-			{"staging", 0, "staging-1"},
+			{"prod", "@latest", "prod-3"},
+			{"prod", "@1", "prod-1"},
+			{"prod", "@2", "prod-2"},
+			{"prod", "@-1", "prod-2"},
+			{"staging", "@latest", "staging-1"},
 		} {
-			out, err := h.run(t, false, func(c *klcli.CLI) error { return c.Pull(ctx, tc.state, tc.version) })
+			ref, err := kilolock.ParseVersionRef(tc.version)
 			if err != nil {
-				t.Fatalf("pull %s %d: %v", tc.state, tc.version, err)
+				t.Fatal(err)
+			}
+			out, err := h.run(t, false, func(c *klcli.CLI) error { return c.Pull(ctx, tc.state, ref) })
+			if err != nil {
+				t.Fatalf("pull %s %s: %v", tc.state, tc.version, err)
 			}
 			if want := string(seedDoc(t, tc.doc)); out != want {
-				t.Errorf("pull %s %d: not the document written (%s)\n%s", tc.state, tc.version, tc.doc, out)
+				t.Errorf("pull %s %s: not the document written (%s)\n%s", tc.state, tc.version, tc.doc, out)
 			}
 		}
 	})
@@ -175,14 +180,16 @@ func TestErrors(t *testing.T) {
 		{"config of a missing state", func(c *klcli.CLI) error {
 			return c.ConfigureState(ctx, "nope", klcli.StateSettings{AllowLineageChange: ptr(true)})
 		}, klcli.ExitNotFound, kilolock.ErrNotFound},
-		{"config without a setting", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "prod", klcli.StateSettings{}) }, klcli.ExitUsage, nil},
+		{"settings of a missing state", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "nope", klcli.StateSettings{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"lock mode of a locked state", func(c *klcli.CLI) error {
 			return c.ConfigureState(ctx, "prod", klcli.StateSettings{ExclusiveLocks: ptr(false)})
 		}, klcli.ExitConflict, kilolock.ErrConflict},
 		{"conflicts of a missing state", func(c *klcli.CLI) error { return c.Conflicts(ctx, "nope", 0) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"conflicts with a negative limit", func(c *klcli.CLI) error { return c.Conflicts(ctx, "prod", -1) }, klcli.ExitUsage, nil},
-		{"pull of a missing version", func(c *klcli.CLI) error { return c.Pull(ctx, "prod", 99) }, klcli.ExitNotFound, kilolock.ErrNotFound},
-		{"pull of a state without versions", func(c *klcli.CLI) error { return c.Pull(ctx, "empty", 0) }, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"pull of a missing version", func(c *klcli.CLI) error {
+			return c.Pull(ctx, "prod", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 99})
+		}, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"pull of a state without versions", func(c *klcli.CLI) error { return c.Pull(ctx, "empty", kilolock.Latest) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"invalid state name", func(c *klcli.CLI) error { return c.Status(ctx, "bad name!") }, klcli.ExitUsage, kilolock.ErrInvalid},
 		{"negative limit", func(c *klcli.CLI) error { return c.History(ctx, "prod", kilolock.HistoryOptions{Limit: -1}) }, klcli.ExitUsage, nil},
 		{"empty query", func(c *klcli.CLI) error { return c.Query(ctx, "  ") }, klcli.ExitUsage, nil},

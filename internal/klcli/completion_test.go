@@ -25,7 +25,7 @@ import (
 func completions(t *testing.T, line string) []string {
 	t.Helper()
 	var app klcli.App
-	parser, err := kong.New(&app, kong.Name("kl"), kong.Vars{"default_server": klcli.DefaultServer})
+	parser, err := kong.New(&app, kong.Name("kl"), klcli.Vars())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,7 @@ func TestCompletion(t *testing.T) {
 		{"kl --database=" + path + " history net", []string{"net-edge", "network"}},
 		{"kl --server " + srv.URL + " diff n", []string{"net-edge", "network"}},
 		{"kl --server " + srv.URL + " rollback resource --state a", []string{"app"}},
+		{"kl --server " + srv.URL + " rollback resource a", []string{"app"}},
 		{"kl --server http://127.0.0.1:1 status ", nil}, // nobody there: no names, no error
 	}
 	for _, tt := range tests {

@@ -23,13 +23,11 @@ type StateConfigJSON struct {
 // optimistic; refused while anyone holds a lock), how plans lock, whether
 // the next writes may carry another lineage, for a deliberate `state push
 // -force` of a state from another lineage, and whether it takes only
-// OpenTofu client-side encrypted writes. At least one setting is required.
+// OpenTofu client-side encrypted writes. With no setting given it shows
+// them (StateSettings).
 func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) error {
 	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil && s.RequireClientEncryption == nil {
-		return &UsageError{
-			Message: "no setting to change",
-			Hint:    "give --exclusive-locks=true|false, --allow-lineage-change=true|false, --shared-plan-locks=true|false or --require-client-encryption=true|false",
-		}
+		return c.StateSettings(ctx, name)
 	}
 	if err := c.Backend.ConfigureState(ctx, name, s); err != nil {
 		return err
@@ -73,4 +71,45 @@ func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) 
 		_, err = fmt.Fprintf(c.Out, "state %s: lineage change refused; writes must keep the stored lineage\n", name)
 	}
 	return err
+}
+
+// StateSettingsJSON is the JSON output of StateSettings: a state's
+// settings as they stand.
+type StateSettingsJSON struct {
+	State    string            `json:"state"`
+	LockMode kilolock.LockMode `json:"lock_mode"`
+	// SharedPlanLocks is nil when the state follows the server's default.
+	SharedPlanLocks                     *bool `json:"shared_plan_locks"`
+	AllowLineageChange                  bool  `json:"allow_lineage_change"`
+	RequireClientEncryption             bool  `json:"require_client_encryption"`
+	EnvironmentRequiresClientEncryption bool  `json:"environment_requires_client_encryption"`
+}
+
+// StateSettings shows a state's settings, each with the flag of kl state
+// config that changes it. ErrNotFound when the state does not exist.
+func (c *CLI) StateSettings(ctx context.Context, name string) error {
+	st, err := c.Backend.Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	out := StateSettingsJSON{State: name, LockMode: st.LockMode, SharedPlanLocks: st.SharedPlanLocks, AllowLineageChange: st.AllowLineageChange,
+		RequireClientEncryption: st.RequireClientEncryption, EnvironmentRequiresClientEncryption: st.EnvironmentRequiresClientEncryption}
+	if c.JSON {
+		return c.writeJSON(out)
+	}
+	plans := "the server's default"
+	if st.SharedPlanLocks != nil {
+		plans = fmt.Sprint(*st.SharedPlanLocks)
+	}
+	encryption := fmt.Sprint(st.RequireClientEncryption)
+	if st.EnvironmentRequiresClientEncryption {
+		encryption += " (its environment requires it)"
+	}
+	w := c.table()
+	row(w, "SETTING", "VALUE", "CHANGE WITH")
+	row(w, "lock mode", string(st.LockMode), "--exclusive-locks=true|false")
+	row(w, "shared plan locks", plans, "--shared-plan-locks=true|false")
+	row(w, "allow lineage change", fmt.Sprint(st.AllowLineageChange), "--allow-lineage-change=true|false")
+	row(w, "require client encryption", encryption, "--require-client-encryption=true|false")
+	return w.Flush()
 }

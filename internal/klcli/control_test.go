@@ -32,7 +32,7 @@ func runKL(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	app.Out = &out
 	ctx := context.Background()
-	parser, err := kong.New(&app, kong.Vars{"default_server": "http://127.0.0.1:1"}, kong.BindTo(ctx, (*context.Context)(nil)))
+	parser, err := kong.New(&app, klcli.Vars(), kong.BindTo(ctx, (*context.Context)(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

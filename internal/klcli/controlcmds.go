@@ -2,6 +2,7 @@ package klcli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kilolock/kilolock"
 )
@@ -114,6 +115,30 @@ type TokenCmds struct {
 	Issue  TokenIssueCmd  `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
 	List   TokenListCmd   `cmd:"" help:"List the automation tokens (never their secrets)."`
 	Revoke TokenRevokeCmd `cmd:"" help:"Revoke a token."`
+	// Operator makes a secret locally: the operator token is kld's flag,
+	// not a row of the store.
+	Operator TokenOperatorCmd `cmd:"" help:"Print a new operator token (klo_ and 64 random hex digits) for kld --operator-token; made here, sent nowhere. Example: kld --auth=token --operator-token \"$(kl token operator)\"."`
+}
+
+// TokenOperatorCmd is kl token operator.
+type TokenOperatorCmd struct{}
+
+// Run runs the command.
+func (c *TokenOperatorCmd) Run(g *Globals) error {
+	secret, err := NewOperatorSecret()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(g.documents(), secret)
+	return err
+}
+
+// NewOperatorSecret returns a new operator token: klo_ and 256 random bits
+// in hex, the form kld --operator-token requires
+// (httpbackend.ValidOperatorSecret).
+func NewOperatorSecret() (string, error) {
+	_, secret, err := kilolock.NewToken(kilolock.TokenOperator)
+	return secret, err
 }
 
 // TokenIssueCmd is kl token issue.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +81,23 @@ func TestRunErrorFromServer(t *testing.T) {
 func TestCLIErrorOfSuccess(t *testing.T) {
 	if err := cliError("apply", nil); err != nil {
 		t.Fatalf("cliError(apply, nil) = %#v, want nil", err)
+	}
+}
+
+// TestExitCodesDocumented: docs/cli.md and kl --help list every exit code
+// with the meaning ExitCodes gives it, so neither drifts from the other.
+func TestExitCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := strings.Join(strings.Fields(Description()), " ")
+	for _, e := range ExitCodes {
+		if row := fmt.Sprintf("| `%d` | %s |", e.Code, e.Meaning); !strings.Contains(string(doc), row) {
+			t.Errorf("docs/cli.md lacks the row %s", row)
+		}
+		if !strings.Contains(help, fmt.Sprintf("%d %s", e.Code, e.Meaning)) {
+			t.Errorf("kl --help lacks exit code %d: %s", e.Code, e.Meaning)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package klcli_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/alecthomas/kong"
@@ -26,7 +27,7 @@ func TestStateConfigFlags(t *testing.T) {
 		{[]string{"state", "config", "s", "--allow-lineage-change=false"}, nil, &no},
 	} {
 		var cli klcli.App
-		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+		parser, err := kong.New(&cli, klcli.Vars())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +43,7 @@ func TestStateConfigFlags(t *testing.T) {
 
 func TestHistoryRejectedFlags(t *testing.T) {
 	var cli klcli.App
-	parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+	parser, err := kong.New(&cli, klcli.Vars())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestOpsGrammar(t *testing.T) {
 		{[]string{"retention", "pruned", "a", "--limit", "5"}, true},
 	} {
 		var cli klcli.App
-		parser, err := kong.New(&cli, kong.Vars{"default_server": "http://x"})
+		parser, err := kong.New(&cli, klcli.Vars())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +116,51 @@ func TestOpsUsageErrors(t *testing.T) {
 		var ue *klcli.UsageError
 		if err := run(); !errors.As(err, &ue) {
 			t.Errorf("%s: %v, want a usage error", name, err)
+		}
+	}
+}
+
+// TestPreferFlags: a server and a database both set, one from the
+// environment: the command line's wins; both from the command line, or
+// both from the environment, stay both (an error when run).
+func TestPreferFlags(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	for _, tt := range []struct {
+		name                     string
+		env                      map[string]string
+		server, database         string
+		wantServer, wantDatabase string
+	}{
+		{"database flag over KL_SERVER", map[string]string{"KL_SERVER": "http://s"}, "http://s", "k.db", "", "k.db"},
+		{"server flag over KL_DATABASE_URL", map[string]string{"KL_DATABASE_URL": "k.db"}, "http://s", "k.db", "http://s", ""},
+		{"both flags", nil, "http://s", "k.db", "http://s", "k.db"},
+		{"both from the environment", map[string]string{"KL_SERVER": "http://s", "KL_DATABASE_URL": "k.db"}, "http://s", "k.db", "http://s", "k.db"},
+		{"one only", map[string]string{"KL_SERVER": "http://s"}, "http://s", "", "http://s", ""},
+	} {
+		env = tt.env
+		g := klcli.Globals{Server: tt.server, Database: tt.database}
+		g.PreferFlags(getenv)
+		if g.Server != tt.wantServer || g.Database != tt.wantDatabase {
+			t.Errorf("%s: server %q, database %q", tt.name, g.Server, g.Database)
+		}
+	}
+}
+
+// TestArgs: kl query's SQL may start with a -- comment, and --json before
+// the command counts as the command's own.
+func TestArgs(t *testing.T) {
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"query", "-- c\nSELECT 1"}, []string{"query", "\n-- c\nSELECT 1"}},
+		{[]string{"--server", "http://x", "query", "-- c\nSELECT 1", "--json"}, []string{"--server", "http://x", "query", "\n-- c\nSELECT 1", "--json"}},
+		{[]string{"query", "--file", "-- odd name"}, []string{"query", "--file", "-- odd name"}},
+		{[]string{"history", "-- not sql"}, []string{"history", "-- not sql"}},
+		{[]string{"--json", "history", "prod"}, []string{"history", "prod", "--json"}},
+		{[]string{"--server", "http://x", "--json", "states"}, []string{"--server", "http://x", "states", "--json"}},
+		{[]string{"--token", "--json", "states"}, []string{"--token", "--json", "states"}},
+	} {
+		if got := klcli.Args(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("Args(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -119,13 +119,14 @@ type GraphCmd struct {
 	Dependents   bool     `xor:"direction" help:"Follow what rests on the instances: their blast radius (the default)."`
 	Dependencies bool     `xor:"direction" help:"Follow what the instances rest on."`
 	Depth        int      `help:"Follow at most N edges (default: all)." placeholder:"N"`
-	Version      string   `help:"Version: @N (@1 is the first), @latest (default), @-1 (the one before), serial:S." placeholder:"REF"`
-	Format       string   `help:"table, json, or dot (Graphviz: an arrow from each instance to what it depends on)." default:"table" enum:"table,json,dot"`
+	Ref          string   `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
+	Format string `help:"table, json, or dot (Graphviz: an arrow from each instance to what it depends on)." default:"table" enum:"table,json,dot"`
 }
 
 // Run runs the command.
 func (c *GraphCmd) Run(ctx context.Context, g *Globals) error {
-	ref, err := refArg(c.Version)
+	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
 	}

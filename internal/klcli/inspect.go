@@ -55,6 +55,8 @@ var (
 	diffVerbs     = changeVerbs{"added", "changed", "removed"}
 	planVerbs     = changeVerbs{"would add", "would change", "would remove"}
 	rollbackVerbs = changeVerbs{"would add back", "would change", "would remove"}
+	// rolledVerbs describe a rollback that was written.
+	rolledVerbs = changeVerbs{"added back", "changed", "removed"}
 )
 
 // writeChangeSet writes a change set: "+ ID" added, "~ ID" changed (with

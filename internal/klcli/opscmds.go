@@ -132,6 +132,9 @@ func (c *RetentionSetCmd) Run(ctx context.Context, g *Globals) error {
 	if c.KeepAll == (c.KeepLast != 0 || c.KeepDays != 0) {
 		return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
 	}
+	if scope == kilolock.RetentionState {
+		g.warnMissingState(ctx, target)
+	}
 	p := kilolock.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.SetRetentionPolicy(ctx, p) })
 }

@@ -80,6 +80,9 @@ func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
 // showQuota prints the standing of the state state and dir name, with its
 // latest refusal and warning when events.
 func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string, events bool) error {
+	if state != "" {
+		g.warnMissingState(ctx, state)
+	}
 	return g.withQuota(ctx, state, dir, func(qb QuotaBackend, name string) error {
 		st, err := qb.QuotaStatus(ctx, name, 0)
 		if err != nil {
@@ -243,6 +246,9 @@ func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
 	ch, err := c.change()
 	if err != nil {
 		return err
+	}
+	if ch.Scope == kilolock.QuotaState {
+		g.warnMissingState(ctx, ch.Target)
 	}
 	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetQuota(ctx, ch) })
 }

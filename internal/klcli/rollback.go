@@ -43,7 +43,11 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 		fmt.Fprintf(c.Out, "  %s or %s is client-side encrypted: the whole of %s is restored as it was written; its resources cannot be listed.\n",
 			versionText(&p.Target), versionText(&p.Base), versionText(&p.Target))
 	} else {
-		writeChangeSet(c.Out, &p.ChangeSet, rollbackVerbs)
+		verbs := rollbackVerbs
+		if r.Apply && res.Version != nil {
+			verbs = rolledVerbs
+		}
+		writeChangeSet(c.Out, &p.ChangeSet, verbs)
 	}
 	warning := p.Warning
 	if warning == "" {
@@ -54,7 +58,7 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 	case !r.Apply:
 		cmd := fmt.Sprintf("kl rollback %s --to %s", name, r.To)
 		if r.Address != "" {
-			cmd = fmt.Sprintf("kl rollback resource --state %s --address %s --to %s", name, r.Address, r.To)
+			cmd = fmt.Sprintf("kl rollback resource %s %s --to %s", name, r.Address, r.To)
 		}
 		fmt.Fprintf(c.Out, "This was a dry run. To append this rollback as a new version: %s --apply --yes\n", cmd)
 	case res.Version == nil:

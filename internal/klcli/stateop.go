@@ -36,7 +36,7 @@ func (c *CLI) StateShow(ctx context.Context, name, address string) error {
 // version (source state-op); dryRun only shows what would go.
 func (c *CLI) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) error {
 	if len(addresses) == 0 {
-		return &UsageError{Message: "kl state rm needs at least one --address", Hint: "e.g. kl state rm NAME --address aws_instance.web"}
+		return &UsageError{Message: "kl state rm needs at least one address", Hint: "e.g. kl state rm NAME aws_instance.web"}
 	}
 	res, err := c.Backend.StateRm(ctx, name, addresses, dryRun)
 	if err != nil {

@@ -82,7 +82,7 @@ type TagSetCmd struct {
 	JSONFlag
 	Name        string `arg:"" help:"State name." predictor:"state"`
 	Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
-	Ref         string `arg:"" optional:"" help:"The version it names: @N, @latest (default), @-K, serial:S or another tag. Set again to move it."`
+	Ref         string `arg:"" optional:"" help:"The version it names (set again to move it): ${version_ref}"`
 	Description string `help:"What the version is, for people." placeholder:"TEXT"`
 }
 

@@ -35,13 +35,22 @@ func (c *CLI) Import(ctx context.Context, name, source string, data []byte, forc
 		_, err = fmt.Fprintf(c.Out, "%s is identical to the current version %s of state %s: nothing was written\n", source, versionText(&res.Version), name)
 		return err
 	}
-	_, err = fmt.Fprintf(c.Out, "Imported %s into state %s as version %s: %s, %s\n", source, name, versionText(&res.Version),
-		plural(res.Version.Instances, "instance", "instances"), byteCount(res.Stats.Bytes))
+	_, err = fmt.Fprintf(c.Out, "Imported %s into state %s as version %s: %s; read %s, stored %s in %s\n", source, name, versionText(&res.Version),
+		plural(res.Version.Instances, "instance", "instances"), exactBytes(len(data)), byteCount(res.Stats.Bytes), plural(res.Stats.Rows, "row", "rows"))
 	return err
 }
 
 // byteCount shows a size in bytes for people.
 func byteCount(n int) string { return progress.Size(int64(n)) }
+
+// exactBytes shows a size a user can check against ls -l: the bytes, and
+// the rounded size past a KiB.
+func exactBytes(n int) string {
+	if n < 1024 {
+		return plural(n, "byte", "bytes")
+	}
+	return fmt.Sprintf("%d bytes (%s)", n, byteCount(n))
+}
 
 // readFile reads a state file, showing its progress on rep.
 func readFile(path string, rep progress.Reporter) ([]byte, error) {

@@ -122,15 +122,22 @@ func (l *Limits) StoreOptions() []store.Option {
 // Serving are the flags of how kld serves: authentication and TLS.
 type Serving struct {
 	Auth          string `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
-	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token (klo_...) for the control API under /v1/api/ with --auth=token; only its hash is kept."`
+	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token for the control API under /v1/api/ with --auth=token: klo_ and at least 32 characters, as kl token operator makes them; only its hash is kept."`
 	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
 	PublicURL     string `name:"public-url" env:"KL_PUBLIC_URL" placeholder:"URL" help:"The URL clients reach kld at, when a proxy in front of it terminates TLS, e.g. https://kl.example.com: with https the web view's cookies are Secure and answers carry Strict-Transport-Security, as with --tls-cert."`
 }
 
-// Validate checks --public-url: an absolute http or https URL of a host,
-// with no query or fragment. Kong calls it as it parses the flags.
+// Validate checks --operator-token (httpbackend.ValidOperatorSecret: klo_
+// and at least 32 characters, as kl token operator makes them) and
+// --public-url: an absolute http or https URL of a host, with no query or
+// fragment. Kong calls it as it parses the flags.
 func (s *Serving) Validate() error {
+	if s.OperatorToken != "" {
+		if err := httpbackend.ValidOperatorSecret(s.OperatorToken); err != nil {
+			return fmt.Errorf("--operator-token (KL_OPERATOR_TOKEN): %w", err)
+		}
+	}
 	if s.PublicURL == "" {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store"
@@ -339,5 +340,42 @@ func TestPlanLockLimitFlag(t *testing.T) {
 				t.Errorf("limit %s, want %s", c.Limits.PlanLockLimit, tt.limit)
 			}
 		})
+	}
+}
+
+// TestOperatorTokenFlag: kld refuses an operator token that is short, lacks
+// the klo_ prefix or holds a space, naming kl token operator; one kl token
+// operator made, or any klo_ and 32 characters, is taken.
+func TestOperatorTokenFlag(t *testing.T) {
+	made, err := klcli.NewOperatorSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{
+		{made, true},
+		{"klo_" + strings.Repeat("a", 32), true},
+		{"hunter2", false},
+		{"klo_short", false},
+		{"klt_" + strings.Repeat("a", 64), false},
+		{strings.Repeat("a", 64), false},
+		{"klo_" + strings.Repeat("a", 40) + "\n", false},
+	} {
+		var c struct {
+			Serving Serving `embed:""`
+		}
+		parser, err := kong.New(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse([]string{"--auth=token", "--operator-token", tt.token})
+		if tt.ok != (err == nil) {
+			t.Errorf("--operator-token %q: err = %v, want ok %v", tt.token, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "kl token operator") {
+			t.Errorf("--operator-token %q: %v does not say how to make one", tt.token, err)
+		}
 	}
 }

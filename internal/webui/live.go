@@ -19,6 +19,16 @@ type holderRow struct {
 	Held        time.Duration
 }
 
+// Kind is what the lock is: a plan's shared read lock, granted beside an
+// apply and other plans, or a writer's lock under the state's lock mode
+// (exclusive or optimistic).
+func (h holderRow) Kind() string {
+	if h.Lock.Shared {
+		return "shared (plan)"
+	}
+	return string(h.Mode)
+}
+
 // runRow is an apply run in flight, with its reservations.
 type runRow struct {
 	Label string

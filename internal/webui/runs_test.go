@@ -62,3 +62,70 @@ func get200(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// TestLiveLocks: the live page shows a plan's read lock as shared and an
+// apply's under the state's lock mode, each lock's whole ID to copy, and
+// the force-unlock command beside it.
+func TestLiveLocks(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.open(t)
+			e := kilolock.NewEngine(s, kilolock.Options{})
+			seedNet(t, e)
+			ctx := context.Background()
+			const planID, applyID = "0f5e3a6c-1d2b-4c8e-9a7f-aa11bb22cc33", "7c3a91d2-e4f5-a6b7-c8d9-0123456789ab"
+			if _, err := e.Lock(ctx, "net", kilolock.LockInfo{ID: planID, Operation: kilolock.OperationPlan, Who: "plan@ci"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Lock(ctx, "net", kilolock.LockInfo{ID: applyID, Operation: "OperationTypeApply", Who: "alice@laptop"}); err != nil {
+				t.Fatal(err)
+			}
+			srv := server(t, e, httpbackend.Options{})
+			page := get200(t, srv.URL+"/ui/live")
+			row := func(id string) string {
+				i := strings.Index(page, `<tr data-lock="`+id+`">`)
+				if i < 0 {
+					t.Fatalf("the live page lacks the lock %s", id)
+				}
+				r, _, _ := strings.Cut(page[i:], "</tr>")
+				return r
+			}
+			for id, want := range map[string][]string{
+				planID:  {`<code class="lock-id" title="the whole lock id, to copy">` + planID + `</code>`, "tofu force-unlock -force " + planID, `<td class="lock-kind">shared (plan)</td>`},
+				applyID: {"tofu force-unlock -force " + applyID, `<td class="lock-kind">optimistic</td>`}, // seedNet's state is optimistic
+			} {
+				for _, w := range want {
+					if r := row(id); !strings.Contains(r, w) {
+						t.Errorf("the live page's row of lock %s lacks %s:\n%s", id, w, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHistoryTagOnVersion: a tag is drawn on its version's entry of the
+// timeline, not as an entry (a dot) of its own.
+func TestHistoryTagOnVersion(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			e := kilolock.NewEngine(st.open(t), kilolock.Options{})
+			seedNet(t, e)
+			if _, err := e.SetTag(context.Background(), "net", "pre-migration", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, kilolock.TagOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			page := get200(t, server(t, e, httpbackend.Options{}).URL+"/ui/states/net")
+			i := strings.Index(page, `data-version="1"`)
+			if i < 0 {
+				t.Fatalf("the timeline lacks @1")
+			}
+			entry, _, _ := strings.Cut(page[i:], "</li>")
+			if !strings.Contains(entry, `<span class="pill tag"`) || !strings.Contains(entry, ">pre-migration</span>") {
+				t.Errorf("@1's entry does not show its tag:\n%s", entry)
+			}
+			if strings.Contains(page, `class="tags"`) {
+				t.Errorf("the tag still has an entry of its own")
+			}
+		})
+	}
+}
