@@ -171,18 +171,18 @@ func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Bo
 			return nil, nil, nil, err
 		}
 	} else {
-		st, err := e.stateInfo(ctx, name)
+		st, err := e.State(ctx, name)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		v, err := e.resolve(ctx, st, ref)
+		v, err := e.Resolve(ctx, st, ref)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if v.Number == st.Current {
 			ent, err = e.loadEntry(ctx, st)
 		} else {
-			d, g, err := e.versionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
+			d, g, err := e.VersionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
 			if err != nil {
 				return nil, nil, nil, err
 			}

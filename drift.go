@@ -136,11 +136,11 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 	if len(r.Scope) > MaxDriftScope || len(r.Drifted) > MaxDriftScope {
 		return nil, &InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("a drift report names at most %d addresses", MaxDriftScope), Hint: "check the whole state (no --address) instead"}
 	}
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.resolve(ctx, st, VersionRef{Kind: RefSerial, N: r.Serial})
+	v, err := e.Resolve(ctx, st, VersionRef{Kind: RefSerial, N: r.Serial})
 	if err != nil {
 		return nil, &InvalidError{Code: "drift_version_unknown", Message: fmt.Sprintf("the plan read serial %d of state %s, which no version of it has: %v", r.Serial, name, err),
 			Hint: "run the check in the configuration whose backend is this state, after tofu init"}
@@ -149,7 +149,7 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 		return nil, &InvalidError{Code: "drift_lineage_mismatch", Message: fmt.Sprintf("the plan read lineage %s; state %s has lineage %s", clip(r.Lineage), name, v.Lineage),
 			Hint: "run the check in the configuration whose backend is this state"}
 	}
-	_, g, err := e.versionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
+	_, g, err := e.VersionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,12 @@ func NewEngine(s Store, o Options) *Engine {
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
 
+// Logger returns the engine's logger (Options.Logger).
+func (e *Engine) Logger() *log.Logger { return e.log }
+
+// Now returns the time on the engine's clock (Options.Now).
+func (e *Engine) Now() time.Time { return e.now() }
+
 // DefaultLockMode returns the lock mode given to new states.
 func (e *Engine) DefaultLockMode() LockMode { return e.mode }
 
@@ -868,12 +874,14 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
-	drift, err := e.DriftCounts(ctx, []string{name})
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := drift[name]; ok {
-		s.Drifted = &n
+	if dc, ok := e.store.(DriftCounter); ok {
+		drift, err := dc.DriftCounts(ctx, []string{name})
+		if err != nil {
+			return nil, err
+		}
+		if n, ok := drift[name]; ok {
+			s.Drifted = &n
+		}
 	}
 	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
 		return nil, err

@@ -127,52 +127,15 @@ type StateDiff struct {
 	Identical *bool `json:"identical,omitempty"`
 }
 
-// versionGraph loads the version ref names, from the cache when it is the
-// current one. ErrEncrypted for a client-side encrypted version; see
-// ResolveVersion for the other errors.
-func (e *Engine) versionGraph(ctx context.Context, st *StateInfo, ref VersionRef) (*Body, *graph.State, error) {
-	v, err := e.resolve(ctx, st, ref)
-	if err != nil {
-		return nil, nil, err
-	}
-	var (
-		d *Body
-		g *graph.State
-	)
-	if v.Number == st.Current {
-		d, g, err = e.load(ctx, st)
-	} else {
-		var snap *Snapshot
-		if snap, err = e.store.Snapshot(ctx, st.Name, v.Number); err == nil {
-			d, g, err = e.bodyOf(snap)
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if g == nil {
-		return d, nil, encryptedError(st.Name)
-	}
-	return d, g, nil
-}
-
-// stateInfo validates name and reads the state.
-func (e *Engine) stateInfo(ctx context.Context, name string) (*StateInfo, error) {
-	if err := ValidStateName(name); err != nil {
-		return nil, err
-	}
-	return e.store.State(ctx, name)
-}
-
 // Show returns a version's record and the instances and outputs it holds.
 // ErrNotFound when the state does not exist, a *VersionNotFoundError when
 // the version does not, ErrEncrypted for a client-side encrypted version.
 func (e *Engine) Show(ctx context.Context, name string, ref VersionRef) (*VersionView, error) {
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	d, g, err := e.versionGraph(ctx, st, ref)
+	d, g, err := e.VersionGraph(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -192,11 +155,11 @@ func (e *Engine) Show(ctx context.Context, name string, ref VersionRef) (*Versio
 // masked. Errors as for Show, and ErrNotFound when the version holds no
 // object at address.
 func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, address string) (*InstanceView, error) {
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	d, g, err := e.versionGraph(ctx, st, ref)
+	d, g, err := e.VersionGraph(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -223,16 +186,16 @@ func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, 
 // encrypted the two are compared as whole documents (StateDiff.Opaque).
 // Errors as for Show.
 func (e *Engine) Diff(ctx context.Context, name string, from, to VersionRef) (*StateDiff, error) {
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	// An encrypted version has no graph, but its body.
-	da, ga, err := e.versionGraph(ctx, st, from)
+	da, ga, err := e.VersionGraph(ctx, st, from)
 	if err != nil && (da == nil || !errors.Is(err, ErrEncrypted)) {
 		return nil, err
 	}
-	db, gb, err := e.versionGraph(ctx, st, to)
+	db, gb, err := e.VersionGraph(ctx, st, to)
 	if err != nil && (db == nil || !errors.Is(err, ErrEncrypted)) {
 		return nil, err
 	}

@@ -171,18 +171,6 @@ type PruneResult struct {
 	Payloads int `json:"payloads"`
 }
 
-// PrunedRange is a run of consecutive pruned versions of a state, pruned
-// by the same actor under the same policy: the marker history shows
-// where they were.
-type PrunedRange struct {
-	From     int64     `json:"from"`
-	To       int64     `json:"to"`
-	Versions int64     `json:"versions"`
-	PrunedAt time.Time `json:"pruned_at"` // the last of them
-	PrunedBy string    `json:"pruned_by"`
-	Policy   string    `json:"policy"`
-}
-
 // RetentionStore is the optional capability of a Store that keeps
 // retention policies and prunes versions. Find it with a type assertion.
 type RetentionStore interface {
@@ -338,7 +326,7 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 	}
 	var names []string
 	if o.State != "" {
-		if _, err := e.stateInfo(ctx, o.State); err != nil {
+		if _, err := e.State(ctx, o.State); err != nil {
 			return nil, err
 		}
 		names = []string{o.State}

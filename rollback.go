@@ -58,7 +58,7 @@ func (e *Engine) PlanRollback(ctx context.Context, name string, ref VersionRef) 
 // outputs and check results are those of version ref, with the current
 // lineage and the current serial + 1. History is never rewritten: the old
 // current version stays. It is refused with a *LockedError naming the
-// holder while anyone holds the state (any lock: see refuseHolders).
+// holder while anyone holds the state (any lock: see RefuseHolders).
 // ErrNotFound when the state does not exist, a *VersionNotFoundError when
 // the version does not. When either version is client-side encrypted the
 // target's bytes are restored as they were written (an encrypted version
@@ -105,7 +105,7 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 		w.operation = "rollback resource"
 	}
 	plan, v, stats, err := e.commitEdit(ctx, name, w, func(st *StateInfo, cur *graph.State) (*graph.State, error) {
-		d, tg, err := e.versionGraph(ctx, st, ref)
+		d, tg, err := e.VersionGraph(ctx, st, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -163,14 +163,14 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 // bytes become the new version, through Write (source rollback). It returns
 // nil, nil when neither version is encrypted.
 func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if st.Current == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
 	}
-	tv, err := e.resolve(ctx, st, ref)
+	tv, err := e.Resolve(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 	if tv.Format != FormatOpaque && cur.Version.Format != FormatOpaque {
 		return nil, nil
 	}
-	if err := refuseHolders(st); err != nil {
+	if err := RefuseHolders(st); err != nil {
 		return nil, err
 	}
 	target, err := e.ReadVersion(ctx, name, tv.Number)
@@ -213,7 +213,7 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 		body = g.Render(g.Format)
 	}
 	// Force: the target's lineage and serial are the past's by design; the
-	// lock rules still apply (refuseHolders above, the store's below).
+	// lock rules still apply (RefuseHolders above, the store's below).
 	w, err := e.Write(ctx, name, body, WriteOptions{Source: SourceRollback, Actor: o.Actor, Force: true})
 	if err != nil {
 		return nil, err

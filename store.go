@@ -220,3 +220,29 @@ type IndexReader interface {
 	// exist.
 	SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]Instance, error)
 }
+
+// TagResolver is a Store that keeps tags: the Engine resolves a tag's
+// name in a VersionRef through it (the whole of tags is history.TagStore).
+type TagResolver interface {
+	// TagVersion returns the version number tag name names. ErrNotFound
+	// when the state or the tag does not exist.
+	TagVersion(ctx context.Context, state, name string) (int64, error)
+}
+
+// PruneLister is a Store that prunes versions (retention.Store): the
+// Engine says through it who pruned a version that is asked for.
+type PruneLister interface {
+	// PrunedVersions lists the runs of pruned versions of a state numbered
+	// below before (0: all), newest first, at most limit runs (0: 50).
+	// ErrNotFound when the state does not exist.
+	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]PrunedRange, error)
+}
+
+// DriftCounter is a Store that keeps drift checks (drift.Store): Status
+// counts a state's drifted instances through it.
+type DriftCounter interface {
+	// DriftCounts returns, for each of the states named (every state when
+	// names is nil) that was ever checked, its open drift records; a state
+	// never checked is not in the map.
+	DriftCounts(ctx context.Context, names []string) (map[string]int, error)
+}

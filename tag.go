@@ -2,9 +2,6 @@ package kilolock
 
 import (
 	"context"
-	"fmt"
-	"regexp"
-	"strings"
 	"time"
 )
 
@@ -18,11 +15,8 @@ type Tag struct {
 	Created     time.Time `json:"created"`
 }
 
-// MaxTagLength bounds a tag name; MaxTagDescription its description.
-const (
-	MaxTagLength      = 128
-	MaxTagDescription = 1024
-)
+// MaxTagDescription bounds a tag's description.
+const MaxTagDescription = 1024
 
 // TagStore is the optional capability of a Store that keeps tags. Find it
 // with a type assertion: s.(TagStore). Each change is written in one
@@ -40,35 +34,6 @@ type TagStore interface {
 	// TagVersion returns the version number tag name names. ErrNotFound
 	// when the state or the tag does not exist.
 	TagVersion(ctx context.Context, state, name string) (int64, error)
-}
-
-var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
-
-// ValidTagName checks a tag name: 1 to MaxTagLength letters, digits, '.',
-// '-' and '_', not starting with '.' or '-', and nothing that reads as
-// another kind of version reference: not "latest", no "@N" or
-// "serial:S", and not a bare number. An *InvalidError (invalid_tag)
-// otherwise.
-func ValidTagName(name string) error {
-	bad := func(why, hint string) error {
-		return &InvalidError{Code: "invalid_tag", Message: fmt.Sprintf("%s is not a tag name: %s", clip(name), why), Hint: hint}
-	}
-	const hint = "name a tag in 1 to 128 letters, digits, '.', '-' and '_', e.g. pre-migration or release-2026.11"
-	switch {
-	case name == "":
-		return bad("it is empty", hint)
-	case strings.HasPrefix(name, "@"), strings.HasPrefix(strings.ToLower(name), "serial:"):
-		return bad("it reads as a version reference (@N, @latest, @-K, serial:S)", hint)
-	case strings.EqualFold(name, "latest"):
-		return bad("latest names the current version", "use @latest for the current version, and another name for the tag")
-	case strings.Trim(name, "0123456789") == "":
-		return bad("a bare number reads as a version number", "use @"+name+" for version "+name+", and a name with a letter for the tag")
-	case len(name) > MaxTagLength:
-		return bad(fmt.Sprintf("it is longer than %d bytes", MaxTagLength), hint)
-	case !tagRE.MatchString(name):
-		return bad("it holds a character other than letters, digits, '.', '-' and '_', or starts with '.' or '-'", hint)
-	}
-	return nil
 }
 
 // tags returns the engine's store as a TagStore.

@@ -15,11 +15,11 @@ import (
 // blob as stored. ErrNotFound when the state does not exist, a
 // *VersionNotFoundError when the version does not.
 func (e *Engine) Export(ctx context.Context, name string, ref VersionRef) ([]byte, error) {
-	st, err := e.stateInfo(ctx, name)
+	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := e.versionGraph(ctx, st, ref)
+	d, _, err := e.VersionGraph(ctx, st, ref)
 	if err != nil && !errors.Is(err, ErrEncrypted) {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 	case err != nil:
 		return nil, err
 	}
-	if err := refuseHolders(st); err != nil {
+	if err := RefuseHolders(st); err != nil {
 		return nil, err
 	}
 	var cur *Body
