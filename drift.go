@@ -146,7 +146,7 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 			Hint: "run the check in the configuration whose backend is this state, after tofu init"}
 	}
 	if r.Lineage != v.Lineage {
-		return nil, &InvalidError{Code: "drift_lineage_mismatch", Message: fmt.Sprintf("the plan read lineage %s; state %s has lineage %s", clip(r.Lineage), name, v.Lineage),
+		return nil, &InvalidError{Code: "drift_lineage_mismatch", Message: fmt.Sprintf("the plan read lineage %s; state %s has lineage %s", Clip(r.Lineage), name, v.Lineage),
 			Hint: "run the check in the configuration whose backend is this state"}
 	}
 	_, g, err := e.VersionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})

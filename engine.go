@@ -113,6 +113,9 @@ func (e *Engine) Logger() *log.Logger { return e.log }
 // Now returns the time on the engine's clock (Options.Now).
 func (e *Engine) Now() time.Time { return e.now() }
 
+// QueryLimits returns the bounds of every query (Options.QueryLimits).
+func (e *Engine) QueryLimits() QueryLimits { return e.limits }
+
 // DefaultLockMode returns the lock mode given to new states.
 func (e *Engine) DefaultLockMode() LockMode { return e.mode }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // envelope is a client-side encrypted state as OpenTofu writes it: the
@@ -244,9 +245,9 @@ func TestRequireClientEncryption(t *testing.T) {
 
 			// The environment's setting, an operator's, holds for
 			// every state of it, whatever the state's own setting.
-			c := kilolock.NewControl(store.(kilolock.TenantStore))
+			c := tenancy.NewControl(store.(tenancy.TenantStore))
 			by := kilolock.Caller{Actor: "op"}
-			ws, err := c.CreateWorkspace(ctx, by, "acme", kilolock.WorkspaceOrganization, "")
+			ws, err := c.CreateWorkspace(ctx, by, "acme", tenancy.WorkspaceOrganization, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,10 +256,10 @@ func TestRequireClientEncryption(t *testing.T) {
 				t.Fatal(err)
 			}
 			yes := true
-			if got, err := c.ConfigureEnvironment(ctx, by, ws.ID, env.PublicID, kilolock.EnvironmentConfig{RequireClientEncryption: &yes}); err != nil || !got.RequireClientEncryption {
+			if got, err := c.ConfigureEnvironment(ctx, by, ws.ID, env.PublicID, tenancy.EnvironmentConfig{RequireClientEncryption: &yes}); err != nil || !got.RequireClientEncryption {
 				t.Fatalf("ConfigureEnvironment = %+v, %v", got, err)
 			}
-			tenant, err := kilolock.TenantStateName(ws.ID, env.PublicID, "app")
+			tenant, err := tenancy.TenantStateName(ws.ID, env.PublicID, "app")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -312,3 +312,8 @@ func (e *Engine) QuotaStatus(ctx context.Context, name string, delta int64) (*Qu
 	}
 	return st, nil
 }
+
+// quotasUnsupported is the answer of a store that keeps no quotas.
+func quotasUnsupported() error {
+	return &InvalidError{Code: "quotas_unsupported", Message: "this store keeps no quotas", Hint: "use the SQLite or PostgreSQL store"}
+}

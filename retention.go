@@ -79,14 +79,14 @@ func ValidRetentionPolicy(p *RetentionPolicy) error {
 		}
 	case RetentionEnvironment:
 		if !strings.HasPrefix(p.Target, "env_") || ValidID("environment", p.Target) != nil {
-			return bad(fmt.Sprintf("%s is not an environment's public id (env_…)", clip(p.Target)))
+			return bad(fmt.Sprintf("%s is not an environment's public id (env_…)", Clip(p.Target)))
 		}
 	case RetentionState:
 		if err := ValidStateName(p.Target); err != nil {
 			return err
 		}
 	default:
-		return bad(fmt.Sprintf("unknown retention scope %s", clip(string(p.Scope))))
+		return bad(fmt.Sprintf("unknown retention scope %s", Clip(string(p.Scope))))
 	}
 	if p.KeepLast < 0 || p.KeepDays < 0 || p.KeepLast > maxKeep || p.KeepDays > maxKeep {
 		return bad(fmt.Sprintf("keep_last and keep_days take 0 to %d", maxKeep))

@@ -45,10 +45,10 @@ func (e *Engine) StartRun(ctx context.Context, name string, req RunRequest) (*Ap
 	if lease < MinLease || lease > MaxLease {
 		return nil, &InvalidError{Code: "invalid_lease", Message: fmt.Sprintf("a lease of %s is outside %s to %s", lease, MinLease, MaxLease), Hint: "give a lease such as 15m; the run renews it every lease/3"}
 	}
-	if err := validText("actor", req.Actor, 256); err != nil {
+	if err := ValidText("actor", req.Actor, 256); err != nil {
 		return nil, err
 	}
-	if err := validText("info", req.Info, 1024); err != nil {
+	if err := ValidText("info", req.Info, 1024); err != nil {
 		return nil, err
 	}
 	actor := req.Actor
@@ -131,7 +131,7 @@ func (e *Engine) EndRun(ctx context.Context, id string, end RunEnd) (*ApplyRun, 
 	default:
 		return nil, &InvalidError{Code: "invalid_run_status", Message: fmt.Sprintf("a run cannot end %q", end.Status), Hint: "end a run succeeded, failed or aborted"}
 	}
-	if err := validText("reason", end.Reason, 1024); err != nil {
+	if err := ValidText("reason", end.Reason, 1024); err != nil {
 		return nil, err
 	}
 	rs, err := e.runs()

@@ -60,7 +60,7 @@ func (e *Engine) SetTag(ctx context.Context, state, name string, ref VersionRef,
 	if err := ValidTagName(name); err != nil {
 		return nil, err
 	}
-	if err := validText("description", o.Description, MaxTagDescription); err != nil {
+	if err := ValidText("description", o.Description, MaxTagDescription); err != nil {
 		return nil, err
 	}
 	ts, err := e.tags()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 func TestValidTagName(t *testing.T) {
@@ -105,7 +106,7 @@ func TestTagsAreVersionReferences(t *testing.T) {
 	if err != nil || len(byVersion) != 1 || byVersion[1][0] != "pre-migration" {
 		t.Fatalf("TagsByVersion = %v, %v", byVersion, err)
 	}
-	entries, err := st.(kilolock.TenantStore).Audit(ctx, kilolock.AuditFilter{})
+	entries, err := st.(tenancy.TenantStore).Audit(ctx, kilolock.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}

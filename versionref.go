@@ -290,7 +290,7 @@ var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 // otherwise.
 func ValidTagName(name string) error {
 	bad := func(why, hint string) error {
-		return &InvalidError{Code: "invalid_tag", Message: fmt.Sprintf("%s is not a tag name: %s", clip(name), why), Hint: hint}
+		return &InvalidError{Code: "invalid_tag", Message: fmt.Sprintf("%s is not a tag name: %s", Clip(name), why), Hint: hint}
 	}
 	const hint = "name a tag in 1 to 128 letters, digits, '.', '-' and '_', e.g. pre-migration or release-2026.11"
 	switch {

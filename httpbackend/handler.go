@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // DefaultBodyLimit is the largest state a POST may carry unless
@@ -110,12 +111,12 @@ type Handler struct {
 	metricsSummed  http.Handler
 	refused        *refusedLocks
 	auth           AuthMode
-	operator       *kilolock.TokenHash // nil: no operator token
-	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
-	identified     *auditLimiter       // and of a credential's denials, per credential
-	rotation       rotation            // this process's key rotation (keys.go)
-	publicURL      *url.URL            // Options.PublicURL
-	queries        *queryGate          // bounds each credential's queries at once
+	operator       *tenancy.TokenHash // nil: no operator token
+	anonymous      *auditLimiter      // bounds audit rows of anonymous denials, per host
+	identified     *auditLimiter      // and of a credential's denials, per credential
+	rotation       rotation           // this process's key rotation (keys.go)
+	publicURL      *url.URL           // Options.PublicURL
+	queries        *queryGate         // bounds each credential's queries at once
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -136,7 +137,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	}
 	h.auth, h.publicURL = o.Auth, o.PublicURL
 	if o.OperatorToken != "" {
-		hash := kilolock.HashSecret(o.OperatorToken)
+		hash := tenancy.HashSecret(o.OperatorToken)
 		h.operator = &hash
 	}
 	if h.log == nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestTagsAPI: a tag set through the API is a version reference of the
@@ -59,7 +60,7 @@ func TestTagsAPI(t *testing.T) {
 		if w := env.do("DELETE", base+"/tags/pre-migration", nil, ActorHeader, "bob"); w.Code != http.StatusOK {
 			t.Fatalf("DELETE tag = %d %s", w.Code, w.Body)
 		}
-		entries, err := env.store.(kilolock.TenantStore).Audit(t.Context(), kilolock.AuditFilter{})
+		entries, err := env.store.(tenancy.TenantStore).Audit(t.Context(), kilolock.AuditFilter{})
 		if err != nil || len(entries) != 2 || entries[0].Action != "tag.unset" || entries[0].Actor != "bob" || entries[1].Actor != "alice" {
 			t.Errorf("audit = %+v, %v", entries, err)
 		}

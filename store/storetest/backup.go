@@ -18,6 +18,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testBackup runs RunBackup from the store to another of its kind.
@@ -115,7 +116,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 			t.Errorf("a commit after the restore made version %d with id %d; want %d with an id above %d", v.Number, v.ID, len(history)+1, maxID)
 		}
 		record(t, dst, "model", rejection("after", nil, nil))
-		if ts, ok := dst.(kilolock.TenantStore); ok {
+		if ts, ok := dst.(tenancy.TenantStore); ok {
 			e := &kilolock.AuditEntry{Actor: "after", Action: "test", Target: "x"}
 			must(t, ts.AppendAudit(ctx, e))
 			all, err := ts.Audit(ctx, kilolock.AuditFilter{Limit: 1000})
@@ -184,27 +185,27 @@ func fill(t *testing.T, s kilolock.Store) []model {
 			Verdict: quota.Verdict{Scope: quota.ScopeState, Target: "model", Level: quota.Exceed, Current: 45, Result: 60, Limit: quota.Limit{Soft: 40, Hard: 50}},
 			LockID:  "refused", Actor: "mallory"}))
 	}
-	if ts, ok := s.(kilolock.TenantStore); ok {
-		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
+	if ts, ok := s.(tenancy.TenantStore); ok {
+		ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: tenancy.WorkspaceOrganization}
 		must(t, ts.CreateWorkspace(ctx, ws))
-		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, kilolock.LifecycleSuspended))
-		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, tenancy.LifecycleSuspended))
+		env := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		must(t, ts.CreateEnvironment(ctx, env))
 		must(t, ts.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, true))
-		must(t, ts.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}))
-		auto, _, err := kilolock.NewToken(kilolock.TokenAutomation)
+		must(t, ts.PutMember(ctx, ws.ID, tenancy.Member{UserID: "alice", Role: tenancy.RoleOwner}))
+		auto, _, err := tenancy.NewToken(tenancy.TokenAutomation)
 		must(t, err)
-		auto.EnvironmentID, auto.Scope, auto.Expires = env.PublicID, kilolock.ScopeReadWrite, time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		auto.EnvironmentID, auto.Scope, auto.Expires = env.PublicID, tenancy.ScopeReadWrite, time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 		must(t, ts.CreateToken(ctx, auto))
 		must(t, ts.TouchToken(ctx, auto.ID, time.Now().UTC()))
-		pat, _, err := kilolock.NewToken(kilolock.TokenPersonal)
+		pat, _, err := tenancy.NewToken(tenancy.TokenPersonal)
 		must(t, err)
 		pat.UserID = "alice"
 		must(t, ts.CreateToken(ctx, pat))
-		must(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: pat.ID, EnvironmentID: env.PublicID}))
-		name, err := kilolock.TenantStateName(ws.ID, env.PublicID, "net")
+		must(t, ts.PutGrant(ctx, &tenancy.Grant{TokenID: pat.ID, EnvironmentID: env.PublicID}))
+		name, err := tenancy.TenantStateName(ws.ID, env.PublicID, "net")
 		must(t, err)
-		must(t, ts.SetStateLifecycle(ctx, name, kilolock.LifecycleArchived))
+		must(t, ts.SetStateLifecycle(ctx, name, tenancy.LifecycleArchived))
 		for i := range 3 {
 			must(t, ts.AppendAudit(ctx, &kilolock.AuditEntry{Actor: "operator", Action: "test", Target: fmt.Sprint(i), From: "127.0.0.1:1", Denied: i == 1, Reason: "r\x00", RequestID: "req"}))
 		}

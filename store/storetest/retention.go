@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // retentionStore returns s as a kilolock.RetentionStore.
@@ -240,7 +241,7 @@ func testRetention(t *testing.T, open Opener) {
 		if len(marks) != 1 || marks[0].From != 1 || marks[0].To != 30 || marks[0].Versions != 30 || marks[0].PrunedBy != "ops@host" || marks[0].Policy != r.Policy {
 			t.Errorf("PrunedVersions = %+v, want one run @1-@30 by ops@host under %q", marks, r.Policy)
 		}
-		if ts, ok := s.(kilolock.TenantStore); ok {
+		if ts, ok := s.(tenancy.TenantStore); ok {
 			entries, err := ts.Audit(ctx, kilolock.AuditFilter{Limit: 100})
 			must(t, err)
 			n := 0

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testTags: a tag names one version, moves, goes, is audited with every
@@ -49,7 +50,7 @@ func testTags(t *testing.T, open Opener) {
 		t.Errorf("after unset: %+v", tags)
 	}
 	// Every change, and no refusal, is in the audit log.
-	if tn, ok := s.(kilolock.TenantStore); ok {
+	if tn, ok := s.(tenancy.TenantStore); ok {
 		entries, err := tn.Audit(ctx, kilolock.AuditFilter{})
 		if err != nil {
 			t.Fatal(err)

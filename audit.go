@@ -1,55 +1,84 @@
 package kilolock
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// The names the control plane keeps or looks up, bounded and validated
-// before they reach a store: a store would otherwise keep a 100 KB
-// workspace name, and PostgreSQL refuses a NUL byte in any text with a
-// driver error.
-const (
-	// MaxNameLength bounds a workspace's or a token's name, in characters.
-	MaxNameLength = 128
-	// MaxUserIDLength bounds a user id, in characters.
-	MaxUserIDLength = 128
-	// maxIDLength bounds an id looked up (ws_…, env_…, tok_…): generated
-	// ids have 20 characters at most.
-	maxIDLength = 64
-)
+// The audit vocabulary: who acts (Caller), what is kept of it
+// (AuditEntry), and the checks of the names and ids callers send, shared by
+// the engine and the feature packages.
 
-var userIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+:-]*$`)
+// maxIDLength bounds an id looked up (ws_…, env_…, tok_…): generated ids
+// have 20 characters at most.
+const maxIDLength = 64
 
-// validName checks the free-text name of a workspace or token: at most
-// MaxNameLength characters of valid UTF-8, without control characters,
-// without invisible characters that reorder or hide text (see
-// deceptiveRune) and without spaces around it. It returns why not, or "".
-func validName(name string) string {
-	switch {
-	case !utf8.ValidString(name):
-		return "is not valid UTF-8"
-	case utf8.RuneCountInString(name) > MaxNameLength:
-		return fmt.Sprintf("is %d characters long; the most is %d", utf8.RuneCountInString(name), MaxNameLength)
-	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return "holds a control character (a NUL, a newline, an escape…)"
-	case strings.TrimSpace(name) != name:
-		return "starts or ends with a space"
-	}
-	if i := strings.IndexFunc(name, deceptiveRune); i >= 0 {
-		c, _ := utf8.DecodeRuneInString(name[i:])
-		return "holds " + describeRune(c) + ", which changes how the text around it is shown without being seen itself"
-	}
-	return ""
+// Caller is who asks Control for a change, as its audit entry records it.
+type Caller struct {
+	// Actor is who: "operator", a token id, a user. Empty is recorded as
+	// "anonymous".
+	Actor string
+	// From is where the change came from: a remote address, a host.
+	From string
+	// RequestID ties the audit entry to a request's logs; may be empty.
+	RequestID string
 }
 
-// validText refuses text a record should not hold: control characters
+// ControlError is a control-plane request naming something that is not
+// there, or that is there already, or that a workspace's rules forbid, in
+// words for people. It wraps ErrNotFound or ErrConflict, so callers branch
+// with errors.Is; Code is stable (workspace_not_found, slug_taken,
+// last_owner, …).
+type ControlError struct {
+	Err     error // ErrNotFound or ErrConflict
+	Code    string
+	Message string
+	Hint    string
+}
+
+func (e *ControlError) Error() string { return e.Message }
+
+func (e *ControlError) Unwrap() error { return e.Err }
+
+// AuditEntry records one control-plane change or one denied request: who,
+// what, when and from where.
+type AuditEntry struct {
+	ID        int64     `json:"id"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Target    string    `json:"target"`
+	At        time.Time `json:"at"`
+	From      string    `json:"from"`
+	Denied    bool      `json:"denied"`
+	Reason    string    `json:"reason,omitempty"`
+	RequestID string    `json:"request_id,omitempty"`
+}
+
+// AuditFilter selects audit entries.
+type AuditFilter struct {
+	DeniedOnly bool
+	Limit      int // 0 or less means 100
+}
+
+// NewID returns a random identifier with prefix ("ws_", "env_", "tok_"):
+// 16 lowercase hex digits after it.
+func NewID(prefix string) string { return prefix + randomHex(8) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand panics if the OS cannot supply)
+	return hex.EncodeToString(b)
+}
+
+// ValidText refuses text a record should not hold: control characters
 // other than tab, invisible characters that reorder or hide the text
 // around them (see deceptiveRune), and more than max bytes.
-func validText(field, s string, max int) error {
+func ValidText(field, s string, max int) error {
 	if len(s) > max {
 		return &InvalidError{Code: "invalid_" + field, Message: fmt.Sprintf("%s is %d bytes; at most %d are kept", field, len(s), max), Hint: "shorten it"}
 	}
@@ -101,47 +130,6 @@ func describeRune(c rune) string {
 	return fmt.Sprintf("the invisible formatting character %U", c)
 }
 
-// ValidWorkspaceName reports whether name may name a workspace: 1 to
-// MaxNameLength characters of text (letters, spaces and punctuation in any
-// script), no control characters, no spaces around it. It returns nil or an
-// *InvalidError with code invalid_workspace.
-func ValidWorkspaceName(name string) error {
-	why := validName(name)
-	if name == "" || strings.TrimSpace(name) == "" {
-		why = "is empty"
-	}
-	if why == "" {
-		return nil
-	}
-	return &InvalidError{Code: "invalid_workspace", Message: fmt.Sprintf("the workspace name %s %s", clip(name), why),
-		Hint: fmt.Sprintf("name the workspace in 1 to %d characters of visible text, e.g. \"Acme Corp\"; type the name again rather than paste it, which may carry invisible characters", MaxNameLength)}
-}
-
-// validTokenName checks a token's optional name (code invalid_token).
-func validTokenName(name string) error {
-	if why := validName(name); why != "" {
-		return &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("the token name %s %s", clip(name), why),
-			Hint: fmt.Sprintf("name the token in at most %d characters of visible text, e.g. \"ci deploy\", or not at all", MaxNameLength)}
-	}
-	return nil
-}
-
-// ValidUserID reports whether id may name a user: 1 to MaxUserIDLength
-// letters, digits and . _ @ + : -, starting with a letter or digit (a login,
-// an email address, "github:1234"). It returns nil or an *InvalidError with
-// code invalid_member.
-func ValidUserID(id string) error {
-	if userIDRE.MatchString(id) && len(id) <= MaxUserIDLength {
-		return nil
-	}
-	msg := "a member needs a user id"
-	if id != "" {
-		msg = fmt.Sprintf("%s is not a user id", clip(id))
-	}
-	return &InvalidError{Code: "invalid_member", Message: msg,
-		Hint: fmt.Sprintf("name the user in 1 to %d letters, digits and . _ @ + : -, e.g. alice or alice@example.com", MaxUserIDLength)}
-}
-
 // ValidID checks an id to look up, what naming the kind of thing
 // ("workspace", "environment", "token"): 1 to 64 letters, digits, '_' and
 // '-'. An id of that form that names nothing is for the lookup to answer
@@ -151,7 +139,7 @@ func ValidID(what, id string) error {
 	if validID(id) {
 		return nil
 	}
-	return &InvalidError{Code: "invalid_id", Message: fmt.Sprintf("%s is not a%s %s id", clip(id), article(what), what),
+	return &InvalidError{Code: "invalid_id", Message: fmt.Sprintf("%s is not a%s %s id", Clip(id), article(what), what),
 		Hint: "ids are a prefix and 16 hex digits, e.g. ws_0123456789abcdef; kl workspace list, kl env list and kl token list show them"}
 }
 
@@ -176,9 +164,9 @@ func article(word string) string {
 	return ""
 }
 
-// clip quotes s for a message, cut to its first 40 bytes (with its length)
+// Clip quotes s for a message, cut to its first 40 bytes (with its length)
 // when longer, so that an error never echoes a huge value.
-func clip(s string) string {
+func Clip(s string) string {
 	const most = 40
 	if len(s) <= most {
 		return fmt.Sprintf("%q", s)
@@ -188,4 +176,14 @@ func clip(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// Deceptive says why name holds a character that changes how the text
+// around it is shown without being seen itself (see ValidText), or "".
+func Deceptive(name string) string {
+	if i := strings.IndexFunc(name, deceptiveRune); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(name[i:])
+		return "holds " + describeRune(c) + ", which changes how the text around it is shown without being seen itself"
+	}
+	return ""
 }

@@ -1,8 +1,10 @@
-package kilolock
+package tenancy
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/kilolock/kilolock"
 
 	"github.com/kilolock/kilolock/quota"
 )
@@ -10,7 +12,7 @@ import (
 // QuotaChange is a limit to set on a target, or to clear from it, as kl
 // quota set and PUT /v1/api/quotas name it.
 type QuotaChange struct {
-	QuotaTarget
+	kilolock.QuotaTarget
 	// Workspace, when set, is the workspace an environment target must
 	// belong to.
 	Workspace string `json:"workspace,omitempty"`
@@ -20,7 +22,7 @@ type QuotaChange struct {
 }
 
 func invalidQuota(msg string) error {
-	return &InvalidError{Code: "invalid_quota", Message: msg,
+	return &kilolock.InvalidError{Code: "invalid_quota", Message: msg,
 		Hint: "give a state (its name), an environment (env_…) or a workspace's default for its states or environments, and --soft N --hard M (0 <= soft <= hard; soft 0: none) or --unlimited; --clear to inherit again"}
 }
 
@@ -30,8 +32,8 @@ func invalidQuota(msg string) error {
 // exist (ErrNotFound); a state need not. An invalid scope, target or
 // limit is an *InvalidError (invalid_quota). It takes effect on the next
 // commit. Audited as quota.set or quota.clear, on "SCOPE TARGET (LIMIT)".
-func (c *Control) SetQuota(ctx context.Context, by Caller, ch QuotaChange) error {
-	qs, ok := c.store.(QuotaStore)
+func (c *Control) SetQuota(ctx context.Context, by kilolock.Caller, ch QuotaChange) error {
+	qs, ok := c.store.(kilolock.QuotaStore)
 	if !ok {
 		return quotasUnsupported()
 	}
@@ -55,12 +57,12 @@ func (c *Control) SetQuota(ctx context.Context, by Caller, ch QuotaChange) error
 // there.
 func (c *Control) validQuotaTarget(ctx context.Context, ch QuotaChange) error {
 	t := ch.QuotaTarget
-	if ch.Workspace != "" && t.Scope != QuotaEnvironment {
+	if ch.Workspace != "" && t.Scope != kilolock.QuotaEnvironment {
 		return invalidQuota("a workspace is given with an environment target only")
 	}
 	switch t.Scope {
-	case QuotaState:
-		if err := ValidStateName(t.Target); err != nil {
+	case kilolock.QuotaState:
+		if err := kilolock.ValidStateName(t.Target); err != nil {
 			return err
 		}
 		if ws, env, _, tenant := SplitTenantStateName(t.Target); tenant {
@@ -68,8 +70,8 @@ func (c *Control) validQuotaTarget(ctx context.Context, ch QuotaChange) error {
 			return err
 		}
 		return LocalStateName(t.Target)
-	case QuotaEnvironment:
-		if err := ValidID("environment", t.Target); err != nil {
+	case kilolock.QuotaEnvironment:
+		if err := kilolock.ValidID("environment", t.Target); err != nil {
 			return err
 		}
 		e, err := c.store.Environment(ctx, t.Target)
@@ -77,48 +79,48 @@ func (c *Control) validQuotaTarget(ctx context.Context, ch QuotaChange) error {
 			return environmentNotFound(err, t.Target)
 		}
 		if ch.Workspace != "" && e.WorkspaceID != ch.Workspace {
-			return environmentNotFound(fmt.Errorf("environment %q in workspace %q: %w", t.Target, ch.Workspace, ErrNotFound), t.Target)
+			return environmentNotFound(fmt.Errorf("environment %q in workspace %q: %w", t.Target, ch.Workspace, kilolock.ErrNotFound), t.Target)
 		}
 		return nil
-	case QuotaWorkspaceStates, QuotaWorkspaceEnvironments:
-		if err := ValidID("workspace", t.Target); err != nil {
+	case kilolock.QuotaWorkspaceStates, kilolock.QuotaWorkspaceEnvironments:
+		if err := kilolock.ValidID("workspace", t.Target); err != nil {
 			return err
 		}
 		_, err := c.store.Workspace(ctx, t.Target)
 		return workspaceNotFound(err, t.Target)
 	}
-	return invalidQuota(fmt.Sprintf("%s is not a quota scope: use state, environment, workspace_states or workspace_environments", clip(string(t.Scope))))
+	return invalidQuota(fmt.Sprintf("%s is not a quota scope: use state, environment, workspace_states or workspace_environments", kilolock.Clip(string(t.Scope))))
 }
 
 // environmentOf returns environment env of workspace ws. ErrNotFound when
 // there is none.
 func (c *Control) environmentOf(ctx context.Context, ws, env string) (*Environment, error) {
-	if err := ValidID("workspace", ws); err != nil {
+	if err := kilolock.ValidID("workspace", ws); err != nil {
 		return nil, err
 	}
-	if err := ValidID("environment", env); err != nil {
+	if err := kilolock.ValidID("environment", env); err != nil {
 		return nil, err
 	}
 	e, err := c.store.Environment(ctx, env)
 	if err == nil && e.WorkspaceID != ws {
-		err = fmt.Errorf("environment %q in workspace %q: %w", env, ws, ErrNotFound)
+		err = fmt.Errorf("environment %q in workspace %q: %w", env, ws, kilolock.ErrNotFound)
 	}
 	if err != nil {
-		return nil, explain(err, ErrNotFound, "environment_not_found", fmt.Sprintf("workspace %s has no environment %q", ws, env), "use the environment's public id (env_…); kl env list --workspace "+ws+" shows them")
+		return nil, explain(err, kilolock.ErrNotFound, "environment_not_found", fmt.Sprintf("workspace %s has no environment %q", ws, env), "use the environment's public id (env_…); kl env list --workspace "+ws+" shows them")
 	}
 	return e, nil
 }
 
-// quotasUnsupported is the answer of a store that keeps no quotas.
-func quotasUnsupported() error {
-	return &InvalidError{Code: "quotas_unsupported", Message: "this store keeps no quotas", Hint: "use the SQLite or PostgreSQL store"}
-}
-
 // Quotas lists the limits set, by scope and target.
-func (c *Control) Quotas(ctx context.Context) ([]QuotaSetting, error) {
-	qs, ok := c.store.(QuotaStore)
+func (c *Control) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
+	qs, ok := c.store.(kilolock.QuotaStore)
 	if !ok {
 		return nil, quotasUnsupported()
 	}
 	return qs.Quotas(ctx)
+}
+
+// quotasUnsupported is the answer of a store that keeps no quotas.
+func quotasUnsupported() error {
+	return &kilolock.InvalidError{Code: "quotas_unsupported", Message: "this store keeps no quotas", Hint: "use the SQLite or PostgreSQL store"}
 }

@@ -1,4 +1,4 @@
-package kilolock
+package tenancy
 
 import (
 	"context"
@@ -7,18 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Caller is who asks Control for a change, as its audit entry records it.
-type Caller struct {
-	// Actor is who: "operator", a token id, a user. Empty is recorded as
-	// "anonymous".
-	Actor string
-	// From is where the change came from: a remote address, a host.
-	From string
-	// RequestID ties the audit entry to a request's logs; may be empty.
-	RequestID string
-}
+	"github.com/kilolock/kilolock"
+)
 
 // Control is the control plane of the authenticated lane on a
 // TenantStore: workspaces and their lifecycle, environments, members,
@@ -42,36 +33,21 @@ type Control struct {
 	store TenantStore
 }
 
-// ControlError is a control-plane request naming something that is not
-// there, or that is there already, or that a workspace's rules forbid, in
-// words for people. It wraps ErrNotFound or ErrConflict, so callers branch
-// with errors.Is; Code is stable (workspace_not_found, slug_taken,
-// last_owner, …).
-type ControlError struct {
-	Err     error // ErrNotFound or ErrConflict
-	Code    string
-	Message string
-	Hint    string
-}
-
-func (e *ControlError) Error() string { return e.Message }
-func (e *ControlError) Unwrap() error { return e.Err }
-
 // explain turns a store's err into a *ControlError when it is (wraps) want;
 // other errors are returned as they are.
 func explain(err, want error, code, message, hint string) error {
 	if err != nil && errors.Is(err, want) {
-		return &ControlError{Err: want, Code: code, Message: message, Hint: hint}
+		return &kilolock.ControlError{Err: want, Code: code, Message: message, Hint: hint}
 	}
 	return err
 }
 
 func workspaceNotFound(err error, id string) error {
-	return explain(err, ErrNotFound, "workspace_not_found", fmt.Sprintf("there is no workspace %q", id), "kl workspace list shows the workspaces")
+	return explain(err, kilolock.ErrNotFound, "workspace_not_found", fmt.Sprintf("there is no workspace %q", id), "kl workspace list shows the workspaces")
 }
 
 func environmentNotFound(err error, id string) error {
-	return explain(err, ErrNotFound, "environment_not_found", fmt.Sprintf("there is no environment %q", id), "use the environment's public id (env_…); kl env list --workspace WS shows them")
+	return explain(err, kilolock.ErrNotFound, "environment_not_found", fmt.Sprintf("there is no environment %q", id), "use the environment's public id (env_…); kl env list --workspace WS shows them")
 }
 
 // NewControl returns a Control over s.
@@ -79,12 +55,12 @@ func NewControl(s TenantStore) *Control { return &Control{store: s} }
 
 // audit records the change action on target, made by by. It runs even when
 // ctx is cancelled: the change is made and must not go unrecorded.
-func (c *Control) audit(ctx context.Context, by Caller, action, target string) error {
+func (c *Control) audit(ctx context.Context, by kilolock.Caller, action, target string) error {
 	actor := by.Actor
 	if actor == "" {
 		actor = "anonymous"
 	}
-	e := &AuditEntry{Actor: actor, Action: action, Target: target, From: by.From, RequestID: by.RequestID}
+	e := &kilolock.AuditEntry{Actor: actor, Action: action, Target: target, From: by.From, RequestID: by.RequestID}
 	if err := c.store.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
 		return fmt.Errorf("audit %s: %w", action, err)
 	}
@@ -94,15 +70,15 @@ func (c *Control) audit(ctx context.Context, by Caller, action, target string) e
 // CreateWorkspace creates a workspace of kind (WorkspaceOrganization when
 // empty) and, when owner is not empty, makes owner its owner. Audited as
 // workspace.create.
-func (c *Control) CreateWorkspace(ctx context.Context, by Caller, name string, kind WorkspaceKind, owner string) (*Workspace, error) {
+func (c *Control) CreateWorkspace(ctx context.Context, by kilolock.Caller, name string, kind WorkspaceKind, owner string) (*Workspace, error) {
 	if kind == "" {
 		kind = WorkspaceOrganization
 	}
 	if name == "" || (kind != WorkspacePersonal && kind != WorkspaceOrganization) {
-		return nil, &InvalidError{Code: "invalid_workspace", Message: "a workspace needs a name and a kind of personal or organization", Hint: `send {"name": "acme", "kind": "organization", "owner": "alice"}`}
+		return nil, &kilolock.InvalidError{Code: "invalid_workspace", Message: "a workspace needs a name and a kind of personal or organization", Hint: `send {"name": "acme", "kind": "organization", "owner": "alice"}`}
 	}
 	if kind == WorkspacePersonal && owner == "" {
-		return nil, &InvalidError{Code: "invalid_workspace", Message: "a personal workspace needs its owner", Hint: `send {"name": "alice", "kind": "personal", "owner": "alice"}`}
+		return nil, &kilolock.InvalidError{Code: "invalid_workspace", Message: "a personal workspace needs its owner", Hint: `send {"name": "alice", "kind": "personal", "owner": "alice"}`}
 	}
 	if err := ValidWorkspaceName(name); err != nil {
 		return nil, err
@@ -112,7 +88,7 @@ func (c *Control) CreateWorkspace(ctx context.Context, by Caller, name string, k
 			return nil, err
 		}
 	}
-	ws := &Workspace{ID: NewID("ws_"), Name: name, Kind: kind}
+	ws := &Workspace{ID: kilolock.NewID("ws_"), Name: name, Kind: kind}
 	if err := c.store.CreateWorkspace(ctx, ws); err != nil {
 		return nil, err
 	}
@@ -132,18 +108,18 @@ func (c *Control) Workspaces(ctx context.Context) ([]Workspace, error) {
 // SuspendWorkspace suspends a workspace: its states refuse writes and locks
 // until it is resumed. It returns the workspace as it now is; ErrNotFound
 // when missing. Audited as workspace.suspend.
-func (c *Control) SuspendWorkspace(ctx context.Context, by Caller, id string) (*Workspace, error) {
+func (c *Control) SuspendWorkspace(ctx context.Context, by kilolock.Caller, id string) (*Workspace, error) {
 	return c.setWorkspaceLifecycle(ctx, by, id, LifecycleSuspended, "workspace.suspend")
 }
 
 // ResumeWorkspace resumes a suspended workspace. It returns the workspace
 // as it now is; ErrNotFound when missing. Audited as workspace.resume.
-func (c *Control) ResumeWorkspace(ctx context.Context, by Caller, id string) (*Workspace, error) {
+func (c *Control) ResumeWorkspace(ctx context.Context, by kilolock.Caller, id string) (*Workspace, error) {
 	return c.setWorkspaceLifecycle(ctx, by, id, LifecycleActive, "workspace.resume")
 }
 
-func (c *Control) setWorkspaceLifecycle(ctx context.Context, by Caller, id string, l Lifecycle, action string) (*Workspace, error) {
-	if err := ValidID("workspace", id); err != nil {
+func (c *Control) setWorkspaceLifecycle(ctx context.Context, by kilolock.Caller, id string, l Lifecycle, action string) (*Workspace, error) {
+	if err := kilolock.ValidID("workspace", id); err != nil {
 		return nil, err
 	}
 	if err := c.store.SetWorkspaceLifecycle(ctx, id, l); err != nil {
@@ -160,17 +136,17 @@ func (c *Control) setWorkspaceLifecycle(ctx context.Context, by Caller, id strin
 // workspaceID. The slug follows the rules of state names (invalid_slug).
 // ErrNotFound when the workspace is missing, ErrConflict when the slug is
 // taken in it. Audited as environment.create.
-func (c *Control) CreateEnvironment(ctx context.Context, by Caller, workspaceID, slug string) (*Environment, error) {
-	if ValidStateName(slug) != nil || strings.HasPrefix(slug, "env_") {
-		return nil, &InvalidError{Code: "invalid_slug", Message: fmt.Sprintf("%s is not a valid environment slug", clip(slug)), Hint: "use 1 to 128 letters, digits, '.', '-' or '_', not starting with env_ (the prefix of public ids)"}
+func (c *Control) CreateEnvironment(ctx context.Context, by kilolock.Caller, workspaceID, slug string) (*Environment, error) {
+	if kilolock.ValidStateName(slug) != nil || strings.HasPrefix(slug, "env_") {
+		return nil, &kilolock.InvalidError{Code: "invalid_slug", Message: fmt.Sprintf("%s is not a valid environment slug", kilolock.Clip(slug)), Hint: "use 1 to 128 letters, digits, '.', '-' or '_', not starting with env_ (the prefix of public ids)"}
 	}
-	if err := ValidID("workspace", workspaceID); err != nil {
+	if err := kilolock.ValidID("workspace", workspaceID); err != nil {
 		return nil, err
 	}
-	e := &Environment{PublicID: NewID("env_"), Slug: slug, WorkspaceID: workspaceID}
+	e := &Environment{PublicID: kilolock.NewID("env_"), Slug: slug, WorkspaceID: workspaceID}
 	if err := c.store.CreateEnvironment(ctx, e); err != nil {
 		err = workspaceNotFound(err, workspaceID)
-		return nil, explain(err, ErrConflict, "slug_taken", fmt.Sprintf("workspace %s already has an environment %q", workspaceID, slug), "pick another slug; kl env list --workspace "+workspaceID+" shows the taken ones")
+		return nil, explain(err, kilolock.ErrConflict, "slug_taken", fmt.Sprintf("workspace %s already has an environment %q", workspaceID, slug), "pick another slug; kl env list --workspace "+workspaceID+" shows the taken ones")
 	}
 	return e, c.audit(ctx, by, "environment.create", e.PublicID)
 }
@@ -178,7 +154,7 @@ func (c *Control) CreateEnvironment(ctx context.Context, by Caller, workspaceID,
 // Environments lists a workspace's environments by slug. ErrNotFound when
 // the workspace is missing.
 func (c *Control) Environments(ctx context.Context, workspaceID string) ([]Environment, error) {
-	if err := ValidID("workspace", workspaceID); err != nil {
+	if err := kilolock.ValidID("workspace", workspaceID); err != nil {
 		return nil, err
 	}
 	if _, err := c.store.Workspace(ctx, workspaceID); err != nil {
@@ -200,9 +176,9 @@ type EnvironmentConfig struct {
 // of workspace workspaceID and returns the environment. ErrNotFound when the
 // environment is missing or not the workspace's; an *InvalidError
 // (no_setting) when cfg sets nothing. Audited as environment.config.
-func (c *Control) ConfigureEnvironment(ctx context.Context, by Caller, workspaceID, envID string, cfg EnvironmentConfig) (*Environment, error) {
+func (c *Control) ConfigureEnvironment(ctx context.Context, by kilolock.Caller, workspaceID, envID string, cfg EnvironmentConfig) (*Environment, error) {
 	if cfg.RequireClientEncryption == nil {
-		return nil, &InvalidError{Code: "no_setting", Message: "the request changes no setting of the environment", Hint: `send {"require_client_encryption": true} (or false)`}
+		return nil, &kilolock.InvalidError{Code: "no_setting", Message: "the request changes no setting of the environment", Hint: `send {"require_client_encryption": true} (or false)`}
 	}
 	env, err := c.environmentOf(ctx, workspaceID, envID)
 	if err != nil {
@@ -219,13 +195,13 @@ func (c *Control) ConfigureEnvironment(ctx context.Context, by Caller, workspace
 // (RoleMember when empty), or changes the role of a member. ErrNotFound
 // when the workspace is missing. Audited as member.add, on
 // "WORKSPACE/USER".
-func (c *Control) PutMember(ctx context.Context, by Caller, workspaceID, userID string, role Role) (Member, error) {
+func (c *Control) PutMember(ctx context.Context, by kilolock.Caller, workspaceID, userID string, role Role) (Member, error) {
 	switch role {
 	case "":
 		role = RoleMember
 	case RoleOwner, RoleAdmin, RoleMember:
 	default:
-		return Member{}, &InvalidError{Code: "invalid_role", Message: fmt.Sprintf("unknown role %q", role), Hint: "use owner, admin or member"}
+		return Member{}, &kilolock.InvalidError{Code: "invalid_role", Message: fmt.Sprintf("unknown role %q", role), Hint: "use owner, admin or member"}
 	}
 	if err := ValidUserID(userID); err != nil {
 		return Member{}, err
@@ -243,7 +219,7 @@ func (c *Control) PutMember(ctx context.Context, by Caller, workspaceID, userID 
 // RemoveMember removes userID from workspace workspaceID: the user's
 // personal access tokens stop reaching it at once. ErrNotFound when the
 // user is not a member. Audited as member.remove, on "WORKSPACE/USER".
-func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, userID string) error {
+func (c *Control) RemoveMember(ctx context.Context, by kilolock.Caller, workspaceID, userID string) error {
 	if err := ValidUserID(userID); err != nil {
 		return err
 	}
@@ -251,7 +227,7 @@ func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, user
 		return err
 	}
 	if err := c.store.RemoveMember(ctx, workspaceID, userID); err != nil {
-		return explain(err, ErrNotFound, "member_not_found", fmt.Sprintf("%s is not a member of workspace %s", userID, workspaceID), "kl member list "+workspaceID+" shows the members")
+		return explain(err, kilolock.ErrNotFound, "member_not_found", fmt.Sprintf("%s is not a member of workspace %s", userID, workspaceID), "kl member list "+workspaceID+" shows the members")
 	}
 	return c.audit(ctx, by, "member.remove", workspaceID+"/"+userID)
 }
@@ -260,7 +236,7 @@ func (c *Control) RemoveMember(ctx context.Context, by Caller, workspaceID, user
 // role (removing userID when role is ""): a personal workspace has one
 // member, its owner; an organization keeps at least one owner.
 func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, role Role) error {
-	if err := ValidID("workspace", workspaceID); err != nil {
+	if err := kilolock.ValidID("workspace", workspaceID); err != nil {
 		return err
 	}
 	ws, err := c.store.Workspace(ctx, workspaceID)
@@ -280,11 +256,11 @@ func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, 
 	}
 	switch {
 	case ws.Kind == WorkspacePersonal && (role != RoleOwner || (owners > 0 && !isOwner)):
-		return &ControlError{Err: ErrConflict, Code: "personal_workspace",
+		return &kilolock.ControlError{Err: kilolock.ErrConflict, Code: "personal_workspace",
 			Message: fmt.Sprintf("workspace %s is personal: its one member is its owner", workspaceID),
 			Hint:    "share environments from an organization workspace (kl workspace create NAME --kind organization)"}
 	case isOwner && owners == 1 && role != RoleOwner:
-		return &ControlError{Err: ErrConflict, Code: "last_owner",
+		return &kilolock.ControlError{Err: kilolock.ErrConflict, Code: "last_owner",
 			Message: fmt.Sprintf("%s is the last owner of workspace %s", userID, workspaceID),
 			Hint:    "make another member an owner first (kl member add --workspace " + workspaceID + " USER --role owner)"}
 	}
@@ -294,7 +270,7 @@ func (c *Control) checkMembers(ctx context.Context, workspaceID, userID string, 
 // Members lists a workspace's members by user id (empty when the workspace
 // is missing).
 func (c *Control) Members(ctx context.Context, workspaceID string) ([]Member, error) {
-	if err := ValidID("workspace", workspaceID); err != nil {
+	if err := kilolock.ValidID("workspace", workspaceID); err != nil {
 		return nil, err
 	}
 	return c.store.Members(ctx, workspaceID)
@@ -325,7 +301,7 @@ const MaxTokenLifetime = 3650 * 24 * time.Hour
 // errLifetimeTooLong refuses a lifetime past MaxTokenLifetime, given as
 // what.
 func errLifetimeTooLong(what string) error {
-	return &InvalidError{Code: "invalid_token",
+	return &kilolock.InvalidError{Code: "invalid_token",
 		Message: fmt.Sprintf("a token lifetime of %s is longer than the maximum of 3650 days (10 years)", what),
 		Hint:    "give at most 3650d (87600h), or no lifetime for a token that does not expire"}
 }
@@ -354,7 +330,7 @@ func ParseExpiry(s string) (time.Duration, error) {
 		return 0, errLifetimeTooLong(s)
 	}
 	if err != nil || d <= 0 {
-		return 0, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%q is not a token lifetime", s), Hint: "give a positive duration: 90d, 720h, 30m"}
+		return 0, &kilolock.InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%q is not a token lifetime", s), Hint: "give a positive duration: 90d, 720h, 30m"}
 	}
 	if d > MaxTokenLifetime {
 		return 0, errLifetimeTooLong(s)
@@ -367,9 +343,9 @@ func ParseExpiry(s string) (time.Duration, error) {
 // its kind is invalid_token (operator tokens are not issued here);
 // ErrNotFound when an automation token's environment is missing. Audited
 // as token.issue.
-func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (tok *Token, secret string, err error) {
+func (c *Control) IssueToken(ctx context.Context, by kilolock.Caller, req TokenRequest) (tok *Token, secret string, err error) {
 	invalid := func(msg string) error {
-		return &InvalidError{Code: "invalid_token", Message: msg, Hint: `send {"kind": "automation", "environment_id": "env_…", "scope": "read-write"} (or "read", or "outputs") or {"kind": "personal", "user_id": "alice"}`}
+		return &kilolock.InvalidError{Code: "invalid_token", Message: msg, Hint: `send {"kind": "automation", "environment_id": "env_…", "scope": "read-write"} (or "read", or "outputs") or {"kind": "personal", "user_id": "alice"}`}
 	}
 	switch req.Kind {
 	case TokenAutomation:
@@ -384,7 +360,7 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 			return nil, "", invalid("a personal access token needs a user_id; its access comes from grants")
 		}
 	default:
-		return nil, "", invalid(fmt.Sprintf("kind %s: want automation or personal", clip(string(req.Kind))))
+		return nil, "", invalid(fmt.Sprintf("kind %s: want automation or personal", kilolock.Clip(string(req.Kind))))
 	}
 	if err := validTokenName(req.Name); err != nil {
 		return nil, "", err
@@ -395,7 +371,7 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 		}
 	}
 	if req.EnvironmentID != "" {
-		if err := ValidID("environment", req.EnvironmentID); err != nil {
+		if err := kilolock.ValidID("environment", req.EnvironmentID); err != nil {
 			return nil, "", err
 		}
 	}
@@ -423,15 +399,15 @@ func (c *Control) IssueToken(ctx context.Context, by Caller, req TokenRequest) (
 // secrets are not kept, so not listed.
 func (c *Control) Tokens(ctx context.Context, kind TokenKind) ([]Token, error) {
 	if kind != "" && kind.Prefix() == "" {
-		return nil, &InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%s is not a kind of token", clip(string(kind))), Hint: "list kind automation, personal or operator, or every kind"}
+		return nil, &kilolock.InvalidError{Code: "invalid_token", Message: fmt.Sprintf("%s is not a kind of token", kilolock.Clip(string(kind))), Hint: "list kind automation, personal or operator, or every kind"}
 	}
 	return c.store.Tokens(ctx, kind)
 }
 
 // RevokeToken revokes a token and its grants at once. ErrNotFound when
 // missing. Audited as token.revoke.
-func (c *Control) RevokeToken(ctx context.Context, by Caller, id string) error {
-	if err := ValidID("token", id); err != nil {
+func (c *Control) RevokeToken(ctx context.Context, by kilolock.Caller, id string) error {
+	if err := kilolock.ValidID("token", id); err != nil {
 		return err
 	}
 	if err := c.store.DeleteToken(ctx, id); err != nil {
@@ -443,7 +419,7 @@ func (c *Control) RevokeToken(ctx context.Context, by Caller, id string) error {
 // AddGrant gives personal access token tokenID access to environment
 // envID; granting again changes nothing. ErrNotFound when either is
 // missing. Audited as grant.add, on "TOKEN->ENV".
-func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string) (*Grant, error) {
+func (c *Control) AddGrant(ctx context.Context, by kilolock.Caller, tokenID, envID string) (*Grant, error) {
 	if err := validGrant(tokenID, envID); err != nil {
 		return nil, err
 	}
@@ -452,8 +428,8 @@ func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string
 	}
 	g := &Grant{TokenID: tokenID, EnvironmentID: envID}
 	if err := c.store.PutGrant(ctx, g); err != nil {
-		if errors.Is(err, ErrInvalid) {
-			return nil, &InvalidError{Code: "grant_needs_pat", Message: fmt.Sprintf("token %s is not a personal access token: only PATs take grants", tokenID),
+		if errors.Is(err, kilolock.ErrInvalid) {
+			return nil, &kilolock.InvalidError{Code: "grant_needs_pat", Message: fmt.Sprintf("token %s is not a personal access token: only PATs take grants", tokenID),
 				Hint: "an automation token reaches its own environment; issue a PAT (kl pat create USER) and grant that"}
 		}
 		return nil, tokenNotFound(err, tokenID)
@@ -463,12 +439,12 @@ func (c *Control) AddGrant(ctx context.Context, by Caller, tokenID, envID string
 
 // RevokeGrant takes a grant away. ErrNotFound when there is none. Audited
 // as grant.revoke, on "TOKEN->ENV".
-func (c *Control) RevokeGrant(ctx context.Context, by Caller, tokenID, envID string) error {
+func (c *Control) RevokeGrant(ctx context.Context, by kilolock.Caller, tokenID, envID string) error {
 	if err := validGrant(tokenID, envID); err != nil {
 		return err
 	}
 	if err := c.store.DeleteGrant(ctx, tokenID, envID); err != nil {
-		return explain(err, ErrNotFound, "grant_not_found", fmt.Sprintf("token %s has no grant to environment %s", tokenID, envID), "kl grant list "+tokenID+" shows its grants")
+		return explain(err, kilolock.ErrNotFound, "grant_not_found", fmt.Sprintf("token %s has no grant to environment %s", tokenID, envID), "kl grant list "+tokenID+" shows its grants")
 	}
 	return c.audit(ctx, by, "grant.revoke", tokenID+"->"+envID)
 }
@@ -476,7 +452,7 @@ func (c *Control) RevokeGrant(ctx context.Context, by Caller, tokenID, envID str
 // Grants lists a token's grants (every grant when tokenID is empty).
 func (c *Control) Grants(ctx context.Context, tokenID string) ([]Grant, error) {
 	if tokenID != "" {
-		if err := ValidID("token", tokenID); err != nil {
+		if err := kilolock.ValidID("token", tokenID); err != nil {
 			return nil, err
 		}
 	}
@@ -485,10 +461,10 @@ func (c *Control) Grants(ctx context.Context, tokenID string) ([]Grant, error) {
 
 // validGrant checks the two ids of a grant.
 func validGrant(tokenID, envID string) error {
-	if err := ValidID("token", tokenID); err != nil {
+	if err := kilolock.ValidID("token", tokenID); err != nil {
 		return err
 	}
-	return ValidID("environment", envID)
+	return kilolock.ValidID("environment", envID)
 }
 
 // ArchiveState archives state of environment envID in workspace
@@ -496,7 +472,7 @@ func validGrant(tokenID, envID string) error {
 // yet. ErrNotFound when the environment is missing or not the workspace's.
 // Audited as state.archive, on the state's internal name
 // (TenantStateName).
-func (c *Control) ArchiveState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
+func (c *Control) ArchiveState(ctx context.Context, by kilolock.Caller, workspaceID, envID, state string) error {
 	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleArchived, "state.archive")
 }
 
@@ -504,11 +480,11 @@ func (c *Control) ArchiveState(ctx context.Context, by Caller, workspaceID, envI
 // Refused with a *QuotaError (Restore set; 403 quota_exceeded) when the
 // state's managed instances would grow its environment past a hard
 // limit: the state stays archived. Audited as state.restore.
-func (c *Control) RestoreState(ctx context.Context, by Caller, workspaceID, envID, state string) error {
+func (c *Control) RestoreState(ctx context.Context, by kilolock.Caller, workspaceID, envID, state string) error {
 	return c.setStateLifecycle(ctx, by, workspaceID, envID, state, LifecycleActive, "state.restore")
 }
 
-func (c *Control) setStateLifecycle(ctx context.Context, by Caller, workspaceID, envID, state string, l Lifecycle, action string) error {
+func (c *Control) setStateLifecycle(ctx context.Context, by kilolock.Caller, workspaceID, envID, state string, l Lifecycle, action string) error {
 	env, err := c.environmentOf(ctx, workspaceID, envID)
 	if err != nil {
 		return err
@@ -524,11 +500,11 @@ func (c *Control) setStateLifecycle(ctx context.Context, by Caller, workspaceID,
 }
 
 func tokenNotFound(err error, id string) error {
-	return explain(err, ErrNotFound, "token_not_found", fmt.Sprintf("there is no token %q (never issued, or revoked)", id), "kl token list and kl pat list show the tokens")
+	return explain(err, kilolock.ErrNotFound, "token_not_found", fmt.Sprintf("there is no token %q (never issued, or revoked)", id), "kl token list and kl pat list show the tokens")
 }
 
 // Audit lists the audit log, newest first, as f selects.
-func (c *Control) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (c *Control) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
 	return c.store.Audit(ctx, f)
 }
 

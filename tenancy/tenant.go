@@ -1,4 +1,4 @@
-package kilolock
+package tenancy
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kilolock/kilolock"
 )
 
 // WorkspaceKind says who a workspace belongs to.
@@ -135,7 +137,7 @@ func ParseTokenHash(s string) (TokenHash, error) {
 	var h TokenHash
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != len(h) {
-		return h, fmt.Errorf("token hash %q: %w", s, ErrInvalid)
+		return h, fmt.Errorf("token hash %q: %w", s, kilolock.ErrInvalid)
 	}
 	copy(h[:], b)
 	return h, nil
@@ -165,10 +167,10 @@ func (t *Token) Expired(now time.Time) bool { return !t.Expires.IsZero() && !now
 // is shown once, to whoever asked for the token; t.Hash is what is kept.
 func NewToken(kind TokenKind) (t *Token, secret string, err error) {
 	if kind.Prefix() == "" {
-		return nil, "", &InvalidError{Code: "invalid_token_kind", Message: fmt.Sprintf("unknown token kind %q", kind), Hint: "use automation, personal or operator"}
+		return nil, "", &kilolock.InvalidError{Code: "invalid_token_kind", Message: fmt.Sprintf("unknown token kind %q", kind), Hint: "use automation, personal or operator"}
 	}
 	secret = kind.Prefix() + randomHex(32)
-	return &Token{ID: NewID("tok_"), Kind: kind, Hash: HashSecret(secret)}, secret, nil
+	return &Token{ID: kilolock.NewID("tok_"), Kind: kind, Hash: HashSecret(secret)}, secret, nil
 }
 
 // Grant gives a personal access token access to one environment.
@@ -178,36 +180,6 @@ type Grant struct {
 	Created       time.Time `json:"created"`
 }
 
-// AuditEntry records one control-plane change or one denied request: who,
-// what, when and from where.
-type AuditEntry struct {
-	ID        int64     `json:"id"`
-	Actor     string    `json:"actor"`
-	Action    string    `json:"action"`
-	Target    string    `json:"target"`
-	At        time.Time `json:"at"`
-	From      string    `json:"from"`
-	Denied    bool      `json:"denied"`
-	Reason    string    `json:"reason,omitempty"`
-	RequestID string    `json:"request_id,omitempty"`
-}
-
-// AuditFilter selects audit entries.
-type AuditFilter struct {
-	DeniedOnly bool
-	Limit      int // 0 or less means 100
-}
-
-// NewID returns a random identifier with prefix ("ws_", "env_", "tok_"):
-// 16 lowercase hex digits after it.
-func NewID(prefix string) string { return prefix + randomHex(8) }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b) // never fails (crypto/rand panics if the OS cannot supply)
-	return hex.EncodeToString(b)
-}
-
 // TenantStateName is the name under which the Engine keeps the state
 // stateName of environment envID in workspace wsID. It is the only place
 // tenant names are built. A name in the local lane that has this form is
@@ -215,13 +187,13 @@ func randomHex(n int) string {
 func TenantStateName(wsID, envID, stateName string) (string, error) {
 	name := wsID + "." + envID + "." + stateName
 	if !strings.HasPrefix(wsID, "ws_") || !strings.HasPrefix(envID, "env_") || strings.Contains(wsID+envID, ".") {
-		return "", &InvalidError{Code: "invalid_scope", Message: fmt.Sprintf("%q/%q is not a workspace and environment id", wsID, envID), Hint: "use /v1/states/ws_…/env_…/NAME"}
+		return "", &kilolock.InvalidError{Code: "invalid_scope", Message: fmt.Sprintf("%q/%q is not a workspace and environment id", wsID, envID), Hint: "use /v1/states/ws_…/env_…/NAME"}
 	}
-	if err := ValidStateName(stateName); err != nil {
+	if err := kilolock.ValidStateName(stateName); err != nil {
 		return "", err
 	}
-	if err := ValidStateName(name); err != nil {
-		return "", &InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("state name %q is too long", stateName), Hint: fmt.Sprintf("use at most %d characters", 128-len(wsID)-len(envID)-2)}
+	if err := kilolock.ValidStateName(name); err != nil {
+		return "", &kilolock.InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("state name %q is too long", stateName), Hint: fmt.Sprintf("use at most %d characters", 128-len(wsID)-len(envID)-2)}
 	}
 	return name, nil
 }
@@ -247,11 +219,11 @@ func SplitTenantStateName(name string) (wsID, envID, state string, ok bool) {
 // LocalStateName checks a name of the local lane: a valid state name that
 // cannot be taken for a tenant's internal name.
 func LocalStateName(name string) error {
-	if err := ValidStateName(name); err != nil {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return err
 	}
 	if strings.HasPrefix(name, "ws_") {
-		return &InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("%q: names starting with ws_ are reserved for workspaces", name), Hint: "pick a name that does not start with ws_"}
+		return &kilolock.InvalidError{Code: "invalid_state_name", Message: fmt.Sprintf("%q: names starting with ws_ are reserved for workspaces", name), Hint: "pick a name that does not start with ws_"}
 	}
 	return nil
 }
@@ -369,7 +341,14 @@ type TenantStore interface {
 	StateLifecycle(ctx context.Context, name string) (Lifecycle, error)
 
 	// AppendAudit stores e, setting its ID (and At when zero).
-	AppendAudit(ctx context.Context, e *AuditEntry) error
+	AppendAudit(ctx context.Context, e *kilolock.AuditEntry) error
 	// Audit lists entries newest first.
-	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand panics if the OS cannot supply)
+	return hex.EncodeToString(b)
 }
