@@ -230,11 +230,13 @@ func driftRecord(in *graph.Instance, d DriftedInstance) (*DriftRecord, error) {
 		rec.Kind = DriftDeleted
 		return rec, nil
 	}
-	changes, err := driftChanges(in.Object, d.Real, d.RealSensitive)
+	changes, err := graph.RealChanges(in.Object, d.Real, d.RealSensitive)
 	if err != nil {
 		return nil, &InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("the real object of %s: %v", in.Address(), err), Hint: "send the attributes the plan's resource_drift gives as after"}
 	}
-	rec.Changes = changes
+	for _, c := range changes {
+		rec.Changes = append(rec.Changes, DriftChange{Path: c.Path, Kind: c.Kind, Recorded: c.Before, Real: c.After})
+	}
 	return rec, nil
 }
 

@@ -56,14 +56,14 @@ type InstanceView struct {
 // InstanceDiff is an instance that differs between two versions, with the
 // attribute paths that differ.
 type InstanceDiff struct {
-	Address string            `json:"address"` // the instance ID
-	Changes []AttributeChange `json:"changes"`
+	Address string                  `json:"address"` // the instance ID
+	Changes []graph.AttributeChange `json:"changes"`
 }
 
 // OutputDiff is an output that differs between two versions.
 type OutputDiff struct {
-	Name    string            `json:"name"`
-	Changes []AttributeChange `json:"changes"`
+	Name    string                  `json:"name"`
+	Changes []graph.AttributeChange `json:"changes"`
 }
 
 // ChangeSet is what turns one version's content into another's: instance
@@ -92,13 +92,13 @@ func changeSet(a, b *graph.State) ChangeSet {
 	if len(d.Changed) > 0 {
 		ai, bi := a.Index(), b.Index()
 		for _, id := range d.Changed {
-			cs.Changed = append(cs.Changed, InstanceDiff{Address: id, Changes: diffInstances(&a.Instances[ai[id]], &b.Instances[bi[id]])})
+			cs.Changed = append(cs.Changed, InstanceDiff{Address: id, Changes: graph.InstanceChanges(&a.Instances[ai[id]], &b.Instances[bi[id]])})
 		}
 	}
 	if len(d.OutputsChanged) > 0 {
 		ao, bo := a.OutputIndex(), b.OutputIndex()
 		for _, n := range d.OutputsChanged {
-			cs.OutputsChanged = append(cs.OutputsChanged, OutputDiff{Name: n, Changes: diffOutputs(&a.Outputs[ao[n]], &b.Outputs[bo[n]])})
+			cs.OutputsChanged = append(cs.OutputsChanged, OutputDiff{Name: n, Changes: graph.OutputChanges(&a.Outputs[ao[n]], &b.Outputs[bo[n]])})
 		}
 	}
 	return cs
@@ -145,7 +145,7 @@ func (e *Engine) Show(ctx context.Context, name string, ref VersionRef) (*Versio
 		view.Instances = append(view.Instances, summarize(&g.Instances[i]))
 	}
 	for _, o := range g.Outputs {
-		view.Outputs = append(view.Outputs, OutputSummary{Name: o.Name, Sensitive: isSensitive(maskedOutput(o.Object))})
+		view.Outputs = append(view.Outputs, OutputSummary{Name: o.Name, Sensitive: graph.OutputSensitive(o.Object)})
 	}
 	return view, nil
 }
@@ -168,7 +168,7 @@ func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, 
 		return nil, fmt.Errorf("version @%d of state %s holds no instance %s (see `kl state list`): %w", d.Version.Number, name, address, ErrNotFound)
 	}
 	in := &g.Instances[i]
-	m, _, err := maskedObject(in.Object, nil)
+	m, err := graph.MaskedObject(in.Object)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", address, err)
 	}
@@ -217,7 +217,7 @@ type AddressChange struct {
 	Address string  `json:"address"` // the instance ID
 	Kind    string  `json:"kind"`    // "added", "changed" or "removed"
 	// Changes are the attribute paths that changed (Kind "changed").
-	Changes []AttributeChange `json:"changes,omitempty"`
+	Changes []graph.AttributeChange `json:"changes,omitempty"`
 }
 
 // AddressHistory lists every version that added, changed or removed the
@@ -256,7 +256,7 @@ func (e *Engine) AddressHistory(ctx context.Context, name, address string) ([]Ad
 			continue
 		}
 		if j, ok := starts[key{id, iv.ValidTo}]; ok {
-			out = append(out, AddressChange{Version: Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: diffInstances(&iv.Instance, &ivs[j].Instance)})
+			out = append(out, AddressChange{Version: Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: graph.InstanceChanges(&iv.Instance, &ivs[j].Instance)})
 			delete(starts, key{id, iv.ValidTo})
 		} else {
 			out = append(out, AddressChange{Version: Version{Number: iv.ValidTo}, Address: id, Kind: "removed"})

@@ -77,11 +77,11 @@ func (e *Engine) Search(ctx context.Context, name string, q SearchQuery) (*Searc
 // attributesContain reports whether the masked attributes of in, as JSON,
 // contain lower (lowercase).
 func attributesContain(in *graph.Instance, lower []byte) bool {
-	m, _, err := maskedObject(in.Object, nil)
+	m, err := graph.MaskedObject(in.Object)
 	if err != nil {
 		return false
 	}
-	b, err := marshalValue(m["attributes"])
+	b, err := graph.EncodeJSON(m["attributes"])
 	if err != nil {
 		return false
 	}

@@ -374,7 +374,7 @@ func rewriteObject(obj []byte, key *graph.IndexKey, deps []string) ([]byte, erro
 		}
 	}
 	if deps != nil {
-		b, err := marshalValue(deps)
+		b, err := graph.EncodeJSON(deps)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +387,7 @@ func rewriteObject(obj []byte, key *graph.IndexKey, deps []string) ([]byte, erro
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, err := marshalValue(m.name)
+		name, err := graph.EncodeJSON(m.name)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
 )
 
 // versionText names a version for people: "@3 (serial 3)".
@@ -18,7 +19,7 @@ func versionText(v *kilolock.Version) string {
 // valueText shows one attribute value: the mask as it is, anything else
 // as compact JSON.
 func valueText(v any) string {
-	if s, ok := v.(string); ok && s == kilolock.SensitiveMask {
+	if s, ok := v.(string); ok && s == graph.SensitiveMask {
 		return s
 	}
 	b, err := json.Marshal(v)
@@ -29,7 +30,7 @@ func valueText(v any) string {
 }
 
 // changeText shows one attribute change: `path: before → after`.
-func changeText(c kilolock.AttributeChange) string {
+func changeText(c graph.AttributeChange) string {
 	before, after := valueText(c.Before), valueText(c.After)
 	switch c.Kind {
 	case "added":
@@ -41,7 +42,7 @@ func changeText(c kilolock.AttributeChange) string {
 }
 
 // writeAttributeChanges writes one line per attribute change, indented.
-func writeAttributeChanges(w io.Writer, indent string, cs []kilolock.AttributeChange) {
+func writeAttributeChanges(w io.Writer, indent string, cs []graph.AttributeChange) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "%s%s\n", indent, cell(changeText(c)))
 	}

@@ -119,13 +119,13 @@ func (s *Store) prepareSeal(c *kilolock.Commit, p *kilolock.PreparedCommit) (*se
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := kilolock.MaskedInstanceObject(obj); ok {
+		if m, ok := graph.MaskedInstanceObject(obj); ok {
 			sc.masked[in.Hash] = m
 		}
 	}
 	for i := range p.OutputUpserts {
 		o := &p.OutputUpserts[i]
-		if m, ok := kilolock.MaskedOutputObject([]byte(o.Body)); ok {
+		if m, ok := graph.MaskedOutputObject([]byte(o.Body)); ok {
 			sc.masked[o.Hash] = m
 		}
 	}

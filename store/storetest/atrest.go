@@ -82,7 +82,7 @@ func testSealedDrift(t *testing.T, db AtRest) {
 	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT address, kind, changes FROM resource_drift WHERE state = 'secrets'`)
 	must(t, err)
 	view := fmt.Sprint(res.Rows)
-	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, kilolock.SensitiveMask) {
+	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, graph.SensitiveMask) {
 		t.Errorf("resource_drift = %s; want the drifted host, and the url masked", view)
 	}
 	var file bytes.Buffer
@@ -217,11 +217,11 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 		t.Fatalf("query resources = %+v, %v", res, err)
 	}
 	attrs := fmt.Sprint(res.Rows[0])
-	if !strings.Contains(attrs, host) || !strings.Contains(attrs, kilolock.SensitiveMask) || strings.Contains(attrs, password) {
+	if !strings.Contains(attrs, host) || !strings.Contains(attrs, graph.SensitiveMask) || strings.Contains(attrs, password) {
 		t.Errorf("resources.attributes = %s; want the host, and the password masked", attrs)
 	}
 	res, err = s.Query(ctx, kilolock.QueryLimits{}, `SELECT value, raw_json FROM outputs WHERE state = 'secrets' AND name = 'token'`)
-	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0]), kilolock.SensitiveMask) {
+	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0]), graph.SensitiveMask) {
 		t.Errorf("outputs.value of a sensitive output = %+v, %v; want it masked", res, err)
 	}
 

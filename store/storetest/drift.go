@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
 )
 
 // testDrift: a check's records stay open until a later check of their
@@ -30,7 +31,7 @@ func testDrift(t *testing.T, open Opener) {
 	}
 	check := &kilolock.DriftCheck{Version: 1, Actor: "alice", Drifted: []kilolock.DriftRecord{
 		{InstanceID: a.ID(), Address: a.Address(), Type: "time_rotating", Kind: kilolock.DriftChanged,
-			Changes: []kilolock.DriftChange{{Path: "id", Kind: "changed", Recorded: "a", Real: kilolock.SensitiveMask}}},
+			Changes: []kilolock.DriftChange{{Path: "id", Kind: "changed", Recorded: "a", Real: graph.SensitiveMask}}},
 		{InstanceID: b.ID(), Address: b.Address(), Type: "time_rotating", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}},
 	}}
 	must(t, ds.RecordDrift(ctx, "s", check))
@@ -69,7 +70,7 @@ func testDrift(t *testing.T, open Opener) {
 	}
 	open2(a.Address(), b.Address())
 	got, _ := ds.Drift(ctx, "s")
-	if ch := got[0].Changes; len(ch) != 1 || ch[0].Recorded != "a" || ch[0].Real != kilolock.SensitiveMask || got[0].Version != 1 || got[1].Kind != kilolock.DriftDeleted {
+	if ch := got[0].Changes; len(ch) != 1 || ch[0].Recorded != "a" || ch[0].Real != graph.SensitiveMask || got[0].Version != 1 || got[1].Kind != kilolock.DriftDeleted {
 		t.Errorf("records read back: %+v", got)
 	}
 	// A check of a alone that finds it clean closes a, not b.

@@ -1,4 +1,4 @@
-package kilolock
+package graph
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package kilolock
+package graph
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-
-	"github.com/kilolock/kilolock/graph"
 )
 
 // SensitiveMask is what stands in for a sensitive value in everything the
@@ -26,8 +24,8 @@ func maskOf(v any) masked {
 	if m, ok := v.(masked); ok {
 		return m
 	}
-	b, _ := marshalValue(v)
-	if c, err := graph.Canonical(b); err == nil {
+	b, _ := EncodeJSON(v)
+	if c, err := Canonical(b); err == nil {
 		b = c
 	}
 	return masked{digest: sha256.Sum256(b)}
@@ -62,14 +60,15 @@ func formatValue(v any) string {
 	if _, ok := v.(masked); ok {
 		return SensitiveMask
 	}
-	b, err := marshalValue(v)
+	b, err := EncodeJSON(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
 }
 
-func marshalValue(v any) ([]byte, error) {
+// EncodeJSON encodes v as JSON on one line, without escaping HTML.
+func EncodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -218,9 +217,9 @@ func stepIndex(s pathStep) (int, bool) {
 	return i, err == nil
 }
 
-// diffInstances returns the attribute-level differences between two
+// InstanceChanges returns the attribute-level differences between two
 // versions of an instance object, sensitive in either side masked in both.
-func diffInstances(a, b *graph.Instance) []AttributeChange {
+func InstanceChanges(a, b *Instance) []AttributeChange {
 	pa, pb := sensitivePaths(a.Object), sensitivePaths(b.Object)
 	ma, _, errA := maskedObject(a.Object, pb)
 	mb, _, errB := maskedObject(b.Object, pa)
@@ -236,9 +235,9 @@ func diffInstances(a, b *graph.Instance) []AttributeChange {
 	return out
 }
 
-// diffOutputs is diffInstances for output objects: a value sensitive on
+// OutputChanges is InstanceChanges for output objects: a value sensitive on
 // either side is masked on both.
-func diffOutputs(a, b *graph.Output) []AttributeChange {
+func OutputChanges(a, b *Output) []AttributeChange {
 	ma, mb := maskedOutput(a.Object), maskedOutput(b.Object)
 	if isSensitive(ma) || isSensitive(mb) {
 		ma["value"], mb["value"] = maskOf(ma["value"]), maskOf(mb["value"])
@@ -331,14 +330,114 @@ func diffValues(path string, a, b any, out *[]AttributeChange) {
 }
 
 // sameNumber reports whether a and b are numbers of one value, however
-// spelled (1 and 1.0): what Terraform compares, and graph.Equal too.
+// spelled (1 and 1.0): what Terraform compares, and Equal too.
 func sameNumber(a, b any) bool {
 	x, ok1 := a.(json.Number)
 	y, ok2 := b.(json.Number)
 	if !ok1 || !ok2 {
 		return false
 	}
-	cx, err1 := graph.Canonical([]byte(x))
-	cy, err2 := graph.Canonical([]byte(y))
+	cx, err1 := Canonical([]byte(x))
+	cy, err2 := Canonical([]byte(y))
 	return err1 == nil && err2 == nil && bytes.Equal(cx, cy)
 }
+
+// RealChanges compares the attributes of a recorded instance object with
+// the real ones a refresh read (realSensitive: terraform-json's
+// after_sensitive for them), masked as the clear copy of an instance is
+// (MaskedInstanceObject), since a record is kept in the clear whatever the
+// store seals: a value sensitive in the record or in the real object is
+// SensitiveMask on both sides, and so is every value holding one (a
+// connection string that embeds a password, terraform_data's output
+// repeating its sensitive input). A masked value shows as changed only
+// when it did change.
+func RealChanges(recorded, real, realSensitive json.RawMessage) ([]AttributeChange, error) {
+	recAttrs, recOrig, err := decodeTwice(recorded)
+	if err != nil {
+		return nil, err
+	}
+	rec, ok := recAttrs.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("instance object is not a JSON object")
+	}
+	realAttrs, realOrig, err := decodeTwice(real)
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if _, ok := realAttrs.(map[string]any); !ok {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	before, after := rec["attributes"], realAttrs
+	if _, marks := MaskedInstanceObject(recorded); marks && sensitivePaths(recorded) == nil {
+		// Marks in an encoding this program cannot read: every
+		// attribute is masked, as in the clear copy.
+		before, after = maskOf(before), maskOf(after)
+	} else {
+		paths := append(sensitivePaths(recorded), sensitiveTreePaths(realSensitive)...)
+		var recSecrets, realSecrets []any
+		before, recSecrets = maskMarked(before, recOrig.(map[string]any)["attributes"], paths)
+		after, realSecrets = maskMarked(after, realOrig, paths)
+		secrets := append(recSecrets, realSecrets...)
+		before, after = maskHolding(before, secrets), maskHolding(after, secrets)
+	}
+	var diffs []AttributeChange
+	diffValues("", before, after, &diffs)
+	return diffs, nil
+}
+
+// decodeTwice decodes b twice: a value to mask, and a copy to read the
+// secrets from.
+func decodeTwice(b []byte) (any, any, error) {
+	v, err := decodeJSON(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	orig, _ := decodeJSON(b)
+	return v, orig, nil
+}
+
+// sensitiveTreePaths turns terraform-json's sensitivity tree (true where a
+// value is sensitive, objects and lists of such trees around it) into the
+// cty paths of sensitive_attributes.
+func sensitiveTreePaths(tree json.RawMessage) [][]pathStep {
+	if len(tree) == 0 {
+		return nil
+	}
+	v, err := decodeJSON(tree)
+	if err != nil {
+		return nil
+	}
+	var out [][]pathStep
+	var walk func(v any, at []pathStep)
+	walk = func(v any, at []pathStep) {
+		switch v := v.(type) {
+		case bool:
+			if v {
+				out = append(out, append([]pathStep(nil), at...))
+			}
+		case map[string]any:
+			for k, x := range v {
+				key, _ := json.Marshal(k)
+				walk(x, append(at, pathStep{Type: "get_attr", Value: key}))
+			}
+		case []any:
+			for i, x := range v {
+				idx := json.RawMessage(`{"value":` + strconv.Itoa(i) + `,"type":"number"}`)
+				walk(x, append(at, pathStep{Type: "index", Value: idx}))
+			}
+		}
+	}
+	walk(v, nil)
+	return out
+}
+
+// MaskedObject decodes an instance object with every value its
+// sensitive_attributes name, and its private blob, replaced by
+// SensitiveMask: what the Engine shows of it.
+func MaskedObject(obj []byte) (map[string]any, error) {
+	m, _, err := maskedObject(obj, nil)
+	return m, err
+}
+
+// OutputSensitive reports whether an output object is marked sensitive.
+func OutputSensitive(obj []byte) bool { return isSensitive(maskedOutput(obj)) }
