@@ -29,6 +29,14 @@ type Caller struct {
 	RequestID string
 }
 
+// Who is who c is, as the audit log records it: Actor, or "anonymous".
+func (c Caller) Who() string {
+	if c.Actor == "" {
+		return "anonymous"
+	}
+	return c.Actor
+}
+
 // ControlError is a control-plane request naming something that is not
 // there, or that is there already, or that a workspace's rules forbid, in
 // words for people. It wraps ErrNotFound or ErrConflict, so callers branch

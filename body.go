@@ -249,8 +249,8 @@ func (b *Body) Bytes() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// equals reports whether doc, in memory, is exactly the document.
-func (b *Body) equals(doc []byte) bool {
+// Equal reports whether doc, in memory, is exactly the document.
+func (b *Body) Equal(doc []byte) bool {
 	return b.same(doc, func() uint64 { return sumOf(doc) }, bytes.NewReader(doc))
 }
 

@@ -193,3 +193,10 @@ func DecodeAddresses(stored string) ([]string, error) {
 	}
 	return nonNilStrings(a), nil
 }
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -178,7 +179,7 @@ func TestEngineQuota(t *testing.T) {
 			if _, err := e.Write(ctx, state, tfstate(t, true, 3, "lin", "a"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Rollback(ctx, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.RollbackOptions{Actor: "carol"}); err != nil {
+			if _, err := history.Rollback(ctx, e, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{Actor: "carol"}); err != nil {
 				t.Errorf("a rollback to 3 managed: %v", err)
 			}
 			if _, err := e.Write(ctx, state, tfstate(t, true, 5, "lin", "a"), kilolock.WriteOptions{}); err != nil {
@@ -187,7 +188,7 @@ func TestEngineQuota(t *testing.T) {
 			if err := tenancy.NewControl(e.Store().(tenancy.TenantStore)).SetQuota(ctx, kilolock.Caller{}, tenancy.QuotaChange{QuotaTarget: kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: state}, Limit: &quota.Limit{Hard: 2}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Rollback(ctx, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.RollbackOptions{Actor: "carol"}); !errors.As(err, &qe) || qe.Refused.From != kilolock.LimitFromState {
+			if _, err := history.Rollback(ctx, e, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{Actor: "carol"}); !errors.As(err, &qe) || qe.Refused.From != kilolock.LimitFromState {
 				t.Errorf("a rollback past the state's own limit of 2 = %v, want a QuotaError", err)
 			}
 		})

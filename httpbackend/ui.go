@@ -1,10 +1,14 @@
 package httpbackend
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/history"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
@@ -14,7 +18,14 @@ import (
 // uiRoutes mounts the read-only web view at /ui/: in AuthToken mode it
 // sees what the authenticated lane lets a token read, decided by decide.
 func (h *Handler) uiRoutes() {
-	o := webui.Options{Describe: h.describe, Extras: webui.Extras{DriftCounts: h.engine.DriftCounts, Tags: h.engine.TagsByVersion}, PublicURL: h.publicURL}
+	o := webui.Options{Describe: h.describe, Extras: webui.Extras{
+		DriftCounts: func(ctx context.Context, names []string) (map[string]int, error) {
+			return drift.DriftCounts(ctx, h.engine, names)
+		},
+		Tags: func(ctx context.Context, name string) (map[int64][]string, error) {
+			return history.TagsByVersion(ctx, h.engine, name)
+		},
+	}, PublicURL: h.publicURL}
 	if h.auth == AuthToken {
 		o.Gate = uiGate{h}
 	}

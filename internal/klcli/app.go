@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/buildinfo"
 	"github.com/kilolock/kilolock/internal/progress"
 )
@@ -449,7 +450,7 @@ func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, c.Version) })
 	}
-	cone, err := kilolock.ParseSliceCone(c.Cone)
+	cone, err := history.ParseSliceCone(c.Cone)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 // versionText names a version for people: "@3 (serial 3)".
@@ -61,7 +62,7 @@ var (
 // writeChangeSet writes a change set: "+ ID" added, "~ ID" changed (with
 // its attribute paths), "- ID" removed, the same for outputs, then the
 // counts.
-func writeChangeSet(w io.Writer, cs *kilolock.ChangeSet, verbs changeVerbs) {
+func writeChangeSet(w io.Writer, cs *history.ChangeSet, verbs changeVerbs) {
 	if cs.Empty() {
 		fmt.Fprintln(w, "No changes.")
 		return
@@ -123,9 +124,9 @@ func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRe
 
 // AddressHistoryJSON is the JSON output of AddressHistory.
 type AddressHistoryJSON struct {
-	State   string                   `json:"state"`
-	Address string                   `json:"address"`
-	Changes []kilolock.AddressChange `json:"changes"`
+	State   string                  `json:"state"`
+	Address string                  `json:"address"`
+	Changes []history.AddressChange `json:"changes"`
 }
 
 // AddressHistory lists every version that added, changed or removed the

@@ -18,13 +18,14 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testBackup runs RunBackup from the store to another of its kind.
 func testBackup(t *testing.T, open Opener) { RunBackup(t, open, open) }
 
-// RunBackup checks kilolock.BackupStore from the stores from opens to
+// RunBackup checks retention.BackupStore from the stores from opens to
 // those to opens (of the same kind or not): a store holding one of
 // everything — a random history, odd bytes, refused commits, apply runs,
 // tenancy and the audit log, and a held lock — is backed up and restored
@@ -47,7 +48,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 	}
 
 	dst := to(t)
-	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
+	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -66,7 +67,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 
 	t.Run("refuses a store that is not empty", func(t *testing.T) {
 		before := freeze(t, dst, "model")
-		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
+		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{})
 		if re := errorAs[*kilolock.RefusedError](t, err); re.Code != "restore_target_not_empty" || !errors.Is(err, kilolock.ErrConflict) {
 			t.Errorf("a restore into a store that is not empty = %v", err)
 		}
@@ -90,7 +91,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 			{"a row of the wrong shape", gzipped(t, `{"kilolock_backup":1,"created":"2026-01-01T00:00:00Z","tables":[{"name":"state_holds","columns":[{"name":"name","type":"text"},{"name":"lifecycle","type":"text"}]}]}`+"\n"+
 				`{"table":"state_holds"}`+"\n"+`["x"]`+"\n")},
 		} {
-			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data), kilolock.RestoreLimits{})
+			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data), retention.RestoreLimits{})
 			if !errors.Is(err, kilolock.ErrInvalid) {
 				t.Errorf("%s: Restore = %v, want ErrInvalid", tt.name, err)
 			}
@@ -98,7 +99,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 		if sts, err := empty.States(ctx); err != nil || len(sts) != 0 {
 			t.Fatalf("refused restores left states %+v, %v", sts, err)
 		}
-		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole), kilolock.RestoreLimits{}); err != nil {
+		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole), retention.RestoreLimits{}); err != nil {
 			t.Errorf("the whole file into the store the refused restores left: %v (they must write nothing)", err)
 		}
 	})
@@ -128,12 +129,12 @@ func RunBackup(t *testing.T, from, to Opener) {
 	})
 }
 
-// backupStore returns s as a kilolock.BackupStore.
-func backupStore(t testing.TB, s kilolock.Store) kilolock.BackupStore {
+// backupStore returns s as a retention.BackupStore.
+func backupStore(t testing.TB, s kilolock.Store) retention.BackupStore {
 	t.Helper()
-	bs, ok := s.(kilolock.BackupStore)
+	bs, ok := s.(retention.BackupStore)
 	if !ok {
-		t.Fatalf("%T keeps no backups (kilolock.BackupStore)", s)
+		t.Fatalf("%T keeps no backups (retention.BackupStore)", s)
 	}
 	return bs
 }

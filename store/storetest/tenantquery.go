@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -313,9 +314,9 @@ func SeedTenants(t testing.TB, s kilolock.Store) {
 		c.OutputUpserts = append(c.OutputUpserts, output("ip", "out-"+strings.TrimPrefix(st.secret, "secret-"), false))
 		commit(t, s, st.name, c)
 		record(t, s, st.name, rejection("l-"+st.name, []string{in.Address()}, nil))
-		if ds, ok := s.(kilolock.DriftStore); ok {
-			must(t, ds.RecordDrift(ctx, st.name, &kilolock.DriftCheck{Version: 1, Actor: "ci", Drifted: []kilolock.DriftRecord{
-				{InstanceID: in.ID(), Address: in.Address(), Type: "aws_instance", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}}}}))
+		if ds, ok := s.(drift.DriftStore); ok {
+			must(t, ds.RecordDrift(ctx, st.name, &drift.DriftCheck{Version: 1, Actor: "ci", Drifted: []drift.DriftRecord{
+				{InstanceID: in.ID(), Address: in.Address(), Type: "aws_instance", Kind: drift.DriftDeleted, Changes: []drift.DriftChange{}}}}))
 		}
 	}
 	if tenants, ok := s.(tenancy.TenantStore); ok {

@@ -1,11 +1,14 @@
-package kilolock
+package history
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/kilolock/kilolock"
+
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // RollbackWarning is shown with every rollback, dry run or not.
@@ -15,7 +18,7 @@ const RollbackWarning = "Rolling back state does not roll back infrastructure: r
 // version: instances added back, removed, changed (with attribute paths).
 type RollbackPlan struct {
 	ChangePlan
-	Target Version `json:"target"`
+	Target kilolock.Version `json:"target"`
 	// Address is the instance or resource address of a resource
 	// rollback, "" for a whole-state one.
 	Address string `json:"address,omitempty"`
@@ -37,8 +40,8 @@ type RollbackResult struct {
 	Plan RollbackPlan `json:"plan"`
 	// Version is the new version, nil when the current version already
 	// had the target's content (nothing was written).
-	Version *Version   `json:"version,omitempty"`
-	Stats   WriteStats `json:"stats"`
+	Version *kilolock.Version   `json:"version,omitempty"`
+	Stats   kilolock.WriteStats `json:"stats"`
 }
 
 // PlanRollback is the dry run of Rollback: what rolling the state back to
@@ -46,8 +49,8 @@ type RollbackResult struct {
 // Nothing is written to the state; the target version is pinned against
 // retention for RetentionPinTTL, so that the plan can still be applied.
 // Errors as for Rollback.
-func (e *Engine) PlanRollback(ctx context.Context, name string, ref VersionRef) (*RollbackPlan, error) {
-	res, err := e.rollback(ctx, name, ref, "", RollbackOptions{}, true)
+func PlanRollback(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef) (*RollbackPlan, error) {
+	res, err := rollback(ctx, e, name, ref, "", RollbackOptions{}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -64,16 +67,16 @@ func (e *Engine) PlanRollback(ctx context.Context, name string, ref VersionRef) 
 // target's bytes are restored as they were written (an encrypted version
 // keeps the serial inside its encryption; a plain one gets the current
 // serial + 1) and the plan is Opaque.
-func (e *Engine) Rollback(ctx context.Context, name string, ref VersionRef, o RollbackOptions) (*RollbackResult, error) {
-	return e.rollback(ctx, name, ref, "", o, false)
+func Rollback(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, o RollbackOptions) (*RollbackResult, error) {
+	return rollback(ctx, e, name, ref, "", o, false)
 }
 
 // PlanRollbackResource is the dry run of RollbackResource.
-func (e *Engine) PlanRollbackResource(ctx context.Context, name, address string, ref VersionRef) (*RollbackPlan, error) {
+func PlanRollbackResource(ctx context.Context, e *kilolock.Engine, name, address string, ref kilolock.VersionRef) (*RollbackPlan, error) {
 	if address == "" {
-		return nil, &InvalidError{Code: "address_missing", Message: "a resource rollback needs an address", Hint: "name an instance (aws_instance.web[0]) or a resource (aws_instance.web)"}
+		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "a resource rollback needs an address", Hint: "name an instance (aws_instance.web[0]) or a resource (aws_instance.web)"}
 	}
-	res, err := e.rollback(ctx, name, ref, address, RollbackOptions{}, true)
+	res, err := rollback(ctx, e, name, ref, address, RollbackOptions{}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -86,25 +89,25 @@ func (e *Engine) PlanRollbackResource(ctx context.Context, name, address string,
 // "rollback", current serial + 1); instances of the address that ref did
 // not hold are removed. An *InvalidError when neither version holds
 // address; the other errors as for Rollback.
-func (e *Engine) RollbackResource(ctx context.Context, name, address string, ref VersionRef, o RollbackOptions) (*RollbackResult, error) {
+func RollbackResource(ctx context.Context, e *kilolock.Engine, name, address string, ref kilolock.VersionRef, o RollbackOptions) (*RollbackResult, error) {
 	if address == "" {
-		return nil, &InvalidError{Code: "address_missing", Message: "a resource rollback needs an address", Hint: "name an instance (aws_instance.web[0]) or a resource (aws_instance.web)"}
+		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "a resource rollback needs an address", Hint: "name an instance (aws_instance.web[0]) or a resource (aws_instance.web)"}
 	}
-	return e.rollback(ctx, name, ref, address, o, false)
+	return rollback(ctx, e, name, ref, address, o, false)
 }
 
-func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, address string, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
+func rollback(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, address string, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
 	if address == "" {
-		if res, err := e.rollbackOpaque(ctx, name, ref, o, dryRun); res != nil || err != nil {
+		if res, err := rollbackOpaque(ctx, e, name, ref, o, dryRun); res != nil || err != nil {
 			return res, err
 		}
 	}
-	var target *Body
-	w := serverWrite{operation: "rollback", source: SourceRollback, actor: o.Actor, dryRun: dryRun}
+	var target *kilolock.Body
+	w := serverWrite{operation: "rollback", source: kilolock.SourceRollback, actor: o.Actor, dryRun: dryRun}
 	if address != "" {
 		w.operation = "rollback resource"
 	}
-	plan, v, stats, err := e.commitEdit(ctx, name, w, func(st *StateInfo, cur *graph.State) (*graph.State, error) {
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
 		d, tg, err := e.VersionGraph(ctx, st, ref)
 		if err != nil {
 			return nil, err
@@ -123,20 +126,20 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 		next.Instances = make([]graph.Instance, 0, len(cur.Instances))
 		found := false
 		for i := range cur.Instances {
-			if MatchesAddress(&cur.Instances[i], address) {
+			if kilolock.MatchesAddress(&cur.Instances[i], address) {
 				found = true
 				continue
 			}
 			next.Instances = append(next.Instances, cur.Instances[i])
 		}
 		for i := range tg.Instances {
-			if MatchesAddress(&tg.Instances[i], address) {
+			if kilolock.MatchesAddress(&tg.Instances[i], address) {
 				found = true
 				next.Instances = append(next.Instances, tg.Instances[i])
 			}
 		}
 		if !found {
-			return nil, &InvalidError{Code: "unknown_address", Message: fmt.Sprintf("neither the current version @%d nor @%d of state %s holds %s", st.Current, d.Version.Number, name, address),
+			return nil, &kilolock.InvalidError{Code: "unknown_address", Message: fmt.Sprintf("neither the current version @%d nor @%d of state %s holds %s", st.Current, d.Version.Number, name, address),
 				Hint: "name an instance (aws_instance.web[0]) or a resource (aws_instance.web); `kl history STATE --address ADDR` shows where it was"}
 		}
 		return &next, nil
@@ -145,7 +148,7 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 		return nil, err
 	}
 	if dryRun {
-		if err := e.pinRollbackTarget(ctx, name, target.Version.Number); err != nil {
+		if err := retention.PinRollbackTarget(ctx, e, name, target.Version.Number); err != nil {
 			return nil, err
 		}
 	}
@@ -162,27 +165,26 @@ func (e *Engine) rollback(ctx context.Context, name string, ref VersionRef, addr
 // version is client-side encrypted, so neither can be diffed: the target's
 // bytes become the new version, through Write (source rollback). It returns
 // nil, nil when neither version is encrypted.
-func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
+func rollbackOpaque(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, o RollbackOptions, dryRun bool) (*RollbackResult, error) {
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if st.Current == 0 {
-		return nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("state %q has no version yet: %w", name, kilolock.ErrNotFound)
 	}
 	tv, err := e.Resolve(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
-	ent, err := e.loadEntry(ctx, st)
+	cur, err := e.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	cur := ent.body
-	if tv.Format != FormatOpaque && cur.Version.Format != FormatOpaque {
+	if tv.Format != kilolock.FormatOpaque && cur.Version.Format != kilolock.FormatOpaque {
 		return nil, nil
 	}
-	if err := RefuseHolders(st); err != nil {
+	if err := kilolock.RefuseHolders(st); err != nil {
 		return nil, err
 	}
 	target, err := e.ReadVersion(ctx, name, tv.Number)
@@ -196,25 +198,25 @@ func (e *Engine) rollbackOpaque(ctx context.Context, name string, ref VersionRef
 		Opaque:     true,
 	}}
 	if dryRun {
-		return res, e.pinRollbackTarget(ctx, name, target.Version.Number)
+		return res, retention.PinRollbackTarget(ctx, e, name, target.Version.Number)
 	}
-	if cur.equals(target.Bytes) {
+	if cur.Equal(target.Bytes) {
 		return res, nil
 	}
 	body := target.Bytes
-	if tv.Format != FormatOpaque {
+	if tv.Format != kilolock.FormatOpaque {
 		// A readable target over an encrypted current version: it gets a
 		// serial above every earlier one, as every rollback does.
 		g, err := graph.Parse(body)
 		if err != nil {
-			return nil, parseError(err)
+			return nil, kilolock.ParseError(err)
 		}
 		g.Serial = st.Serial + 1
 		body = g.Render(g.Format)
 	}
 	// Force: the target's lineage and serial are the past's by design; the
 	// lock rules still apply (RefuseHolders above, the store's below).
-	w, err := e.Write(ctx, name, body, WriteOptions{Source: SourceRollback, Actor: o.Actor, Force: true})
+	w, err := e.Write(ctx, name, body, kilolock.WriteOptions{Source: kilolock.SourceRollback, Actor: o.Actor, Force: true})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,10 @@
-package kilolock
+package history
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilolock/kilolock"
 	"sort"
 
 	"github.com/kilolock/kilolock/graph"
@@ -37,7 +38,7 @@ type OutputSummary struct {
 // VersionView is a version's record with the instances and outputs it
 // holds: what `kl show` prints.
 type VersionView struct {
-	Version   Version           `json:"version"`
+	Version   kilolock.Version  `json:"version"`
 	Current   bool              `json:"current"`
 	Instances []InstanceSummary `json:"instances"`
 	Outputs   []OutputSummary   `json:"outputs"`
@@ -46,7 +47,7 @@ type VersionView struct {
 // InstanceView is one instance object of a version with its attributes,
 // sensitive values (and the provider's private data) masked.
 type InstanceView struct {
-	Version Version `json:"version"`
+	Version kilolock.Version `json:"version"`
 	InstanceSummary
 	Provider     string   `json:"provider"`
 	Attributes   any      `json:"attributes"`
@@ -83,9 +84,9 @@ func (c *ChangeSet) Empty() bool {
 	return len(c.Added)+len(c.Removed)+len(c.Changed)+len(c.OutputsAdded)+len(c.OutputsRemoved)+len(c.OutputsChanged) == 0
 }
 
-// changeSet compares a with b at address level (graph.Diff) and, for what
+// Changes compares a with b at address level (graph.Diff) and, for what
 // changed, at attribute level.
-func changeSet(a, b *graph.State) ChangeSet {
+func Changes(a, b *graph.State) ChangeSet {
 	d := graph.Diff(a, b)
 	cs := ChangeSet{Added: nonNilStrings(d.Added), Removed: nonNilStrings(d.Removed), Changed: []InstanceDiff{},
 		OutputsAdded: nonNilStrings(d.OutputsAdded), OutputsRemoved: nonNilStrings(d.OutputsRemoved), OutputsChanged: []OutputDiff{}}
@@ -114,9 +115,9 @@ func nonNilStrings(s []string) []string {
 // StateDiff is the difference between two versions of a state: From's
 // content turned into To's.
 type StateDiff struct {
-	State string  `json:"state"`
-	From  Version `json:"from"`
-	To    Version `json:"to"`
+	State string           `json:"state"`
+	From  kilolock.Version `json:"from"`
+	To    kilolock.Version `json:"to"`
 	ChangeSet
 	// Opaque says From or To is client-side encrypted: the versions are
 	// compared as whole documents, and what changed in them cannot be
@@ -130,7 +131,7 @@ type StateDiff struct {
 // Show returns a version's record and the instances and outputs it holds.
 // ErrNotFound when the state does not exist, a *VersionNotFoundError when
 // the version does not, ErrEncrypted for a client-side encrypted version.
-func (e *Engine) Show(ctx context.Context, name string, ref VersionRef) (*VersionView, error) {
+func Show(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef) (*VersionView, error) {
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (e *Engine) Show(ctx context.Context, name string, ref VersionRef) (*Versio
 // instance address, or the ID of a deposed object — with sensitive values
 // masked. Errors as for Show, and ErrNotFound when the version holds no
 // object at address.
-func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, address string) (*InstanceView, error) {
+func ShowInstance(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, address string) (*InstanceView, error) {
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
@@ -165,7 +166,7 @@ func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, 
 	}
 	i, ok := g.Index()[address]
 	if !ok {
-		return nil, fmt.Errorf("version @%d of state %s holds no instance %s (see `kl state list`): %w", d.Version.Number, name, address, ErrNotFound)
+		return nil, fmt.Errorf("version @%d of state %s holds no instance %s (see `kl state list`): %w", d.Version.Number, name, address, kilolock.ErrNotFound)
 	}
 	in := &g.Instances[i]
 	m, err := graph.MaskedObject(in.Object)
@@ -185,18 +186,18 @@ func (e *Engine) ShowInstance(ctx context.Context, name string, ref VersionRef, 
 // and check results are not compared. When either version is client-side
 // encrypted the two are compared as whole documents (StateDiff.Opaque).
 // Errors as for Show.
-func (e *Engine) Diff(ctx context.Context, name string, from, to VersionRef) (*StateDiff, error) {
+func Diff(ctx context.Context, e *kilolock.Engine, name string, from, to kilolock.VersionRef) (*StateDiff, error) {
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	// An encrypted version has no graph, but its body.
 	da, ga, err := e.VersionGraph(ctx, st, from)
-	if err != nil && (da == nil || !errors.Is(err, ErrEncrypted)) {
+	if err != nil && (da == nil || !errors.Is(err, kilolock.ErrEncrypted)) {
 		return nil, err
 	}
 	db, gb, err := e.VersionGraph(ctx, st, to)
-	if err != nil && (db == nil || !errors.Is(err, ErrEncrypted)) {
+	if err != nil && (db == nil || !errors.Is(err, kilolock.ErrEncrypted)) {
 		return nil, err
 	}
 	if ga == nil || gb == nil {
@@ -204,18 +205,18 @@ func (e *Engine) Diff(ctx context.Context, name string, from, to VersionRef) (*S
 		if err != nil {
 			return nil, err
 		}
-		same := da.equals(doc)
+		same := da.Equal(doc)
 		none := ChangeSet{Added: []string{}, Removed: []string{}, Changed: []InstanceDiff{}, OutputsAdded: []string{}, OutputsRemoved: []string{}, OutputsChanged: []OutputDiff{}}
 		return &StateDiff{State: name, From: da.Version, To: db.Version, Opaque: true, Identical: &same, ChangeSet: none}, nil
 	}
-	return &StateDiff{State: name, From: da.Version, To: db.Version, ChangeSet: changeSet(ga, gb)}, nil
+	return &StateDiff{State: name, From: da.Version, To: db.Version, ChangeSet: Changes(ga, gb)}, nil
 }
 
 // AddressChange is one version's change to one instance object.
 type AddressChange struct {
-	Version Version `json:"version"`
-	Address string  `json:"address"` // the instance ID
-	Kind    string  `json:"kind"`    // "added", "changed" or "removed"
+	Version kilolock.Version `json:"version"`
+	Address string           `json:"address"` // the instance ID
+	Kind    string           `json:"kind"`    // "added", "changed" or "removed"
 	// Changes are the attribute paths that changed (Kind "changed").
 	Changes []graph.AttributeChange `json:"changes,omitempty"`
 }
@@ -226,16 +227,16 @@ type AddressChange struct {
 // of the intervals of the address, not of the state or its history.
 // ErrNotFound when the state does not exist or no version ever held
 // address.
-func (e *Engine) AddressHistory(ctx context.Context, name, address string) ([]AddressChange, error) {
-	if err := ValidStateName(name); err != nil {
+func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address string) ([]AddressChange, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
-	ivs, err := e.store.InstanceHistory(ctx, name, address)
+	ivs, err := e.Store().InstanceHistory(ctx, name, address)
 	if err != nil {
 		return nil, err
 	}
 	if len(ivs) == 0 {
-		return nil, fmt.Errorf("no version of state %s ever held %s: %w", name, address, ErrNotFound)
+		return nil, fmt.Errorf("no version of state %s ever held %s: %w", name, address, kilolock.ErrNotFound)
 	}
 	// Intervals of one ID never overlap: an interval that begins where the
 	// ID's previous one ended is a change, else an addition; one that ends
@@ -256,14 +257,14 @@ func (e *Engine) AddressHistory(ctx context.Context, name, address string) ([]Ad
 			continue
 		}
 		if j, ok := starts[key{id, iv.ValidTo}]; ok {
-			out = append(out, AddressChange{Version: Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: graph.InstanceChanges(&iv.Instance, &ivs[j].Instance)})
+			out = append(out, AddressChange{Version: kilolock.Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: graph.InstanceChanges(&iv.Instance, &ivs[j].Instance)})
 			delete(starts, key{id, iv.ValidTo})
 		} else {
-			out = append(out, AddressChange{Version: Version{Number: iv.ValidTo}, Address: id, Kind: "removed"})
+			out = append(out, AddressChange{Version: kilolock.Version{Number: iv.ValidTo}, Address: id, Kind: "removed"})
 		}
 	}
 	for k := range starts {
-		out = append(out, AddressChange{Version: Version{Number: k.at}, Address: k.id, Kind: "added"})
+		out = append(out, AddressChange{Version: kilolock.Version{Number: k.at}, Address: k.id, Kind: "added"})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Version.Number != out[j].Version.Number {
@@ -271,11 +272,17 @@ func (e *Engine) AddressHistory(ctx context.Context, name, address string) ([]Ad
 		}
 		return out[i].Address < out[j].Address
 	})
-	records := map[int64]*Version{}
+	records := map[int64]*kilolock.Version{}
+	var st *kilolock.StateInfo
 	for i := range out {
 		n := out[i].Version.Number
+		if st == nil {
+			if st, err = e.State(ctx, name); err != nil {
+				return nil, err
+			}
+		}
 		if records[n] == nil {
-			if records[n], err = e.versionRecord(ctx, name, n); err != nil {
+			if records[n], err = e.Resolve(ctx, st, kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(n)}); err != nil {
 				return nil, err
 			}
 		}

@@ -1,9 +1,10 @@
-package kilolock
+package history
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilolock/kilolock"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -14,13 +15,13 @@ import (
 // rendering in Terraform's layout. A client-side encrypted version is its
 // blob as stored. ErrNotFound when the state does not exist, a
 // *VersionNotFoundError when the version does not.
-func (e *Engine) Export(ctx context.Context, name string, ref VersionRef) ([]byte, error) {
+func Export(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef) ([]byte, error) {
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	d, _, err := e.VersionGraph(ctx, st, ref)
-	if err != nil && !errors.Is(err, ErrEncrypted) {
+	if err != nil && !errors.Is(err, kilolock.ErrEncrypted) {
 		return nil, err
 	}
 	return d.Bytes()
@@ -45,22 +46,22 @@ type ImportOptions struct {
 // ReasonStaleSerial, unless Force). Refused with a
 // *LockedError naming the holder while anyone holds the state; an
 // *InvalidError when data is not a state file.
-func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportOptions) (*WriteResult, error) {
-	if err := ValidStateName(name); err != nil {
+func Import(ctx context.Context, e *kilolock.Engine, name string, data []byte, o ImportOptions) (*kilolock.WriteResult, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
-	wo := WriteOptions{Actor: o.Actor, Source: SourceImport, Force: o.Force}
-	st, err := e.store.State(ctx, name)
+	wo := kilolock.WriteOptions{Actor: o.Actor, Source: kilolock.SourceImport, Force: o.Force}
+	st, err := e.Store().State(ctx, name)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, kilolock.ErrNotFound):
 		return e.Write(ctx, name, data, wo)
 	case err != nil:
 		return nil, err
 	}
-	if err := RefuseHolders(st); err != nil {
+	if err := kilolock.RefuseHolders(st); err != nil {
 		return nil, err
 	}
-	var cur *Body
+	var cur *kilolock.Body
 	if st.Current != 0 {
 		// The bytes of the current version again (demo-warm restoring the
 		// same file, a re-import of an export) are answered without
@@ -68,8 +69,8 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 		if cur, err = e.Open(ctx, name); err != nil {
 			return nil, err
 		}
-		if cur.equals(data) {
-			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
+		if cur.Equal(data) {
+			return &kilolock.WriteResult{Version: cur.Version, Unchanged: true}, nil
 		}
 	}
 	g, err := graph.Parse(data)
@@ -77,13 +78,13 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 		return e.Write(ctx, name, data, wo)
 	}
 	if err != nil {
-		return nil, parseError(err)
+		return nil, kilolock.ParseError(err)
 	}
 	if st.Lineage != "" && g.Lineage != st.Lineage {
 		if !o.Force {
-			return nil, &ConflictError{
+			return nil, &kilolock.ConflictError{
 				State:        name,
-				Reason:       ReasonLineage,
+				Reason:       kilolock.ReasonLineage,
 				Message:      fmt.Sprintf("the imported state has lineage %q, state %s has %q", g.Lineage, name, st.Lineage),
 				Hint:         "import into a new state, or import with --force to replace the content and lineage (history is kept)",
 				LatestSerial: st.Serial,
@@ -98,8 +99,8 @@ func (e *Engine) Import(ctx context.Context, name string, data []byte, o ImportO
 		// than append an empty version. (cur is set: st.Current is not 0
 		// here, or the write above took the file.)
 		g.Serial = st.Serial
-		if g.Lineage == st.Lineage && (cur.equals(g.Render(graph.FormatIndent)) || cur.equals(g.Render(graph.FormatCompact))) {
-			return &WriteResult{Version: cur.Version, Unchanged: true}, nil
+		if g.Lineage == st.Lineage && (cur.Equal(g.Render(graph.FormatIndent)) || cur.Equal(g.Render(graph.FormatCompact))) {
+			return &kilolock.WriteResult{Version: cur.Version, Unchanged: true}, nil
 		}
 		g.Serial = st.Serial + 1
 		data = g.Render(g.Format)

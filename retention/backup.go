@@ -1,7 +1,8 @@
-package kilolock
+package retention
 
 import (
 	"context"
+	"github.com/kilolock/kilolock"
 	"io"
 	"time"
 )
@@ -114,14 +115,14 @@ const BackupFormat = 2
 
 // errNoBackup is a store that keeps no backups.
 func errNoBackup() error {
-	return &RefusedError{Code: "backup_unsupported", Message: "this store cannot write or load backups",
+	return &kilolock.RefusedError{Code: "backup_unsupported", Message: "this store cannot write or load backups",
 		Hint: "use the SQLite or PostgreSQL store (store.Open)"}
 }
 
 // Backup writes a backup of the engine's whole store to w (see
 // BackupStore.Backup).
-func (e *Engine) Backup(ctx context.Context, w io.Writer) (*BackupSummary, error) {
-	bs, ok := e.store.(BackupStore)
+func Backup(ctx context.Context, e *kilolock.Engine, w io.Writer) (*BackupSummary, error) {
+	bs, ok := e.Store().(BackupStore)
 	if !ok {
 		return nil, errNoBackup()
 	}
@@ -130,7 +131,7 @@ func (e *Engine) Backup(ctx context.Context, w io.Writer) (*BackupSummary, error
 
 // Restore loads the backup r into s, which must be empty, within lim (see
 // BackupStore.Restore).
-func Restore(ctx context.Context, s Store, r io.Reader, lim RestoreLimits) (*BackupSummary, error) {
+func Restore(ctx context.Context, s kilolock.Store, r io.Reader, lim RestoreLimits) (*BackupSummary, error) {
 	bs, ok := s.(BackupStore)
 	if !ok {
 		return nil, errNoBackup()

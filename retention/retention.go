@@ -1,9 +1,10 @@
-package kilolock
+package retention
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kilolock/kilolock"
 	"strings"
 	"time"
 )
@@ -69,7 +70,7 @@ const maxKeep = 1_000_000_000
 // an *InvalidError (invalid_retention_policy) saying what to send.
 func ValidRetentionPolicy(p *RetentionPolicy) error {
 	bad := func(msg string) error {
-		return &InvalidError{Code: "invalid_retention_policy", Message: msg,
+		return &kilolock.InvalidError{Code: "invalid_retention_policy", Message: msg,
 			Hint: "use kl retention set --server-wide | --env env_… | --state NAME, with --keep-last N and/or --keep-days D (0 for no limit)"}
 	}
 	switch p.Scope {
@@ -78,15 +79,15 @@ func ValidRetentionPolicy(p *RetentionPolicy) error {
 			return bad("the server's policy has no target")
 		}
 	case RetentionEnvironment:
-		if !strings.HasPrefix(p.Target, "env_") || ValidID("environment", p.Target) != nil {
-			return bad(fmt.Sprintf("%s is not an environment's public id (env_…)", Clip(p.Target)))
+		if !strings.HasPrefix(p.Target, "env_") || kilolock.ValidID("environment", p.Target) != nil {
+			return bad(fmt.Sprintf("%s is not an environment's public id (env_…)", kilolock.Clip(p.Target)))
 		}
 	case RetentionState:
-		if err := ValidStateName(p.Target); err != nil {
+		if err := kilolock.ValidStateName(p.Target); err != nil {
 			return err
 		}
 	default:
-		return bad(fmt.Sprintf("unknown retention scope %s", Clip(string(p.Scope))))
+		return bad(fmt.Sprintf("unknown retention scope %s", kilolock.Clip(string(p.Scope))))
 	}
 	if p.KeepLast < 0 || p.KeepDays < 0 || p.KeepLast > maxKeep || p.KeepDays > maxKeep {
 		return bad(fmt.Sprintf("keep_last and keep_days take 0 to %d", maxKeep))
@@ -153,7 +154,7 @@ type PruneRequest struct {
 	// Policy is recorded with each pruned version (RetentionPolicy.String).
 	Policy string
 	// By is who prunes, as the audit log records it.
-	By Caller
+	By kilolock.Caller
 	// Now is when pins expire from; zero means the real time.
 	Now time.Time
 }
@@ -177,10 +178,10 @@ type RetentionStore interface {
 	// PutRetentionPolicy creates or replaces the policy of p's scope and
 	// target (Updated set by the store), and records it in the audit log
 	// as retention.set, in one transaction.
-	PutRetentionPolicy(ctx context.Context, p *RetentionPolicy, by Caller) error
+	PutRetentionPolicy(ctx context.Context, p *RetentionPolicy, by kilolock.Caller) error
 	// DeleteRetentionPolicy removes a policy (audited as retention.unset).
 	// ErrNotFound when there is none.
-	DeleteRetentionPolicy(ctx context.Context, scope RetentionScope, target string, by Caller) error
+	DeleteRetentionPolicy(ctx context.Context, scope RetentionScope, target string, by kilolock.Caller) error
 	// RetentionPolicies lists every policy, by scope and target.
 	RetentionPolicies(ctx context.Context) ([]RetentionPolicy, error)
 	// Prune prunes, in one transaction under the state's row lock, at most
@@ -197,15 +198,15 @@ type RetentionStore interface {
 	// PrunedVersions lists the runs of pruned versions of a state numbered
 	// below before (0: all), newest first, at most limit runs (0: 50).
 	// ErrNotFound when the state does not exist.
-	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]PrunedRange, error)
+	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error)
 }
 
 // errNoRetention is a store that keeps no retention policies.
-var errNoRetention = &RefusedError{Code: "retention_unsupported", Message: "this store keeps no retention policies",
+var errNoRetention = &kilolock.RefusedError{Code: "retention_unsupported", Message: "this store keeps no retention policies",
 	Hint: "use the SQLite or PostgreSQL store (store.Open)"}
 
-func (e *Engine) retentionStore() (RetentionStore, error) {
-	rs, ok := e.store.(RetentionStore)
+func retentionStore(e *kilolock.Engine) (RetentionStore, error) {
+	rs, ok := e.Store().(RetentionStore)
 	if !ok {
 		return nil, errNoRetention
 	}
@@ -213,15 +214,15 @@ func (e *Engine) retentionStore() (RetentionStore, error) {
 }
 
 // SetRetentionPolicy validates and stores p for its scope and target.
-func (e *Engine) SetRetentionPolicy(ctx context.Context, by Caller, p RetentionPolicy) (*RetentionPolicy, error) {
-	rs, err := e.retentionStore()
+func SetRetentionPolicy(ctx context.Context, e *kilolock.Engine, by kilolock.Caller, p RetentionPolicy) (*RetentionPolicy, error) {
+	rs, err := retentionStore(e)
 	if err != nil {
 		return nil, err
 	}
 	if err := ValidRetentionPolicy(&p); err != nil {
 		return nil, err
 	}
-	p.UpdatedBy = actorOf(by)
+	p.UpdatedBy = by.Who()
 	if err := rs.PutRetentionPolicy(ctx, &p, by); err != nil {
 		return nil, err
 	}
@@ -230,8 +231,8 @@ func (e *Engine) SetRetentionPolicy(ctx context.Context, by Caller, p RetentionP
 
 // UnsetRetentionPolicy removes the policy of scope and target.
 // ErrNotFound when there is none.
-func (e *Engine) UnsetRetentionPolicy(ctx context.Context, by Caller, scope RetentionScope, target string) error {
-	rs, err := e.retentionStore()
+func UnsetRetentionPolicy(ctx context.Context, e *kilolock.Engine, by kilolock.Caller, scope RetentionScope, target string) error {
+	rs, err := retentionStore(e)
 	if err != nil {
 		return err
 	}
@@ -239,8 +240,8 @@ func (e *Engine) UnsetRetentionPolicy(ctx context.Context, by Caller, scope Rete
 		return err
 	}
 	err = rs.DeleteRetentionPolicy(ctx, scope, target, by)
-	if errors.Is(err, ErrNotFound) {
-		return &ControlError{Err: ErrNotFound, Code: "retention_policy_not_found",
+	if errors.Is(err, kilolock.ErrNotFound) {
+		return &kilolock.ControlError{Err: kilolock.ErrNotFound, Code: "retention_policy_not_found",
 			Message: fmt.Sprintf("there is no retention policy for %s", (&RetentionPolicy{Scope: scope, Target: target}).String()),
 			Hint:    "kl retention list shows the policies"}
 	}
@@ -248,8 +249,8 @@ func (e *Engine) UnsetRetentionPolicy(ctx context.Context, by Caller, scope Rete
 }
 
 // RetentionPolicies lists every policy.
-func (e *Engine) RetentionPolicies(ctx context.Context) ([]RetentionPolicy, error) {
-	rs, err := e.retentionStore()
+func RetentionPolicies(ctx context.Context, e *kilolock.Engine) ([]RetentionPolicy, error) {
+	rs, err := retentionStore(e)
 	if err != nil {
 		return nil, err
 	}
@@ -259,13 +260,13 @@ func (e *Engine) RetentionPolicies(ctx context.Context) ([]RetentionPolicy, erro
 // PrunedVersions lists the runs of pruned versions of a state (see
 // RetentionStore.PrunedVersions); an empty list from a store without
 // retention.
-func (e *Engine) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]PrunedRange, error) {
-	if err := ValidStateName(name); err != nil {
+func PrunedVersions(ctx context.Context, e *kilolock.Engine, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
-	rs, ok := e.store.(RetentionStore)
+	rs, ok := e.Store().(RetentionStore)
 	if !ok {
-		return []PrunedRange{}, nil
+		return []kilolock.PrunedRange{}, nil
 	}
 	return rs.PrunedVersions(ctx, name, before, limit)
 }
@@ -281,7 +282,7 @@ type RetentionOptions struct {
 	// never what must be kept.
 	Batch int
 	// By is who prunes, as history and the audit log record it.
-	By Caller
+	By kilolock.Caller
 }
 
 // RetentionReport is what a retention run pruned, state by state.
@@ -312,8 +313,8 @@ const defaultPruneBatch = 100
 // state's row lock, so writes, locks and other replicas' runs may go on
 // meanwhile. A state without a policy, or whose policy keeps everything,
 // is left alone.
-func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*RetentionReport, error) {
-	rs, err := e.retentionStore()
+func ApplyRetention(ctx context.Context, e *kilolock.Engine, o RetentionOptions) (*RetentionReport, error) {
+	rs, err := retentionStore(e)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 		}
 		names = []string{o.State}
 	} else {
-		sts, err := e.store.States(ctx)
+		sts, err := e.Store().States(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +341,7 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 		}
 	}
 	rep := &RetentionReport{DryRun: o.DryRun, States: []StatePruning{}}
-	now := e.now().UTC()
+	now := e.Now().UTC()
 	for _, name := range names {
 		p := PolicyFor(policies, name)
 		if p == nil || p.KeepsAll() {
@@ -356,7 +357,7 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 				req.Max = o.Batch
 			}
 			res, err := rs.Prune(ctx, req)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, kilolock.ErrNotFound) {
 				break // deleted meanwhile
 			}
 			if err != nil {
@@ -371,7 +372,7 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 			}
 		}
 		if len(sp.Versions) > 0 {
-			e.log.Info("retention", "state", name, "policy", sp.Policy, "pruned", len(sp.Versions), "dry_run", o.DryRun)
+			e.Logger().Info("retention", "state", name, "policy", sp.Policy, "pruned", len(sp.Versions), "dry_run", o.DryRun)
 		}
 		rep.States = append(rep.States, sp)
 		rep.Versions += len(sp.Versions)
@@ -382,22 +383,14 @@ func (e *Engine) ApplyRetention(ctx context.Context, o RetentionOptions) (*Reten
 	return rep, nil
 }
 
-// pinRollbackTarget keeps a rollback plan's target from retention, so that
+// PinRollbackTarget keeps a rollback plan's target from retention, so that
 // the plan can still be applied; a store without retention needs none.
-func (e *Engine) pinRollbackTarget(ctx context.Context, name string, number int64) error {
-	rs, ok := e.store.(RetentionStore)
+func PinRollbackTarget(ctx context.Context, e *kilolock.Engine, name string, number int64) error {
+	rs, ok := e.Store().(RetentionStore)
 	if !ok {
 		return nil
 	}
-	return rs.PinVersion(ctx, name, VersionPin{Number: number, Reason: PinRollbackPlan, Expires: e.now().UTC().Add(RetentionPinTTL)})
-}
-
-// actorOf is who by is, as the audit log records it.
-func actorOf(by Caller) string {
-	if by.Actor == "" {
-		return "anonymous"
-	}
-	return by.Actor
+	return rs.PinVersion(ctx, name, VersionPin{Number: number, Reason: PinRollbackPlan, Expires: e.Now().UTC().Add(RetentionPinTTL)})
 }
 
 // VersionRuns writes ascending version numbers as runs: "@1-@5, @7".

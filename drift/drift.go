@@ -1,4 +1,4 @@
-package kilolock
+package drift
 
 import (
 	"context"
@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kilolock/kilolock"
+
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 // SourceRefresh is the Source of a version that accepted a drift check's
 // refresh-only plan (kl drift check --accept).
-const SourceRefresh Source = "refresh"
+const SourceRefresh kilolock.Source = "refresh"
 
 // Kinds of drift.
 const (
@@ -81,10 +84,10 @@ type DriftStore interface {
 }
 
 // drifts returns the engine's store as a DriftStore.
-func (e *Engine) drifts() (DriftStore, error) {
-	ds, ok := e.store.(DriftStore)
+func drifts(e *kilolock.Engine) (DriftStore, error) {
+	ds, ok := e.Store().(DriftStore)
 	if !ok {
-		return nil, &InvalidError{Code: "drift_unsupported", Message: "this store keeps no drift checks", Hint: "use the SQLite or PostgreSQL store"}
+		return nil, &kilolock.InvalidError{Code: "drift_unsupported", Message: "this store keeps no drift checks", Hint: "use the SQLite or PostgreSQL store"}
 	}
 	return ds, nil
 }
@@ -125,42 +128,39 @@ const MaxDriftScope = 100_000
 // for a report whose lineage is not the state's, that names no version of
 // it, or an instance that version does not hold; ErrEncrypted for a
 // client-side encrypted version.
-func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, by Caller) (*DriftCheck, error) {
-	if err := ValidStateName(name); err != nil {
+func RecordDrift(ctx context.Context, e *kilolock.Engine, name string, r *DriftReport, by kilolock.Caller) (*DriftCheck, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
-	ds, err := e.drifts()
+	ds, err := drifts(e)
 	if err != nil {
 		return nil, err
 	}
 	if len(r.Scope) > MaxDriftScope || len(r.Drifted) > MaxDriftScope {
-		return nil, &InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("a drift report names at most %d addresses", MaxDriftScope), Hint: "check the whole state (no --address) instead"}
+		return nil, &kilolock.InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("a drift report names at most %d addresses", MaxDriftScope), Hint: "check the whole state (no --address) instead"}
 	}
 	st, err := e.State(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	v, err := e.Resolve(ctx, st, VersionRef{Kind: RefSerial, N: r.Serial})
+	v, err := e.Resolve(ctx, st, kilolock.VersionRef{Kind: kilolock.RefSerial, N: r.Serial})
 	if err != nil {
-		return nil, &InvalidError{Code: "drift_version_unknown", Message: fmt.Sprintf("the plan read serial %d of state %s, which no version of it has: %v", r.Serial, name, err),
+		return nil, &kilolock.InvalidError{Code: "drift_version_unknown", Message: fmt.Sprintf("the plan read serial %d of state %s, which no version of it has: %v", r.Serial, name, err),
 			Hint: "run the check in the configuration whose backend is this state, after tofu init"}
 	}
 	if r.Lineage != v.Lineage {
-		return nil, &InvalidError{Code: "drift_lineage_mismatch", Message: fmt.Sprintf("the plan read lineage %s; state %s has lineage %s", Clip(r.Lineage), name, v.Lineage),
+		return nil, &kilolock.InvalidError{Code: "drift_lineage_mismatch", Message: fmt.Sprintf("the plan read lineage %s; state %s has lineage %s", kilolock.Clip(r.Lineage), name, v.Lineage),
 			Hint: "run the check in the configuration whose backend is this state"}
 	}
-	_, g, err := e.VersionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
+	_, g, err := e.VersionGraph(ctx, st, kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(v.Number)})
 	if err != nil {
 		return nil, err
-	}
-	if g == nil {
-		return nil, encryptedError(name)
 	}
 	byID := make(map[string]*graph.Instance, len(g.Instances))
 	for i := range g.Instances {
 		byID[g.Instances[i].ID()] = &g.Instances[i]
 	}
-	c := &DriftCheck{Version: v.Number, Actor: actorName(by), Drifted: []DriftRecord{}}
+	c := &DriftCheck{Version: v.Number, Actor: by.Who(), Drifted: []DriftRecord{}}
 	if len(r.Scope) > 0 {
 		c.Scope = []string{}
 		for _, a := range r.Scope {
@@ -174,7 +174,7 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 	for _, d := range r.Drifted {
 		addr, err := graph.ParseAddress(d.Address)
 		if err != nil {
-			return nil, &InvalidError{Code: "invalid_address", Message: fmt.Sprintf("drifted address %q: %v", d.Address, err), Hint: "send the addresses as the plan's resource_drift names them"}
+			return nil, &kilolock.InvalidError{Code: "invalid_address", Message: fmt.Sprintf("drifted address %q: %v", d.Address, err), Hint: "send the addresses as the plan's resource_drift names them"}
 		}
 		id := addr.String()
 		if d.Deposed != "" {
@@ -182,7 +182,7 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 		}
 		in, ok := byID[id]
 		if !ok {
-			return nil, &InvalidError{Code: "unknown_address", Message: fmt.Sprintf("version @%d of state %s holds no %s", v.Number, name, id),
+			return nil, &kilolock.InvalidError{Code: "unknown_address", Message: fmt.Sprintf("version @%d of state %s holds no %s", v.Number, name, id),
 				Hint: "the plan read another version than the report names; run the check again"}
 		}
 		rec, err := driftRecord(in, d)
@@ -197,7 +197,7 @@ func (e *Engine) RecordDrift(ctx context.Context, name string, r *DriftReport, b
 	if err := ds.RecordDrift(ctx, name, c); err != nil {
 		return nil, err
 	}
-	e.log.Info("drift checked", "state", name, "version", c.Version, "drifted", len(c.Drifted), "actor", c.Actor)
+	e.Logger().Info("drift checked", "state", name, "version", c.Version, "drifted", len(c.Drifted), "actor", c.Actor)
 	return c, nil
 }
 
@@ -208,16 +208,16 @@ func instancesAt(g *graph.State, address string) ([]string, error) {
 	if p, err := graph.ParseAddress(address); err == nil {
 		canon = p.String()
 	} else {
-		return nil, &InvalidError{Code: "invalid_address", Message: fmt.Sprintf("address %q: %v", address, err), Hint: "addresses look like aws_instance.web or aws_instance.web[0]"}
+		return nil, &kilolock.InvalidError{Code: "invalid_address", Message: fmt.Sprintf("address %q: %v", address, err), Hint: "addresses look like aws_instance.web or aws_instance.web[0]"}
 	}
 	var ids []string
 	for i := range g.Instances {
-		if MatchesAddress(&g.Instances[i], canon) {
+		if kilolock.MatchesAddress(&g.Instances[i], canon) {
 			ids = append(ids, g.Instances[i].ID())
 		}
 	}
 	if len(ids) == 0 {
-		return nil, &InvalidError{Code: "unknown_address", Message: fmt.Sprintf("the state holds nothing at %s", canon), Hint: "kl state list NAME shows its addresses"}
+		return nil, &kilolock.InvalidError{Code: "unknown_address", Message: fmt.Sprintf("the state holds nothing at %s", canon), Hint: "kl state list NAME shows its addresses"}
 	}
 	return ids, nil
 }
@@ -232,7 +232,7 @@ func driftRecord(in *graph.Instance, d DriftedInstance) (*DriftRecord, error) {
 	}
 	changes, err := graph.RealChanges(in.Object, d.Real, d.RealSensitive)
 	if err != nil {
-		return nil, &InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("the real object of %s: %v", in.Address(), err), Hint: "send the attributes the plan's resource_drift gives as after"}
+		return nil, &kilolock.InvalidError{Code: "invalid_drift_report", Message: fmt.Sprintf("the real object of %s: %v", in.Address(), err), Hint: "send the attributes the plan's resource_drift gives as after"}
 	}
 	for _, c := range changes {
 		rec.Changes = append(rec.Changes, DriftChange{Path: c.Path, Kind: c.Kind, Recorded: c.Before, Real: c.After})
@@ -242,11 +242,11 @@ func driftRecord(in *graph.Instance, d DriftedInstance) (*DriftRecord, error) {
 
 // Drift lists a state's open drift records by address. ErrNotFound when
 // the state does not exist.
-func (e *Engine) Drift(ctx context.Context, name string) ([]DriftRecord, error) {
-	if err := ValidStateName(name); err != nil {
+func Drift(ctx context.Context, e *kilolock.Engine, name string) ([]DriftRecord, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
-	ds, err := e.drifts()
+	ds, err := drifts(e)
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +256,8 @@ func (e *Engine) Drift(ctx context.Context, name string) ([]DriftRecord, error) 
 // DriftCounts returns the open drift records of each state named (every
 // state when names is nil) that was ever checked; a store without drift
 // checks gives an empty map.
-func (e *Engine) DriftCounts(ctx context.Context, names []string) (map[string]int, error) {
-	ds, ok := e.store.(DriftStore)
+func DriftCounts(ctx context.Context, e *kilolock.Engine, names []string) (map[string]int, error) {
+	ds, ok := e.Store().(DriftStore)
 	if !ok {
 		return map[string]int{}, nil
 	}
@@ -272,24 +272,28 @@ func (e *Engine) DriftCounts(ctx context.Context, names []string) (map[string]in
 // writer holds the state; only the instance objects the refresh changed
 // cost rows. The drift records of the instances it changes close with it.
 // A refresh that changed nothing writes nothing: the version is nil.
-func (e *Engine) AcceptRefresh(ctx context.Context, name string, refreshed []byte, actor string) (*Version, error) {
-	if err := ValidStateName(name); err != nil {
+func AcceptRefresh(ctx context.Context, e *kilolock.Engine, name string, refreshed []byte, actor string) (*kilolock.Version, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
 		return nil, err
 	}
 	g, err := graph.Parse(refreshed)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, kilolock.ParseError(err)
 	}
-	_, v, _, err := e.commitEdit(ctx, name, serverWrite{operation: "accept refresh", source: SourceRefresh, actor: actor},
-		func(st *StateInfo, cur *graph.State) (*graph.State, error) {
+	v, _, err := e.Edit(ctx, name, kilolock.Edit{Operation: "accept refresh", Source: SourceRefresh, Actor: actor,
+		Plan: func(_ kilolock.Version, cur, next *graph.State) bool {
+			cs := history.Changes(cur, next)
+			return !cs.Empty()
+		},
+		Apply: func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
 			if g.Lineage != st.Lineage || g.Serial != st.Serial {
-				return nil, &ConflictError{Reason: ReasonStaleSerial, LatestSerial: st.Serial,
+				return nil, &kilolock.ConflictError{Reason: kilolock.ReasonStaleSerial, LatestSerial: st.Serial,
 					Message: fmt.Sprintf("the refresh read serial %d of lineage %s; the state is at serial %d of lineage %s", g.Serial, g.Lineage, st.Serial, st.Lineage),
 					Hint:    "the state moved since the check: run kl drift check --accept again"}
 			}
 			next := *g
 			return &next, nil
-		})
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
-package kilolock
+package history
 
 import (
 	"context"
+	"github.com/kilolock/kilolock"
 	"time"
 )
 
@@ -25,9 +26,9 @@ type TagStore interface {
 	// PutTag makes tag name version t.Version of state: a new tag, or one
 	// moved to another version. It sets t.Created (and audit.ID and At).
 	// ErrNotFound when the state or the version does not exist.
-	PutTag(ctx context.Context, state string, t *Tag, audit *AuditEntry) error
+	PutTag(ctx context.Context, state string, t *Tag, audit *kilolock.AuditEntry) error
 	// DeleteTag removes a tag. ErrNotFound when the state has no such tag.
-	DeleteTag(ctx context.Context, state, name string, audit *AuditEntry) error
+	DeleteTag(ctx context.Context, state, name string, audit *kilolock.AuditEntry) error
 	// Tags lists a state's tags by name. ErrNotFound when the state does
 	// not exist; an empty list when it has none.
 	Tags(ctx context.Context, state string) ([]Tag, error)
@@ -37,17 +38,17 @@ type TagStore interface {
 }
 
 // tags returns the engine's store as a TagStore.
-func (e *Engine) tags() (TagStore, error) {
-	ts, ok := e.store.(TagStore)
+func tags(e *kilolock.Engine) (TagStore, error) {
+	ts, ok := e.Store().(TagStore)
 	if !ok {
-		return nil, &InvalidError{Code: "tags_unsupported", Message: "this store keeps no tags", Hint: "use the SQLite or PostgreSQL store"}
+		return nil, &kilolock.InvalidError{Code: "tags_unsupported", Message: "this store keeps no tags", Hint: "use the SQLite or PostgreSQL store"}
 	}
 	return ts, nil
 }
 
 // TagOptions say who sets or removes a tag, for its audit entry.
 type TagOptions struct {
-	By          Caller
+	By          kilolock.Caller
 	Description string
 }
 
@@ -56,14 +57,14 @@ type TagOptions struct {
 // *InvalidError for a bad tag name or description; see ResolveVersion for
 // ref. The tag is what ref resolves to now: a tag set to @latest keeps
 // naming that version when later ones come.
-func (e *Engine) SetTag(ctx context.Context, state, name string, ref VersionRef, o TagOptions) (*Tag, error) {
-	if err := ValidTagName(name); err != nil {
+func SetTag(ctx context.Context, e *kilolock.Engine, state, name string, ref kilolock.VersionRef, o TagOptions) (*Tag, error) {
+	if err := kilolock.ValidTagName(name); err != nil {
 		return nil, err
 	}
-	if err := ValidText("description", o.Description, MaxTagDescription); err != nil {
+	if err := kilolock.ValidText("description", o.Description, MaxTagDescription); err != nil {
 		return nil, err
 	}
-	ts, err := e.tags()
+	ts, err := tags(e)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func (e *Engine) SetTag(ctx context.Context, state, name string, ref VersionRef,
 	if err != nil {
 		return nil, err
 	}
-	t := &Tag{Name: name, Version: v.Number, Description: o.Description, Actor: actorName(o.By)}
+	t := &Tag{Name: name, Version: v.Number, Description: o.Description, Actor: o.By.Who()}
 	if err := ts.PutTag(ctx, state, t, tagAudit(o.By, "tag.set", state, name)); err != nil {
 		return nil, err
 	}
@@ -80,14 +81,14 @@ func (e *Engine) SetTag(ctx context.Context, state, name string, ref VersionRef,
 
 // UnsetTag removes a tag, audited as tag.unset on "STATE@TAG".
 // ErrNotFound when the state has no such tag.
-func (e *Engine) UnsetTag(ctx context.Context, state, name string, o TagOptions) error {
-	if err := ValidStateName(state); err != nil {
+func UnsetTag(ctx context.Context, e *kilolock.Engine, state, name string, o TagOptions) error {
+	if err := kilolock.ValidStateName(state); err != nil {
 		return err
 	}
-	if err := ValidTagName(name); err != nil {
+	if err := kilolock.ValidTagName(name); err != nil {
 		return err
 	}
-	ts, err := e.tags()
+	ts, err := tags(e)
 	if err != nil {
 		return err
 	}
@@ -96,11 +97,11 @@ func (e *Engine) UnsetTag(ctx context.Context, state, name string, o TagOptions)
 
 // Tags lists a state's tags by name. ErrNotFound when the state does not
 // exist.
-func (e *Engine) Tags(ctx context.Context, state string) ([]Tag, error) {
-	if err := ValidStateName(state); err != nil {
+func Tags(ctx context.Context, e *kilolock.Engine, state string) ([]Tag, error) {
+	if err := kilolock.ValidStateName(state); err != nil {
 		return nil, err
 	}
-	ts, err := e.tags()
+	ts, err := tags(e)
 	if err != nil {
 		return nil, err
 	}
@@ -109,12 +110,12 @@ func (e *Engine) Tags(ctx context.Context, state string) ([]Tag, error) {
 
 // TagsByVersion is Tags keyed by the version number each names: what the
 // web view's timeline shows. A store without tags gives an empty map.
-func (e *Engine) TagsByVersion(ctx context.Context, state string) (map[int64][]string, error) {
+func TagsByVersion(ctx context.Context, e *kilolock.Engine, state string) (map[int64][]string, error) {
 	out := map[int64][]string{}
-	if _, ok := e.store.(TagStore); !ok {
+	if _, ok := e.Store().(TagStore); !ok {
 		return out, nil
 	}
-	tags, err := e.Tags(ctx, state)
+	tags, err := Tags(ctx, e, state)
 	if err != nil {
 		return nil, err
 	}
@@ -124,13 +125,6 @@ func (e *Engine) TagsByVersion(ctx context.Context, state string) (map[int64][]s
 	return out, nil
 }
 
-func actorName(by Caller) string {
-	if by.Actor == "" {
-		return "anonymous"
-	}
-	return by.Actor
-}
-
-func tagAudit(by Caller, action, state, name string) *AuditEntry {
-	return &AuditEntry{Actor: actorName(by), Action: action, Target: state + "@" + name, From: by.From, RequestID: by.RequestID}
+func tagAudit(by kilolock.Caller, action, state, name string) *kilolock.AuditEntry {
+	return &kilolock.AuditEntry{Actor: by.Who(), Action: action, Target: state + "@" + name, From: by.From, RequestID: by.RequestID}
 }

@@ -1,10 +1,11 @@
-package kilolock
+package history
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kilolock/kilolock"
 	"regexp"
 	"sort"
 	"strings"
@@ -22,9 +23,9 @@ type StateOpOptions struct {
 type StateOpResult struct {
 	Plan ChangePlan `json:"plan"`
 	// Version is the new version; nil for a dry run.
-	Version *Version   `json:"version,omitempty"`
-	Stats   WriteStats `json:"stats"`
-	DryRun  bool       `json:"dry_run"`
+	Version *kilolock.Version   `json:"version,omitempty"`
+	Stats   kilolock.WriteStats `json:"stats"`
+	DryRun  bool                `json:"dry_run"`
 }
 
 // StateList lists the instance objects of the current version whose
@@ -34,7 +35,7 @@ type StateOpResult struct {
 // module, `aws_instance.web` every instance of that resource).
 // ErrNotFound when the state does not exist or has no version;
 // ErrEncrypted for a client-side encrypted state.
-func (e *Engine) StateList(ctx context.Context, name, pattern string) ([]InstanceSummary, error) {
+func StateList(ctx context.Context, e *kilolock.Engine, name, pattern string) ([]InstanceSummary, error) {
 	g, _, err := e.Graph(ctx, name)
 	if err != nil {
 		return nil, err
@@ -71,14 +72,14 @@ func addressMatcher(pattern string) func(address string) bool {
 }
 
 // StateShow is ShowInstance at the current version.
-func (e *Engine) StateShow(ctx context.Context, name, address string) (*InstanceView, error) {
-	return e.ShowInstance(ctx, name, Latest, address)
+func StateShow(ctx context.Context, e *kilolock.Engine, name, address string) (*InstanceView, error) {
+	return ShowInstance(ctx, e, name, kilolock.Latest, address)
 }
 
 // matchesRm reports whether state rm of address removes in: its instance
 // address, its resource address, or a module it is in.
 func matchesRm(in *graph.Instance, address string) bool {
-	if MatchesAddress(in, address) {
+	if kilolock.MatchesAddress(in, address) {
 		return true
 	}
 	m := in.Resource.Module
@@ -94,12 +95,12 @@ func matchesRm(in *graph.Instance, address string) bool {
 // Refused with a *LockedError naming the holder while the state is held;
 // ErrNotFound when the state does not exist; ErrEncrypted when it is
 // client-side encrypted.
-func (e *Engine) StateRm(ctx context.Context, name string, addrs []string, o StateOpOptions) (*StateOpResult, error) {
+func StateRm(ctx context.Context, e *kilolock.Engine, name string, addrs []string, o StateOpOptions) (*StateOpResult, error) {
 	if len(addrs) == 0 {
-		return nil, &InvalidError{Code: "address_missing", Message: "state rm needs at least one address", Hint: "name instances, resources or modules as `kl state list` shows them"}
+		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "state rm needs at least one address", Hint: "name instances, resources or modules as `kl state list` shows them"}
 	}
-	w := serverWrite{operation: "state rm", source: SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
-	plan, v, stats, err := e.commitEdit(ctx, name, w, func(st *StateInfo, cur *graph.State) (*graph.State, error) {
+	w := serverWrite{operation: "state rm", source: kilolock.SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
 		hit := make([]bool, len(addrs))
 		next := *cur
 		next.Instances = make([]graph.Instance, 0, len(cur.Instances))
@@ -121,7 +122,7 @@ func (e *Engine) StateRm(ctx context.Context, name string, addrs []string, o Sta
 			}
 		}
 		if len(unknown) > 0 {
-			return nil, &InvalidError{Code: "unknown_address", Message: fmt.Sprintf("state %s holds nothing at %s; nothing was removed", name, strings.Join(unknown, ", ")),
+			return nil, &kilolock.InvalidError{Code: "unknown_address", Message: fmt.Sprintf("state %s holds nothing at %s; nothing was removed", name, strings.Join(unknown, ", ")),
 				Hint: "`kl state list " + name + "` shows the addresses it holds"}
 		}
 		return &next, nil
@@ -147,9 +148,9 @@ func (e *Engine) StateRm(ctx context.Context, name string, addrs []string, o Sta
 // parse, when the resource type or mode would change, or when to is
 // already taken. Refused with a *LockedError naming the holder while the
 // state is held; ErrNotFound when the state does not exist.
-func (e *Engine) StateMv(ctx context.Context, name, from, to string, o StateOpOptions) (*StateOpResult, error) {
-	w := serverWrite{operation: "state mv", source: SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
-	plan, v, stats, err := e.commitEdit(ctx, name, w, func(st *StateInfo, cur *graph.State) (*graph.State, error) {
+func StateMv(ctx context.Context, e *kilolock.Engine, name, from, to string, o StateOpOptions) (*StateOpResult, error) {
+	w := serverWrite{operation: "state mv", source: kilolock.SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
 		return moveInstances(cur, name, from, to)
 	})
 	if err != nil {
@@ -160,7 +161,7 @@ func (e *Engine) StateMv(ctx context.Context, name, from, to string, o StateOpOp
 
 func moveInstances(cur *graph.State, name, from, to string) (*graph.State, error) {
 	invalid := func(code, format string, args ...any) error {
-		return &InvalidError{Code: code, Message: fmt.Sprintf(format, args...), Hint: "addresses look like `aws_instance.web`, `aws_instance.web[0]`, `module.demo.aws_instance.web[\"k\"]`; `kl state list " + name + "` shows them"}
+		return &kilolock.InvalidError{Code: code, Message: fmt.Sprintf(format, args...), Hint: "addresses look like `aws_instance.web`, `aws_instance.web[0]`, `module.demo.aws_instance.web[\"k\"]`; `kl state list " + name + "` shows them"}
 	}
 	src, err := graph.ParseAddress(from)
 	if err != nil {

@@ -1,7 +1,8 @@
-package kilolock
+package retention
 
 import (
 	"context"
+	"github.com/kilolock/kilolock"
 	"os"
 	"time"
 )
@@ -16,23 +17,23 @@ const ScheduledRetentionActor = "kld:retention"
 // the next one tries again; several kld replicas may each run it, since
 // every batch re-checks what it prunes under the state's row lock. It
 // returns when ctx is done; an interval of 0 or less returns at once.
-func (e *Engine) RetainEvery(ctx context.Context, interval time.Duration, batch int) {
+func RetainEvery(ctx context.Context, e *kilolock.Engine, interval time.Duration, batch int) {
 	if interval <= 0 {
 		return
 	}
 	host, _ := os.Hostname()
-	by := Caller{Actor: ScheduledRetentionActor, From: host}
+	by := kilolock.Caller{Actor: ScheduledRetentionActor, From: host}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		rep, err := e.ApplyRetention(ctx, RetentionOptions{Batch: batch, By: by})
+		rep, err := ApplyRetention(ctx, e, RetentionOptions{Batch: batch, By: by})
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			e.log.Error("scheduled retention failed; it runs again at the next interval", "err", err, "interval", interval)
+			e.Logger().Error("scheduled retention failed; it runs again at the next interval", "err", err, "interval", interval)
 		case rep.Versions > 0:
-			e.log.Info("scheduled retention", "versions", rep.Versions, "intervals", rep.Intervals, "payloads", rep.Payloads, "states", len(rep.States))
+			e.Logger().Info("scheduled retention", "versions", rep.Versions, "intervals", rep.Intervals, "payloads", rep.Payloads, "states", len(rep.States))
 		}
 		select {
 		case <-ctx.Done():

@@ -1,8 +1,9 @@
-package kilolock
+package history
 
 import (
 	"context"
 	"fmt"
+	"github.com/kilolock/kilolock"
 	"strings"
 
 	"github.com/kilolock/kilolock/graph"
@@ -28,8 +29,8 @@ type ConeEdge = graph.ConeEdge
 // ConeView is the dependency cone of some instances in one version of a
 // state: what `kl graph` shows.
 type ConeView struct {
-	State   string  `json:"state"`
-	Version Version `json:"version"`
+	State   string           `json:"state"`
+	Version kilolock.Version `json:"version"`
 	// Addresses are the instances and resources asked for, spelled
 	// canonically.
 	Addresses []string  `json:"addresses"`
@@ -51,11 +52,11 @@ type ConeView struct {
 // parse (invalid_address) or that the version does not hold
 // (unknown_address), or a negative depth; ErrEncrypted for a client-side
 // encrypted version; see ResolveVersion for the rest.
-func (e *Engine) Cone(ctx context.Context, name string, ref VersionRef, addresses []string, dir Direction, depth int) (*ConeView, error) {
+func Cone(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, addresses []string, dir Direction, depth int) (*ConeView, error) {
 	if depth < 0 {
-		return nil, &InvalidError{Code: "invalid_depth", Message: fmt.Sprintf("depth %d is negative", depth), Hint: "give the most edges to follow, or 0 to follow them all"}
+		return nil, &kilolock.InvalidError{Code: "invalid_depth", Message: fmt.Sprintf("depth %d is negative", depth), Hint: "give the most edges to follow, or 0 to follow them all"}
 	}
-	d, _, x, err := e.depGraph(ctx, name, ref)
+	d, _, x, err := e.DepGraph(ctx, name, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func ParseSliceCone(s string) (SliceCone, error) {
 	case SliceDependencies, SliceDependents, SliceNone:
 		return c, nil
 	}
-	return "", &InvalidError{Code: "invalid_cone", Message: fmt.Sprintf("cone %q is not one of dependencies, dependents or none", s),
+	return "", &kilolock.InvalidError{Code: "invalid_cone", Message: fmt.Sprintf("cone %q is not one of dependencies, dependents or none", s),
 		Hint: "use cone=dependencies (what the instances rest on, the default), cone=dependents (what rests on them) or cone=none (only them)"}
 }
 
@@ -108,11 +109,11 @@ func ParseSliceCone(s string) (SliceCone, error) {
 // writer: a valid tfstate for a plan scoped to those instances. For the
 // current version its cost is that of the slice, not of the state, once
 // the version's dependency index is cached (see Cone). Errors as for Cone.
-func (e *Engine) Slice(ctx context.Context, name string, ref VersionRef, addresses []string, cone SliceCone) (*Document, error) {
+func Slice(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.VersionRef, addresses []string, cone SliceCone) (*kilolock.Document, error) {
 	if _, err := ParseSliceCone(string(cone)); err != nil {
 		return nil, err
 	}
-	d, g, x, err := e.depGraph(ctx, name, ref)
+	d, g, x, err := e.DepGraph(ctx, name, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -132,83 +133,16 @@ func (e *Engine) Slice(ctx context.Context, name string, ref VersionRef, address
 		idx = c.Indexes
 	}
 	s := g.Slice(idx)
-	return &Document{Version: d.Version, Bytes: s.Render(s.Format)}, nil
-}
-
-// Outputs returns the current version of a state as a state document with
-// its outputs and no resources: the same lineage, serial and Terraform
-// version, and no check results (they name resources). Sensitive outputs
-// keep their values, marked sensitive, as terraform_remote_state needs
-// them. Its cost is that of the outputs when the version is cached.
-// ErrNotFound when the state has no version; ErrEncrypted when it is
-// client-side encrypted.
-func (e *Engine) Outputs(ctx context.Context, name string) (*Document, error) {
-	ent, err := e.currentOf(ctx, name, false)
-	if err != nil {
-		return nil, err
-	}
-	index, err := ent.lean()
-	if err != nil {
-		return nil, err
-	}
-	if index == nil {
-		return nil, encryptedError(name)
-	}
-	s := index.Slice(nil)
-	s.CheckResults = nil
-	return &Document{Version: ent.version, Bytes: s.Render(s.Format)}, nil
-}
-
-// depGraph returns version ref of a state with its graph's dependency
-// index: the current version's cached with it, an older one's built for
-// the call.
-func (e *Engine) depGraph(ctx context.Context, name string, ref VersionRef) (*Body, *graph.State, *graph.DepIndex, error) {
-	var ent *cacheEntry
-	if ref.Kind == RefLatest {
-		// One cheap read when the version is cached: no more than a GET.
-		var err error
-		if ent, err = e.currentEntry(ctx, name); err != nil {
-			return nil, nil, nil, err
-		}
-	} else {
-		st, err := e.State(ctx, name)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		v, err := e.Resolve(ctx, st, ref)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if v.Number == st.Current {
-			ent, err = e.loadEntry(ctx, st)
-		} else {
-			d, g, err := e.VersionGraph(ctx, st, VersionRef{Kind: RefNumber, N: uint64(v.Number)})
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			return d, g, graph.NewDepIndex(g), nil
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	g, err := e.fullGraph(ctx, ent)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if g == nil {
-		return nil, nil, nil, encryptedError(name)
-	}
-	return ent.body, g, e.cache.depIndex(ent, g), nil
+	return &kilolock.Document{Version: d.Version, Bytes: s.Render(s.Format)}, nil
 }
 
 // lookup spells addresses canonically and finds them in x: an
 // *InvalidError when there are none, when one does not parse, or naming
 // every one that version v does not hold.
-func lookup(x *graph.DepIndex, name string, v *Version, addresses []string) (canon []string, indexes []int, err error) {
+func lookup(x *graph.DepIndex, name string, v *kilolock.Version, addresses []string) (canon []string, indexes []int, err error) {
 	hint := "addresses look like `aws_instance.web`, `aws_instance.web[0]`, `module.demo.aws_instance.web[\"k\"]`; `kl state list " + name + "` shows them"
 	if len(addresses) == 0 {
-		return nil, nil, &InvalidError{Code: "address_missing", Message: "no address was given", Hint: "name at least one instance or resource: " + hint}
+		return nil, nil, &kilolock.InvalidError{Code: "address_missing", Message: "no address was given", Hint: "name at least one instance or resource: " + hint}
 	}
 	canon = make([]string, len(addresses))
 	var unknown []string
@@ -219,14 +153,14 @@ func lookup(x *graph.DepIndex, name string, v *Version, addresses []string) (can
 		}
 		p, err := graph.ParseAddress(a)
 		if err != nil {
-			return nil, nil, &InvalidError{Code: "invalid_address", Message: fmt.Sprintf("address %q: %v", a, err), Hint: hint}
+			return nil, nil, &kilolock.InvalidError{Code: "invalid_address", Message: fmt.Sprintf("address %q: %v", a, err), Hint: hint}
 		}
 		if canon[i] = p.String(); !x.Holds(canon[i]) {
 			unknown = append(unknown, canon[i])
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, nil, &InvalidError{Code: "unknown_address",
+		return nil, nil, &kilolock.InvalidError{Code: "unknown_address",
 			Message: fmt.Sprintf("version @%d of state %s holds nothing at %s", v.Number, name, strings.Join(unknown, ", ")), Hint: hint}
 	}
 	indexes, _ = x.Lookup(canon)

@@ -1,8 +1,9 @@
-package kilolock
+package history
 
 import (
 	"bytes"
 	"context"
+	"github.com/kilolock/kilolock"
 	"strings"
 
 	"github.com/kilolock/kilolock/graph"
@@ -33,7 +34,7 @@ type SearchQuery struct {
 
 // SearchResult is what Search found.
 type SearchResult struct {
-	Version Version           `json:"version"`
+	Version kilolock.Version  `json:"version"`
 	Matches []InstanceSummary `json:"matches"`
 	// Total counts every match; more than len(Matches) when the limit cut
 	// the list.
@@ -44,7 +45,7 @@ type SearchResult struct {
 // match q, in state order. Its cost is one pass over the current version
 // (cached), plus decoding the attributes of the instances the other fields
 // let through when q.Text is set. Errors as for StateList.
-func (e *Engine) Search(ctx context.Context, name string, q SearchQuery) (*SearchResult, error) {
+func Search(ctx context.Context, e *kilolock.Engine, name string, q SearchQuery) (*SearchResult, error) {
 	g, v, err := e.Graph(ctx, name)
 	if err != nil {
 		return nil, err
