@@ -1,10 +1,12 @@
-package kilolock
+package storekit
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/kilolock/kilolock"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -54,9 +56,9 @@ type PreparedOutput struct {
 // two spellings of one object are two payloads, each served back as it was
 // sent. Whether an upsert is a change by meaning is decided before the
 // commit, by the Engine (graph.Instance.Equal).
-func PrepareCommit(c *Commit) (*PreparedCommit, error) {
+func PrepareCommit(c *kilolock.Commit) (*PreparedCommit, error) {
 	if c == nil {
-		return nil, &InvalidError{Code: "invalid_commit", Message: "nil commit"}
+		return nil, &kilolock.InvalidError{Code: "invalid_commit", Message: "nil commit"}
 	}
 	if c.Version.Serial > math.MaxInt64 || c.Version.BaseSerial > math.MaxInt64 {
 		return nil, invalidCommit("serial %d is out of range", max(c.Version.Serial, c.Version.BaseSerial))
@@ -158,28 +160,20 @@ func sameHead(in, want *graph.Instance) bool {
 		in.Status == want.Status && slices.Equal(in.Dependencies, want.Dependencies)
 }
 
-func invalidCommit(format string, args ...any) error {
-	return &InvalidError{
-		Code:    "invalid_commit",
-		Message: fmt.Sprintf(format, args...),
-		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
-	}
-}
-
 // EncodeRejection checks r for a store's RecordRejection and returns its
 // Addresses as the JSON array stores keep ("[]" for none). A nil r, or a
 // serial above math.MaxInt64, is an *InvalidError (code
 // "invalid_rejection").
-func EncodeRejection(r *Rejection) (addresses string, err error) {
+func EncodeRejection(r *kilolock.Rejection) (addresses string, err error) {
 	switch {
 	case r == nil:
-		return "", &InvalidError{Code: "invalid_rejection", Message: "nil rejection"}
+		return "", &kilolock.InvalidError{Code: "invalid_rejection", Message: "nil rejection"}
 	case r.LatestSerial > math.MaxInt64 || r.BaseSerial > math.MaxInt64:
-		return "", &InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
+		return "", &kilolock.InvalidError{Code: "invalid_rejection", Message: fmt.Sprintf("serial %d is out of range", max(r.LatestSerial, r.BaseSerial))}
 	}
 	b, err := json.Marshal(nonNilStrings(r.Addresses))
 	if err != nil {
-		return "", &InvalidError{Code: "invalid_rejection", Message: err.Error()}
+		return "", &kilolock.InvalidError{Code: "invalid_rejection", Message: err.Error()}
 	}
 	return string(b), nil
 }
@@ -199,4 +193,10 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// invalidCommit is the answer to a commit whose parts the Engine would not
+// have built (see kilolock.Commit.Object, which answers so too).
+func invalidCommit(format string, args ...any) error {
+	return &kilolock.InvalidError{Code: "invalid_commit", Message: fmt.Sprintf(format, args...), Hint: "build instances with graph.NewInstance and outputs with graph.NewOutput"}
 }

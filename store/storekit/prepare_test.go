@@ -1,4 +1,4 @@
-package kilolock
+package storekit
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kilolock/kilolock"
 
 	"github.com/kilolock/kilolock/graph"
 )
@@ -37,28 +39,28 @@ func TestPrepareCommit(t *testing.T) {
 
 	accepted := []struct {
 		name string
-		c    Commit
+		c    kilolock.Commit
 		want PreparedCommit
 	}{
-		{"empty", Commit{}, PreparedCommit{}},
-		{"order kept", Commit{
-			Upserts:       []Instance{web1, web0},
-			OutputUpserts: []Output{ip, dns},
+		{"empty", kilolock.Commit{}, PreparedCommit{}},
+		{"order kept", kilolock.Commit{
+			Upserts:       []kilolock.Instance{web1, web0},
+			OutputUpserts: []kilolock.Output{ip, dns},
 		}, PreparedCommit{
 			Upserts:       []PreparedInstance{{&web1, web1.ID()}, {&web0, web0.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ip, false), prepared(dns, false)},
 		}},
-		{"the last upsert wins, in the place of the first", Commit{
-			Upserts:       []Instance{web0, web1, web0b},
-			OutputUpserts: []Output{ip, dns, ipB},
+		{"the last upsert wins, in the place of the first", kilolock.Commit{
+			Upserts:       []kilolock.Instance{web0, web1, web0b},
+			OutputUpserts: []kilolock.Output{ip, dns, ipB},
 		}, PreparedCommit{
 			Upserts:       []PreparedInstance{{&web0b, web0.ID()}, {&web1, web1.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ipB, true), prepared(dns, false)},
 		}},
-		{"a removal of an upserted id is dropped", Commit{
-			Upserts:        []Instance{web0},
+		{"a removal of an upserted id is dropped", kilolock.Commit{
+			Upserts:        []kilolock.Instance{web0},
 			Removed:        []string{web1.ID(), web0.ID()},
-			OutputUpserts:  []Output{ip},
+			OutputUpserts:  []kilolock.Output{ip},
 			OutputsRemoved: []string{"ip", "dns"},
 		}, PreparedCommit{
 			Upserts:        []PreparedInstance{{&web0, web0.ID()}},
@@ -66,22 +68,22 @@ func TestPrepareCommit(t *testing.T) {
 			OutputUpserts:  []PreparedOutput{prepared(ip, false)},
 			OutputsRemoved: []string{"dns"},
 		}},
-		{"duplicate removals collapse", Commit{
+		{"duplicate removals collapse", kilolock.Commit{
 			Removed:        []string{web1.ID(), web0.ID(), web1.ID()},
 			OutputsRemoved: []string{"dns", "ip", "dns"},
 		}, PreparedCommit{
 			Removed:        []string{web1.ID(), web0.ID()},
 			OutputsRemoved: []string{"dns", "ip"},
 		}},
-		{"a zero hash is not checked", Commit{
-			Upserts:       []Instance{func() Instance { in := web0; in.Hash = graph.Hash{}; return in }()},
-			OutputUpserts: []Output{{Name: "ip", Object: ip.Object}},
+		{"a zero hash is not checked", kilolock.Commit{
+			Upserts:       []kilolock.Instance{func() kilolock.Instance { in := web0; in.Hash = graph.Hash{}; return in }()},
+			OutputUpserts: []kilolock.Output{{Name: "ip", Object: ip.Object}},
 		}, PreparedCommit{
 			Upserts:       []PreparedInstance{{&web0, web0.ID()}},
 			OutputUpserts: []PreparedOutput{prepared(ip, false)},
 		}},
-		{"fields are read from the object", Commit{
-			Upserts: []Instance{func() Instance {
+		{"fields are read from the object", kilolock.Commit{
+			Upserts: []kilolock.Instance{func() kilolock.Instance {
 				in := web0
 				in.Status, in.Dependencies = "tainted", []string{"aws_vpc.main"}
 				return in
@@ -103,7 +105,7 @@ func TestPrepareCommit(t *testing.T) {
 	}
 
 	t.Run("an instance as its object gives it is not copied", func(t *testing.T) {
-		c := Commit{Upserts: []Instance{web0, web1}}
+		c := kilolock.Commit{Upserts: []kilolock.Instance{web0, web1}}
 		got, err := PrepareCommit(&c)
 		if err != nil {
 			t.Fatal(err)
@@ -123,39 +125,39 @@ func TestPrepareCommit(t *testing.T) {
 	badOutputHash.Hash[0] ^= 1
 	refused := []struct {
 		name string
-		c    *Commit
+		c    *kilolock.Commit
 		// want is the whole message, or its start when it ends in "…".
 		want string
 	}{
 		{"nil commit", nil, "nil commit"},
-		{"serial out of range", &Commit{Version: Version{Serial: math.MaxInt64 + 1}},
+		{"serial out of range", &kilolock.Commit{Version: kilolock.Version{Serial: math.MaxInt64 + 1}},
 			"serial 9223372036854775808 is out of range"},
-		{"base serial out of range", &Commit{Version: Version{Serial: 1, BaseSerial: math.MaxUint64}},
+		{"base serial out of range", &kilolock.Commit{Version: kilolock.Version{Serial: 1, BaseSerial: math.MaxUint64}},
 			"serial 18446744073709551615 is out of range"},
-		{"malformed instance object", &Commit{Upserts: []Instance{{Resource: web, Object: []byte(`{"index_key":0,`)}}},
+		{"malformed instance object", &kilolock.Commit{Upserts: []kilolock.Instance{{Resource: web, Object: []byte(`{"index_key":0,`)}}},
 			"instance of aws_instance.web: …"},
-		{"wrong claimed id", &Commit{Upserts: []Instance{otherKey}},
+		{"wrong claimed id", &kilolock.Commit{Upserts: []kilolock.Instance{otherKey}},
 			"instance aws_instance.web[1]: its object says it is aws_instance.web[0]"},
-		{"wrong instance hash", &Commit{Upserts: []Instance{badHash}},
+		{"wrong instance hash", &kilolock.Commit{Upserts: []kilolock.Instance{badHash}},
 			"instance aws_instance.web[0]: hash " + badHash.Hash.String() + " is not the hash of its object (" + web0.Hash.String() + ")"},
-		{"output without a name", &Commit{OutputUpserts: []Output{graph.NewOutput("", ip.Object)}},
+		{"output without a name", &kilolock.Commit{OutputUpserts: []kilolock.Output{graph.NewOutput("", ip.Object)}},
 			"an output has no name"},
-		{"output with bad JSON", &Commit{OutputUpserts: []Output{graph.NewOutput("ip", []byte(`{"value":`))}},
+		{"output with bad JSON", &kilolock.Commit{OutputUpserts: []kilolock.Output{graph.NewOutput("ip", []byte(`{"value":`))}},
 			"output ip: unexpected end of JSON input"},
-		{"output that is not an object", &Commit{OutputUpserts: []Output{graph.NewOutput("ip", []byte(`[1]`))}},
+		{"output that is not an object", &kilolock.Commit{OutputUpserts: []kilolock.Output{graph.NewOutput("ip", []byte(`[1]`))}},
 			"output ip: …"},
-		{"wrong output hash", &Commit{OutputUpserts: []Output{badOutputHash}},
+		{"wrong output hash", &kilolock.Commit{OutputUpserts: []kilolock.Output{badOutputHash}},
 			"output ip: hash " + badOutputHash.Hash.String() + " is not the hash of its object (" + ip.Hash.String() + ")"},
-		{"a bad upsert after a good one", &Commit{Upserts: []Instance{web0, badHash}},
+		{"a bad upsert after a good one", &kilolock.Commit{Upserts: []kilolock.Instance{web0, badHash}},
 			"instance aws_instance.web[0]: hash …"},
 	}
 	for _, tt := range refused {
 		t.Run("refuses "+tt.name, func(t *testing.T) {
 			got, err := PrepareCommit(tt.c)
-			if got != nil || !errors.Is(err, ErrInvalid) {
+			if got != nil || !errors.Is(err, kilolock.ErrInvalid) {
 				t.Fatalf("PrepareCommit = %+v, %v; want nil and ErrInvalid", got, err)
 			}
-			var ie *InvalidError
+			var ie *kilolock.InvalidError
 			if !errors.As(err, &ie) || ie.Code != "invalid_commit" {
 				t.Fatalf("error %#v, want an *InvalidError with code invalid_commit", err)
 			}
@@ -178,13 +180,13 @@ func TestPrepareCommit(t *testing.T) {
 }
 
 func TestEncodeRejection(t *testing.T) {
-	for _, r := range []*Rejection{nil, {LatestSerial: math.MaxInt64 + 1}, {BaseSerial: math.MaxUint64}} {
-		if _, err := EncodeRejection(r); !errors.Is(err, ErrInvalid) {
+	for _, r := range []*kilolock.Rejection{nil, {LatestSerial: math.MaxInt64 + 1}, {BaseSerial: math.MaxUint64}} {
+		if _, err := EncodeRejection(r); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("EncodeRejection(%+v) = %v, want ErrInvalid", r, err)
 		}
 	}
 	for _, addrs := range [][]string{nil, {}, {"aws_instance.a", `module.m["x"].aws_instance.b[0]`}} {
-		enc, err := EncodeRejection(&Rejection{Addresses: addrs})
+		enc, err := EncodeRejection(&kilolock.Rejection{Addresses: addrs})
 		if err != nil {
 			t.Fatal(err)
 		}
