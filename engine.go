@@ -320,13 +320,6 @@ func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, e
 	return e.LockWith(ctx, name, info, LockRequest{})
 }
 
-// LockRun takes the lock of an apply run's CLI apply: granted beside the
-// locks of other runs on an exclusive state too, as long as the run holds
-// its reservations; what it writes is held to them.
-func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
-	return e.LockWith(ctx, name, info, LockRequest{Run: run})
-}
-
 // LockRequest says who asks for a lock, beyond its LockInfo.
 type LockRequest struct {
 	// Run is the apply run whose CLI apply locks ("" for none).

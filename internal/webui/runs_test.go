@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/reserve"
@@ -30,7 +32,7 @@ func TestLiveRunsAndMetrics(t *testing.T) {
 				}
 				t.Skip("this store keeps no apply runs yet (kilolock.RunStore, issue 12)")
 			}
-			run, err := e.StartRun(context.Background(), "net", kilolock.RunRequest{Actor: "hana@ci", SourceSerial: 5,
+			run, err := applyrun.StartRun(context.Background(), e, "net", kilolock.RunRequest{Actor: "hana@ci", SourceSerial: 5,
 				Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse("module.net.*"), Mode: reserve.Write}}})
 			if err != nil {
 				t.Fatal(err)
