@@ -229,7 +229,7 @@ type TagResolver interface {
 	TagVersion(ctx context.Context, state, name string) (int64, error)
 }
 
-// PruneLister is a Store that prunes versions (retention.Store): the
+// PruneLister is a Store that prunes versions (retention.RetentionStore): the
 // Engine says through it who pruned a version that is asked for.
 type PruneLister interface {
 	// PrunedVersions lists the runs of pruned versions of a state numbered
@@ -238,7 +238,7 @@ type PruneLister interface {
 	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]PrunedRange, error)
 }
 
-// DriftCounter is a Store that keeps drift checks (drift.Store): Status
+// DriftCounter is a Store that keeps drift checks (drift.DriftStore): Status
 // counts a state's drifted instances through it.
 type DriftCounter interface {
 	// DriftCounts returns, for each of the states named (every state when
