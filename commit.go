@@ -157,3 +157,7 @@ func (e *Engine) editOnce(ctx context.Context, name string, ed Edit) (*Version, 
 		"added", v.Added, "changed", v.Changed, "removed", v.Removed)
 	return v, stats, nil
 }
+
+// ParseError turns an error of graph.Parse into the *InvalidError a write
+// answers, with its hint.
+func ParseError(err error) error { return parseError(err) }
