@@ -14,6 +14,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
+	"github.com/kilolock/kilolock/history"
 )
 
 // readBody returns what b writes plain and gzip-compressed (decompressed),
@@ -81,7 +82,7 @@ func TestOpenServesEveryKindOfVersion(t *testing.T) {
 		})
 	}
 	t.Run("rollback", func(t *testing.T) {
-		if _, err := e.Rollback(ctx, "s", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, kilolock.RollbackOptions{}); err != nil {
+		if _, err := history.Rollback(ctx, e, "s", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, history.RollbackOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		b, err := e.Open(ctx, "s")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 // fixture reads graph/testdata/SCENARIO/terraform.tfstate.
@@ -34,16 +35,16 @@ func modulesEngine(t *testing.T) *kilolock.Engine {
 	write(t, e, "m", fixture(t, "modules"))
 	// A cone of @1 before @2 is written, so that the index of @1 is cached
 	// when @2 replaces it.
-	if _, err := e.Cone(context.Background(), "m", kilolock.Latest, []string{"terraform_data.root"}, kilolock.Dependents, 0); err != nil {
+	if _, err := history.Cone(context.Background(), e, "m", kilolock.Latest, []string{"terraform_data.root"}, history.Dependents, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.StateRm(context.Background(), "m", []string{"module.b[1]"}, kilolock.StateOpOptions{Actor: "test"}); err != nil {
+	if _, err := history.StateRm(context.Background(), e, "m", []string{"module.b[1]"}, history.StateOpOptions{Actor: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func nodeAddresses(nodes []kilolock.ConeNode) []string {
+func nodeAddresses(nodes []history.ConeNode) []string {
 	var out []string
 	for _, n := range nodes {
 		out = append(out, n.Address)
@@ -58,30 +59,30 @@ func TestEngineCone(t *testing.T) {
 		name      string
 		ref       string
 		addresses []string
-		dir       kilolock.Direction
+		dir       history.Direction
 		depth     int
 		want      []string
 		edges     int
 	}{
-		{"blast radius of the root, current version", "@latest", []string{"terraform_data.root"}, kilolock.Dependents, 0, []string{
+		{"blast radius of the root, current version", "@latest", []string{"terraform_data.root"}, history.Dependents, 0, []string{
 			"terraform_data.root",
 			`module.a["x"].module.child.terraform_data.leaf[0]`, `module.a["x"].module.child.terraform_data.leaf[1]`, `module.a["x"].terraform_data.this`,
 			`module.a["y z"].module.child.terraform_data.leaf[0]`, `module.a["y z"].module.child.terraform_data.leaf[1]`, `module.a["y z"].terraform_data.this`,
 			"module.b[0].module.child.terraform_data.leaf[0]", "module.b[0].module.child.terraform_data.leaf[1]", "module.b[0].terraform_data.this",
 		}, 14 + 5},
-		{"the version before still has module.b[1]", "@1", []string{"module.b[1].terraform_data.this"}, kilolock.Dependents, 1, []string{
+		{"the version before still has module.b[1]", "@1", []string{"module.b[1].terraform_data.this"}, history.Dependents, 1, []string{
 			"module.b[1].terraform_data.this",
 			"module.b[0].module.child.terraform_data.leaf[0]", "module.b[0].module.child.terraform_data.leaf[1]",
 			"module.b[1].module.child.terraform_data.leaf[0]", "module.b[1].module.child.terraform_data.leaf[1]",
 		}, 4},
-		{"what a leaf rests on, spelled loosely", "@2", []string{`module.a["\u0078"].module.child.terraform_data.leaf[0]`}, kilolock.Dependencies, 0, []string{
+		{"what a leaf rests on, spelled loosely", "@2", []string{`module.a["\u0078"].module.child.terraform_data.leaf[0]`}, history.Dependencies, 0, []string{
 			`module.a["x"].module.child.terraform_data.leaf[0]`,
 			`module.a["x"].terraform_data.this`, `module.a["y z"].terraform_data.this`, "terraform_data.root",
 		}, 3 + 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := e.Cone(ctx, "m", mustRef(t, tt.ref), tt.addresses, tt.dir, tt.depth)
+			c, err := history.Cone(ctx, e, "m", mustRef(t, tt.ref), tt.addresses, tt.dir, tt.depth)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,8 +132,8 @@ func TestEngineConeRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.Cone(ctx, tt.state, mustRef(t, tt.ref), tt.addresses, kilolock.Dependents, tt.depth)
-			_, serr := e.Slice(ctx, tt.state, mustRef(t, tt.ref), tt.addresses, kilolock.SliceNone)
+			_, err := history.Cone(ctx, e, tt.state, mustRef(t, tt.ref), tt.addresses, history.Dependents, tt.depth)
+			_, serr := history.Slice(ctx, e, tt.state, mustRef(t, tt.ref), tt.addresses, history.SliceNone)
 			for _, err := range []error{err, serr} {
 				if tt.depth < 0 && err == serr {
 					continue // slices take no depth
@@ -149,7 +150,7 @@ func TestEngineConeRefusals(t *testing.T) {
 			}
 		})
 	}
-	if _, err := e.Slice(ctx, "m", kilolock.Latest, []string{"terraform_data.root"}, "all"); err == nil || !strings.Contains(err.Error(), `"all"`) {
+	if _, err := history.Slice(ctx, e, "m", kilolock.Latest, []string{"terraform_data.root"}, "all"); err == nil || !strings.Contains(err.Error(), `"all"`) {
 		t.Errorf("a bad cone: %v", err)
 	}
 }
@@ -166,27 +167,27 @@ func TestEngineSlice(t *testing.T) {
 		name      string
 		ref       string
 		addresses []string
-		cone      kilolock.SliceCone
+		cone      history.SliceCone
 		want      []string
 	}{
-		{"a leaf and what it rests on", "@latest", []string{`module.a["y z"].module.child.terraform_data.leaf[1]`}, kilolock.SliceDependencies, []string{
+		{"a leaf and what it rests on", "@latest", []string{`module.a["y z"].module.child.terraform_data.leaf[1]`}, history.SliceDependencies, []string{
 			"terraform_data.root", `module.a["x"].terraform_data.this`,
 			`module.a["y z"].module.child.terraform_data.leaf[1]`, `module.a["y z"].terraform_data.this`,
 		}},
-		{"what rests on b[0]'s this", "@latest", []string{"module.b[0].terraform_data.this"}, kilolock.SliceDependents, []string{
+		{"what rests on b[0]'s this", "@latest", []string{"module.b[0].terraform_data.this"}, history.SliceDependents, []string{
 			"module.b[0].terraform_data.this", "module.b[0].module.child.terraform_data.leaf[0]", "module.b[0].module.child.terraform_data.leaf[1]",
 		}},
-		{"at the version before, b[1] rests on it too", "@1", []string{"module.b[0].terraform_data.this"}, kilolock.SliceDependents, []string{
+		{"at the version before, b[1] rests on it too", "@1", []string{"module.b[0].terraform_data.this"}, history.SliceDependents, []string{
 			"module.b[0].terraform_data.this", "module.b[0].module.child.terraform_data.leaf[0]", "module.b[0].module.child.terraform_data.leaf[1]",
 			"module.b[1].module.child.terraform_data.leaf[0]", "module.b[1].module.child.terraform_data.leaf[1]",
 		}},
-		{"a resource alone", "@latest", []string{"module.b[0].module.child.terraform_data.leaf", "terraform_data.root"}, kilolock.SliceNone, []string{
+		{"a resource alone", "@latest", []string{"module.b[0].module.child.terraform_data.leaf", "terraform_data.root"}, history.SliceNone, []string{
 			"terraform_data.root", "module.b[0].module.child.terraform_data.leaf[0]", "module.b[0].module.child.terraform_data.leaf[1]",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := e.Slice(ctx, "m", mustRef(t, tt.ref), tt.addresses, tt.cone)
+			d, err := history.Slice(ctx, e, "m", mustRef(t, tt.ref), tt.addresses, tt.cone)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // newControl returns a Control on a fresh store opened by open, and the
 // store.
-func newControl(t *testing.T, open func(testing.TB) kilolock.Store) (*kilolock.Control, kilolock.TenantStore) {
+func newControl(t *testing.T, open func(testing.TB) kilolock.Store) (*tenancy.Control, tenancy.TenantStore) {
 	t.Helper()
-	ts, ok := open(t).(kilolock.TenantStore)
+	ts, ok := open(t).(tenancy.TenantStore)
 	if !ok {
 		t.Fatal("the store is no TenantStore")
 	}
-	return kilolock.NewControl(ts), ts
+	return tenancy.NewControl(ts), ts
 }
 
 // auditLog returns the audit log oldest first, as "action target" lines.
-func auditLog(t *testing.T, c *kilolock.Control) ([]kilolock.AuditEntry, []string) {
+func auditLog(t *testing.T, c *tenancy.Control) ([]kilolock.AuditEntry, []string) {
 	t.Helper()
 	es, err := c.Audit(context.Background(), kilolock.AuditFilter{Limit: 1000})
 	if err != nil {
@@ -54,12 +55,12 @@ func TestControlChanges(t *testing.T) {
 
 			ws, err := c.CreateWorkspace(ctx, by, "acme", "", "alice")
 			must(err)
-			if !strings.HasPrefix(ws.ID, "ws_") || ws.Kind != kilolock.WorkspaceOrganization || ws.Lifecycle != kilolock.LifecycleActive || ws.Created.IsZero() {
+			if !strings.HasPrefix(ws.ID, "ws_") || ws.Kind != tenancy.WorkspaceOrganization || ws.Lifecycle != tenancy.LifecycleActive || ws.Created.IsZero() {
 				t.Errorf("workspace = %+v", ws)
 			}
 			members, err := c.Members(ctx, ws.ID)
 			must(err)
-			if len(members) != 1 || members[0] != (kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}) {
+			if len(members) != 1 || members[0] != (tenancy.Member{UserID: "alice", Role: tenancy.RoleOwner}) {
 				t.Errorf("members after create with an owner = %+v", members)
 			}
 			env, err := c.CreateEnvironment(ctx, by, ws.ID, "prod")
@@ -71,26 +72,26 @@ func TestControlChanges(t *testing.T) {
 				t.Errorf("a taken slug: %v, want ErrConflict", err)
 			}
 
-			auto, secret, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, Name: "ci", EnvironmentID: env.PublicID})
+			auto, secret, err := c.IssueToken(ctx, by, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: "ci", EnvironmentID: env.PublicID})
 			must(err)
-			if !strings.HasPrefix(secret, "klt_") || auto.Scope != kilolock.ScopeReadWrite || auto.Name != "ci" {
+			if !strings.HasPrefix(secret, "klt_") || auto.Scope != tenancy.ScopeReadWrite || auto.Name != "ci" {
 				t.Errorf("automation token %+v, secret %q", auto, secret)
 			}
-			pat, patSecret, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice"})
+			pat, patSecret, err := c.IssueToken(ctx, by, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice"})
 			must(err)
 			if !strings.HasPrefix(patSecret, "klp_") || pat.UserID != "alice" {
 				t.Errorf("PAT %+v, secret %q", pat, patSecret)
 			}
 			// Only the hash is kept: the secret finds the token through it.
 			for id, s := range map[string]string{auto.ID: secret, pat.ID: patSecret} {
-				got, err := ts.TokenByHash(ctx, kilolock.HashSecret(s))
+				got, err := ts.TokenByHash(ctx, tenancy.HashSecret(s))
 				if err != nil || got.ID != id {
 					t.Errorf("TokenByHash(HashSecret(secret of %s)) = %+v, %v", id, got, err)
 				}
 			}
-			tokens, err := c.Tokens(ctx, kilolock.TokenAutomation)
+			tokens, err := c.Tokens(ctx, tenancy.TokenAutomation)
 			must(err)
-			if len(tokens) != 1 || tokens[0].ID != auto.ID || tokens[0].Hash != kilolock.HashSecret(secret) {
+			if len(tokens) != 1 || tokens[0].ID != auto.ID || tokens[0].Hash != tenancy.HashSecret(secret) {
 				t.Errorf("automation tokens = %+v", tokens)
 			}
 
@@ -101,7 +102,7 @@ func TestControlChanges(t *testing.T) {
 			}
 			m, err := c.PutMember(ctx, by, ws.ID, "bob", "")
 			must(err)
-			if m.Role != kilolock.RoleMember {
+			if m.Role != tenancy.RoleMember {
 				t.Errorf("member with no role = %+v", m)
 			}
 			must(c.RemoveMember(ctx, by, ws.ID, "bob"))
@@ -110,23 +111,23 @@ func TestControlChanges(t *testing.T) {
 			must(err)
 			res, err := c.ResumeWorkspace(ctx, by, ws.ID)
 			must(err)
-			if susp.Lifecycle != kilolock.LifecycleSuspended || res.Lifecycle != kilolock.LifecycleActive {
+			if susp.Lifecycle != tenancy.LifecycleSuspended || res.Lifecycle != tenancy.LifecycleActive {
 				t.Errorf("suspend → %s, resume → %s", susp.Lifecycle, res.Lifecycle)
 			}
 
-			state, _ := kilolock.TenantStateName(ws.ID, env.PublicID, "app")
+			state, _ := tenancy.TenantStateName(ws.ID, env.PublicID, "app")
 			must(c.ArchiveState(ctx, by, ws.ID, env.PublicID, "app"))
-			if l, _ := ts.StateLifecycle(ctx, state); l != kilolock.LifecycleArchived {
+			if l, _ := ts.StateLifecycle(ctx, state); l != tenancy.LifecycleArchived {
 				t.Errorf("after ArchiveState: %s", l)
 			}
 			must(c.RestoreState(ctx, by, ws.ID, env.PublicID, "app"))
-			if l, _ := ts.StateLifecycle(ctx, state); l != kilolock.LifecycleActive {
+			if l, _ := ts.StateLifecycle(ctx, state); l != tenancy.LifecycleActive {
 				t.Errorf("after RestoreState: %s", l)
 			}
 
 			must(c.RevokeGrant(ctx, by, pat.ID, env.PublicID))
 			must(c.RevokeToken(ctx, by, auto.ID))
-			if _, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret)); !errors.Is(err, kilolock.ErrNotFound) {
+			if _, err := ts.TokenByHash(ctx, tenancy.HashSecret(secret)); !errors.Is(err, kilolock.ErrNotFound) {
 				t.Errorf("a revoked token's secret: %v, want ErrNotFound", err)
 			}
 			must(c.RevokeToken(ctx, kilolock.Caller{}, pat.ID))
@@ -171,7 +172,7 @@ func TestControlReadsAreNotAudited(t *testing.T) {
 			ctx := context.Background()
 			c, _ := newControl(t, open)
 			by := kilolock.Caller{Actor: "op"}
-			ws, err := c.CreateWorkspace(ctx, by, "acme", kilolock.WorkspacePersonal, "alice")
+			ws, err := c.CreateWorkspace(ctx, by, "acme", tenancy.WorkspacePersonal, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,15 +219,15 @@ func TestControlRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pat, _, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice"})
+			pat, _, err := c.IssueToken(ctx, by, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			auto, _, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID})
+			auto, _, err := c.IssueToken(ctx, by, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: env.PublicID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			personal, err := c.CreateWorkspace(ctx, by, "alice", kilolock.WorkspacePersonal, "alice")
+			personal, err := c.CreateWorkspace(ctx, by, "alice", tenancy.WorkspacePersonal, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestControlRefusals(t *testing.T) {
 			}
 			_, before := auditLog(t, c)
 
-			issue := func(req kilolock.TokenRequest) func() error {
+			issue := func(req tenancy.TokenRequest) func() error {
 				return func() error { _, _, err := c.IssueToken(ctx, by, req); return err }
 			}
 			tests := []struct {
@@ -254,35 +255,35 @@ func TestControlRefusals(t *testing.T) {
 				{"slug with a slash", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "a/b"); return err }, "invalid_slug", kilolock.ErrInvalid},
 				{"unknown role", func() error { _, err := c.PutMember(ctx, by, ws.ID, "bob", "king"); return err }, "invalid_role", kilolock.ErrInvalid},
 				{"member without a user", func() error { _, err := c.PutMember(ctx, by, ws.ID, "", ""); return err }, "invalid_member", kilolock.ErrInvalid},
-				{"token of no kind", issue(kilolock.TokenRequest{EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
-				{"operator token", issue(kilolock.TokenRequest{Kind: kilolock.TokenOperator}), "invalid_token", kilolock.ErrInvalid},
-				{"automation without an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation}), "invalid_token", kilolock.ErrInvalid},
-				{"automation of an unknown scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, Scope: "admin"}), "invalid_token", kilolock.ErrInvalid},
-				{"automation with a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, UserID: "bob"}), "invalid_token", kilolock.ErrInvalid},
-				{"PAT without a user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal}), "invalid_token", kilolock.ErrInvalid},
-				{"PAT with an environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
-				{"token with a negative lifetime", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", ExpiresIn: -time.Hour}), "invalid_token", kilolock.ErrInvalid},
-				{"token living past the maximum", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", ExpiresIn: kilolock.MaxTokenLifetime + time.Nanosecond}), "invalid_token", kilolock.ErrInvalid},
-				{"automation token living 200 years", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, ExpiresIn: 200 * 365 * 24 * time.Hour}), "invalid_token", kilolock.ErrInvalid},
-				{"PAT with a scope", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Scope: kilolock.ScopeRead}), "invalid_token", kilolock.ErrInvalid},
+				{"token of no kind", issue(tenancy.TokenRequest{EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
+				{"operator token", issue(tenancy.TokenRequest{Kind: tenancy.TokenOperator}), "invalid_token", kilolock.ErrInvalid},
+				{"automation without an environment", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation}), "invalid_token", kilolock.ErrInvalid},
+				{"automation of an unknown scope", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: env.PublicID, Scope: "admin"}), "invalid_token", kilolock.ErrInvalid},
+				{"automation with a user", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: env.PublicID, UserID: "bob"}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT without a user", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT with an environment", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", EnvironmentID: env.PublicID}), "invalid_token", kilolock.ErrInvalid},
+				{"token with a negative lifetime", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", ExpiresIn: -time.Hour}), "invalid_token", kilolock.ErrInvalid},
+				{"token living past the maximum", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", ExpiresIn: tenancy.MaxTokenLifetime + time.Nanosecond}), "invalid_token", kilolock.ErrInvalid},
+				{"automation token living 200 years", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: env.PublicID, ExpiresIn: 200 * 365 * 24 * time.Hour}), "invalid_token", kilolock.ErrInvalid},
+				{"PAT with a scope", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Scope: tenancy.ScopeRead}), "invalid_token", kilolock.ErrInvalid},
 				{"invalid state name", func() error { return c.ArchiveState(ctx, by, ws.ID, env.PublicID, "../x") }, "invalid_state_name", kilolock.ErrInvalid},
 
-				{"personal workspace without its owner", func() error { _, err := c.CreateWorkspace(ctx, by, "x", kilolock.WorkspacePersonal, ""); return err }, "invalid_workspace", kilolock.ErrInvalid},
+				{"personal workspace without its owner", func() error { _, err := c.CreateWorkspace(ctx, by, "x", tenancy.WorkspacePersonal, ""); return err }, "invalid_workspace", kilolock.ErrInvalid},
 				{"slug that looks like a public id", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "env_0123"); return err }, "invalid_slug", kilolock.ErrInvalid},
 				{"grant to an automation token", func() error { _, err := c.AddGrant(ctx, by, auto.ID, env.PublicID); return err }, "grant_needs_pat", kilolock.ErrInvalid},
 				{"taken slug", func() error { _, err := c.CreateEnvironment(ctx, by, ws.ID, "prod"); return err }, "slug_taken", kilolock.ErrConflict},
 				{"second member of a personal workspace", func() error { _, err := c.PutMember(ctx, by, personal.ID, "bob", ""); return err }, "personal_workspace", kilolock.ErrConflict},
-				{"demote a personal workspace's owner", func() error { _, err := c.PutMember(ctx, by, personal.ID, "alice", kilolock.RoleAdmin); return err }, "personal_workspace", kilolock.ErrConflict},
+				{"demote a personal workspace's owner", func() error { _, err := c.PutMember(ctx, by, personal.ID, "alice", tenancy.RoleAdmin); return err }, "personal_workspace", kilolock.ErrConflict},
 				{"remove a personal workspace's owner", func() error { return c.RemoveMember(ctx, by, personal.ID, "alice") }, "personal_workspace", kilolock.ErrConflict},
 				{"remove the last owner", func() error { return c.RemoveMember(ctx, by, owned.ID, "peter") }, "last_owner", kilolock.ErrConflict},
-				{"demote the last owner", func() error { _, err := c.PutMember(ctx, by, owned.ID, "peter", kilolock.RoleMember); return err }, "last_owner", kilolock.ErrConflict},
+				{"demote the last owner", func() error { _, err := c.PutMember(ctx, by, owned.ID, "peter", tenancy.RoleMember); return err }, "last_owner", kilolock.ErrConflict},
 				{"suspend a missing workspace", func() error { _, err := c.SuspendWorkspace(ctx, by, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
 				{"resume a missing workspace", func() error { _, err := c.ResumeWorkspace(ctx, by, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
 				{"environment in a missing workspace", func() error { _, err := c.CreateEnvironment(ctx, by, "ws_missing", "prod"); return err }, "workspace_not_found", kilolock.ErrNotFound},
 				{"environments of a missing workspace", func() error { _, err := c.Environments(ctx, "ws_missing"); return err }, "workspace_not_found", kilolock.ErrNotFound},
 				{"member of a missing workspace", func() error { _, err := c.PutMember(ctx, by, "ws_missing", "bob", ""); return err }, "workspace_not_found", kilolock.ErrNotFound},
 				{"remove a non-member", func() error { return c.RemoveMember(ctx, by, ws.ID, "nobody") }, "member_not_found", kilolock.ErrNotFound},
-				{"token for a missing environment", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_missing"}), "environment_not_found", kilolock.ErrNotFound},
+				{"token for a missing environment", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: "env_missing"}), "environment_not_found", kilolock.ErrNotFound},
 				{"revoke a missing token", func() error { return c.RevokeToken(ctx, by, "tok_missing") }, "token_not_found", kilolock.ErrNotFound},
 				{"grant a missing token", func() error { _, err := c.AddGrant(ctx, by, "tok_missing", env.PublicID); return err }, "token_not_found", kilolock.ErrNotFound},
 				{"grant a missing environment", func() error { _, err := c.AddGrant(ctx, by, pat.ID, "env_missing"); return err }, "environment_not_found", kilolock.ErrNotFound},
@@ -324,7 +325,7 @@ func TestControlRefusals(t *testing.T) {
 // control API always has.
 func TestControlTokenForMissingEnvironment(t *testing.T) {
 	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
-	_, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_nope"})
+	_, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: "env_nope"})
 	if want := `there is no environment "env_nope"`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
@@ -332,23 +333,23 @@ func TestControlTokenForMissingEnvironment(t *testing.T) {
 
 func TestParseExpiry(t *testing.T) {
 	for in, want := range map[string]time.Duration{"": 0, "90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "720h": 720 * time.Hour, "30m": 30 * time.Minute, "2160h0m0s": 2160 * time.Hour} {
-		if got, err := kilolock.ParseExpiry(in); err != nil || got != want {
+		if got, err := tenancy.ParseExpiry(in); err != nil || got != want {
 			t.Errorf("ParseExpiry(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"soon", "0d", "-1d", "0s", "-5m", "1.5d", "d", "01d", "90 d"} {
-		if _, err := kilolock.ParseExpiry(in); !errors.Is(err, kilolock.ErrInvalid) {
+		if _, err := tenancy.ParseExpiry(in); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("ParseExpiry(%q) = %v, want ErrInvalid", in, err)
 		}
 	}
 	// Ten years is the longest lifetime; past it, and where the number of
 	// days overflows a Duration (213503983d wrapped to 16 hours,
 	// 99999999999d to 2224 years), the error names the maximum.
-	if got, err := kilolock.ParseExpiry("3650d"); err != nil || got != kilolock.MaxTokenLifetime {
-		t.Errorf("ParseExpiry(3650d) = %v, %v; want the maximum %v", got, err, kilolock.MaxTokenLifetime)
+	if got, err := tenancy.ParseExpiry("3650d"); err != nil || got != tenancy.MaxTokenLifetime {
+		t.Errorf("ParseExpiry(3650d) = %v, %v; want the maximum %v", got, err, tenancy.MaxTokenLifetime)
 	}
 	for _, in := range []string{"3651d", "87601h", "213503983d", "99999999999d", "106751d", "9223372036854775807d", "99999999999999999999d", "2562047h"} {
-		_, err := kilolock.ParseExpiry(in)
+		_, err := tenancy.ParseExpiry(in)
 		if !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(err.Error(), "3650 days") {
 			t.Errorf("ParseExpiry(%q) = %v, want ErrInvalid naming the maximum of 3650 days", in, err)
 		}
@@ -360,7 +361,7 @@ func TestParseExpiry(t *testing.T) {
 func TestControlTokenExpiry(t *testing.T) {
 	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
 	before := time.Now()
-	tok, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice", ExpiresIn: time.Hour})
+	tok, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice", ExpiresIn: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestControlTokenExpiry(t *testing.T) {
 	if tok.Expired(tok.Expires.Add(-time.Nanosecond)) || !tok.Expired(tok.Expires) || !tok.Expired(tok.Expires.Add(time.Second)) {
 		t.Error("Expired: want false before the expiry, true at and after it")
 	}
-	if never := (&kilolock.Token{}); never.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+	if never := (&tenancy.Token{}); never.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Error("a token without an expiry expired")
 	}
 }
@@ -380,7 +381,7 @@ func TestControlTokenExpiry(t *testing.T) {
 func TestControlOutputsToken(t *testing.T) {
 	ctx := context.Background()
 	c, ts := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
-	ws, err := c.CreateWorkspace(ctx, kilolock.Caller{}, "acme", kilolock.WorkspaceOrganization, "alice")
+	ws, err := c.CreateWorkspace(ctx, kilolock.Caller{}, "acme", tenancy.WorkspaceOrganization, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,24 +391,24 @@ func TestControlOutputsToken(t *testing.T) {
 	}
 	base := "/v1/states/" + ws.ID + "/" + env.PublicID + "/{state_name}"
 	for _, tt := range []struct {
-		scope       kilolock.Scope
+		scope       tenancy.Scope
 		path        string
 		writable    bool
 		outputsOnly bool
 	}{
-		{kilolock.ScopeOutputs, base + "/outputs", false, true},
-		{kilolock.ScopeRead, base, false, false},
-		{kilolock.ScopeReadWrite, base, true, false},
+		{tenancy.ScopeOutputs, base + "/outputs", false, true},
+		{tenancy.ScopeRead, base, false, false},
+		{tenancy.ScopeReadWrite, base, true, false},
 	} {
 		t.Run(string(tt.scope), func(t *testing.T) {
-			tok, secret, err := c.IssueToken(ctx, kilolock.Caller{}, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: env.PublicID, Scope: tt.scope})
+			tok, secret, err := c.IssueToken(ctx, kilolock.Caller{}, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: env.PublicID, Scope: tt.scope})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stored, err := ts.TokenByHash(ctx, kilolock.HashSecret(secret)); err != nil || stored.Scope != tt.scope {
+			if stored, err := ts.TokenByHash(ctx, tenancy.HashSecret(secret)); err != nil || stored.Scope != tt.scope {
 				t.Fatalf("stored token %+v, %v; want scope %s", stored, err, tt.scope)
 			}
-			r, err := c.Reach(ctx, kilolock.HashSecret(secret), time.Now())
+			r, err := c.Reach(ctx, tenancy.HashSecret(secret), time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

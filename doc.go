@@ -7,6 +7,38 @@ It is a library first. The kld server and the kl CLI are thin wrappers around
 what this package and its subpackages export, so a platform can embed the
 engine in its own Go service or CI runner.
 
+# Package map
+
+This package is the public face and the engine's core: State (Graph),
+Version, Lock, Reservation, the Store interface, the Engine (read, write,
+commit, load), the errors and the audit vocabulary (Caller, AuditEntry).
+Every feature has a folder of its own:
+
+	graph/          tfstate v4 <-> normalized graph; identity; Diff; slices, cones;
+	                sensitive masking and attribute diffs
+	merge/          3-way merge at instance granularity
+	reserve/        reservations: patterns, index, plan analysis, waiting
+	quota/          soft and hard limits, admission of a plan
+	keyring/        keys of encryption at rest
+	tenancy/        workspaces, environments, tokens, grants, Control, scoped SQL
+	history/        show, diff, address history, rollback, tags, search, cones,
+	                slices, state rm/mv, import and export
+	drift/          drift records of refresh-only checks
+	retention/      retention policies and pruning; backup and restore
+	applyrun/       apply runs of kl apply --orchestrated: start, reserve, end
+	store/          Store implementations (sqlite/, postgres/ over sqlstore/),
+	                storekit/ (rules only stores run), storetest/ (one suite)
+	httpbackend/    net/http handler: the Terraform backend protocol + JSON API
+	client/         the Go client of that API
+
+graph, merge, reserve, quota and keyring import nothing of this package;
+it composes them. The feature packages sit on the Engine through a small
+exported surface, as httpbackend does: Engine.State, Resolve, VersionGraph
+and DepGraph read a version, Engine.Edit commits a server-side edit,
+Engine.Store, Logger and Now give the rest. They call the engine as
+functions taking it after ctx: history.Rollback(ctx, e, name, ref, opts).
+docs/architecture.md draws the layers and the way of a POST body.
+
 # Basics
 
 A Store keeps states, their immutable versions and their locks. Open one from
@@ -48,13 +80,13 @@ own rendering when that is small, else the compressed document).
 
 # Tenancy
 
-A store that also implements TenantStore keeps workspaces, environments,
-members, automation tokens, personal access tokens and their grants, state
-holds and an audit log. Control changes them, validating and auditing every
-change (kld's control API and kl --database both run through it); the
-authenticated lane of httpbackend decides each request on one
-TenantStore.Access read. Token secrets are shown once and stored only as
-SHA-256 hashes.
+A store that also implements tenancy.TenantStore keeps workspaces,
+environments, members, automation tokens, personal access tokens and their
+grants, state holds and an audit log. tenancy.Control changes them,
+validating and auditing every change (kld's control API and kl --database
+both run through it); the authenticated lane of httpbackend decides each
+request on one TenantStore.Access read. Token secrets are shown once and
+stored only as SHA-256 hashes.
 
 # Caveats
 

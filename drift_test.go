@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 )
 
 // sensitiveState is the fixture whose terraform_data.s marks
@@ -45,19 +46,19 @@ func TestRecordDrift(t *testing.T) {
 	g := readGraph(t, e, "sec")
 
 	real := strings.NewReplacer(`"admin"`, `"root"`, "hunter2", "hunter3").Replace(mustJSON(t, attrs))
-	report := &kilolock.DriftReport{Lineage: g.Lineage, Serial: g.Serial, Drifted: []kilolock.DriftedInstance{{
+	report := &drift.DriftReport{Lineage: g.Lineage, Serial: g.Serial, Drifted: []drift.DriftedInstance{{
 		Address:       "terraform_data.s",
 		Real:          json.RawMessage(real),
 		RealSensitive: json.RawMessage(`{"output":{"password":true}}`),
 	}}}
-	c, err := e.RecordDrift(ctx, "sec", report, kilolock.Caller{Actor: "alice"})
+	c, err := drift.RecordDrift(ctx, e, "sec", report, kilolock.Caller{Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Version != 1 || len(c.Drifted) != 1 || c.Drifted[0].Kind != kilolock.DriftChanged {
+	if c.Version != 1 || len(c.Drifted) != 1 || c.Drifted[0].Kind != drift.DriftChanged {
 		t.Fatalf("check %+v", c)
 	}
-	open, err := e.Drift(ctx, "sec")
+	open, err := drift.Drift(ctx, e, "sec")
 	if err != nil || len(open) != 1 {
 		t.Fatalf("Drift = %+v, %v", open, err)
 	}
@@ -89,19 +90,19 @@ func TestRecordDrift(t *testing.T) {
 	}
 	// A gone object, and bad reports.
 	report.Drifted[0].Real = json.RawMessage(`null`)
-	if c, err := e.RecordDrift(ctx, "sec", report, kilolock.Caller{}); err != nil || c.Drifted[0].Kind != kilolock.DriftDeleted {
+	if c, err := drift.RecordDrift(ctx, e, "sec", report, kilolock.Caller{}); err != nil || c.Drifted[0].Kind != drift.DriftDeleted {
 		t.Fatalf("a gone object: %+v, %v", c, err)
 	}
-	for name, bad := range map[string]*kilolock.DriftReport{
+	for name, bad := range map[string]*drift.DriftReport{
 		"other lineage":  {Lineage: "x", Serial: g.Serial},
 		"unknown serial": {Lineage: g.Lineage, Serial: 99},
 		"unknown address": {Lineage: g.Lineage, Serial: g.Serial,
-			Drifted: []kilolock.DriftedInstance{{Address: "terraform_data.nope", Real: json.RawMessage(`null`)}}},
+			Drifted: []drift.DriftedInstance{{Address: "terraform_data.nope", Real: json.RawMessage(`null`)}}},
 		"bad address": {Lineage: g.Lineage, Serial: g.Serial,
-			Drifted: []kilolock.DriftedInstance{{Address: "not an address", Real: json.RawMessage(`null`)}}},
+			Drifted: []drift.DriftedInstance{{Address: "not an address", Real: json.RawMessage(`null`)}}},
 		"bad scope": {Lineage: g.Lineage, Serial: g.Serial, Scope: []string{"terraform_data.nope"}},
 	} {
-		if _, err := e.RecordDrift(ctx, "sec", bad, kilolock.Caller{}); !errors.Is(err, kilolock.ErrInvalid) {
+		if _, err := drift.RecordDrift(ctx, e, "sec", bad, kilolock.Caller{}); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -118,20 +119,20 @@ func TestAcceptRefresh(t *testing.T) {
 	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	write(t, e, "r", tfstate(t, true, 4, "L", "a", "b"))
-	if _, err := e.RecordDrift(ctx, "r", &kilolock.DriftReport{Lineage: "L", Serial: 4,
-		Drifted: []kilolock.DriftedInstance{{Address: "terraform_data.item[1]", Real: json.RawMessage(`null`)}}}, kilolock.Caller{Actor: "ci"}); err != nil {
+	if _, err := drift.RecordDrift(ctx, e, "r", &drift.DriftReport{Lineage: "L", Serial: 4,
+		Drifted: []drift.DriftedInstance{{Address: "terraform_data.item[1]", Real: json.RawMessage(`null`)}}}, kilolock.Caller{Actor: "ci"}); err != nil {
 		t.Fatal(err)
 	}
 	refreshed := tfstate(t, true, 4, "L", "a")
-	v, err := e.AcceptRefresh(ctx, "r", refreshed, "ci")
-	if err != nil || v == nil || v.Source != kilolock.SourceRefresh || v.Serial != 5 || v.Removed != 1 || v.Actor != "ci" {
+	v, err := drift.AcceptRefresh(ctx, e, "r", refreshed, "ci")
+	if err != nil || v == nil || v.Source != drift.SourceRefresh || v.Serial != 5 || v.Removed != 1 || v.Actor != "ci" {
 		t.Fatalf("AcceptRefresh = %+v, %v", v, err)
 	}
-	if open, err := e.Drift(ctx, "r"); err != nil || len(open) != 0 {
+	if open, err := drift.Drift(ctx, e, "r"); err != nil || len(open) != 0 {
 		t.Fatalf("drift after the refresh was accepted: %+v, %v", open, err)
 	}
 	var ce *kilolock.ConflictError
-	if _, err := e.AcceptRefresh(ctx, "r", refreshed, "ci"); !errors.As(err, &ce) || ce.Reason != kilolock.ReasonStaleSerial {
+	if _, err := drift.AcceptRefresh(ctx, e, "r", refreshed, "ci"); !errors.As(err, &ce) || ce.Reason != kilolock.ReasonStaleSerial {
 		t.Fatalf("accepting a refresh of an older serial = %v", err)
 	}
 	if h, _ := e.History(ctx, "r", kilolock.HistoryOptions{}); len(h) != 2 {

@@ -107,6 +107,15 @@ func NewEngine(s Store, o Options) *Engine {
 // Store returns the engine's store.
 func (e *Engine) Store() Store { return e.store }
 
+// Logger returns the engine's logger (Options.Logger).
+func (e *Engine) Logger() *log.Logger { return e.log }
+
+// Now returns the time on the engine's clock (Options.Now).
+func (e *Engine) Now() time.Time { return e.now() }
+
+// QueryLimits returns the bounds of every query (Options.QueryLimits).
+func (e *Engine) QueryLimits() QueryLimits { return e.limits }
+
 // DefaultLockMode returns the lock mode given to new states.
 func (e *Engine) DefaultLockMode() LockMode { return e.mode }
 
@@ -309,13 +318,6 @@ func (e *Engine) SharedPlans() bool { return e.sharedPlans }
 // errors.
 func (e *Engine) Lock(ctx context.Context, name string, info LockInfo) (*Lock, error) {
 	return e.LockWith(ctx, name, info, LockRequest{})
-}
-
-// LockRun takes the lock of an apply run's CLI apply: granted beside the
-// locks of other runs on an exclusive state too, as long as the run holds
-// its reservations; what it writes is held to them.
-func (e *Engine) LockRun(ctx context.Context, name, run string, info LockInfo) (*Lock, error) {
-	return e.LockWith(ctx, name, info, LockRequest{Run: run})
 }
 
 // LockRequest says who asks for a lock, beyond its LockInfo.
@@ -896,12 +898,14 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 		return nil, err
 	}
 	s := &Status{StateInfo: *st, Types: []TypeCount{}}
-	drift, err := e.DriftCounts(ctx, []string{name})
-	if err != nil {
-		return nil, err
-	}
-	if n, ok := drift[name]; ok {
-		s.Drifted = &n
+	if dc, ok := e.store.(DriftCounter); ok {
+		drift, err := dc.DriftCounts(ctx, []string{name})
+		if err != nil {
+			return nil, err
+		}
+		if n, ok := drift[name]; ok {
+			s.Drifted = &n
+		}
 	}
 	if s.Runs, err = e.inFlightRuns(ctx, name); err != nil {
 		return nil, err

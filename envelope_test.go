@@ -12,6 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/retention"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // envelope is a client-side encrypted state as OpenTofu writes it: the
@@ -233,9 +236,9 @@ func TestRequireClientEncryption(t *testing.T) {
 			if err := e.SetRequireClientEncryption(ctx, "secret", true); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.Rollback(ctx, "secret", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.RollbackOptions{})
+			_, err = history.Rollback(ctx, e, "secret", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{})
 			conflictOf(t, err, kilolock.ReasonClientEncryptionRequired)
-			if _, err := e.Rollback(ctx, "secret", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, kilolock.RollbackOptions{}); err != nil {
+			if _, err := history.Rollback(ctx, e, "secret", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, history.RollbackOptions{}); err != nil {
 				t.Errorf("rollback to an encrypted version: %v", err)
 			}
 			if got := serials(t, e, "secret"); !cmp.Equal(got, []uint64{1, 3, 2, 1}) {
@@ -244,9 +247,9 @@ func TestRequireClientEncryption(t *testing.T) {
 
 			// The environment's setting, an operator's, holds for
 			// every state of it, whatever the state's own setting.
-			c := kilolock.NewControl(store.(kilolock.TenantStore))
+			c := tenancy.NewControl(store.(tenancy.TenantStore))
 			by := kilolock.Caller{Actor: "op"}
-			ws, err := c.CreateWorkspace(ctx, by, "acme", kilolock.WorkspaceOrganization, "")
+			ws, err := c.CreateWorkspace(ctx, by, "acme", tenancy.WorkspaceOrganization, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,10 +258,10 @@ func TestRequireClientEncryption(t *testing.T) {
 				t.Fatal(err)
 			}
 			yes := true
-			if got, err := c.ConfigureEnvironment(ctx, by, ws.ID, env.PublicID, kilolock.EnvironmentConfig{RequireClientEncryption: &yes}); err != nil || !got.RequireClientEncryption {
+			if got, err := c.ConfigureEnvironment(ctx, by, ws.ID, env.PublicID, tenancy.EnvironmentConfig{RequireClientEncryption: &yes}); err != nil || !got.RequireClientEncryption {
 				t.Fatalf("ConfigureEnvironment = %+v, %v", got, err)
 			}
-			tenant, err := kilolock.TenantStateName(ws.ID, env.PublicID, "app")
+			tenant, err := tenancy.TenantStateName(ws.ID, env.PublicID, "app")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,20 +334,20 @@ func testEncryptedStateHistory(t *testing.T, st kilolock.Store) {
 		docs[i] = envelope(int(i), "lin", fmt.Sprint("apply ", i))
 		write(t, e, "vault", docs[i])
 	}
-	if _, err := e.SetTag(ctx, "vault", "before-rotation", mustRef(t, "serial:2"), kilolock.TagOptions{By: by}); err != nil {
+	if _, err := history.SetTag(ctx, e, "vault", "before-rotation", mustRef(t, "serial:2"), history.TagOptions{By: by}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.Diff(ctx, "vault", mustRef(t, "before-rotation"), kilolock.Latest)
+	d, err := history.Diff(ctx, e, "vault", mustRef(t, "before-rotation"), kilolock.Latest)
 	if err != nil || !d.Opaque || d.Identical == nil || *d.Identical || d.From.Number != 2 || d.To.Number != 6 || !d.Empty() {
 		t.Fatalf("Diff(before-rotation, latest) = %+v, %v; want an opaque diff of @2 and @6 that differ", d, err)
 	}
-	if d, err := e.Diff(ctx, "vault", mustRef(t, "@6"), kilolock.Latest); err != nil || d.Identical == nil || !*d.Identical {
+	if d, err := history.Diff(ctx, e, "vault", mustRef(t, "@6"), kilolock.Latest); err != nil || d.Identical == nil || !*d.Identical {
 		t.Errorf("Diff(@6, latest) = %+v, %v; want identical", d, err)
 	}
-	if _, err := e.SetRetentionPolicy(ctx, by, kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, KeepLast: 2}); err != nil {
+	if _, err := retention.SetRetentionPolicy(ctx, e, by, retention.RetentionPolicy{Scope: retention.RetentionServer, KeepLast: 2}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{By: by})
+	rep, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{By: by})
 	if err != nil || rep.Versions != 3 {
 		t.Fatalf("ApplyRetention = %+v, %v; want 3 versions pruned (@1, @3, @4)", rep, err)
 	}
@@ -354,7 +357,7 @@ func testEncryptedStateHistory(t *testing.T, st kilolock.Store) {
 			t.Errorf("ReadVersion(@%d) after retention = %v; want its envelope and serial", n, err)
 		}
 	}
-	res, err := e.Rollback(ctx, "vault", mustRef(t, "before-rotation"), kilolock.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "vault", mustRef(t, "before-rotation"), history.RollbackOptions{Actor: "alice"})
 	if err != nil || res.Version == nil || !res.Plan.Opaque || res.Version.Serial != 2 || res.Version.Source != kilolock.SourceRollback {
 		t.Fatalf("Rollback(before-rotation) = %+v, %v", res, err)
 	}

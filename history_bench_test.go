@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kilolock/kilolock/history"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
@@ -66,7 +68,7 @@ func BenchmarkHistoryOps(b *testing.B) {
 				})
 				b.Run("diff@2-latest", func(b *testing.B) {
 					for i := 0; i < b.N; i++ {
-						d, err := e.Diff(ctx, "big", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.Latest)
+						d, err := history.Diff(ctx, e, "big", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.Latest)
 						if err != nil || len(d.Changed) == 0 {
 							b.Fatal(err)
 						}
@@ -74,7 +76,7 @@ func BenchmarkHistoryOps(b *testing.B) {
 				})
 				b.Run("export@1", func(b *testing.B) {
 					for i := 0; i < b.N; i++ {
-						if doc, err := e.Export(ctx, "big", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}); err != nil || len(doc) == 0 {
+						if doc, err := history.Export(ctx, e, "big", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}); err != nil || len(doc) == 0 {
 							b.Fatal(err)
 						}
 					}

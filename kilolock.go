@@ -1,6 +1,7 @@
 package kilolock
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -69,7 +70,7 @@ type LockOptions struct {
 	ReadOnly bool
 	// NoCreate keeps the lock from creating a state that does not exist:
 	// the caller may only read, or its workspace takes no writes. On such
-	// a state a lock CheckLock allows (a plan's) is granted without being
+	// a state a lock storekit.CheckLock allows (a plan's) is granted without being
 	// kept (Lock.Transient): there is nothing yet for it to protect, and
 	// its UNLOCK finds nothing to release. An apply run's lock is
 	// ErrNotFound.
@@ -79,7 +80,7 @@ type LockOptions struct {
 // UnlockOptions say how Store.Unlock releases locks.
 type UnlockOptions struct {
 	// Force releases another holder's lock: with an empty id, every write
-	// lock (see SelectUnlock).
+	// lock (see storekit.SelectUnlock).
 	Force bool
 	// ReadOnly says the caller may only read: it may release only a plan's
 	// shared read lock.
@@ -363,4 +364,12 @@ type Winner struct {
 	Actor   string `json:"actor"`
 	LockID  string `json:"lock_id"`
 	Version int64  `json:"version"`
+}
+
+func invalidCommit(format string, args ...any) error {
+	return &InvalidError{
+		Code:    "invalid_commit",
+		Message: fmt.Sprintf(format, args...),
+		Hint:    "build instances with graph.NewInstance and outputs with graph.NewOutput",
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestControlNames: every name and id the control plane takes is bounded
@@ -17,7 +18,7 @@ import (
 // audited. On PostgreSQL a NUL byte would otherwise fail the statement.
 func TestControlNames(t *testing.T) {
 	huge := strings.Repeat("a", 100<<10)
-	eachControl(t, func(t *testing.T, c *kilolock.Control) {
+	eachControl(t, func(t *testing.T, c *tenancy.Control) {
 		ctx := context.Background()
 		by := kilolock.Caller{Actor: "op"}
 		ws, err := c.CreateWorkspace(ctx, by, "Acme Corp", "", "alice@example.com")
@@ -28,7 +29,7 @@ func TestControlNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pat, _, err := c.IssueToken(ctx, by, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice@example.com", Name: "Laptop – café"})
+		pat, _, err := c.IssueToken(ctx, by, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice@example.com", Name: "Laptop – café"})
 		if err != nil {
 			t.Fatalf("a token named in Unicode: %v", err)
 		}
@@ -42,7 +43,7 @@ func TestControlNames(t *testing.T) {
 		member := func(ws, user string) func() error {
 			return func() error { _, err := c.PutMember(ctx, by, ws, user, ""); return err }
 		}
-		issue := func(req kilolock.TokenRequest) func() error {
+		issue := func(req tenancy.TokenRequest) func() error {
 			return func() error { _, _, err := c.IssueToken(ctx, by, req); return err }
 		}
 		tests := []struct {
@@ -65,10 +66,10 @@ func TestControlNames(t *testing.T) {
 			{"space in a member", member(ws.ID, "bob smith"), "invalid_member"},
 			{"100 KB member", member(ws.ID, huge), "invalid_member"},
 			{"remove a 100 KB member", func() error { return c.RemoveMember(ctx, by, ws.ID, huge) }, "invalid_member"},
-			{"100 KB token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: huge}), "invalid_token"},
-			{"NUL in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\x00"}), "invalid_token"},
-			{"escape in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\x1b[31m"}), "invalid_token"},
-			{"C1 control in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\u009b31m"}), "invalid_token"},
+			{"100 KB token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: huge}), "invalid_token"},
+			{"NUL in a token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: "ci\x00"}), "invalid_token"},
+			{"escape in a token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: "ci\x1b[31m"}), "invalid_token"},
+			{"C1 control in a token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: "ci\u009b31m"}), "invalid_token"},
 			{"right-to-left override in a workspace name", createWS("Acme\u202egnp.exe", ""), "invalid_workspace"},
 			{"left-to-right embedding in a workspace name", createWS("\u202aAcme", ""), "invalid_workspace"},
 			{"pop directional formatting in a workspace name", createWS("Acme\u202c", ""), "invalid_workspace"},
@@ -78,10 +79,10 @@ func TestControlNames(t *testing.T) {
 			{"byte order mark in a workspace name", createWS("\ufeffAcme", ""), "invalid_workspace"},
 			{"tag characters in a workspace name", createWS("Acme\U000e0041\U000e0042", ""), "invalid_workspace"},
 			{"line separator in a workspace name", createWS("Acme\u2028Corp", ""), "invalid_workspace"},
-			{"right-to-left override in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "ci\u202e"}), "invalid_token"},
-			{"first strong isolate in a token name", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "bob", Name: "\u2068ci"}), "invalid_token"},
-			{"NUL in a PAT's user", issue(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "b\x00b"}), "invalid_member"},
-			{"100 KB environment id of a token", issue(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: "env_" + huge}), "invalid_id"},
+			{"right-to-left override in a token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: "ci\u202e"}), "invalid_token"},
+			{"first strong isolate in a token name", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "bob", Name: "\u2068ci"}), "invalid_token"},
+			{"NUL in a PAT's user", issue(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "b\x00b"}), "invalid_member"},
+			{"100 KB environment id of a token", issue(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: "env_" + huge}), "invalid_id"},
 			{"NUL in a workspace id", func() error { _, err := c.SuspendWorkspace(ctx, by, "ws_\x00"); return err }, "invalid_id"},
 			{"100 KB workspace id", func() error { _, err := c.ResumeWorkspace(ctx, by, "ws_"+huge); return err }, "invalid_id"},
 			{"NUL in the workspace of an environment", func() error { _, err := c.CreateEnvironment(ctx, by, "ws_\x00", "prod"); return err }, "invalid_id"},
@@ -127,7 +128,7 @@ func TestControlNames(t *testing.T) {
 // the character, never prints it, and says what to do; names in scripts
 // that need the zero-width joiners, and emoji built with them, are kept.
 func TestDeceptiveNames(t *testing.T) {
-	err := kilolock.ValidWorkspaceName("Acme\u202egnp.exe")
+	err := tenancy.ValidWorkspaceName("Acme\u202egnp.exe")
 	var ie *kilolock.InvalidError
 	if !errors.As(err, &ie) || ie.Code != "invalid_workspace" {
 		t.Fatalf("err = %v, want invalid_workspace", err)
@@ -138,11 +139,11 @@ func TestDeceptiveNames(t *testing.T) {
 	if !strings.Contains(ie.Hint, "visible text") {
 		t.Errorf("hint %q: want what to do", ie.Hint)
 	}
-	if err := kilolock.ValidWorkspaceName("Acme\u2061"); err == nil || !strings.Contains(err.Error(), "U+2061") {
+	if err := tenancy.ValidWorkspaceName("Acme\u2061"); err == nil || !strings.Contains(err.Error(), "U+2061") {
 		t.Errorf("an unnamed format character: %v, want its code point", err)
 	}
 	for _, ok := range []string{"Acme Corp", "Laptop – café", "می\u200cخواهم", "👩\u200d💻 platform", "שלום עולם", "مرحبا"} {
-		if err := kilolock.ValidWorkspaceName(ok); err != nil {
+		if err := tenancy.ValidWorkspaceName(ok); err != nil {
 			t.Errorf("ValidWorkspaceName(%q) = %v, want nil", ok, err)
 		}
 	}
@@ -150,7 +151,7 @@ func TestDeceptiveNames(t *testing.T) {
 
 // eachControl runs test as a subtest on a Control over a fresh store of
 // each kind.
-func eachControl(t *testing.T, test func(t *testing.T, c *kilolock.Control)) {
+func eachControl(t *testing.T, test func(t *testing.T, c *tenancy.Control)) {
 	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			c, _ := newControl(t, open)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 func mustRef(t testing.TB, s string) kilolock.VersionRef {
@@ -69,15 +70,15 @@ func TestShowAndDiff(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "s")
 
-	view, err := e.Show(ctx, "s", mustRef(t, "@1"))
+	view, err := history.Show(ctx, e, "s", mustRef(t, "@1"))
 	if err != nil || view.Version.Number != 1 || view.Current || len(view.Instances) != 2 || view.Instances[1].Address != "terraform_data.item[1]" || view.Instances[1].Type != "terraform_data" {
 		t.Fatalf("Show(@1) = %+v, %v", view, err)
 	}
-	if view, err = e.Show(ctx, "s", kilolock.Latest); err != nil || !view.Current || len(view.Instances) != 4 {
+	if view, err = history.Show(ctx, e, "s", kilolock.Latest); err != nil || !view.Current || len(view.Instances) != 4 {
 		t.Fatalf("Show(@latest) = %+v, %v", view, err)
 	}
 
-	d, err := e.Diff(ctx, "s", mustRef(t, "@1"), mustRef(t, "@3"))
+	d, err := history.Diff(ctx, e, "s", mustRef(t, "@1"), mustRef(t, "@3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,17 +102,17 @@ func TestShowAndDiff(t *testing.T) {
 		t.Fatalf("StateDiff does not encode: %v", err)
 	}
 
-	hist, err := e.AddressHistory(ctx, "s", "terraform_data.item[1]")
+	hist, err := history.AddressHistory(ctx, e, "s", "terraform_data.item[1]")
 	if err != nil || len(hist) != 2 || hist[0].Kind != "changed" || hist[0].Version.Number != 2 || hist[1].Kind != "added" || hist[1].Version.Number != 1 {
 		t.Fatalf("AddressHistory(item[1]) = %+v, %v", hist, err)
 	}
 	if got := hist[0].Changes[0].String(); got != `attributes.input.value: "b" → "B"` {
 		t.Fatalf("AddressHistory change %s", got)
 	}
-	if hist, err = e.AddressHistory(ctx, "s", "terraform_data.item"); err != nil || len(hist) != 6 {
+	if hist, err = history.AddressHistory(ctx, e, "s", "terraform_data.item"); err != nil || len(hist) != 6 {
 		t.Fatalf("AddressHistory(resource) = %d changes, %v; want 6", len(hist), err)
 	}
-	if _, err := e.AddressHistory(ctx, "s", "terraform_data.nothing"); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := history.AddressHistory(ctx, e, "s", "terraform_data.nothing"); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Fatalf("AddressHistory of an unknown address: %v", err)
 	}
 }
@@ -130,7 +131,7 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 	doc2 = bytes.ReplaceAll(doc2, []byte(`"user":"admin"`), []byte(`"user":"root"`))
 	write(t, e, "sec", doc2)
 
-	inst, err := e.ShowInstance(ctx, "sec", kilolock.Latest, "terraform_data.s")
+	inst, err := history.ShowInstance(ctx, e, "sec", kilolock.Latest, "terraform_data.s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 	if bytes.Contains(b, []byte("hunter")) || !bytes.Contains(b, []byte(`"password":"(sensitive)"`)) || !bytes.Contains(b, []byte(`"user":"root"`)) {
 		t.Fatalf("ShowInstance leaks or over-masks:\n%s", b)
 	}
-	d, err := e.Diff(ctx, "sec", mustRef(t, "@1"), mustRef(t, "@2"))
+	d, err := history.Diff(ctx, e, "sec", mustRef(t, "@1"), mustRef(t, "@2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestRollback(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "r")
 
-	plan, err := e.PlanRollback(ctx, "r", mustRef(t, "@1"))
+	plan, err := history.PlanRollback(ctx, e, "r", mustRef(t, "@1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +185,14 @@ func TestRollback(t *testing.T) {
 	if plan.Changed[1].Changes[0].String() != `attributes.input.value: "B" → "b"` {
 		t.Fatalf("plan change %s", plan.Changed[1].Changes[0])
 	}
-	if want := strings.Replace(kilolock.RollbackWarning, "the target version", "@1", 1); plan.Warning != want || !strings.Contains(want, "created after @1 become orphans") {
+	if want := strings.Replace(history.RollbackWarning, "the target version", "@1", 1); plan.Warning != want || !strings.Contains(want, "created after @1 become orphans") {
 		t.Fatalf("warning %q", plan.Warning)
 	}
 	if h, _ := e.History(ctx, "r", kilolock.HistoryOptions{}); len(h) != 3 {
 		t.Fatalf("a dry run wrote: %d versions", len(h))
 	}
 
-	res, err := e.Rollback(ctx, "r", mustRef(t, "@1"), kilolock.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "r", mustRef(t, "@1"), history.RollbackOptions{Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("rollback version %+v", v)
 	}
 	got := readGraph(t, e, "r")
-	at1, err := e.Export(ctx, "r", mustRef(t, "@1"))
+	at1, err := history.Export(ctx, e, "r", mustRef(t, "@1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +214,11 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("a fresh engine reads other bytes (%v)", err)
 	}
 	// History is kept: @3 is still there with its content.
-	if view, err := e.Show(ctx, "r", mustRef(t, "@3")); err != nil || len(view.Instances) != 4 {
+	if view, err := history.Show(ctx, e, "r", mustRef(t, "@3")); err != nil || len(view.Instances) != 4 {
 		t.Fatalf("@3 after rollback: %+v, %v", view, err)
 	}
 	// Rolling back onto the same content writes nothing.
-	if res, err := e.Rollback(ctx, "r", mustRef(t, "@1"), kilolock.RollbackOptions{}); err != nil || res.Version != nil {
+	if res, err := history.Rollback(ctx, e, "r", mustRef(t, "@1"), history.RollbackOptions{}); err != nil || res.Version != nil {
 		t.Fatalf("a no-op rollback: %+v, %v", res, err)
 	}
 	// A client with the rolled back state can go on: serial 5 is accepted.
@@ -239,11 +240,11 @@ func TestRollbackResource(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "rr")
 
-	plan, err := e.PlanRollbackResource(ctx, "rr", "terraform_data.item[1]", mustRef(t, "@1"))
+	plan, err := history.PlanRollbackResource(ctx, e, "rr", "terraform_data.item[1]", mustRef(t, "@1"))
 	if err != nil || len(plan.Changed) != 1 || plan.Changed[0].Address != "terraform_data.item[1]" || len(plan.Added)+len(plan.Removed) != 0 || plan.Warning == "" {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
-	res, err := e.RollbackResource(ctx, "rr", "terraform_data.item[1]", mustRef(t, "@1"), kilolock.RollbackOptions{})
+	res, err := history.RollbackResource(ctx, e, "rr", "terraform_data.item[1]", mustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version.Changed != 1 || res.Version.Source != kilolock.SourceRollback {
 		t.Fatalf("RollbackResource: %+v, %v", res, err)
 	}
@@ -252,11 +253,11 @@ func TestRollbackResource(t *testing.T) {
 		t.Fatalf("after a resource rollback: %s", mustRead(t, e, "rr"))
 	}
 	// The whole resource to @1: [2] and [3] go, [0] goes back to "a".
-	res, err = e.RollbackResource(ctx, "rr", "terraform_data.item", mustRef(t, "@1"), kilolock.RollbackOptions{})
+	res, err = history.RollbackResource(ctx, e, "rr", "terraform_data.item", mustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version.Removed != 2 || res.Version.Changed != 1 {
 		t.Fatalf("RollbackResource(resource): %+v, %v", res, err)
 	}
-	if _, err := e.RollbackResource(ctx, "rr", "terraform_data.nothing", mustRef(t, "@1"), kilolock.RollbackOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := history.RollbackResource(ctx, e, "rr", "terraform_data.nothing", mustRef(t, "@1"), history.RollbackOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Fatalf("unknown address: %v", err)
 	}
 }
@@ -273,24 +274,24 @@ func TestServerWritesRefusedWhileLocked(t *testing.T) {
 			}
 			for name, op := range map[string]func() error{
 				"rollback": func() error {
-					_, err := e.Rollback(ctx, "held", mustRef(t, "@1"), kilolock.RollbackOptions{})
+					_, err := history.Rollback(ctx, e, "held", mustRef(t, "@1"), history.RollbackOptions{})
 					return err
 				},
-				"rollback dry run": func() error { _, err := e.PlanRollback(ctx, "held", mustRef(t, "@1")); return err },
+				"rollback dry run": func() error { _, err := history.PlanRollback(ctx, e, "held", mustRef(t, "@1")); return err },
 				"resource": func() error {
-					_, err := e.RollbackResource(ctx, "held", "terraform_data.item", mustRef(t, "@1"), kilolock.RollbackOptions{})
+					_, err := history.RollbackResource(ctx, e, "held", "terraform_data.item", mustRef(t, "@1"), history.RollbackOptions{})
 					return err
 				},
 				"rm": func() error {
-					_, err := e.StateRm(ctx, "held", []string{"terraform_data.item[0]"}, kilolock.StateOpOptions{})
+					_, err := history.StateRm(ctx, e, "held", []string{"terraform_data.item[0]"}, history.StateOpOptions{})
 					return err
 				},
 				"mv": func() error {
-					_, err := e.StateMv(ctx, "held", "terraform_data.item[0]", "terraform_data.item[9]", kilolock.StateOpOptions{})
+					_, err := history.StateMv(ctx, e, "held", "terraform_data.item[0]", "terraform_data.item[9]", history.StateOpOptions{})
 					return err
 				},
 				"import": func() error {
-					_, err := e.Import(ctx, "held", tfstate(t, true, 9, "L", "z"), kilolock.ImportOptions{})
+					_, err := history.Import(ctx, e, "held", tfstate(t, true, 9, "L", "z"), history.ImportOptions{})
 					return err
 				},
 			} {
@@ -313,34 +314,34 @@ func TestStateRm(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "rm")
 
-	res, err := e.StateRm(ctx, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, kilolock.StateOpOptions{DryRun: true})
+	res, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, history.StateOpOptions{DryRun: true})
 	if err != nil || res.Version != nil || !res.DryRun || strings.Join(res.Plan.Removed, ",") != "terraform_data.item[1],terraform_data.item[3]" {
 		t.Fatalf("dry run %+v, %v", res, err)
 	}
 	if len(readGraph(t, e, "rm").Instances) != 4 {
 		t.Fatal("a dry run removed instances")
 	}
-	if _, err := e.StateRm(ctx, "rm", []string{"terraform_data.item[1]", "terraform_data.nope"}, kilolock.StateOpOptions{}); !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(err.Error(), "terraform_data.nope") {
+	if _, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.nope"}, history.StateOpOptions{}); !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(err.Error(), "terraform_data.nope") {
 		t.Fatalf("rm of an unknown address: %v", err)
 	}
-	res, err = e.StateRm(ctx, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, kilolock.StateOpOptions{Actor: "carol"})
+	res, err = history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, history.StateOpOptions{Actor: "carol"})
 	if err != nil || res.Version.Source != kilolock.SourceStateOp || res.Version.Removed != 2 || res.Version.Serial != 4 || res.Version.Actor != "carol" {
 		t.Fatalf("rm %+v, %v", res, err)
 	}
 	if got := strings.Join(addresses(readGraph(t, e, "rm")), ","); got != "terraform_data.item[0],terraform_data.item[2]" {
 		t.Fatalf("after rm: %s", got)
 	}
-	list, err := e.StateList(ctx, "rm", "terraform_data.item")
+	list, err := history.StateList(ctx, e, "rm", "terraform_data.item")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("StateList: %+v, %v", list, err)
 	}
-	if list, _ = e.StateList(ctx, "rm", "*item[2]"); len(list) != 1 {
+	if list, _ = history.StateList(ctx, e, "rm", "*item[2]"); len(list) != 1 {
 		t.Fatalf("StateList glob: %+v", list)
 	}
-	if list, _ = e.StateList(ctx, "rm", "terraform_data.ite"); len(list) != 0 {
+	if list, _ = history.StateList(ctx, e, "rm", "terraform_data.ite"); len(list) != 0 {
 		t.Fatalf("StateList matched a partial name: %+v", list)
 	}
-	if _, err := e.StateRm(ctx, "rm", []string{"terraform_data.item"}, kilolock.StateOpOptions{}); err != nil || len(readGraph(t, e, "rm").Instances) != 0 {
+	if _, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item"}, history.StateOpOptions{}); err != nil || len(readGraph(t, e, "rm").Instances) != 0 {
 		t.Fatalf("rm of a resource: %v", err)
 	}
 }
@@ -357,7 +358,7 @@ func TestStateMv(t *testing.T) {
 	before := readGraph(t, e, "mv")
 
 	// Into a module: every dependency on terraform_data.root follows.
-	res, err := e.StateMv(ctx, "mv", "terraform_data.root", "module.demo.terraform_data.root", kilolock.StateOpOptions{DryRun: true})
+	res, err := history.StateMv(ctx, e, "mv", "terraform_data.root", "module.demo.terraform_data.root", history.StateOpOptions{DryRun: true})
 	if err != nil || res.Version != nil || strings.Join(res.Plan.Added, ",") != "module.demo.terraform_data.root" || strings.Join(res.Plan.Removed, ",") != "terraform_data.root" {
 		t.Fatalf("dry run: %+v, %v", res.Plan, err)
 	}
@@ -367,7 +368,7 @@ func TestStateMv(t *testing.T) {
 	if !sameContent(before, readGraph(t, e, "mv")) {
 		t.Fatal("a dry run changed the state")
 	}
-	if res, err = e.StateMv(ctx, "mv", "terraform_data.root", "module.demo.terraform_data.root", kilolock.StateOpOptions{}); err != nil {
+	if res, err = history.StateMv(ctx, e, "mv", "terraform_data.root", "module.demo.terraform_data.root", history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if res.Version.Source != kilolock.SourceStateOp || res.Version.Serial != 2 {
@@ -394,10 +395,10 @@ func TestStateMv(t *testing.T) {
 	}
 
 	// Index keys, and out of a module to the root.
-	if _, err = e.StateMv(ctx, "mv", `module.b[1].module.child.terraform_data.leaf[0]`, `module.b[1].module.child.terraform_data.leaf[5]`, kilolock.StateOpOptions{}); err != nil {
+	if _, err = history.StateMv(ctx, e, "mv", `module.b[1].module.child.terraform_data.leaf[0]`, `module.b[1].module.child.terraform_data.leaf[5]`, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err = e.StateMv(ctx, "mv", `module.a["x"].terraform_data.this`, `terraform_data.this["x"]`, kilolock.StateOpOptions{}); err != nil {
+	if _, err = history.StateMv(ctx, e, "mv", `module.a["x"].terraform_data.this`, `terraform_data.this["x"]`, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	g = readGraph(t, e, "mv")
@@ -424,12 +425,12 @@ func TestStateMv(t *testing.T) {
 		{`module.b[0].module.child.terraform_data.leaf`, `terraform_data.leaf[0]`},
 		{`terraform_data.this["x"`, `terraform_data.y`},
 	} {
-		if _, err := e.StateMv(ctx, "mv", tc[0], tc[1], kilolock.StateOpOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
+		if _, err := history.StateMv(ctx, e, "mv", tc[0], tc[1], history.StateOpOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Fatalf("mv %s %s: %v, want ErrInvalid", tc[0], tc[1], err)
 		}
 	}
 	// A whole resource keeps its keys.
-	if _, err = e.StateMv(ctx, "mv", `module.b[0].module.child.terraform_data.leaf`, `terraform_data.leaf`, kilolock.StateOpOptions{}); err != nil {
+	if _, err = history.StateMv(ctx, e, "mv", `module.b[0].module.child.terraform_data.leaf`, `terraform_data.leaf`, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	g = readGraph(t, e, "mv")
@@ -452,19 +453,19 @@ func TestExportImport(t *testing.T) {
 	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	write(t, e, "src", doc)
-	if _, err := e.StateRm(ctx, "src", []string{"module.b"}, kilolock.StateOpOptions{}); err != nil {
+	if _, err := history.StateRm(ctx, e, "src", []string{"module.b"}, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := e.Export(ctx, "src", kilolock.Latest)
+	cur, err := history.Export(ctx, e, "src", kilolock.Latest)
 	if err != nil || !bytes.Equal(cur, mustRead(t, e, "src")) {
 		t.Fatalf("export of the current version: %v", err)
 	}
-	old, err := e.Export(ctx, "src", mustRef(t, "@1"))
+	old, err := history.Export(ctx, e, "src", mustRef(t, "@1"))
 	if err != nil || !bytes.Equal(old, doc) {
 		t.Fatalf("export of @1 is not the posted bytes (%v)", err)
 	}
 
-	res, err := e.Import(ctx, "dst", cur, kilolock.ImportOptions{Actor: "dave"})
+	res, err := history.Import(ctx, e, "dst", cur, history.ImportOptions{Actor: "dave"})
 	if err != nil || res.Version.Source != kilolock.SourceImport || res.Version.Actor != "dave" {
 		t.Fatalf("import: %+v, %v", res, err)
 	}
@@ -478,13 +479,13 @@ func TestExportImport(t *testing.T) {
 
 	// The same content again, in either layout, adds no version.
 	for _, again := range [][]byte{cur, compact(t, cur)} {
-		if res, err := e.Import(ctx, "dst", again, kilolock.ImportOptions{}); err != nil || !res.Unchanged || res.Version.Number != 1 {
+		if res, err := history.Import(ctx, e, "dst", again, history.ImportOptions{}); err != nil || !res.Unchanged || res.Version.Number != 1 {
 			t.Fatalf("re-import of the current content: %+v, %v; want unchanged at version 1", res, err)
 		}
 	}
 
 	// The older version onto the same lineage: lands with a higher serial.
-	res, err = e.Import(ctx, "dst", old, kilolock.ImportOptions{})
+	res, err = history.Import(ctx, e, "dst", old, history.ImportOptions{})
 	if err != nil || res.Version.Serial != 3 {
 		t.Fatalf("import of an older serial: %+v, %v", res, err)
 	}
@@ -494,16 +495,16 @@ func TestExportImport(t *testing.T) {
 
 	other := tfstate(t, true, 1, "another-lineage", "z")
 	var ce *kilolock.ConflictError
-	if _, err := e.Import(ctx, "dst", other, kilolock.ImportOptions{}); !errors.As(err, &ce) || ce.Reason != kilolock.ReasonLineage {
+	if _, err := history.Import(ctx, e, "dst", other, history.ImportOptions{}); !errors.As(err, &ce) || ce.Reason != kilolock.ReasonLineage {
 		t.Fatalf("import of another lineage: %v, want a lineage conflict", err)
 	}
-	if res, err = e.Import(ctx, "dst", other, kilolock.ImportOptions{Force: true}); err != nil || res.Version.Lineage != "another-lineage" {
+	if res, err = history.Import(ctx, e, "dst", other, history.ImportOptions{Force: true}); err != nil || res.Version.Lineage != "another-lineage" {
 		t.Fatalf("forced import: %+v, %v", res, err)
 	}
 	if h, _ := e.History(ctx, "dst", kilolock.HistoryOptions{}); len(h) != 3 {
 		t.Fatalf("%d versions, want 3", len(h))
 	}
-	if _, err := e.Import(ctx, "dst", []byte("{"), kilolock.ImportOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := history.Import(ctx, e, "dst", []byte("{"), history.ImportOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Fatalf("import of garbage: %v", err)
 	}
 }
@@ -535,27 +536,27 @@ func TestRollbackEncrypted(t *testing.T) {
 	write(t, e, "enc", blob2)
 
 	// To an encrypted version: its bytes, as written.
-	plan, err := e.PlanRollback(ctx, "enc", mustRef(t, "@2"))
+	plan, err := history.PlanRollback(ctx, e, "enc", mustRef(t, "@2"))
 	if err != nil || !plan.Opaque || plan.Target.Number != 2 || plan.Base.Number != 3 || plan.Warning == "" {
 		t.Fatalf("PlanRollback to an encrypted version = %+v, %v", plan, err)
 	}
 	if h, _ := e.History(ctx, "enc", kilolock.HistoryOptions{}); len(h) != 3 {
 		t.Fatalf("the dry run wrote: %d versions", len(h))
 	}
-	res, err := e.Rollback(ctx, "enc", mustRef(t, "@2"), kilolock.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "enc", mustRef(t, "@2"), history.RollbackOptions{Actor: "alice"})
 	if err != nil || res.Version == nil || res.Version.Number != 4 || res.Version.Source != kilolock.SourceRollback || res.Version.Actor != "alice" || res.Version.Format != kilolock.FormatOpaque {
 		t.Fatalf("Rollback to @2 = %+v, %v", res, err)
 	}
 	if got := mustRead(t, e, "enc"); !bytes.Equal(got, blob) {
 		t.Fatalf("after the rollback the state is %q, want the blob of @2", got)
 	}
-	if res, err := e.Rollback(ctx, "enc", mustRef(t, "@2"), kilolock.RollbackOptions{}); err != nil || res.Version != nil {
+	if res, err := history.Rollback(ctx, e, "enc", mustRef(t, "@2"), history.RollbackOptions{}); err != nil || res.Version != nil {
 		t.Fatalf("rolling back onto the same bytes = %+v, %v; want nothing written", res, err)
 	}
 
 	// To the plain version before encryption: readable again, with a serial
 	// above every earlier one.
-	res, err = e.Rollback(ctx, "enc", mustRef(t, "@1"), kilolock.RollbackOptions{})
+	res, err = history.Rollback(ctx, e, "enc", mustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version == nil || res.Version.Number != 5 || res.Version.Format == kilolock.FormatOpaque {
 		t.Fatalf("Rollback to @1 = %+v, %v", res, err)
 	}
@@ -569,7 +570,7 @@ func TestRollbackEncrypted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var locked *kilolock.LockedError
-	if _, err := e.Rollback(ctx, "enc", mustRef(t, "@3"), kilolock.RollbackOptions{}); !errors.As(err, &locked) || locked.Holder.ID != "L1" {
+	if _, err := history.Rollback(ctx, e, "enc", mustRef(t, "@3"), history.RollbackOptions{}); !errors.As(err, &locked) || locked.Holder.ID != "L1" {
 		t.Fatalf("Rollback while locked = %v; want a LockedError naming L1", err)
 	}
 	if h, _ := e.History(ctx, "enc", kilolock.HistoryOptions{}); len(h) != 5 {

@@ -2,9 +2,7 @@ package kilolock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kilolock/kilolock/quota"
@@ -315,46 +313,7 @@ func (e *Engine) QuotaStatus(ctx context.Context, name string, delta int64) (*Qu
 	return st, nil
 }
 
-// commit commits c to state name with the engine's default state limit,
-// recording and logging a quota's refusal or warning.
-func (e *Engine) commit(ctx context.Context, name string, c *Commit) (*Version, WriteStats, error) {
-	c.DefaultQuota = e.defaultQuota
-	if _, ok := e.store.(LeanUpserts); !ok {
-		// A store that reads upserts' Object: give them theirs.
-		ups := slices.Clone(c.Upserts)
-		for i := range ups {
-			obj, err := c.Object(&ups[i])
-			if err != nil {
-				return nil, WriteStats{}, err
-			}
-			ups[i].Object = obj
-		}
-		c.Upserts = ups
-	}
-	v, stats, err := e.store.Commit(ctx, name, c)
-	var qe *QuotaError
-	switch {
-	case errors.As(err, &qe):
-		e.refuseQuota(ctx, name, c, qe)
-	case err == nil:
-		for _, w := range c.QuotaWarnings {
-			e.log.Warn("quota warning", "state", name, "version", v.Number, "scope", w.Scope, "target", w.Target, "managed", w.Result, "soft", w.Limit.Soft, "hard", w.Limit.Hard, "message", w.Message())
-		}
-	}
-	return v, stats, err
-}
-
-// refuseQuota records and logs a commit a quota refused.
-func (e *Engine) refuseQuota(ctx context.Context, name string, c *Commit, qe *QuotaError) {
-	r := qe.Refused
-	e.log.Warn("commit refused by quota", "state", name, "scope", r.Scope, "target", r.Target, "managed", r.Current, "result", r.Result,
-		"soft", r.Limit.Soft, "hard", r.Limit.Hard, "lock_id", c.LockID, "actor", c.Version.Actor, "message", r.Message())
-	qs, ok := e.store.(QuotaStore)
-	if !ok {
-		return
-	}
-	ev := &QuotaEvent{Verdict: r.Verdict, From: r.From, LockID: c.LockID, Actor: c.Version.Actor}
-	if err := qs.RecordQuotaRefusal(context.WithoutCancel(ctx), name, ev); err != nil {
-		e.log.Error("recording a quota refusal failed", "state", name, "err", err)
-	}
+// quotasUnsupported is the answer of a store that keeps no quotas.
+func quotasUnsupported() error {
+	return &InvalidError{Code: "quotas_unsupported", Message: "this store keeps no quotas", Hint: "use the SQLite or PostgreSQL store"}
 }

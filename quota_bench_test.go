@@ -9,6 +9,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // benchInstance is instance i, revision rev, of a terraform_data fleet
@@ -37,16 +38,16 @@ func BenchmarkQuotaCheck(b *testing.B) {
 	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		ctx := context.Background()
 		s := open(b)
-		ts, qs := s.(kilolock.TenantStore), s.(kilolock.QuotaStore)
-		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "bench", Kind: kilolock.WorkspaceOrganization}
-		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+		ts, qs := s.(tenancy.TenantStore), s.(kilolock.QuotaStore)
+		ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "bench", Kind: tenancy.WorkspaceOrganization}
+		env := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		if err := ts.CreateWorkspace(ctx, ws); err != nil {
 			b.Fatal(err)
 		}
 		if err := ts.CreateEnvironment(ctx, env); err != nil {
 			b.Fatal(err)
 		}
-		tenant, _ := kilolock.TenantStateName(ws.ID, env.PublicID, "big")
+		tenant, _ := tenancy.TenantStateName(ws.ID, env.PublicID, "big")
 		big := &quota.Limit{Soft: 1 << 30, Hard: 1 << 31}
 		if err := qs.SetQuota(ctx, kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: tenant}, big); err != nil {
 			b.Fatal(err)
@@ -55,7 +56,7 @@ func BenchmarkQuotaCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := range 19 { // the environment's other states
-			name, _ := kilolock.TenantStateName(ws.ID, env.PublicID, fmt.Sprintf("other-%d", i))
+			name, _ := tenancy.TenantStateName(ws.ID, env.PublicID, fmt.Sprintf("other-%d", i))
 			c := &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: "bench", Format: "compact"}, Upserts: []graph.Instance{benchInstance(b, 0, 0)}}
 			if _, _, err := s.Commit(ctx, name, c); err != nil {
 				b.Fatal(err)

@@ -10,7 +10,9 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestControlSetQuota: Control validates a limit's target and its
@@ -31,30 +33,30 @@ func TestControlSetQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant, _ := kilolock.TenantStateName(ws.ID, env.PublicID, "network")
+	tenant, _ := tenancy.TenantStateName(ws.ID, env.PublicID, "network")
 	hard := func(n int64) *quota.Limit { return &quota.Limit{Hard: n} }
 	target := func(scope kilolock.QuotaScope, t string) kilolock.QuotaTarget {
 		return kilolock.QuotaTarget{Scope: scope, Target: t}
 	}
 	refused := []struct {
 		name string
-		ch   kilolock.QuotaChange
+		ch   tenancy.QuotaChange
 		code string // an InvalidError's, or "" for ErrNotFound
 	}{
-		{"unknown scope", kilolock.QuotaChange{QuotaTarget: target("galaxy", "x"), Limit: hard(1)}, "invalid_quota"},
-		{"soft above hard", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: &quota.Limit{Soft: 5, Hard: 4}}, "invalid_quota"},
-		{"hard 0", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: hard(0)}, "invalid_quota"},
-		{"unlimited with a number", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: &quota.Limit{Unlimited: true, Hard: 3}}, "invalid_quota"},
-		{"a bad state name", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "a/b"), Limit: hard(1)}, "invalid_state_name"},
-		{"a local name of the tenant form", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "ws_x"), Limit: hard(1)}, "invalid_state_name"},
-		{"a tenant state of a missing environment", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, ws.ID+".env_0000000000000000.net"), Limit: hard(1)}, ""},
-		{"a tenant state of another workspace's environment", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, other.ID+"."+env.PublicID+".net"), Limit: hard(1)}, ""},
-		{"a missing environment", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "env_0000000000000000"), Limit: hard(1)}, ""},
-		{"an environment of another workspace", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, env.PublicID), Workspace: other.ID, Limit: hard(1)}, ""},
-		{"a slug for an environment id", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "prod"), Limit: hard(1)}, ""},
-		{"not an id", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "env_\x00"), Limit: hard(1)}, "invalid_id"},
-		{"a missing workspace", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaWorkspaceStates, "ws_0000000000000000"), Limit: hard(1)}, ""},
-		{"a workspace beside a state", kilolock.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Workspace: ws.ID, Limit: hard(1)}, "invalid_quota"},
+		{"unknown scope", tenancy.QuotaChange{QuotaTarget: target("galaxy", "x"), Limit: hard(1)}, "invalid_quota"},
+		{"soft above hard", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: &quota.Limit{Soft: 5, Hard: 4}}, "invalid_quota"},
+		{"hard 0", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: hard(0)}, "invalid_quota"},
+		{"unlimited with a number", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: &quota.Limit{Unlimited: true, Hard: 3}}, "invalid_quota"},
+		{"a bad state name", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "a/b"), Limit: hard(1)}, "invalid_state_name"},
+		{"a local name of the tenant form", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "ws_x"), Limit: hard(1)}, "invalid_state_name"},
+		{"a tenant state of a missing environment", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, ws.ID+".env_0000000000000000.net"), Limit: hard(1)}, ""},
+		{"a tenant state of another workspace's environment", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, other.ID+"."+env.PublicID+".net"), Limit: hard(1)}, ""},
+		{"a missing environment", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "env_0000000000000000"), Limit: hard(1)}, ""},
+		{"an environment of another workspace", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, env.PublicID), Workspace: other.ID, Limit: hard(1)}, ""},
+		{"a slug for an environment id", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "prod"), Limit: hard(1)}, ""},
+		{"not an id", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaEnvironment, "env_\x00"), Limit: hard(1)}, "invalid_id"},
+		{"a missing workspace", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaWorkspaceStates, "ws_0000000000000000"), Limit: hard(1)}, ""},
+		{"a workspace beside a state", tenancy.QuotaChange{QuotaTarget: target(kilolock.QuotaState, "net"), Workspace: ws.ID, Limit: hard(1)}, "invalid_quota"},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +74,7 @@ func TestControlSetQuota(t *testing.T) {
 		t.Fatalf("refused changes stored %+v", qs)
 	}
 
-	for _, ch := range []kilolock.QuotaChange{
+	for _, ch := range []tenancy.QuotaChange{
 		{QuotaTarget: target(kilolock.QuotaState, "net"), Limit: &quota.Limit{Soft: 8, Hard: 10}},
 		{QuotaTarget: target(kilolock.QuotaState, tenant), Limit: &quota.Limit{Unlimited: true}},
 		{QuotaTarget: target(kilolock.QuotaEnvironment, env.PublicID), Workspace: ws.ID, Limit: hard(50)},
@@ -177,16 +179,16 @@ func TestEngineQuota(t *testing.T) {
 			if _, err := e.Write(ctx, state, tfstate(t, true, 3, "lin", "a"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Rollback(ctx, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.RollbackOptions{Actor: "carol"}); err != nil {
+			if _, err := history.Rollback(ctx, e, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{Actor: "carol"}); err != nil {
 				t.Errorf("a rollback to 3 managed: %v", err)
 			}
 			if _, err := e.Write(ctx, state, tfstate(t, true, 5, "lin", "a"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := kilolock.NewControl(e.Store().(kilolock.TenantStore)).SetQuota(ctx, kilolock.Caller{}, kilolock.QuotaChange{QuotaTarget: kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: state}, Limit: &quota.Limit{Hard: 2}}); err != nil {
+			if err := tenancy.NewControl(e.Store().(tenancy.TenantStore)).SetQuota(ctx, kilolock.Caller{}, tenancy.QuotaChange{QuotaTarget: kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: state}, Limit: &quota.Limit{Hard: 2}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Rollback(ctx, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, kilolock.RollbackOptions{Actor: "carol"}); !errors.As(err, &qe) || qe.Refused.From != kilolock.LimitFromState {
+			if _, err := history.Rollback(ctx, e, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{Actor: "carol"}); !errors.As(err, &qe) || qe.Refused.From != kilolock.LimitFromState {
 				t.Errorf("a rollback past the state's own limit of 2 = %v, want a QuotaError", err)
 			}
 		})

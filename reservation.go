@@ -165,7 +165,7 @@ type RunFilter struct {
 // RunStore is the optional capability of a Store that keeps apply runs
 // and their reservations. Every decision is taken inside the store's
 // transaction under the state's row lock, with the rules of this package
-// (RunBlockers, CheckRunLock, CheckRunCommit), so replicas agree. Times
+// (storekit.RunBlockers, storekit.CheckRunLock, storekit.CheckRunCommit), so replicas agree. Times
 // are the caller's clock (now): leases are compared with it.
 //
 // Every method returns ErrNotFound (wrapped) for a missing run or state.
@@ -177,7 +177,7 @@ type RunStore interface {
 	// id is taken.
 	CreateRun(ctx context.Context, run *ApplyRun, now time.Time) error
 	// AcquireRun takes all of a waiting run's reservations at once, or
-	// none: when RunBlockers finds blockers, the run stays waiting (its
+	// none: when storekit.RunBlockers finds blockers, the run stays waiting (its
 	// lease renewed) and they are returned. An active run is returned as
 	// it is. An ended or expired run is a *RunEndedError.
 	AcquireRun(ctx context.Context, id string, now time.Time) (*ApplyRun, []reserve.Blocker, error)
@@ -259,87 +259,9 @@ func ValidRunID(id string) error {
 	return &InvalidError{Code: "invalid_run_id", Message: fmt.Sprintf("%q is not an apply run id", id), Hint: "apply run ids look like run_7c3a91d2e4f5a6b7; `kl status STATE` lists the runs of a state"}
 }
 
-// plainWriter reports whether l is a plain write lock: neither a plan's
+// PlainWriter reports whether l is a plain write lock: neither a plan's
 // shared read lock nor an apply run's lock.
-func plainWriter(l *Lock) bool { return l.Run == "" && !l.Shared }
-
-// RunBlockers decides whether run may take its reservations on st now:
-// it returns what blocks them. A plain write lock on an exclusive state
-// counts as a write reservation on everything; on an optimistic state
-// plain locks block no reservation (their writes are checked at commit).
-// others are the active runs of the state (the run itself may be among
-// them; it never blocks itself).
-func RunBlockers(st *StateInfo, run *ApplyRun, others []ApplyRun, now time.Time) []reserve.Blocker {
-	var holds []reserve.Hold
-	if st.LockMode != LockOptimistic {
-		for i := range st.Locks {
-			if l := &st.Locks[i]; plainWriter(l) {
-				holds = append(holds, reserve.Hold{
-					Reservation: Reservation{Pattern: reserve.MustParse("*"), Mode: reserve.Write},
-					LockID:      l.Info.ID, Holder: l.Info.Who, Operation: l.Info.Operation,
-				})
-			}
-		}
-	}
-	for i := range others {
-		o := &others[i]
-		if o.ID != run.ID && o.StatusAt(now) == RunActive {
-			holds = append(holds, o.Holds()...)
-		}
-	}
-	if len(holds) == 0 {
-		return nil
-	}
-	return reserve.NewIndex(holds).Blockers(run.Reservations, run.ID)
-}
-
-// CheckRunLock decides, beside CheckLock, whether a lock may be taken on
-// st with the state's active apply runs in view: a plain write lock on an
-// exclusive state is refused while any run holds reservations (a
-// *LockedError naming the run, so -lock-timeout waits for it); an apply
-// run's own lock (opts.Run) needs the run to be this state's and active.
-// A plan's shared read lock is never refused here.
-func CheckRunLock(st *StateInfo, info LockInfo, opts LockOptions, shared bool, runs []ApplyRun, now time.Time) error {
-	if opts.Run != "" {
-		for i := range runs {
-			r := &runs[i]
-			if r.ID != opts.Run {
-				continue
-			}
-			if s := r.StatusAt(now); s != RunActive {
-				if s == RunWaiting {
-					return &InvalidError{Code: "run_not_reserved", Message: fmt.Sprintf("apply run %s has not taken its reservations yet", r.ID), Hint: "acquire the run's reservations before its apply locks the state"}
-				}
-				rc := *r
-				rc.Status = s
-				return &RunEndedError{Run: &rc}
-			}
-			return nil
-		}
-		return fmt.Errorf("apply run %s on state %q: %w", opts.Run, st.Name, ErrNotFound)
-	}
-	if shared || st.LockMode == LockOptimistic {
-		return nil
-	}
-	for i := range runs {
-		r := &runs[i]
-		if r.StatusAt(now) == RunActive {
-			return &LockedError{State: st.Name, Holder: runHolder(r)}
-		}
-	}
-	return nil
-}
-
-// runHolder describes an apply run as the LockInfo a 423 names.
-func runHolder(r *ApplyRun) LockInfo {
-	return LockInfo{
-		ID:        r.ID,
-		Operation: "kl apply --orchestrated",
-		Who:       r.Actor,
-		Info:      fmt.Sprintf("apply run %s holds %d reservation(s) until %s", r.ID, len(r.Reservations), r.Expires.UTC().Format(time.RFC3339)),
-		Created:   r.Created,
-	}
-}
+func (l *Lock) PlainWriter() bool { return l.Run == "" && !l.Shared }
 
 // CommitKeys returns what a commit changes as reservations see it:
 // instance IDs and "output.NAME", sorted.
@@ -359,141 +281,22 @@ func CommitKeys(c *Commit) []string {
 	return slices.Compact(keys)
 }
 
-// CoveringSpellings returns the spellings of every reservation pattern
-// that covers one of keys (see reserve.CoveringSpellings), each once: what
-// a store looks up to find the holds a commit touches. A key that is not
-// an address a pattern can name is returned in bad.
-func CoveringSpellings(keys []string) (spellings, bad []string) {
-	seen := map[string]bool{}
-	for _, k := range keys {
-		p, err := reserve.ParseKey(k)
-		if err != nil {
-			bad = append(bad, k)
-			continue
-		}
-		for _, s := range reserve.CoveringSpellings(p) {
-			if !seen[s] {
-				seen[s] = true
-				spellings = append(spellings, s)
-			}
-		}
-	}
-	return spellings, bad
-}
+// maxStatusRuns bounds the runs a status shows.
+const maxStatusRuns = 100
 
-// CheckRunCommit decides, beside CheckCommit, whether c may be appended to
-// st with the apply runs' reservations in view. keys are CommitKeys(c);
-// covering are the holds of active runs whose pattern covers one of the
-// keys (found with CoveringSpellings); runs are the state's runs the
-// commit's lock may belong to; lock is the lock the commit is written
-// under (nil for none).
-//
-//   - Under an apply run's lock, the run must be active, and every key
-//     must be covered by one of the run's write reservations
-//     (ReasonOutOfScope otherwise, naming the addresses).
-//   - Any other write must touch no other run's write reservation
-//     (ReasonReserved, naming the apply, its holder and the addresses).
-//
-// It returns nil or a *ConflictError (or *RunEndedError).
-func CheckRunCommit(st *StateInfo, keys []string, lock *Lock, runs []ApplyRun, covering []reserve.Hold, now time.Time) error {
-	if lock != nil && lock.Run != "" {
-		var run *ApplyRun
-		for i := range runs {
-			if runs[i].ID == lock.Run {
-				run = &runs[i]
-			}
-		}
-		if run == nil || run.StatusAt(now) != RunActive {
-			r := ApplyRun{ID: lock.Run, State: st.Name, Status: RunExpired}
-			if run != nil {
-				r = *run
-				r.Status = run.StatusAt(now)
-			}
-			return &ConflictError{
-				State:        st.Name,
-				Reason:       ReasonRunEnded,
-				Message:      fmt.Sprintf("apply run %s is %s: it may write nothing more; nothing was stored", r.ID, r.Status),
-				Hint:         "the run was aborted or its lease ran out; its local result is in errored.tfstate: start a new orchestrated apply (kl apply --orchestrated) on the current state",
-				LatestSerial: st.Serial,
-			}
-		}
-		own := map[string]bool{}
-		for _, h := range covering {
-			if h.Run == run.ID && h.Mode == reserve.Write {
-				own[h.Pattern.String()] = true
-			}
-		}
-		var outside []string
-		for _, k := range keys {
-			p, err := reserve.ParseKey(k)
-			ok := false
-			if err == nil {
-				for _, s := range reserve.CoveringSpellings(p) {
-					if own[s] {
-						ok = true
-						break
-					}
-				}
-			}
-			if !ok {
-				outside = append(outside, k)
-			}
-		}
-		if len(outside) > 0 {
-			return &ConflictError{
-				State:        st.Name,
-				Reason:       ReasonOutOfScope,
-				Message:      fmt.Sprintf("apply run %s wrote %d address(es) outside its write reservations; nothing was stored", run.ID, len(outside)),
-				Hint:         "plan again with a scope that owns these addresses (kl plan -f FILE / --target ADDR) and apply that plan",
-				Addresses:    outside,
-				LatestSerial: st.Serial,
-			}
-		}
-		return nil
+// inFlightRuns returns a state's runs in flight for Status: an empty list
+// on a store that keeps no runs.
+func (e *Engine) inFlightRuns(ctx context.Context, name string) ([]ApplyRun, error) {
+	rs, ok := e.store.(RunStore)
+	if !ok {
+		return []ApplyRun{}, nil
 	}
-	var hit []reserve.Hold
-	for _, h := range covering {
-		if h.Mode == reserve.Write {
-			hit = append(hit, h)
-		}
+	runs, err := rs.Runs(ctx, RunFilter{State: name, InFlight: true, Limit: maxStatusRuns}, e.now().UTC())
+	if err != nil {
+		return nil, err
 	}
-	if len(hit) == 0 {
-		return nil
+	if runs == nil {
+		runs = []ApplyRun{}
 	}
-	x := reserve.NewIndex(hit)
-	var addrs []string
-	who := map[string]reserve.Hold{}
-	for _, k := range keys {
-		p, err := reserve.ParseKey(k)
-		if err != nil {
-			continue
-		}
-		found := false
-		x.Meeting(p, func(h reserve.Hold) bool {
-			if h.Pattern.Covers(p) {
-				found = true
-				who[h.Run] = h
-			}
-			return !found
-		})
-		if found {
-			addrs = append(addrs, k)
-		}
-	}
-	if len(addrs) == 0 {
-		return nil
-	}
-	var names []string
-	for _, h := range who {
-		names = append(names, fmt.Sprintf("apply %s by %s (lease until %s)", h.Run, h.Holder, h.Expires.UTC().Format(time.RFC3339)))
-	}
-	slices.Sort(names)
-	return &ConflictError{
-		State:        st.Name,
-		Reason:       ReasonReserved,
-		Message:      fmt.Sprintf("these addresses are reserved for writing by %s; nothing was stored", strings.Join(names, ", ")),
-		Hint:         fmt.Sprintf("wait for that apply to finish (`kl status %s` shows it), then plan and apply again; your local result is in errored.tfstate", st.Name),
-		Addresses:    addrs,
-		LatestSerial: st.Serial,
-	}
+	return runs, nil
 }

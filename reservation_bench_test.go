@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
@@ -49,11 +51,11 @@ func BenchmarkReserve(b *testing.B) {
 		if _, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		other, err := e.StartRun(ctx, "big", kilolock.RunRequest{Actor: "other", Reservations: reservationsOn(b, s, 0, 100, reserve.Read)})
+		other, err := applyrun.StartRun(ctx, e, "big", kilolock.RunRequest{Actor: "other", Reservations: reservationsOn(b, s, 0, 100, reserve.Read)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, bs, err := e.AcquireRun(ctx, other.ID); err != nil || len(bs) > 0 {
+		if _, bs, err := applyrun.AcquireRun(ctx, e, other.ID); err != nil || len(bs) > 0 {
 			b.Fatal(err, bs)
 		}
 		ok := true
@@ -61,15 +63,15 @@ func BenchmarkReserve(b *testing.B) {
 			res := reservationsOn(b, s, 0, n, reserve.Read)
 			ok = ok && b.Run(fmt.Sprintf("%s/reservations=%d", store, n), func(b *testing.B) {
 				for b.Loop() {
-					run, err := e.StartRun(ctx, "big", kilolock.RunRequest{Actor: "bench", Reservations: res, Lease: time.Minute})
+					run, err := applyrun.StartRun(ctx, e, "big", kilolock.RunRequest{Actor: "bench", Reservations: res, Lease: time.Minute})
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, bs, err := e.AcquireRun(ctx, run.ID); err != nil || len(bs) > 0 {
+					if _, bs, err := applyrun.AcquireRun(ctx, e, run.ID); err != nil || len(bs) > 0 {
 						b.Fatal(err, bs)
 					}
 					b.StopTimer()
-					if _, err := e.EndRun(ctx, run.ID, kilolock.RunEnd{Status: kilolock.RunSucceeded}); err != nil {
+					if _, err := applyrun.EndRun(ctx, e, run.ID, kilolock.RunEnd{Status: kilolock.RunSucceeded}); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()
@@ -101,11 +103,11 @@ func BenchmarkPostBesideRuns(b *testing.B) {
 					b.Fatal(err)
 				}
 				if withRun {
-					run, err := e.StartRun(ctx, "big", kilolock.RunRequest{Actor: "other", Reservations: writeReservations(b, s, 9000, 100), Lease: time.Hour})
+					run, err := applyrun.StartRun(ctx, e, "big", kilolock.RunRequest{Actor: "other", Reservations: writeReservations(b, s, 9000, 100), Lease: time.Hour})
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, bs, err := e.AcquireRun(ctx, run.ID); err != nil || len(bs) > 0 {
+					if _, bs, err := applyrun.AcquireRun(ctx, e, run.ID); err != nil || len(bs) > 0 {
 						b.Fatal(err, bs)
 					}
 				}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
 )
@@ -210,13 +212,13 @@ func runReservationModel(t *testing.T, st kilolock.Store, mode kilolock.LockMode
 				res = append(res, kilolock.Reservation{Pattern: p, Mode: m})
 			}
 			lease := time.Duration(5+rng.IntN(40)) * time.Second
-			run, err := e.StartRun(ctx, name, kilolock.RunRequest{Actor: "model", Reservations: res, Lease: lease})
+			run, err := applyrun.StartRun(ctx, e, name, kilolock.RunRequest{Actor: "model", Reservations: res, Lease: lease})
 			must(err)
 			norm, _ := reserve.Normalize(res)
 			runs = append(runs, &modelRun{id: run.ID, res: norm, status: kilolock.RunWaiting, expires: clock.Add(lease), lease: lease})
 		case a < 40 && len(runs) > 0: // try to acquire
 			r := runs[rng.IntN(len(runs))]
-			_, bs, err := e.AcquireRun(ctx, r.id)
+			_, bs, err := applyrun.AcquireRun(ctx, e, r.id)
 			if s := r.statusAt(clock); s.Ended() {
 				if !errors.As(err, new(*kilolock.RunEndedError)) {
 					t.Fatalf("%s: acquiring %s run %s = %v, want RunEndedError", where, s, r.id, err)
@@ -248,7 +250,7 @@ func runReservationModel(t *testing.T, st kilolock.Store, mode kilolock.LockMode
 			}
 		case a < 48 && len(runs) > 0: // renew
 			r := runs[rng.IntN(len(runs))]
-			_, err := e.RenewRun(ctx, r.id)
+			_, err := applyrun.RenewRun(ctx, e, r.id)
 			if r.statusAt(clock).Ended() {
 				if !errors.As(err, new(*kilolock.RunEndedError)) {
 					t.Fatalf("%s: renewing ended run %s = %v", where, r.id, err)
@@ -261,7 +263,7 @@ func runReservationModel(t *testing.T, st kilolock.Store, mode kilolock.LockMode
 		case a < 58 && len(runs) > 0: // end or abort
 			r := runs[rng.IntN(len(runs))]
 			end := []kilolock.RunStatus{kilolock.RunSucceeded, kilolock.RunFailed, kilolock.RunAborted}[rng.IntN(3)]
-			_, err := e.EndRun(ctx, r.id, kilolock.RunEnd{Status: end, By: "model"})
+			_, err := applyrun.EndRun(ctx, e, r.id, kilolock.RunEnd{Status: end, By: "model"})
 			if r.statusAt(clock).Ended() {
 				if !errors.As(err, new(*kilolock.RunEndedError)) {
 					t.Fatalf("%s: ending ended run %s = %v", where, r.id, err)
@@ -273,7 +275,7 @@ func runReservationModel(t *testing.T, st kilolock.Store, mode kilolock.LockMode
 		case a < 72 && len(runs) > 0: // a run's CLI writes
 			r := runs[rng.IntN(len(runs))]
 			lockID := fmt.Sprint("run-lock-", step)
-			_, err := e.LockRun(ctx, name, r.id, kilolock.LockInfo{ID: lockID, Operation: "OperationTypeApply", Who: "model"})
+			_, err := applyrun.LockRun(ctx, e, name, r.id, kilolock.LockInfo{ID: lockID, Operation: "OperationTypeApply", Who: "model"})
 			if r.statusAt(clock) != kilolock.RunActive {
 				if err == nil {
 					t.Fatalf("%s: a %s run %s took its lock", where, r.statusAt(clock), r.id)
@@ -366,7 +368,7 @@ func runReservationModel(t *testing.T, st kilolock.Store, mode kilolock.LockMode
 
 		// What the store holds agrees with the model, and no two holders
 		// conflict.
-		inFlight, err := e.Runs(ctx, kilolock.RunFilter{State: name, InFlight: true, Limit: 100})
+		inFlight, err := applyrun.Runs(ctx, e, kilolock.RunFilter{State: name, InFlight: true, Limit: 100})
 		must(err)
 		byID := map[string]kilolock.ApplyRun{}
 		for _, r := range inFlight {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
 )
@@ -27,12 +29,12 @@ func TestRunsNarrowAnExclusiveState(t *testing.T) {
 			}
 			start := func(addr string) *kilolock.ApplyRun {
 				t.Helper()
-				run, err := e.Reserve(ctx, "s", kilolock.RunRequest{Actor: addr + "@ci", Lease: time.Minute,
+				run, err := applyrun.Reserve(ctx, e, "s", kilolock.RunRequest{Actor: addr + "@ci", Lease: time.Minute,
 					Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse("terraform_data." + addr), Mode: reserve.Write}}}, reserve.WaitOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.LockRun(ctx, "s", run.ID, kilolock.LockInfo{ID: "lock-" + addr, Operation: "OperationTypeApply", Who: addr + "@ci"}); err != nil {
+				if _, err := applyrun.LockRun(ctx, e, "s", run.ID, kilolock.LockInfo{ID: "lock-" + addr, Operation: "OperationTypeApply", Who: addr + "@ci"}); err != nil {
 					t.Fatalf("run %s's lock: %v", addr, err)
 				}
 				return run
@@ -57,7 +59,7 @@ func TestRunsNarrowAnExclusiveState(t *testing.T) {
 				t.Errorf("rejections = %+v, %v; want the reserved refusal", rs, err)
 			}
 			for _, r := range []*kilolock.ApplyRun{runA, runB} {
-				if _, err := e.EndRun(ctx, r.ID, kilolock.RunEnd{Status: kilolock.RunSucceeded}); err != nil {
+				if _, err := applyrun.EndRun(ctx, e, r.ID, kilolock.RunEnd{Status: kilolock.RunSucceeded}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kilolock/kilolock/history"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
@@ -95,7 +97,7 @@ func TestRespelledPostIsUnchanged(t *testing.T) {
 						t.Logf("%s (%d instances, %d bytes) re-serialized by %s: %d rows, %d bytes (first write: %d rows)",
 							docName, first.Version.Instances, len(body), rs.Name, res.Stats.Rows, res.Stats.Bytes, first.Stats.Rows)
 						assertServes(t, e, st, name, v.Number, body)
-						diff, err := e.Diff(ctx, name, mustRef(t, "@1"), mustRef(t, fmt.Sprintf("@%d", v.Number)))
+						diff, err := history.Diff(ctx, e, name, mustRef(t, "@1"), mustRef(t, fmt.Sprintf("@%d", v.Number)))
 						if err != nil || !diff.Empty() {
 							t.Fatalf("kl diff @1 @%d: %+v (%v)", v.Number, diff, err)
 						}
@@ -284,7 +286,7 @@ func TestNumberSpellings(t *testing.T) {
 	if res.Version.Changed != 1 {
 		t.Fatalf("2^53+1 written as 2^53: ~%d, want 1", res.Version.Changed)
 	}
-	diff, err := e.Diff(context.Background(), "n", mustRef(t, "@1"), mustRef(t, "@3"))
+	diff, err := history.Diff(context.Background(), e, "n", mustRef(t, "@1"), mustRef(t, "@3"))
 	if err != nil {
 		t.Fatal(err)
 	}

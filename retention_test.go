@@ -9,29 +9,31 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/retention"
 )
 
 func TestPolicyFor(t *testing.T) {
-	server := kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, KeepLast: 100}
-	env := kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "env_prod", KeepDays: 30}
-	state := kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "ws_a.env_prod.net"}
-	other := kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "local", KeepLast: 5}
-	all := []kilolock.RetentionPolicy{state, env, other, server}
+	server := retention.RetentionPolicy{Scope: retention.RetentionServer, KeepLast: 100}
+	env := retention.RetentionPolicy{Scope: retention.RetentionEnvironment, Target: "env_prod", KeepDays: 30}
+	state := retention.RetentionPolicy{Scope: retention.RetentionState, Target: "ws_a.env_prod.net"}
+	other := retention.RetentionPolicy{Scope: retention.RetentionState, Target: "local", KeepLast: 5}
+	all := []retention.RetentionPolicy{state, env, other, server}
 	tests := []struct {
 		name     string
-		policies []kilolock.RetentionPolicy
-		want     *kilolock.RetentionPolicy
+		policies []retention.RetentionPolicy
+		want     *retention.RetentionPolicy
 	}{
 		{"ws_a.env_prod.net", all, &state},
 		{"ws_a.env_prod.db", all, &env},
 		{"ws_a.env_dev.db", all, &server},
 		{"local", all, &other},
 		{"env_prod", all, &server}, // a local name is in no environment
-		{"local2", []kilolock.RetentionPolicy{other}, nil},
+		{"local2", []retention.RetentionPolicy{other}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := kilolock.PolicyFor(tt.policies, tt.name)
+			got := retention.PolicyFor(tt.policies, tt.name)
 			if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Errorf("PolicyFor(%s) = %+v, want %+v", tt.name, got, tt.want)
 			}
@@ -44,20 +46,20 @@ func TestPolicyFor(t *testing.T) {
 
 func TestValidRetentionPolicy(t *testing.T) {
 	tests := []struct {
-		p  kilolock.RetentionPolicy
+		p  retention.RetentionPolicy
 		ok bool
 	}{
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, KeepLast: 10}, true},
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionServer, Target: "x"}, false},
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "env_1a"}, true},
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionEnvironment, Target: "prod"}, false},
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "a/b"}, false},
-		{kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "net", KeepDays: -1}, false},
-		{kilolock.RetentionPolicy{Scope: "galaxy"}, false},
+		{retention.RetentionPolicy{Scope: retention.RetentionServer, KeepLast: 10}, true},
+		{retention.RetentionPolicy{Scope: retention.RetentionServer, Target: "x"}, false},
+		{retention.RetentionPolicy{Scope: retention.RetentionEnvironment, Target: "env_1a"}, true},
+		{retention.RetentionPolicy{Scope: retention.RetentionEnvironment, Target: "prod"}, false},
+		{retention.RetentionPolicy{Scope: retention.RetentionState, Target: "a/b"}, false},
+		{retention.RetentionPolicy{Scope: retention.RetentionState, Target: "net", KeepDays: -1}, false},
+		{retention.RetentionPolicy{Scope: "galaxy"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.p.String(), func(t *testing.T) {
-			err := kilolock.ValidRetentionPolicy(&tt.p)
+			err := retention.ValidRetentionPolicy(&tt.p)
 			if (err == nil) != tt.ok || err != nil && !errors.Is(err, kilolock.ErrInvalid) {
 				t.Errorf("ValidRetentionPolicy(%+v) = %v, want ok %v", tt.p, err, tt.ok)
 			}
@@ -78,28 +80,28 @@ func TestApplyRetention(t *testing.T) {
 			write(t, e, name, tfstate(t, true, i, "L", fmt.Sprint(i)))
 		}
 	}
-	for _, p := range []kilolock.RetentionPolicy{
-		{Scope: kilolock.RetentionServer, KeepLast: 3},
-		{Scope: kilolock.RetentionState, Target: "b", KeepLast: 6},
-		{Scope: kilolock.RetentionState, Target: "exempt"},
+	for _, p := range []retention.RetentionPolicy{
+		{Scope: retention.RetentionServer, KeepLast: 3},
+		{Scope: retention.RetentionState, Target: "b", KeepLast: 6},
+		{Scope: retention.RetentionState, Target: "exempt"},
 	} {
-		if _, err := e.SetRetentionPolicy(ctx, by, p); err != nil {
+		if _, err := retention.SetRetentionPolicy(ctx, e, by, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.SetRetentionPolicy(ctx, by, kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "b", KeepLast: -2}); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := retention.SetRetentionPolicy(ctx, e, by, retention.RetentionPolicy{Scope: retention.RetentionState, Target: "b", KeepLast: -2}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Errorf("a negative keep_last = %v, want ErrInvalid", err)
 	}
 	// A rollback plan of a to @2 pins @2.
-	if _, err := e.PlanRollback(ctx, "a", mustRef(t, "@2")); err != nil {
+	if _, err := history.PlanRollback(ctx, e, "a", mustRef(t, "@2")); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{DryRun: true, By: by})
+	dry, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{DryRun: true, By: by})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]int64{"a": {1, 3, 4, 5}, "b": {1, 2}, "exempt": nil}
-	check := func(rep *kilolock.RetentionReport) {
+	check := func(rep *retention.RetentionReport) {
 		t.Helper()
 		got := map[string][]int64{"exempt": nil}
 		for _, sp := range rep.States {
@@ -112,7 +114,7 @@ func TestApplyRetention(t *testing.T) {
 		}
 	}
 	check(dry)
-	rep, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{By: by, Batch: 2})
+	rep, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{By: by, Batch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,26 +123,26 @@ func TestApplyRetention(t *testing.T) {
 		t.Errorf("pruned %d versions in all, want 6", rep.Versions)
 	}
 	// The plan can still be applied, and every kept version reads back.
-	if _, err := e.Rollback(ctx, "a", mustRef(t, "@2"), kilolock.RollbackOptions{Actor: "alice"}); err != nil {
+	if _, err := history.Rollback(ctx, e, "a", mustRef(t, "@2"), history.RollbackOptions{Actor: "alice"}); err != nil {
 		t.Errorf("the rollback planned before retention ran: %v", err)
 	}
 	if _, err := e.ReadVersion(ctx, "a", 3); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("a pruned version reads %v, want ErrNotFound", err)
 	}
-	_, err = e.Show(ctx, "a", mustRef(t, "@4"))
+	_, err = history.Show(ctx, e, "a", mustRef(t, "@4"))
 	var nf *kilolock.VersionNotFoundError
 	if !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 2 ||
 		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") || !strings.HasSuffix(err.Error(), "policy server keep_last=3); it has versions @2…@9 (serials 2…9)") {
 		t.Errorf("Show(@4) of a pruned version = %v", err)
 	}
-	if _, err := e.Show(ctx, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
+	if _, err := history.Show(ctx, e, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
 		t.Errorf("Show(@1) of a pruned first version = %v", err)
 	}
-	marks, err := e.PrunedVersions(ctx, "a", 0, 0)
+	marks, err := retention.PrunedVersions(ctx, e, "a", 0, 0)
 	if err != nil || len(marks) != 2 || marks[0].From != 3 || marks[0].To != 5 || marks[1].From != 1 || marks[0].PrunedBy != "ops" {
 		t.Errorf("PrunedVersions(a) = %+v, %v; want @3-@5 and @1 by ops", marks, err)
 	}
-	if _, err := e.ApplyRetention(ctx, kilolock.RetentionOptions{State: "missing"}); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{State: "missing"}); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("retention of a missing state = %v, want ErrNotFound", err)
 	}
 }

@@ -1,8 +1,9 @@
 package kilolock
 
 import (
+	"context"
 	"fmt"
-	"strings"
+	"time"
 )
 
 // The rules every Store applies inside its transaction. They live here, once,
@@ -35,122 +36,28 @@ func SharedPlanLocks(st *StateInfo, serverDefault bool) bool {
 	return serverDefault
 }
 
-// IsReadLock reports whether a lock with info, taken under opts on st, is
-// a shared read lock: a plan's, where plans share.
-func IsReadLock(st *StateInfo, info LockInfo, opts LockOptions) bool {
-	return opts.Run == "" && info.Operation == OperationPlan && SharedPlanLocks(st, opts.SharedPlans)
-}
-
-// writer returns the first lock of st that excludes other writers on an
+// Writer returns the first lock of st that excludes other writers on an
 // exclusive state: a plain write lock (not a plan's read lock, not an
 // apply run's lock, which its reservations scope). nil when none.
-func writer(st *StateInfo) *Lock {
+func (st *StateInfo) Writer() *Lock {
 	for i := range st.Locks {
-		if plainWriter(&st.Locks[i]) {
+		if st.Locks[i].PlainWriter() {
 			return &st.Locks[i]
 		}
 	}
 	return nil
 }
 
-// firstHolder is the lock a refusal names: the writer, else the first
+// FirstHolder is the lock a refusal names: the writer, else the first
 // holder (nil when none).
-func firstHolder(st *StateInfo) *Lock {
-	if w := writer(st); w != nil {
+func (st *StateInfo) FirstHolder() *Lock {
+	if w := st.Writer(); w != nil {
 		return w
 	}
 	if len(st.Locks) > 0 {
 		return &st.Locks[0]
 	}
 	return nil
-}
-
-// CheckLock decides whether info may be taken as a new lock on st, whose
-// current holders are st.Locks. It returns nil or a *LockedError.
-//
-// A lock id already held is refused. A plan's shared read lock (see
-// IsReadLock) is granted beside anyone; so is an apply run's lock, whose
-// reservations were checked when the run took them. Any other lock on an
-// exclusive state is refused while a plain write lock is held; on an
-// optimistic state it is granted. Past opts.MaxHolders holders (of any
-// kind) every new lock is refused (see LockOptions).
-func CheckLock(st *StateInfo, info LockInfo, opts LockOptions) error {
-	for _, l := range st.Locks {
-		if l.Info.ID == info.ID {
-			return &LockedError{State: st.Name, Holder: l.Info}
-		}
-	}
-	if opts.ReadOnly && !IsReadLock(st, info, opts) {
-		what := "a write lock"
-		if info.Operation == OperationPlan {
-			what = "a plan's lock, which on this state is a write lock (plans do not share here)"
-		}
-		return &ReadOnlyLockError{State: st.Name, Message: fmt.Sprintf("a caller that may only read asked for %s on state %q", what, st.Name)}
-	}
-	shares := IsReadLock(st, info, opts) || opts.Run != "" || st.LockMode == LockOptimistic
-	if w := writer(st); w != nil && !shares {
-		return &LockedError{State: st.Name, Holder: w.Info}
-	}
-	limit := opts.MaxHolders
-	if limit == 0 {
-		limit = DefaultMaxLockHolders
-	}
-	if limit > 0 && len(st.Locks) >= limit {
-		return &LockedError{State: st.Name, Holder: firstHolder(st).Info, MaxHolders: limit}
-	}
-	return nil
-}
-
-// SelectUnlock decides what an unlock of id on st releases. A read-only
-// caller releases only a plan's read lock it names. With Force,
-// an empty id releases every write lock (plain or an apply run's) and
-// leaves plans' read locks, which end by themselves; a given id releases
-// that lock. A lock id that is not held, or an empty id without force, is
-// a *LockMismatchError naming the writer (else the first holder; zero
-// when none).
-func SelectUnlock(st *StateInfo, id string, opts UnlockOptions) ([]Lock, error) {
-	if opts.ReadOnly {
-		for _, l := range st.Locks {
-			if l.Info.ID == id && id != "" && l.Shared {
-				return []Lock{l}, nil
-			}
-		}
-		return nil, &ReadOnlyLockError{State: st.Name, Message: fmt.Sprintf("a caller that may only read may release only a plan's read lock on state %q", st.Name)}
-	}
-	if opts.Force && id == "" {
-		var out []Lock
-		for _, l := range st.Locks {
-			if !l.Shared {
-				out = append(out, l)
-			}
-		}
-		return out, nil
-	}
-	for _, l := range st.Locks {
-		if l.Info.ID == id {
-			return []Lock{l}, nil
-		}
-	}
-	e := &LockMismatchError{State: st.Name, Given: id}
-	if h := firstHolder(st); h != nil {
-		e.Holder = h.Info
-	}
-	return nil, e
-}
-
-// CheckDelete decides whether st may be deleted: unless forced, a state
-// with locks is deleted only by one of its write-lock holders. It returns nil or a
-// *LockedError naming the first holder.
-func CheckDelete(st *StateInfo, opts DeleteOptions) error {
-	if opts.Force || len(st.Locks) == 0 {
-		return nil
-	}
-	for _, l := range st.Locks {
-		if opts.LockID != "" && l.Info.ID == opts.LockID && !l.Shared {
-			return nil
-		}
-	}
-	return &LockedError{State: st.Name, Holder: firstHolder(st).Info}
 }
 
 // CheckCommit decides whether c may be appended to st (whose Locks are its
@@ -188,7 +95,7 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 	switch {
 	case c.LockID != "" && held == nil:
 		e := &LockMismatchError{State: st.Name, Given: c.LockID}
-		if h := firstHolder(st); h != nil {
+		if h := st.FirstHolder(); h != nil {
 			e.Holder = h.Info
 		}
 		return e
@@ -200,10 +107,10 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 			Hint:         "a plan never writes state: run `tofu apply` (it takes a write lock) to change it; plans share their lock so that they never wait for an apply",
 			LatestSerial: st.Serial,
 		}
-	case c.LockID == "" && st.LockMode != LockOptimistic && writer(st) != nil:
+	case c.LockID == "" && st.LockMode != LockOptimistic && st.Writer() != nil:
 		// A run's lock does not count: its run's reservations (see
-		// CheckRunCommit) guard what it writes.
-		return &LockedError{State: st.Name, Holder: writer(st).Info}
+		// storekit.CheckRunCommit) guard what it writes.
+		return &LockedError{State: st.Name, Holder: st.Writer().Info}
 	}
 	if st.ClientEncryptionRequired() && c.Version.Format != FormatOpaque {
 		return encryptionRequired(st)
@@ -290,34 +197,6 @@ func ValidLockMode(mode LockMode) error {
 	}
 }
 
-// CheckLockMode decides whether st's lock mode (or how plans lock) may
-// change: never while anyone holds a write lock (a *ConflictError with
-// ReasonLocksHeld naming the holders), since the holders took their locks
-// under the old rules. Plans' read locks do not count: they exclude
-// nobody in any mode.
-func CheckLockMode(st *StateInfo) error {
-	var holders []LockInfo
-	var names []string
-	for _, l := range st.Locks {
-		if l.Shared {
-			continue
-		}
-		holders = append(holders, l.Info)
-		names = append(names, fmt.Sprintf("%s (lock id %s, operation %s)", l.Info.Who, l.Info.ID, l.Info.Operation))
-	}
-	if len(holders) == 0 {
-		return nil
-	}
-	return &ConflictError{
-		State:        st.Name,
-		Reason:       ReasonLocksHeld,
-		Message:      fmt.Sprintf("the lock mode of state %q cannot change while it is locked; held by %s", st.Name, strings.Join(names, ", ")),
-		Hint:         "wait for the holders to finish or force-unlock them, then change the mode",
-		LatestSerial: st.Serial,
-		Holders:      holders,
-	}
-}
-
 // validStateName is ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ as a loop: every
 // request checks a name, and a regular expression cost microseconds.
 func validStateName(name string) bool {
@@ -334,4 +213,45 @@ func validStateName(name string) bool {
 
 func alnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// EndPlanLocks ends the plans' locks held longer than limit on every state
+// (see Store.EndPlanLocks), logging each one, and returns them. A plan
+// never writes, so this loses no work: it frees the lock a plan's CLI
+// left when it died mid-plan (killed, or its kl killed by SIGPIPE), which
+// would otherwise show in kl status forever and pin its base version
+// against retention. The CLI, if it still runs, finds its lock gone when
+// it unlocks, and says so.
+func (e *Engine) EndPlanLocks(ctx context.Context, limit time.Duration) ([]StateLock, error) {
+	ended, err := e.store.EndPlanLocks(ctx, e.now().Add(-limit))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ended {
+		e.log.Warn("ended a plan's lock held past the limit", "state", l.State, "lock_id", l.Lock.Info.ID, "holder", l.Lock.Info.Who,
+			"held_for", e.now().Sub(l.Lock.Acquired).Round(time.Second), "limit", limit)
+	}
+	return ended, nil
+}
+
+// EndPlanLocksEvery runs EndPlanLocks with limit until ctx ends, every
+// quarter of limit (between 1 s and 1 min), so that a plan's lock ends
+// at most that long after limit. Several kld replicas may each run it. A
+// limit of 0 or less returns at once: plans' locks are kept until released.
+func (e *Engine) EndPlanLocksEvery(ctx context.Context, limit time.Duration) {
+	if limit <= 0 {
+		return
+	}
+	t := time.NewTicker(min(max(limit/4, time.Second), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := e.EndPlanLocks(ctx, limit); err != nil && ctx.Err() == nil {
+			e.log.Error("ending plans' locks held past the limit failed; it runs again", "err", err, "limit", limit)
+		}
+	}
 }

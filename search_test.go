@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // searchDoc is a state of three resources: two web servers (one with a
@@ -36,24 +37,24 @@ func TestSearch(t *testing.T) {
 	ctx, e := context.Background(), searchEngine(t)
 	tests := []struct {
 		name string
-		q    kilolock.SearchQuery
+		q    history.SearchQuery
 		want []string
 	}{
-		{"everything", kilolock.SearchQuery{}, []string{"aws_instance.web[0]", "aws_instance.web[1]", "aws_route53_record.www", "module.net.aws_subnet.Public"}},
-		{"type", kilolock.SearchQuery{Type: "aws_instance"}, []string{"aws_instance.web[0]", "aws_instance.web[1]"}},
-		{"type is exact", kilolock.SearchQuery{Type: "aws_inst"}, nil},
-		{"name ignores case", kilolock.SearchQuery{Name: "publ"}, []string{"module.net.aws_subnet.Public"}},
-		{"address prefix", kilolock.SearchQuery{Address: "module.net"}, []string{"module.net.aws_subnet.Public"}},
-		{"address pattern", kilolock.SearchQuery{Address: "*.web[*]"}, []string{"aws_instance.web[0]", "aws_instance.web[1]"}},
-		{"attribute text", kilolock.SearchQuery{Text: "AMI-GREEN"}, []string{"aws_instance.web[1]"}},
-		{"attribute key", kilolock.SearchQuery{Text: `"cidr"`}, []string{"module.net.aws_subnet.Public"}},
-		{"unmarked value is found", kilolock.SearchQuery{Text: "plain-pass"}, []string{"aws_instance.web[1]"}},
-		{"sensitive value is never found", kilolock.SearchQuery{Text: "swordfish"}, nil},
-		{"all fields together", kilolock.SearchQuery{Type: "aws_instance", Name: "web", Address: "aws_instance.web", Text: "blue"}, []string{"aws_instance.web[0]"}},
+		{"everything", history.SearchQuery{}, []string{"aws_instance.web[0]", "aws_instance.web[1]", "aws_route53_record.www", "module.net.aws_subnet.Public"}},
+		{"type", history.SearchQuery{Type: "aws_instance"}, []string{"aws_instance.web[0]", "aws_instance.web[1]"}},
+		{"type is exact", history.SearchQuery{Type: "aws_inst"}, nil},
+		{"name ignores case", history.SearchQuery{Name: "publ"}, []string{"module.net.aws_subnet.Public"}},
+		{"address prefix", history.SearchQuery{Address: "module.net"}, []string{"module.net.aws_subnet.Public"}},
+		{"address pattern", history.SearchQuery{Address: "*.web[*]"}, []string{"aws_instance.web[0]", "aws_instance.web[1]"}},
+		{"attribute text", history.SearchQuery{Text: "AMI-GREEN"}, []string{"aws_instance.web[1]"}},
+		{"attribute key", history.SearchQuery{Text: `"cidr"`}, []string{"module.net.aws_subnet.Public"}},
+		{"unmarked value is found", history.SearchQuery{Text: "plain-pass"}, []string{"aws_instance.web[1]"}},
+		{"sensitive value is never found", history.SearchQuery{Text: "swordfish"}, nil},
+		{"all fields together", history.SearchQuery{Type: "aws_instance", Name: "web", Address: "aws_instance.web", Text: "blue"}, []string{"aws_instance.web[0]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := e.Search(ctx, "net", tt.q)
+			res, err := history.Search(ctx, e, "net", tt.q)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +68,7 @@ func TestSearch(t *testing.T) {
 		})
 	}
 	t.Run("limit keeps the total", func(t *testing.T) {
-		res, err := e.Search(ctx, "net", kilolock.SearchQuery{Limit: 1})
+		res, err := history.Search(ctx, e, "net", history.SearchQuery{Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestSearch(t *testing.T) {
 		}
 	})
 	t.Run("unknown state", func(t *testing.T) {
-		if _, err := e.Search(ctx, "nope", kilolock.SearchQuery{}); !errors.Is(err, kilolock.ErrNotFound) {
+		if _, err := history.Search(ctx, e, "nope", history.SearchQuery{}); !errors.Is(err, kilolock.ErrNotFound) {
 			t.Errorf("Search(nope) = %v, want ErrNotFound", err)
 		}
 	})

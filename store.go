@@ -11,7 +11,7 @@ import (
 // one exclusive holder, the lineage and serial guards, a commit applying only
 // onto its parent — is checked inside the store's own database transaction,
 // so several processes sharing one database stay correct. Implementations
-// run the shared rules (CheckLock, CheckCommit) inside that transaction.
+// run the shared rules (storekit.CheckLock, CheckCommit) inside that transaction.
 //
 // State names are validated by the caller (ValidStateName).
 type Store interface {
@@ -31,10 +31,10 @@ type Store interface {
 	// Lock takes a lock, creating the state (in opts.Mode) when it does not
 	// exist. A held exclusive lock gives a *LockedError; so do a lock id
 	// that is already held on the state and an optimistic state with
-	// opts.MaxHolders holders (CheckLock decides, in the transaction).
+	// opts.MaxHolders holders (storekit.CheckLock decides, in the transaction).
 	Lock(ctx context.Context, name string, info LockInfo, opts LockOptions) (*Lock, error)
 
-	// Unlock releases what SelectUnlock selects, in the transaction, and
+	// Unlock releases what storekit.SelectUnlock selects, in the transaction, and
 	// returns it: the lock with the given id, or with Force and an empty id
 	// every write lock. A lock id that is not held gives a
 	// *LockMismatchError; a read-only caller's release of a write lock a
@@ -139,7 +139,7 @@ type Store interface {
 	Rejections(ctx context.Context, name string, limit int) ([]Rejection, error)
 
 	// Delete removes a state with its history and locks, returning the
-	// number of versions it had. It runs CheckDelete on the state's locks
+	// number of versions it had. It runs storekit.CheckDelete on the state's locks
 	// in the same transaction, so a lock taken meanwhile is never deleted
 	// with the state. ErrNotFound when it does not exist.
 	Delete(ctx context.Context, name string, opts DeleteOptions) (versions int64, err error)
@@ -219,4 +219,30 @@ type IndexReader interface {
 	// hold is left out. ErrNotFound when the state or the version does not
 	// exist.
 	SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]Instance, error)
+}
+
+// TagResolver is a Store that keeps tags: the Engine resolves a tag's
+// name in a VersionRef through it (the whole of tags is history.TagStore).
+type TagResolver interface {
+	// TagVersion returns the version number tag name names. ErrNotFound
+	// when the state or the tag does not exist.
+	TagVersion(ctx context.Context, state, name string) (int64, error)
+}
+
+// PruneLister is a Store that prunes versions (retention.RetentionStore): the
+// Engine says through it who pruned a version that is asked for.
+type PruneLister interface {
+	// PrunedVersions lists the runs of pruned versions of a state numbered
+	// below before (0: all), newest first, at most limit runs (0: 50).
+	// ErrNotFound when the state does not exist.
+	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]PrunedRange, error)
+}
+
+// DriftCounter is a Store that keeps drift checks (drift.DriftStore): Status
+// counts a state's drifted instances through it.
+type DriftCounter interface {
+	// DriftCounts returns, for each of the states named (every state when
+	// names is nil) that was ever checked, its open drift records; a state
+	// never checked is not in the map.
+	DriftCounts(ctx context.Context, names []string) (map[string]int, error)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 func TestValidTagName(t *testing.T) {
@@ -52,12 +54,12 @@ func TestTagsAreVersionReferences(t *testing.T) {
 	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "r")
-	by := kilolock.TagOptions{By: kilolock.Caller{Actor: "db:alice", From: "host"}, Description: "before the migration"}
-	tag, err := e.SetTag(ctx, "r", "pre-migration", mustRef(t, "@1"), by)
+	by := history.TagOptions{By: kilolock.Caller{Actor: "db:alice", From: "host"}, Description: "before the migration"}
+	tag, err := history.SetTag(ctx, e, "r", "pre-migration", mustRef(t, "@1"), by)
 	if err != nil || tag.Version != 1 || tag.Actor != "db:alice" {
 		t.Fatalf("SetTag = %+v, %v", tag, err)
 	}
-	if _, err := e.SetTag(ctx, "r", "head", kilolock.Latest, by); err != nil {
+	if _, err := history.SetTag(ctx, e, "r", "head", kilolock.Latest, by); err != nil {
 		t.Fatal(err)
 	}
 	ref := mustRef(t, "pre-migration")
@@ -67,11 +69,11 @@ func TestTagsAreVersionReferences(t *testing.T) {
 	if v, err := e.ResolveVersion(ctx, "r", ref); err != nil || v.Number != 1 {
 		t.Fatalf("ResolveVersion(tag) = %+v, %v", v, err)
 	}
-	d, err := e.Diff(ctx, "r", ref, mustRef(t, "head"))
+	d, err := history.Diff(ctx, e, "r", ref, mustRef(t, "head"))
 	if err != nil || d.From.Number != 1 || d.To.Number != 3 {
 		t.Fatalf("Diff(pre-migration, head) = %+v, %v", d, err)
 	}
-	res, err := e.Rollback(ctx, "r", ref, kilolock.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "r", ref, history.RollbackOptions{Actor: "alice"})
 	if err != nil || res.Version == nil || res.Version.Number != 4 {
 		t.Fatalf("Rollback --to pre-migration = %+v, %v", res, err)
 	}
@@ -79,7 +81,7 @@ func TestTagsAreVersionReferences(t *testing.T) {
 	if v, err := e.ResolveVersion(ctx, "r", mustRef(t, "head")); err != nil || v.Number != 3 {
 		t.Fatalf("head after a later write = %+v, %v", v, err)
 	}
-	if _, err := e.Export(ctx, "r", mustRef(t, "head")); err != nil {
+	if _, err := history.Export(ctx, e, "r", mustRef(t, "head")); err != nil {
 		t.Fatal(err)
 	}
 	// An unknown tag is a 404 naming how to list them.
@@ -88,24 +90,24 @@ func TestTagsAreVersionReferences(t *testing.T) {
 		t.Fatalf("an unknown tag = %v", err)
 	}
 	for _, bad := range []string{"latest", "@2", "serial:3", "7"} {
-		if _, err := e.SetTag(ctx, "r", bad, kilolock.Latest, by); !errors.Is(err, kilolock.ErrInvalid) {
+		if _, err := history.SetTag(ctx, e, "r", bad, kilolock.Latest, by); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("SetTag(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
-	if _, err := e.SetTag(ctx, "r", "x", mustRef(t, "@9"), by); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := history.SetTag(ctx, e, "r", "x", mustRef(t, "@9"), by); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("a tag on a missing version = %v", err)
 	}
-	if err := e.UnsetTag(ctx, "r", "head", by); err != nil {
+	if err := history.UnsetTag(ctx, e, "r", "head", by); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.UnsetTag(ctx, "r", "head", by); !errors.Is(err, kilolock.ErrNotFound) {
+	if err := history.UnsetTag(ctx, e, "r", "head", by); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("unsetting a missing tag = %v", err)
 	}
-	byVersion, err := e.TagsByVersion(ctx, "r")
+	byVersion, err := history.TagsByVersion(ctx, e, "r")
 	if err != nil || len(byVersion) != 1 || byVersion[1][0] != "pre-migration" {
 		t.Fatalf("TagsByVersion = %v, %v", byVersion, err)
 	}
-	entries, err := st.(kilolock.TenantStore).Audit(ctx, kilolock.AuditFilter{})
+	entries, err := st.(tenancy.TenantStore).Audit(ctx, kilolock.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,16 +131,16 @@ func TestTagDescriptionText(t *testing.T) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	threeVersions(t, e, "r")
 	for _, bad := range []string{"safe\u202e", "\u2066safe\u2069", "safe\u009b2J", "a\u200bb"} {
-		_, err := e.SetTag(ctx, "r", "t", kilolock.Latest, kilolock.TagOptions{Description: bad})
+		_, err := history.SetTag(ctx, e, "r", "t", kilolock.Latest, history.TagOptions{Description: bad})
 		var ie *kilolock.InvalidError
 		if !errors.As(err, &ie) || ie.Code != "invalid_description" || !strings.Contains(ie.Message, "U+") || ie.Hint == "" {
 			t.Errorf("description %q: err = %v, want invalid_description naming the character", bad, err)
 		}
 	}
-	if tags, err := e.Tags(ctx, "r"); err != nil || len(tags) != 0 {
+	if tags, err := history.Tags(ctx, e, "r"); err != nil || len(tags) != 0 {
 		t.Errorf("tags after the refusals: %+v, %v", tags, err)
 	}
-	if _, err := e.SetTag(ctx, "r", "t", kilolock.Latest, kilolock.TagOptions{Description: "avant la migration – שלום"}); err != nil {
+	if _, err := history.SetTag(ctx, e, "r", "t", kilolock.Latest, history.TagOptions{Description: "avant la migration – שלום"}); err != nil {
 		t.Errorf("a description in two scripts: %v", err)
 	}
 }

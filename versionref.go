@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -155,10 +156,12 @@ func (e *Engine) ResolveVersion(ctx context.Context, name string, ref VersionRef
 	if err != nil {
 		return nil, err
 	}
-	return e.resolve(ctx, st, ref)
+	return e.Resolve(ctx, st, ref)
 }
 
-func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*Version, error) {
+// Resolve returns the version ref names in st, as ResolveVersion does by
+// name.
+func (e *Engine) Resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*Version, error) {
 	var number int64
 	switch ref.Kind {
 	case RefLatest:
@@ -180,9 +183,9 @@ func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*V
 			return nil, err
 		}
 	case RefTag:
-		ts, err := e.tags()
-		if err != nil {
-			return nil, err
+		ts, ok := e.store.(TagResolver)
+		if !ok {
+			return nil, &InvalidError{Code: "tags_unsupported", Message: "this store keeps no tags", Hint: "use the SQLite or PostgreSQL store"}
 		}
 		n, err := ts.TagVersion(ctx, st.Name, ref.Tag)
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -199,9 +202,12 @@ func (e *Engine) resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*V
 	if st.Current == 0 {
 		return nil, nf
 	}
-	pruned, err := e.PrunedVersions(ctx, st.Name, 0, 1000)
-	if err != nil {
-		return nil, err
+	var pruned []PrunedRange
+	if pl, ok := e.store.(PruneLister); ok {
+		var err error
+		if pruned, err = pl.PrunedVersions(ctx, st.Name, 0, 1000); err != nil {
+			return nil, err
+		}
 	}
 	for i := len(pruned) - 1; i >= 0; i-- { // oldest first
 		p := &pruned[i]
@@ -231,4 +237,48 @@ func (e *Engine) versionRecord(ctx context.Context, name string, number int64) (
 		return nil, fmt.Errorf("state %q has no version %d: %w", name, number, ErrNotFound)
 	}
 	return &vs[0], nil
+}
+
+// MaxTagLength bounds a tag name (see ValidTagName).
+const MaxTagLength = 128
+
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// ValidTagName checks a tag name: 1 to MaxTagLength letters, digits, '.',
+// '-' and '_', not starting with '.' or '-', and nothing that reads as
+// another kind of version reference: not "latest", no "@N" or
+// "serial:S", and not a bare number. An *InvalidError (invalid_tag)
+// otherwise.
+func ValidTagName(name string) error {
+	bad := func(why, hint string) error {
+		return &InvalidError{Code: "invalid_tag", Message: fmt.Sprintf("%s is not a tag name: %s", Clip(name), why), Hint: hint}
+	}
+	const hint = "name a tag in 1 to 128 letters, digits, '.', '-' and '_', e.g. pre-migration or release-2026.11"
+	switch {
+	case name == "":
+		return bad("it is empty", hint)
+	case strings.HasPrefix(name, "@"), strings.HasPrefix(strings.ToLower(name), "serial:"):
+		return bad("it reads as a version reference (@N, @latest, @-K, serial:S)", hint)
+	case strings.EqualFold(name, "latest"):
+		return bad("latest names the current version", "use @latest for the current version, and another name for the tag")
+	case strings.Trim(name, "0123456789") == "":
+		return bad("a bare number reads as a version number", "use @"+name+" for version "+name+", and a name with a letter for the tag")
+	case len(name) > MaxTagLength:
+		return bad(fmt.Sprintf("it is longer than %d bytes", MaxTagLength), hint)
+	case !tagRE.MatchString(name):
+		return bad("it holds a character other than letters, digits, '.', '-' and '_', or starts with '.' or '-'", hint)
+	}
+	return nil
+}
+
+// PrunedRange is a run of consecutive pruned versions of a state, pruned
+// by the same actor under the same policy: the marker history shows
+// where they were.
+type PrunedRange struct {
+	From     int64     `json:"from"`
+	To       int64     `json:"to"`
+	Versions int64     `json:"versions"`
+	PrunedAt time.Time `json:"pruned_at"` // the last of them
+	PrunedBy string    `json:"pruned_by"`
+	Policy   string    `json:"policy"`
 }

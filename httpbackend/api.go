@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 )
 
@@ -101,7 +103,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {
 	defer done()
 	var res *kilolock.QueryResult
 	if scope := info(r).scope; scope != nil {
-		res, err = h.engine.QueryScoped(r.Context(), *scope, q.SQL)
+		res, err = tenancy.QueryScoped(r.Context(), h.engine, *scope, q.SQL)
 	} else {
 		res, err = h.engine.Query(r.Context(), q.SQL)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -25,7 +26,7 @@ const (
 	// AuthToken serves only the authenticated lane,
 	// /v1/states/{workspace_id}/{env_public_id}/{state_name}, to automation
 	// tokens and personal access tokens; the JSON API under /v1/api/ to the
-	// operator token. The engine's store must be a kilolock.TenantStore.
+	// operator token. The engine's store must be a tenancy.TenantStore.
 	AuthToken AuthMode = "token"
 )
 
@@ -66,7 +67,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 		err = denial(http.StatusUnauthorized, "auth_required", "this server requires credentials: the local lane is not served", "use the authenticated path "+tenantPath+" (unlock with UNLOCK on it)")
 	case path == "/v1/api/query" && r.Method == http.MethodPost && !h.operatorCredential(r):
 		// A tenant's SQL: scoped to what its token reads (tenantquery.go).
-		var scope *kilolock.QueryScope
+		var scope *tenancy.QueryScope
 		if scope, err = h.authorizeTenantQuery(r); err == nil {
 			info(r).scope = scope
 			return r, true
@@ -124,7 +125,7 @@ func (h *Handler) recordDenial(r *http.Request, err error) {
 	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "status", a.status, "actor", actor,
 		"method", r.Method, "path", r.URL.Path, "hint", a.body.Hint, "audited", audited)
 	h.metrics.observeDenial(a.body.Error, audited)
-	if ts, ok := h.engine.Store().(kilolock.TenantStore); ok && audited {
+	if ts, ok := h.engine.Store().(tenancy.TenantStore); ok && audited {
 		e := &kilolock.AuditEntry{Actor: actor, Action: r.Method + " " + routeKind(r.URL.Path), Target: r.URL.Path, From: r.RemoteAddr, Denied: true, Reason: a.body.Error, RequestID: ri.id}
 		if aerr := ts.AppendAudit(context.WithoutCancel(r.Context()), e); aerr != nil {
 			h.log.Error("audit a denial", "request_id", ri.id, "err", aerr)
@@ -162,7 +163,7 @@ func (h *Handler) authorizeOperator(r *http.Request) error {
 	if secret == "" {
 		return denial(http.StatusUnauthorized, "credentials_missing", "the API requires the operator token", "send Authorization: Bearer klo_… (kld --operator-token)")
 	}
-	if !h.operator.Equal(kilolock.HashSecret(secret)) {
+	if !h.operator.Equal(tenancy.HashSecret(secret)) {
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the credentials are not the operator token", "the API takes the operator token given to kld (--operator-token or KL_OPERATOR_TOKEN)")
 	}
 	return nil
@@ -237,9 +238,9 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 			"use the authenticated path "+tenantPath+" with basic auth (username = workspace id, password = token) or Authorization: Bearer <token>")
 	}
 	wsID, envID, stateName := segs[0], segs[1], segs[2]
-	ts, ok := h.engine.Store().(kilolock.TenantStore)
+	ts, ok := h.engine.Store().(tenancy.TenantStore)
 	if !ok {
-		return nil, errors.New("auth: the store does not keep workspaces (kilolock.TenantStore)")
+		return nil, errors.New("auth: the store does not keep workspaces (tenancy.TenantStore)")
 	}
 	ctx := r.Context()
 	user, secret := credentials(r)
@@ -250,11 +251,11 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if trust.LooksLikeIDToken(secret) {
 		return h.authorizeWorkload(r, user, secret, wsID, envID, stateName, suffix) // workload.go
 	}
-	name, err := kilolock.TenantStateName(wsID, envID, stateName)
+	name, err := tenancy.TenantStateName(wsID, envID, stateName)
 	if err != nil {
 		name = "" // a malformed segment: decided below, once the token is known
 	}
-	req := kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name}
+	req := tenancy.AccessRequest{Hash: tenancy.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name}
 	if h.operator != nil && h.operator.Equal(req.Hash) {
 		info(r).actor = "operator"
 		return nil, errOperatorOnState(wsID, envID)
@@ -287,14 +288,14 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 	if name == "" {
 		// The segments name a reachable environment, so only the state
 		// name can be wrong: say how.
-		_, err := kilolock.TenantStateName(wsID, envID, stateName)
+		_, err := tenancy.TenantStateName(wsID, envID, stateName)
 		return nil, err
 	}
 	tok := a.Token
-	ri.readOnly = tok.Kind == kilolock.TokenAutomation && tok.Scope != kilolock.ScopeReadWrite
+	ri.readOnly = tok.Kind == tenancy.TokenAutomation && tok.Scope != tenancy.ScopeReadWrite
 	// A read credential creates nothing, and a suspended workspace gets no
 	// new state: their plans lock without leaving one behind.
-	ri.noCreate = ri.readOnly || a.Workspace != nil && a.Workspace.Lifecycle == kilolock.LifecycleSuspended
+	ri.noCreate = ri.readOnly || a.Workspace != nil && a.Workspace.Lifecycle == tenancy.LifecycleSuspended
 	if tok.LastUsed.IsZero() || time.Since(tok.LastUsed) > touchEvery {
 		if err := ts.TouchToken(ctx, tok.ID, time.Now()); err != nil {
 			h.log.Warn("record token use", "request_id", ri.id, "err", err)
@@ -307,8 +308,8 @@ func (h *Handler) authorizeState(r *http.Request) (*http.Request, error) {
 
 // tokenActor names a token in logs and the audit log; a PAT's requests
 // are named as PAT-backed, with their user.
-func tokenActor(t *kilolock.Token) string {
-	if t.Kind == kilolock.TokenPersonal {
+func tokenActor(t *tenancy.Token) string {
+	if t.Kind == tenancy.TokenPersonal {
 		return "pat:" + t.ID + " user:" + t.UserID
 	}
 	return t.ID
@@ -321,9 +322,9 @@ func tokenActor(t *kilolock.Token) string {
 // A scope the token cannot see answers 404 without telling whether it
 // exists; a hint names what the token does reach. Entitlement and
 // lifecycle denials answer 403 with their own codes.
-func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.Time) error {
+func decide(a *tenancy.Access, user, wsID, envID string, kind access, now time.Time) error {
 	tok := a.Token
-	if tok == nil || tok.Kind == kilolock.TokenOperator {
+	if tok == nil || tok.Kind == tenancy.TokenOperator {
 		return denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue, kl pat create)")
 	}
 	if tok.Expired(now) {
@@ -334,7 +335,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		return denial(http.StatusForbidden, "scope_mismatch", "the basic-auth username is not the workspace id of the path", "set the username (TF_HTTP_USERNAME) to the workspace id of the path")
 	}
 	switch tok.Kind {
-	case kilolock.TokenAutomation:
+	case tenancy.TokenAutomation:
 		home := a.Home
 		if home == nil { // its environment went with the token
 			return denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked", "ask for a new token (kl token issue)")
@@ -346,16 +347,16 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 		if envID != home.PublicID {
 			return envNotFound(envID, home)
 		}
-		if tok.Scope == kilolock.ScopeOutputs && kind != accessOutputs {
+		if tok.Scope == tenancy.ScopeOutputs && kind != accessOutputs {
 			return denial(http.StatusForbidden, "token_outputs_only", "the token's scope is outputs: it reads a state's outputs and nothing else",
 				fmt.Sprintf("read the outputs at /v1/states/%s/%s/{state_name}/outputs (terraform_remote_state with backend \"http\" and that address); use a read or read-write token for the whole state", home.WorkspaceID, home.PublicID))
 		}
 		// A read token takes a plan's lock (a shared read lock; the store
 		// refuses it anything else) and releases it.
-		if tok.Scope != kilolock.ScopeReadWrite && kind != accessRead && kind != accessOutputs && kind != accessPlanLock && kind != accessUnlock {
+		if tok.Scope != tenancy.ScopeReadWrite && kind != accessRead && kind != accessOutputs && kind != accessPlanLock && kind != accessUnlock {
 			return denial(http.StatusForbidden, "token_read_only", "the token's scope is read: it cannot take an apply's lock or write", readOnlyHint)
 		}
-	case kilolock.TokenPersonal:
+	case tenancy.TokenPersonal:
 		if a.Workspace == nil || (!a.Member && !a.Granted) {
 			return denial(http.StatusNotFound, "workspace_not_found", "no workspace by that id has you as a member",
 				"check the workspace id (kl whoami --token <token> lists what the token reaches); an operator adds members (kl member add --workspace WS USER)")
@@ -383,10 +384,10 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 	if kind != accessWrite {
 		return nil // reads, outputs, plan locks and unlocks are allowed under every hold
 	}
-	if a.Workspace.Lifecycle == kilolock.LifecycleSuspended {
+	if a.Workspace.Lifecycle == tenancy.LifecycleSuspended {
 		return denial(http.StatusForbidden, "workspace_suspended", "the workspace is suspended: it takes no writes or apply locks", "reads and plans still work; an operator resumes it (kl workspace resume)")
 	}
-	if a.State == kilolock.LifecycleArchived {
+	if a.State == tenancy.LifecycleArchived {
 		return denial(http.StatusForbidden, "state_archived", "the state is archived: it takes no writes or apply locks", "reads and plans still work; an operator restores it (kl state restore)")
 	}
 	return nil
@@ -394,7 +395,7 @@ func decide(a *kilolock.Access, user, wsID, envID string, kind access, now time.
 
 // envNotFound is the 404 of an environment path segment that is not the
 // public id of env, which the caller may use: it names the public id.
-func envNotFound(given string, env *kilolock.Environment) error {
+func envNotFound(given string, env *tenancy.Environment) error {
 	msg := "no environment by that id is reachable with this token"
 	if given == env.Slug {
 		msg = fmt.Sprintf("%q looks like an environment slug, not its public id", given)
@@ -411,7 +412,7 @@ func localName(path string) error {
 		if rest, ok := strings.CutPrefix(path, prefix); ok {
 			name, _, _ := strings.Cut(rest, "/")
 			if strings.HasPrefix(name, "ws_") {
-				return kilolock.LocalStateName(name)
+				return tenancy.LocalStateName(name)
 			}
 		}
 	}
@@ -419,15 +420,15 @@ func localName(path string) error {
 }
 
 // whoami answers GET /v1/whoami: what the token the request carries
-// reaches (kilolock.Reach), for its holder — tofu prints only a status
+// reaches (tenancy.Reach), for its holder — tofu prints only a status
 // when the lane refuses it. An expired token is answered, marked expired.
 func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
 	if h.auth != AuthToken {
 		return errTenancyDisabled
 	}
-	ts, ok := h.engine.Store().(kilolock.TenantStore)
+	ts, ok := h.engine.Store().(tenancy.TenantStore)
 	if !ok {
-		return errors.New("whoami: the store does not keep workspaces (kilolock.TenantStore)")
+		return errors.New("whoami: the store does not keep workspaces (tenancy.TenantStore)")
 	}
 	_, secret := credentials(r)
 	if secret == "" {
@@ -438,7 +439,7 @@ func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
 	if trust.LooksLikeIDToken(secret) {
 		return h.whoamiWorkload(w, r, secret) // workload.go
 	}
-	reach, err := kilolock.NewControl(ts).Reach(r.Context(), kilolock.HashSecret(secret), time.Now())
+	reach, err := tenancy.NewControl(ts).Reach(r.Context(), tenancy.HashSecret(secret), time.Now())
 	if errors.Is(err, kilolock.ErrNotFound) {
 		h.deny(w, r, denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked (the operator token reaches the control API, not states)",
 			"ask for a new token (kl token issue, kl pat create)"))

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // BenchmarkAuth measures what authentication adds to a request: the same
@@ -34,10 +35,10 @@ func BenchmarkAuth(b *testing.B) {
 			engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger})
 			open := New(engine, Options{Logger: logger})
 			authed := New(engine, Options{Logger: logger, Auth: AuthToken, OperatorToken: operatorSecret})
-			ts := st.(kilolock.TenantStore)
+			ts := st.(tenancy.TenantStore)
 			f := seedTenant(b, ts, "acme", "prod")
 			doc := stateDoc(b, "lin-bench", 1, map[string]string{"web": "v1", "db": "v1"})
-			tenant, _ := kilolock.TenantStateName(f.ws.ID, f.envs[0].PublicID, "app")
+			tenant, _ := tenancy.TenantStateName(f.ws.ID, f.envs[0].PublicID, "app")
 			for _, name := range []string{"app", tenant} {
 				if _, err := engine.Write(b.Context(), name, doc, kilolock.WriteOptions{}); err != nil {
 					b.Fatal(err)

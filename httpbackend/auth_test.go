@@ -14,60 +14,61 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // tenantFixture is a workspace with environments, an automation token per
 // environment (read-write) and a member's PAT granted to all of them.
 type tenantFixture struct {
-	ws       *kilolock.Workspace
-	envs     []*kilolock.Environment
+	ws       *tenancy.Workspace
+	envs     []*tenancy.Environment
 	auto     []string // secrets, by environment
 	autoRead []string // read-scoped secrets, by environment
 	autoOut  []string // outputs-scoped secrets, by environment
 	pat      string
-	patTok   *kilolock.Token
+	patTok   *tenancy.Token
 	user     string
 }
 
 const operatorSecret = "klo_test-operator"
 
-func newAuthEnv(t testing.TB) (*testEnv, kilolock.TenantStore) {
+func newAuthEnv(t testing.TB) (*testEnv, tenancy.TenantStore) {
 	t.Helper()
 	env := newEnv(t, "", Options{Auth: AuthToken, OperatorToken: operatorSecret})
-	return env, env.store.(kilolock.TenantStore)
+	return env, env.store.(tenancy.TenantStore)
 }
 
 // eachAuthEnv runs test on an AuthToken handler over each store: the lane
 // decides on TenantStore.Access, whose SQL each store writes its own way.
-func eachAuthEnv(t *testing.T, test func(t *testing.T, env *testEnv, ts kilolock.TenantStore)) {
+func eachAuthEnv(t *testing.T, test func(t *testing.T, env *testEnv, ts tenancy.TenantStore)) {
 	eachEnv(t, Options{Auth: AuthToken, OperatorToken: operatorSecret}, func(t *testing.T, env *testEnv) {
-		test(t, env, env.store.(kilolock.TenantStore))
+		test(t, env, env.store.(tenancy.TenantStore))
 	})
 }
 
-func seedTenant(t testing.TB, ts kilolock.TenantStore, name string, envSlugs ...string) *tenantFixture {
+func seedTenant(t testing.TB, ts tenancy.TenantStore, name string, envSlugs ...string) *tenantFixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &tenantFixture{ws: &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: name, Kind: kilolock.WorkspaceOrganization}, user: name + "-user"}
+	f := &tenantFixture{ws: &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: name, Kind: tenancy.WorkspaceOrganization}, user: name + "-user"}
 	mustDo(t, ts.CreateWorkspace(ctx, f.ws))
-	mustDo(t, ts.PutMember(ctx, f.ws.ID, kilolock.Member{UserID: f.user, Role: kilolock.RoleMember}))
-	issue := func(kind kilolock.TokenKind, fill func(*kilolock.Token)) (*kilolock.Token, string) {
-		tok, secret, err := kilolock.NewToken(kind)
+	mustDo(t, ts.PutMember(ctx, f.ws.ID, tenancy.Member{UserID: f.user, Role: tenancy.RoleMember}))
+	issue := func(kind tenancy.TokenKind, fill func(*tenancy.Token)) (*tenancy.Token, string) {
+		tok, secret, err := tenancy.NewToken(kind)
 		mustDo(t, err)
 		fill(tok)
 		mustDo(t, ts.CreateToken(ctx, tok))
 		return tok, secret
 	}
-	f.patTok, f.pat = issue(kilolock.TokenPersonal, func(tok *kilolock.Token) { tok.UserID = f.user })
+	f.patTok, f.pat = issue(tenancy.TokenPersonal, func(tok *tenancy.Token) { tok.UserID = f.user })
 	for _, slug := range envSlugs {
-		e := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: slug, WorkspaceID: f.ws.ID}
+		e := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: slug, WorkspaceID: f.ws.ID}
 		mustDo(t, ts.CreateEnvironment(ctx, e))
 		f.envs = append(f.envs, e)
-		_, rw := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeReadWrite })
-		_, ro := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeRead })
-		_, out := issue(kilolock.TokenAutomation, func(tok *kilolock.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, kilolock.ScopeOutputs })
+		_, rw := issue(tenancy.TokenAutomation, func(tok *tenancy.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, tenancy.ScopeReadWrite })
+		_, ro := issue(tenancy.TokenAutomation, func(tok *tenancy.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, tenancy.ScopeRead })
+		_, out := issue(tenancy.TokenAutomation, func(tok *tenancy.Token) { tok.EnvironmentID, tok.Scope = e.PublicID, tenancy.ScopeOutputs })
 		f.auto, f.autoRead, f.autoOut = append(f.auto, rw), append(f.autoRead, ro), append(f.autoOut, out)
-		mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: f.patTok.ID, EnvironmentID: e.PublicID}))
+		mustDo(t, ts.PutGrant(ctx, &tenancy.Grant{TokenID: f.patTok.ID, EnvironmentID: e.PublicID}))
 	}
 	return f
 }
@@ -93,32 +94,32 @@ func (f *tenantFixture) path(env int, state string) string {
 // the authenticated lane's checklist.
 func TestAuthChecklist(t *testing.T) { eachAuthEnv(t, testAuthChecklist) }
 
-func testAuthChecklist(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testAuthChecklist(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	ctx := context.Background()
 	a := seedTenant(t, ts, "acme", "prod", "staging")
 	b := seedTenant(t, ts, "globex", "prod")
 	doc := stateDoc(t, "lin-acme", 1, map[string]string{"web": "v1"})
 
 	// An ungranted PAT of a member of acme.
-	bare, bareSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	bare, bareSecret, _ := tenancy.NewToken(tenancy.TokenPersonal)
 	bare.UserID = a.user
 	mustDo(t, ts.CreateToken(ctx, bare))
 	// A PAT to revoke, and one whose user leaves.
-	gone, goneSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	gone, goneSecret, _ := tenancy.NewToken(tenancy.TokenPersonal)
 	gone.UserID = a.user
 	mustDo(t, ts.CreateToken(ctx, gone))
-	mustDo(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: gone.ID, EnvironmentID: a.envs[0].PublicID}))
+	mustDo(t, ts.PutGrant(ctx, &tenancy.Grant{TokenID: gone.ID, EnvironmentID: a.envs[0].PublicID}))
 	mustDo(t, ts.DeleteToken(ctx, gone.ID))
-	expired, expiredSecret, _ := kilolock.NewToken(kilolock.TokenAutomation)
-	expired.EnvironmentID, expired.Scope, expired.Expires = a.envs[0].PublicID, kilolock.ScopeReadWrite, time.Now().Add(-time.Minute)
+	expired, expiredSecret, _ := tenancy.NewToken(tenancy.TokenAutomation)
+	expired.EnvironmentID, expired.Scope, expired.Expires = a.envs[0].PublicID, tenancy.ScopeReadWrite, time.Now().Add(-time.Minute)
 	mustDo(t, ts.CreateToken(ctx, expired))
 	leaver := seedTenant(t, ts, "leaver", "prod")
 	mustDo(t, ts.RemoveMember(ctx, leaver.ws.ID, leaver.user))
 
-	archived, _ := kilolock.TenantStateName(a.ws.ID, a.envs[1].PublicID, "old")
-	mustDo(t, ts.SetStateLifecycle(ctx, archived, kilolock.LifecycleArchived))
+	archived, _ := tenancy.TenantStateName(a.ws.ID, a.envs[1].PublicID, "old")
+	mustDo(t, ts.SetStateLifecycle(ctx, archived, tenancy.LifecycleArchived))
 	suspended := seedTenant(t, ts, "frozen", "prod")
-	mustDo(t, ts.SetWorkspaceLifecycle(ctx, suspended.ws.ID, kilolock.LifecycleSuspended))
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, suspended.ws.ID, tenancy.LifecycleSuspended))
 
 	tests := []struct {
 		name, method, target string
@@ -256,7 +257,7 @@ func TestAuthCrossTenant(t *testing.T) { eachAuthEnv(t, testAuthCrossTenant) }
 
 // seedCrossTenant makes three tenants with environments prod and dev and
 // a state "main" in each, whose content holds marker(tenant, env).
-func seedCrossTenant(t testing.TB, env *testEnv, ts kilolock.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
+func seedCrossTenant(t testing.TB, env *testEnv, ts tenancy.TenantStore) ([]*tenantFixture, func(ti, ei int) string) {
 	t.Helper()
 	var tenants []*tenantFixture
 	for i := range 3 {
@@ -274,7 +275,7 @@ func seedCrossTenant(t testing.TB, env *testEnv, ts kilolock.TenantStore) ([]*te
 	return tenants, marker
 }
 
-func testAuthCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testAuthCrossTenant(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	tenants, marker := seedCrossTenant(t, env, ts)
 	type cred struct {
 		tenant      int
@@ -411,7 +412,7 @@ func TestAnonymousDenialsAuditBounded(t *testing.T) {
 		send("203.0.113.7:40000")
 	}
 	send("198.51.100.2:5000")
-	bare, bareSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	bare, bareSecret, _ := tenancy.NewToken(tenancy.TokenPersonal)
 	bare.UserID = a.user
 	mustDo(t, ts.CreateToken(context.Background(), bare))
 	for range 3 {
@@ -455,7 +456,7 @@ func TestIdentifiedDenialsAuditBounded(t *testing.T) {
 	eachAuthEnv(t, testIdentifiedDenialsAuditBounded)
 }
 
-func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	a := seedTenant(t, ts, "acme", "prod")
 	doc := stateDoc(t, "lin", 1, map[string]string{"web": "v1"})
 	post := func(f *tenantFixture, secret string) {
@@ -479,7 +480,7 @@ func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts kilolock.T
 		byActor[e.Actor]++
 	}
 	actor := func(secret string) string {
-		tok, err := ts.TokenByHash(context.Background(), kilolock.HashSecret(secret))
+		tok, err := ts.TokenByHash(context.Background(), tenancy.HashSecret(secret))
 		mustDo(t, err)
 		return tok.ID
 	}
@@ -504,7 +505,7 @@ func testIdentifiedDenialsAuditBounded(t *testing.T, env *testEnv, ts kilolock.T
 // with Retry-After; it is not logged or audited as a denial of the caller.
 func TestAuthStoreDown(t *testing.T) { eachAuthEnv(t, testAuthStoreDown) }
 
-func testAuthStoreDown(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testAuthStoreDown(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	a := seedTenant(t, ts, "acme", "prod")
 	if err := env.store.(interface{ Close() error }).Close(); err != nil {
 		t.Fatal(err)
@@ -526,9 +527,9 @@ func TestWhoamiRoute(t *testing.T) {
 	env, ts := newAuthEnv(t)
 	ctx := context.Background()
 	a := seedTenant(t, ts, "acme", "prod")
-	get := func(header ...string) (int, kilolock.Reach, string) {
+	get := func(header ...string) (int, tenancy.Reach, string) {
 		w := env.do("GET", "/v1/whoami", nil, header...)
-		var r kilolock.Reach
+		var r tenancy.Reach
 		if w.Code == 200 {
 			mustDo(t, json.Unmarshal(w.Body.Bytes(), &r))
 		}
@@ -541,12 +542,12 @@ func TestWhoamiRoute(t *testing.T) {
 	if strings.Contains(body, a.auto[0]) || strings.Contains(body, "hash") {
 		t.Errorf("whoami shows the secret or its hash: %s", body)
 	}
-	mustDo(t, ts.SetWorkspaceLifecycle(ctx, a.ws.ID, kilolock.LifecycleSuspended))
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, a.ws.ID, tenancy.LifecycleSuspended))
 	if code, r, body := get(basic(a.ws.ID, a.pat)...); code != 200 || len(r.Environments) != 1 || r.Environments[0].Writable || r.Token.UserID != a.user {
 		t.Errorf("whoami (PAT, suspended workspace) = %d %s", code, body)
 	}
-	old, oldSecret, _ := kilolock.NewToken(kilolock.TokenAutomation)
-	old.EnvironmentID, old.Scope, old.Expires = a.envs[0].PublicID, kilolock.ScopeReadWrite, time.Now().Add(-time.Hour)
+	old, oldSecret, _ := tenancy.NewToken(tenancy.TokenAutomation)
+	old.EnvironmentID, old.Scope, old.Expires = a.envs[0].PublicID, tenancy.ScopeReadWrite, time.Now().Add(-time.Hour)
 	mustDo(t, ts.CreateToken(ctx, old))
 	if code, r, body := get(bearer(oldSecret)...); code != 200 || !r.Expired {
 		t.Errorf("whoami (expired) = %d %s; want 200 marked expired", code, body)
@@ -584,7 +585,7 @@ func TestControlAPIClosedWithoutOperator(t *testing.T) {
 // never with the database's error.
 func TestAuthMalformedIDs(t *testing.T) { eachAuthEnv(t, testAuthMalformedIDs) }
 
-func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testAuthMalformedIDs(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	a := seedTenant(t, ts, "acme", "prod")
 	huge := strings.Repeat("a", 100<<10)
 	for _, tt := range []struct{ name, target, code string }{
@@ -610,7 +611,7 @@ func testAuthMalformedIDs(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 // makes plans lock like applies, its plan's LOCK is refused too.
 func TestReadTokenPlans(t *testing.T) { eachAuthEnv(t, testReadTokenPlans) }
 
-func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testReadTokenPlans(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	a := seedTenant(t, ts, "acme", "prod")
 	path := a.path(0, "app")
 	apply := lockInfo("apply-1", "alice")
@@ -632,7 +633,7 @@ func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 			t.Errorf("a read token's UNLOCK %s of the writer = %s, want 403 token_read_only", body, status(w))
 		}
 	}
-	name, err := kilolock.TenantStateName(a.ws.ID, a.envs[0].PublicID, "app")
+	name, err := tenancy.TenantStateName(a.ws.ID, a.envs[0].PublicID, "app")
 	mustDo(t, err)
 	st, err := env.engine.Store().State(context.Background(), name)
 	mustDo(t, err)
@@ -661,16 +662,16 @@ func testReadTokenPlans(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 // always has.
 func TestPlanLockCreatesNothing(t *testing.T) { eachAuthEnv(t, testPlanLockCreatesNothing) }
 
-func testPlanLockCreatesNothing(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testPlanLockCreatesNothing(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	ctx := context.Background()
 	a := seedTenant(t, ts, "acme", "prod")
 	frozen := seedTenant(t, ts, "frozen", "prod")
-	mustDo(t, ts.SetWorkspaceLifecycle(ctx, frozen.ws.ID, kilolock.LifecycleSuspended))
+	mustDo(t, ts.SetWorkspaceLifecycle(ctx, frozen.ws.ID, tenancy.LifecycleSuspended))
 	plan := lockInfo("plan-1", "ci")
 	plan.Operation = kilolock.OperationPlan
 	exists := func(f *tenantFixture, state string) bool {
 		t.Helper()
-		name, err := kilolock.TenantStateName(f.ws.ID, f.envs[0].PublicID, state)
+		name, err := tenancy.TenantStateName(f.ws.ID, f.envs[0].PublicID, state)
 		mustDo(t, err)
 		_, err = env.store.State(ctx, name)
 		if err != nil && !errors.Is(err, kilolock.ErrNotFound) {

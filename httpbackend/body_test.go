@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // readBodyOf reads body through readBody as a request with the given
@@ -349,7 +349,7 @@ func TestBodyMemoryBounded(t *testing.T) {
 // tell a plan from an apply, through the same bounded reader; a body past
 // the limit is answered 413 by the handler, not misread.
 func TestAuthLockBodyTooLarge(t *testing.T) {
-	eachAuthEnv(t, func(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	eachAuthEnv(t, func(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 		a := seedTenant(t, ts, "acme", "prod")
 		big := append([]byte(`{"ID":"l1","Operation":"OperationTypePlan","Info":"`), bytes.Repeat([]byte("x"), 2<<20)...)
 		big = append(big, `"}`...)
@@ -374,7 +374,7 @@ func TestBodyMemoryShare(t *testing.T) {
 		t.Skip("opens 46 connections and sends 140 MiB over loopback")
 	}
 	eachEnv(t, Options{Auth: AuthToken, OperatorToken: operatorSecret, BodyLimit: 8 << 20, BodyMemory: 32 << 20, BodyIdleTimeout: time.Minute, BodyMinRate: 1}, func(t *testing.T, env *testEnv) {
-		a := seedTenant(t, env.store.(kilolock.TenantStore), "acme", "prod")
+		a := seedTenant(t, env.store.(tenancy.TenantStore), "acme", "prod")
 		srv := httptest.NewServer(env.h)
 		t.Cleanup(srv.Close)
 		addr := srv.Listener.Addr().String()

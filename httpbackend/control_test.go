@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestControlAPI drives the control API as an operator: it sets up a
@@ -30,14 +31,14 @@ func TestControlAPI(t *testing.T) {
 			}
 		}
 	}
-	var ws kilolock.Workspace
+	var ws tenancy.Workspace
 	call("POST", "/v1/api/workspaces", `{"name":"acme","kind":"organization","owner":"alice"}`, 201, &ws)
 	call("POST", "/v1/api/workspaces", `{"name":"acme","kind":"galaxy"}`, 400, nil)
-	var e kilolock.Environment
+	var e tenancy.Environment
 	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments", `{"slug":"prod"}`, 201, &e)
 	call("POST", "/v1/api/workspaces/"+ws.ID+"/environments", `{"slug":"prod"}`, 409, nil)
 	call("POST", "/v1/api/workspaces/ws_missing/environments", `{"slug":"prod"}`, 404, nil)
-	var envs []kilolock.Environment
+	var envs []tenancy.Environment
 	call("GET", "/v1/api/workspaces/"+ws.ID+"/environments", "", 200, &envs)
 	if len(envs) != 1 || envs[0].PublicID != e.PublicID {
 		t.Errorf("environments = %+v", envs)
@@ -101,7 +102,7 @@ func TestControlAPI(t *testing.T) {
 	call("PUT", "/v1/api/workspaces/"+ws.ID+"/members/alice", `{"role":"admin"}`, 200, nil)
 	// Deleting the PAT removes its grants; the next request fails.
 	call("DELETE", "/v1/api/tokens/"+pat.ID, "", 200, nil)
-	var grants []kilolock.Grant
+	var grants []tenancy.Grant
 	call("GET", "/v1/api/tokens/"+pat.ID+"/grants", "", 200, &grants)
 	if len(grants) != 0 {
 		t.Errorf("grants of a deleted PAT = %+v", grants)
@@ -141,7 +142,7 @@ func TestControlAPI(t *testing.T) {
 // (PostgreSQL would otherwise fail the statement), and creates nothing.
 func TestControlAPINames(t *testing.T) { eachAuthEnv(t, testControlAPINames) }
 
-func testControlAPINames(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testControlAPINames(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	op := bearer(operatorSecret)
 	a := seedTenant(t, ts, "acme", "prod")
 	huge := strings.Repeat("x", 100<<10)
@@ -172,7 +173,7 @@ func testControlAPINames(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 			}
 		})
 	}
-	var wss []kilolock.Workspace
+	var wss []tenancy.Workspace
 	if err := json.Unmarshal(env.do("GET", "/v1/api/workspaces", nil, op...).Body.Bytes(), &wss); err != nil || len(wss) != 1 {
 		t.Errorf("workspaces after the refusals: %+v, %v; want only acme", wss, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 var decideSeed = flag.Uint64("decide.seed", 0, "seed of TestDecideProperties (0: a new one)")
@@ -31,7 +31,7 @@ func TestDecideProperties(t *testing.T) {
 	pick := func(n int) int { return rng.IntN(n) }
 
 	const ws, otherWS = "ws_aaaaaaaaaaaaaaaa", "ws_bbbbbbbbbbbbbbbb"
-	envs := []*kilolock.Environment{
+	envs := []*tenancy.Environment{
 		{PublicID: "env_1111111111111111", Slug: "prod", WorkspaceID: ws},
 		{PublicID: "env_2222222222222222", Slug: "dev", WorkspaceID: ws},
 		{PublicID: "env_3333333333333333", Slug: "prod", WorkspaceID: otherWS},
@@ -43,23 +43,23 @@ func TestDecideProperties(t *testing.T) {
 	}
 	passed := 0
 	for range 200000 {
-		a := &kilolock.Access{State: kilolock.LifecycleActive}
+		a := &tenancy.Access{State: tenancy.LifecycleActive}
 		switch pick(5) {
 		case 0: // unknown or revoked
 		case 1:
-			a.Token = &kilolock.Token{ID: "tok_op", Kind: kilolock.TokenOperator}
+			a.Token = &tenancy.Token{ID: "tok_op", Kind: tenancy.TokenOperator}
 		case 2, 3:
-			a.Token = &kilolock.Token{ID: "tok_auto", Kind: kilolock.TokenAutomation, Scope: []kilolock.Scope{kilolock.ScopeRead, kilolock.ScopeReadWrite, kilolock.ScopeOutputs}[pick(3)]}
+			a.Token = &tenancy.Token{ID: "tok_auto", Kind: tenancy.TokenAutomation, Scope: []tenancy.Scope{tenancy.ScopeRead, tenancy.ScopeReadWrite, tenancy.ScopeOutputs}[pick(3)]}
 			if pick(8) > 0 {
 				a.Home = envs[pick(len(envs))]
 				a.Token.EnvironmentID = a.Home.PublicID
 			}
 		default:
-			a.Token = &kilolock.Token{ID: "tok_pat", Kind: kilolock.TokenPersonal, UserID: "alice"}
+			a.Token = &tenancy.Token{ID: "tok_pat", Kind: tenancy.TokenPersonal, UserID: "alice"}
 		}
 		pathWS := []string{ws, otherWS, "ws_cccccccccccccccc"}[pick(3)]
 		if pathWS != "ws_cccccccccccccccc" {
-			a.Workspace = &kilolock.Workspace{ID: pathWS, Lifecycle: []kilolock.Lifecycle{kilolock.LifecycleActive, kilolock.LifecycleSuspended}[pick(2)]}
+			a.Workspace = &tenancy.Workspace{ID: pathWS, Lifecycle: []tenancy.Lifecycle{tenancy.LifecycleActive, tenancy.LifecycleSuspended}[pick(2)]}
 		}
 		// The path's environment segment: a public id or a slug, of this
 		// workspace's environments or not; Access resolves it as a store would.
@@ -78,12 +78,12 @@ func TestDecideProperties(t *testing.T) {
 				}
 			}
 		}
-		if a.Token != nil && a.Token.Kind == kilolock.TokenPersonal && a.Workspace != nil {
+		if a.Token != nil && a.Token.Kind == tenancy.TokenPersonal && a.Workspace != nil {
 			a.Member = pick(3) > 0
 			a.Granted = a.Environment != nil && pick(3) > 0
 		}
 		if pick(4) == 0 {
-			a.State = kilolock.LifecycleArchived
+			a.State = tenancy.LifecycleArchived
 		}
 		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 		if a.Token != nil && pick(4) == 0 {
@@ -99,17 +99,17 @@ func TestDecideProperties(t *testing.T) {
 			ok := tok != nil && !tok.Expired(now) && (user == "" || user == pathWS)
 			switch {
 			case !ok:
-			case tok.Kind == kilolock.TokenAutomation:
+			case tok.Kind == tenancy.TokenAutomation:
 				reads := kind == accessRead || kind == accessOutputs
 				ok = a.Home != nil && a.Home.WorkspaceID == pathWS && a.Home.PublicID == seg &&
-					(tok.Scope == kilolock.ScopeReadWrite || tok.Scope == kilolock.ScopeRead && (reads || kind == accessPlanLock || kind == accessUnlock) || tok.Scope == kilolock.ScopeOutputs && kind == accessOutputs)
-			case tok.Kind == kilolock.TokenPersonal:
+					(tok.Scope == tenancy.ScopeReadWrite || tok.Scope == tenancy.ScopeRead && (reads || kind == accessPlanLock || kind == accessUnlock) || tok.Scope == tenancy.ScopeOutputs && kind == accessOutputs)
+			case tok.Kind == tenancy.TokenPersonal:
 				ok = a.Workspace != nil && a.Member && a.Granted && a.Environment != nil && a.Environment.PublicID == seg
 			default:
 				ok = false
 			}
 			if ok && kind == accessWrite {
-				ok = a.Workspace.Lifecycle == kilolock.LifecycleActive && a.State == kilolock.LifecycleActive
+				ok = a.Workspace.Lifecycle == tenancy.LifecycleActive && a.State == tenancy.LifecycleActive
 			}
 			if !ok {
 				t.Fatalf("allowed: access %+v token %+v user %q path %s/%s kind %d", a, a.Token, user, pathWS, seg, kind)
@@ -132,7 +132,7 @@ func TestDecideProperties(t *testing.T) {
 				continue
 			}
 			mayUse := (a.Home != nil && a.Home.PublicID == e.PublicID) ||
-				(a.Token != nil && a.Token.Kind == kilolock.TokenPersonal && a.Granted && a.Environment == e)
+				(a.Token != nil && a.Token.Kind == tenancy.TokenPersonal && a.Granted && a.Environment == e)
 			// A member may be told about the environment of its workspace
 			// it named itself (grant_missing names what to ask for).
 			echoed := e.PublicID == seg && a.Member && a.Environment == e

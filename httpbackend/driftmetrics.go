@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/kilolock/kilolock/drift"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilolock/kilolock"
@@ -27,7 +29,7 @@ func (c *driftCollector) Describe(ch chan<- *prometheus.Desc) { ch <- driftDesc 
 func (c *driftCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.engine.DriftCounts(ctx, nil)
+	counts, err := drift.DriftCounts(ctx, c.engine, nil)
 	if err != nil {
 		c.log("metrics: read drift counts", "err", err)
 		return

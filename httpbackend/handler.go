@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -115,13 +116,13 @@ type Handler struct {
 	metricsSummed  http.Handler
 	refused        *refusedLocks
 	auth           AuthMode
-	operator       *kilolock.TokenHash // nil: no operator token
-	anonymous      *auditLimiter       // bounds audit rows of anonymous denials, per host
-	identified     *auditLimiter       // and of a credential's denials, per credential
-	rotation       rotation            // this process's key rotation (keys.go)
-	publicURL      *url.URL            // Options.PublicURL
-	queries        *queryGate          // bounds each credential's queries at once
-	trust          *trust.Verifier     // Options.Trust
+	operator       *tenancy.TokenHash // nil: no operator token
+	anonymous      *auditLimiter      // bounds audit rows of anonymous denials, per host
+	identified     *auditLimiter      // and of a credential's denials, per credential
+	rotation       rotation           // this process's key rotation (keys.go)
+	publicURL      *url.URL           // Options.PublicURL
+	queries        *queryGate         // bounds each credential's queries at once
+	trust          *trust.Verifier    // Options.Trust
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -142,7 +143,7 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	}
 	h.auth, h.publicURL, h.trust = o.Auth, o.PublicURL, o.Trust
 	if o.OperatorToken != "" {
-		hash := kilolock.HashSecret(o.OperatorToken)
+		hash := tenancy.HashSecret(o.OperatorToken)
 		h.operator = &hash
 	}
 	if h.log == nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -157,7 +159,7 @@ func (c *runCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runsDesc; ch
 func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	runs, err := c.engine.Runs(ctx, kilolock.RunFilter{InFlight: true, Limit: runScrapeLimit})
+	runs, err := applyrun.Runs(ctx, c.engine, kilolock.RunFilter{InFlight: true, Limit: runScrapeLimit})
 	var ie *kilolock.InvalidError
 	if errors.As(err, &ie) && ie.Code == "runs_unsupported" {
 		return

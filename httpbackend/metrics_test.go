@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestMetricsSeries: /metrics is the Prometheus client's, with the Go
@@ -77,11 +77,11 @@ func TestMetricsOwnRegistry(t *testing.T) {
 // state, and other credentials get 401.
 func TestMetricsByState(t *testing.T) { eachAuthEnv(t, testMetricsByState) }
 
-func testMetricsByState(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testMetricsByState(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	tenants, _ := seedCrossTenant(t, env, ts)
 	var names []string
 	for ti, f := range tenants[:2] {
-		name, err := kilolock.TenantStateName(f.ws.ID, f.envs[0].PublicID, "main")
+		name, err := tenancy.TenantStateName(f.ws.ID, f.envs[0].PublicID, "main")
 		if err != nil {
 			t.Fatal(err)
 		}

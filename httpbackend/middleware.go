@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // reqInfo is what the handlers note about a request for its log line and
@@ -26,7 +27,7 @@ type reqInfo struct {
 	protocol bool   // a Terraform protocol route: 423 bodies are a LockInfo
 	// scope is what a tenant's query may see (nil: the operator's, or an
 	// open server's, query sees every state).
-	scope *kilolock.QueryScope
+	scope *tenancy.QueryScope
 	// readOnly is a caller that may only read (a read-scope token): its
 	// locks are plans' read locks, and it releases only those.
 	readOnly bool

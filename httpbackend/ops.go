@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // opsRoutes registers the operations API: retention policies, pruning and
@@ -44,12 +45,12 @@ func caller(r *http.Request) kilolock.Caller {
 }
 
 func (h *Handler) listRetentionPolicies(w http.ResponseWriter, r *http.Request) error {
-	ps, err := h.engine.RetentionPolicies(r.Context())
+	ps, err := retention.RetentionPolicies(r.Context(), h.engine)
 	if err != nil {
 		return err
 	}
 	if ps == nil {
-		ps = []kilolock.RetentionPolicy{}
+		ps = []retention.RetentionPolicy{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"policies": ps})
 	return nil
@@ -58,11 +59,11 @@ func (h *Handler) listRetentionPolicies(w http.ResponseWriter, r *http.Request) 
 // putRetentionPolicy answers PUT /v1/api/retention/policies, whose body is
 // {"scope": …, "target": …, "keep_last": N, "keep_days": D}.
 func (h *Handler) putRetentionPolicy(w http.ResponseWriter, r *http.Request) error {
-	var p kilolock.RetentionPolicy
+	var p retention.RetentionPolicy
 	if err := h.controlRequest(r, &p); err != nil {
 		return err
 	}
-	out, err := h.engine.SetRetentionPolicy(r.Context(), caller(r), kilolock.RetentionPolicy{Scope: p.Scope, Target: p.Target, KeepLast: p.KeepLast, KeepDays: p.KeepDays})
+	out, err := retention.SetRetentionPolicy(r.Context(), h.engine, caller(r), retention.RetentionPolicy{Scope: p.Scope, Target: p.Target, KeepLast: p.KeepLast, KeepDays: p.KeepDays})
 	if err != nil {
 		return err
 	}
@@ -73,8 +74,8 @@ func (h *Handler) putRetentionPolicy(w http.ResponseWriter, r *http.Request) err
 // deleteRetentionPolicy answers DELETE /v1/api/retention/policies?scope=…&target=….
 func (h *Handler) deleteRetentionPolicy(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	scope, target := kilolock.RetentionScope(q.Get("scope")), q.Get("target")
-	if err := h.engine.UnsetRetentionPolicy(r.Context(), caller(r), scope, target); err != nil {
+	scope, target := retention.RetentionScope(q.Get("scope")), q.Get("target")
+	if err := retention.UnsetRetentionPolicy(r.Context(), h.engine, caller(r), scope, target); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"scope": string(scope), "target": target})
@@ -104,7 +105,7 @@ func (h *Handler) applyRetention(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	rep, err := h.engine.ApplyRetention(r.Context(), kilolock.RetentionOptions{DryRun: req.DryRun, State: req.State, Batch: req.Batch, By: caller(r)})
+	rep, err := retention.ApplyRetention(r.Context(), h.engine, retention.RetentionOptions{DryRun: req.DryRun, State: req.State, Batch: req.Batch, By: caller(r)})
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (h *Handler) listPruned(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.engine.PrunedVersions(r.Context(), r.PathValue("name"), before, int(limit))
+	out, err := retention.PrunedVersions(r.Context(), h.engine, r.PathValue("name"), before, int(limit))
 	if err != nil {
 		return err
 	}
@@ -137,13 +138,13 @@ func (h *Handler) listPruned(w http.ResponseWriter, r *http.Request) error {
 const backupIdle = 2 * time.Minute
 
 // backup answers GET /v1/api/backup with a backup of the whole store
-// (kilolock.BackupStore), streamed as it is read. Once the first bytes are
+// (retention.BackupStore), streamed as it is read. Once the first bytes are
 // sent a failure cannot become an error answer: the connection is cut, so
 // that the client sees a broken download, never a whole-looking one (and
 // a backup's last line and checksum tell a cut file anyway).
 func (h *Handler) backup(w http.ResponseWriter, r *http.Request) error {
 	bw := &backupResponse{w: w, rc: http.NewResponseController(w)}
-	sum, err := h.engine.Backup(r.Context(), bw)
+	sum, err := retention.Backup(r.Context(), h.engine, bw)
 	if err != nil && !bw.started {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
@@ -38,7 +38,7 @@ func TestRetentionAPIBadInput(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s, want %d %s with a message and a hint", tt.method, tt.path, tt.body, w.Code, w.Body, tt.status, tt.code)
 		}
 	}
-	ps, err := env.engine.RetentionPolicies(context.Background())
+	ps, err := retention.RetentionPolicies(context.Background(), env.engine)
 	if err != nil || len(ps) != 0 {
 		t.Errorf("refused requests left policies %+v, %v", ps, err)
 	}
@@ -56,7 +56,7 @@ func TestBackupAPI(t *testing.T) {
 		t.Fatalf("GET /v1/api/backup: %d %s", w.Code, w.Header())
 	}
 	sum, err := sqlstore.VerifyBackup(bytes.NewReader(w.Body.Bytes()))
-	if err != nil || sum.Store != "sqlite" || sum.Format != kilolock.BackupFormat {
+	if err != nil || sum.Store != "sqlite" || sum.Format != retention.BackupFormat {
 		t.Fatalf("the backup served: %+v, %v", sum, err)
 	}
 }

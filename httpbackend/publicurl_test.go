@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestSecureBehindTLS: the web view's cookies are Secure, and every answer
@@ -33,7 +33,7 @@ func TestSecureBehindTLS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t, "", Options{Auth: AuthToken, OperatorToken: operatorSecret, PublicURL: tc.public})
-			f := seedTenant(t, env.store.(kilolock.TenantStore), "a", "prod")
+			f := seedTenant(t, env.store.(tenancy.TenantStore), "a", "prod")
 			srv := httptest.NewUnstartedServer(env.h)
 			if tc.tls {
 				srv.StartTLS()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // endlessQuery runs until it is cancelled (or, much later, overflows).
@@ -23,7 +23,7 @@ const endlessQuery = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FR
 // still run; once its queries end, it may query again.
 func TestQueryConcurrency(t *testing.T) { eachAuthEnv(t, testQueryConcurrency) }
 
-func testQueryConcurrency(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testQueryConcurrency(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	tenants, _ := seedCrossTenant(t, env, ts)
 	hog := bearer(tenants[0].autoRead[0])
 	query := func(ctx context.Context, sql string, header []string) *httptest.ResponseRecorder {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // quotaRoutes registers the quota routes. GET …/quota is beside the state
@@ -20,7 +21,7 @@ import (
 func (h *Handler) quotaRoutes() {
 	h.api("GET /v1/states/{name}/quota", h.stateQuota)
 	h.api("GET /v1/api/states/{name}/quota", h.stateQuota)
-	h.control("GET /v1/api/quotas", func(r *http.Request, c *kilolock.Control, _ kilolock.Caller) (int, any, error) {
+	h.control("GET /v1/api/quotas", func(r *http.Request, c *tenancy.Control, _ kilolock.Caller) (int, any, error) {
 		out, err := c.Quotas(r.Context())
 		if out == nil {
 			out = []kilolock.QuotaSetting{}
@@ -34,12 +35,12 @@ func (h *Handler) quotaRoutes() {
 // target, with the workspace an environment must belong to) and the
 // limit to set, or clear true to clear the target's own limit.
 type QuotaRequest struct {
-	kilolock.QuotaChange
+	tenancy.QuotaChange
 	Clear bool `json:"clear,omitempty"`
 }
 
 // setQuota answers PUT /v1/api/quotas with the change made.
-func (h *Handler) setQuota(r *http.Request, c *kilolock.Control, by kilolock.Caller) (int, any, error) {
+func (h *Handler) setQuota(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 	var req QuotaRequest
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
@@ -101,7 +102,7 @@ func (h *Handler) recordQuotaRefusal(r *http.Request, qe *kilolock.QuotaError, h
 	h.log.Warn("request denied", "request_id", ri.id, "reason", "quota_exceeded", "status", http.StatusForbidden, "actor", actor,
 		"method", r.Method, "path", r.URL.Path, "state", qe.State, "scope", c.Scope, "target", c.Target,
 		"current", c.Current, "result", c.Result, "soft", c.Limit.Soft, "hard", c.Limit.Hard, "limit_from", c.From, "hint", hint, "audited", audited)
-	ts, ok := h.engine.Store().(kilolock.TenantStore)
+	ts, ok := h.engine.Store().(tenancy.TenantStore)
 	if !ok || !audited {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // inputs is a state's terraform_data resources w0 … w(n-1), for stateDoc.
@@ -63,7 +64,7 @@ func TestQuotaOnTheLocalLane(t *testing.T) {
 		if !strings.Contains(logs, "request denied") || !strings.Contains(logs, "request_id=req-quota-1 reason=quota_exceeded") || !strings.Contains(logs, "result=3 soft=1 hard=2") {
 			t.Errorf("the refusal is not logged with its request id and figures:\n%s", logs)
 		}
-		audit, err := env.store.(kilolock.TenantStore).Audit(context.Background(), kilolock.AuditFilter{DeniedOnly: true})
+		audit, err := env.store.(tenancy.TenantStore).Audit(context.Background(), kilolock.AuditFilter{DeniedOnly: true})
 		if err != nil || len(audit) != 1 || audit[0].Reason != "quota_exceeded" || audit[0].RequestID != "req-quota-1" || audit[0].Action != "POST state" {
 			t.Errorf("denied audit entries %+v, %v; want the quota refusal", audit, err)
 		}
@@ -130,7 +131,7 @@ func TestQuotaSettingsAPI(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || len(got) != 1 || got[0].Target != "db" || got[0].Limit != (quota.Limit{Soft: 5, Hard: 9}) {
 		t.Errorf("GET /v1/api/quotas: %d %s", w.Code, w.Body)
 	}
-	audit, _ := env.store.(kilolock.TenantStore).Audit(context.Background(), kilolock.AuditFilter{})
+	audit, _ := env.store.(tenancy.TenantStore).Audit(context.Background(), kilolock.AuditFilter{})
 	if len(audit) != 3 || audit[0].Action != "quota.clear" || audit[0].Actor != "anonymous" {
 		t.Errorf("audit %+v, want three quota changes", audit)
 	}
@@ -142,7 +143,7 @@ func TestQuotaSettingsAPI(t *testing.T) {
 // naming the environment; only the operator sets limits.
 func TestQuotaOnTheTenantLane(t *testing.T) { eachAuthEnv(t, testQuotaOnTheTenantLane) }
 
-func testQuotaOnTheTenantLane(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testQuotaOnTheTenantLane(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	f := seedTenant(t, ts, "acme", "prod", "dev")
 	op := bearer(operatorSecret)
 	if w := env.do("PUT", "/v1/api/quotas", []byte(`{"scope":"state","target":"x","limit":{"hard":2}}`)); w.Code != http.StatusUnauthorized {

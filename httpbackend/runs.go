@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
 )
@@ -84,7 +86,7 @@ func (h *Handler) startRun(w http.ResponseWriter, r *http.Request) error {
 	if req.Actor == "" {
 		req.Actor = actor(r)
 	}
-	run, err := h.engine.StartRun(r.Context(), r.PathValue("name"), kilolock.RunRequest{
+	run, err := applyrun.StartRun(r.Context(), h.engine, r.PathValue("name"), kilolock.RunRequest{
 		Actor: req.Actor, Info: req.Info, Reservations: req.Reservations, SourceSerial: req.SourceSerial, Lease: lease,
 	})
 	if err != nil {
@@ -108,7 +110,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 			return &kilolock.InvalidError{Code: "invalid_parameter", Message: fmt.Sprintf("in_flight %q is not true or false", s), Hint: "use in_flight=true to list only waiting and active runs"}
 		}
 	}
-	runs, err := h.engine.Runs(r.Context(), kilolock.RunFilter{State: r.PathValue("name"), InFlight: inFlight, Limit: int(limit)})
+	runs, err := applyrun.Runs(r.Context(), h.engine, kilolock.RunFilter{State: r.PathValue("name"), InFlight: inFlight, Limit: int(limit)})
 	if err != nil {
 		return err
 	}
@@ -123,7 +125,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 // (expired once its lease ran out). A running orchestrator asks it every
 // second to learn of an abort, so it is one read of the run.
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
-	run, err := h.engine.Run(r.Context(), r.PathValue("id"))
+	run, err := applyrun.Run(r.Context(), h.engine, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 // it holds its reservations, 423 naming the blockers when it does not (it
 // took nothing and stays waiting; ask again).
 func (h *Handler) acquireRun(w http.ResponseWriter, r *http.Request) error {
-	run, blockers, err := h.engine.AcquireRun(r.Context(), r.PathValue("id"))
+	run, blockers, err := applyrun.AcquireRun(r.Context(), h.engine, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (h *Handler) acquireRun(w http.ResponseWriter, r *http.Request) error {
 // extended, or 409 run_ended when it was aborted or expired, which tells
 // its orchestrator to stop.
 func (h *Handler) renewRun(w http.ResponseWriter, r *http.Request) error {
-	run, err := h.engine.RenewRun(r.Context(), r.PathValue("id"))
+	run, err := applyrun.RenewRun(r.Context(), h.engine, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -169,7 +171,7 @@ func (h *Handler) endRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &req); err != nil {
 		return err
 	}
-	run, err := h.engine.EndRun(r.Context(), r.PathValue("id"), kilolock.RunEnd{Status: req.Status, By: actor(r), Reason: req.Reason})
+	run, err := applyrun.EndRun(r.Context(), h.engine, r.PathValue("id"), kilolock.RunEnd{Status: req.Status, By: actor(r), Reason: req.Reason})
 	if err != nil {
 		return err
 	}
@@ -180,7 +182,7 @@ func (h *Handler) endRun(w http.ResponseWriter, r *http.Request) error {
 // abortRun answers POST /v1/api/runs/{id}/abort: the run aborted by the
 // caller (X-Kilolock-Actor), its reservations released at once.
 func (h *Handler) abortRun(w http.ResponseWriter, r *http.Request) error {
-	run, err := h.engine.AbortRun(r.Context(), r.PathValue("id"), actor(r))
+	run, err := applyrun.AbortRun(r.Context(), h.engine, r.PathValue("id"), actor(r))
 	if err != nil {
 		return err
 	}
@@ -205,7 +207,7 @@ func (h *Handler) changedSince(w http.ResponseWriter, r *http.Request) error {
 			return &kilolock.InvalidError{Code: "invalid_pattern", Message: "a pattern is empty", Hint: "patterns are addresses, module.x.*, output.NAME or *"}
 		}
 	}
-	addrs, err := h.engine.ChangedSince(r.Context(), r.PathValue("name"), req.Serial, req.Patterns)
+	addrs, err := applyrun.ChangedSince(r.Context(), h.engine, r.PathValue("name"), req.Serial, req.Patterns)
 	if err != nil {
 		return err
 	}

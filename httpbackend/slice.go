@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // noVersionYet is the 404 of a state read before its first write, which
@@ -67,7 +68,7 @@ func (h *Handler) sliceState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cone, err := kilolock.ParseSliceCone(q.Get("cone"))
+	cone, err := history.ParseSliceCone(q.Get("cone"))
 	if err != nil {
 		return err
 	}
@@ -75,7 +76,7 @@ func (h *Handler) sliceState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doc, err := h.engine.Slice(r.Context(), r.PathValue("name"), ref, addrs, cone)
+	doc, err := history.Slice(r.Context(), h.engine, r.PathValue("name"), ref, addrs, cone)
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func (h *Handler) stateGraph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	dir := kilolock.Dependents
+	dir := history.Dependents
 	if d := q.Get("direction"); d != "" {
 		if err := dir.UnmarshalText([]byte(d)); err != nil {
 			return &kilolock.InvalidError{Code: "invalid_direction", Message: err.Error(),
@@ -108,7 +109,7 @@ func (h *Handler) stateGraph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	view, err := h.engine.Cone(r.Context(), r.PathValue("name"), ref, addrs, dir, int(depth))
+	view, err := history.Cone(r.Context(), h.engine, r.PathValue("name"), ref, addrs, dir, int(depth))
 	if err != nil {
 		return err
 	}

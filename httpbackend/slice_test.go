@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 // seedModules writes graph/testdata/modules (OpenTofu's layout, 13
@@ -76,14 +77,14 @@ func TestGraphRoute(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET graph: %d %s", w.Code, w.Body)
 	}
-	v := answerOf[kilolock.ConeView](t, w.Body.Bytes())
+	v := answerOf[history.ConeView](t, w.Body.Bytes())
 	var nodes []string
 	for _, n := range v.Nodes {
 		nodes = append(nodes, n.Address)
 	}
 	want := []string{`module.a["x"].module.child.terraform_data.leaf[0]`, `module.a["x"].module.child.terraform_data.leaf[1]`,
 		`module.a["x"].terraform_data.this`, `module.a["y z"].terraform_data.this`, "terraform_data.root"}
-	if !slices.Equal(nodes, want) || len(v.Edges) != 6 || v.Direction != kilolock.Dependencies || v.Depth != 1 || v.Version.Number != 1 {
+	if !slices.Equal(nodes, want) || len(v.Edges) != 6 || v.Direction != history.Dependencies || v.Depth != 1 || v.Version.Number != 1 {
 		t.Errorf("cone %+v; want nodes %q and 6 edges", v, want)
 	}
 	if !strings.Contains(w.Body.String(), `"direction":"dependencies"`) {
@@ -91,7 +92,7 @@ func TestGraphRoute(t *testing.T) {
 	}
 	// Dependents is the default: the blast radius.
 	w = env.do("GET", "/v1/api/states/m/graph?address=terraform_data.root", nil)
-	if v := answerOf[kilolock.ConeView](t, w.Body.Bytes()); w.Code != http.StatusOK || len(v.Nodes) != 13 || v.Direction != kilolock.Dependents {
+	if v := answerOf[history.ConeView](t, w.Body.Bytes()); w.Code != http.StatusOK || len(v.Nodes) != 13 || v.Direction != history.Dependents {
 		t.Errorf("GET graph of the root: %d %s", w.Code, w.Body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // ActorHeader names who asks for a server-made version (rollback, state
@@ -47,7 +48,7 @@ func (h *Handler) showVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	view, err := h.engine.Show(r.Context(), r.PathValue("name"), ref)
+	view, err := history.Show(r.Context(), h.engine, r.PathValue("name"), ref)
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (h *Handler) showInstance(w http.ResponseWriter, r *http.Request) error {
 	if err := requireParam(q.Get("address"), "address", "name an instance: ?address=aws_instance.web[0]"); err != nil {
 		return err
 	}
-	view, err := h.engine.ShowInstance(r.Context(), r.PathValue("name"), ref, q.Get("address"))
+	view, err := history.ShowInstance(r.Context(), h.engine, r.PathValue("name"), ref, q.Get("address"))
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func (h *Handler) diffVersions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.engine.Diff(r.Context(), r.PathValue("name"), from, to)
+	d, err := history.Diff(r.Context(), h.engine, r.PathValue("name"), from, to)
 	if err != nil {
 		return err
 	}
@@ -102,12 +103,12 @@ func (h *Handler) addressHistory(w http.ResponseWriter, r *http.Request) error {
 	if err := requireParam(address, "address", "name an instance or a resource: ?address=aws_instance.web"); err != nil {
 		return err
 	}
-	changes, err := h.engine.AddressHistory(r.Context(), r.PathValue("name"), address)
+	changes, err := history.AddressHistory(r.Context(), h.engine, r.PathValue("name"), address)
 	if err != nil {
 		return err
 	}
 	if changes == nil {
-		changes = []kilolock.AddressChange{}
+		changes = []history.AddressChange{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"changes": changes})
 	return nil
@@ -123,7 +124,7 @@ type RollbackRequest struct {
 // RollbackResponse is the answer to POST …/rollback: the plan, and for an
 // applied rollback the new version (absent when nothing changed).
 type RollbackResponse struct {
-	kilolock.RollbackResult
+	history.RollbackResult
 	DryRun bool `json:"dry_run"`
 }
 
@@ -145,22 +146,22 @@ func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx, name := r.Context(), r.PathValue("name")
-	var res *kilolock.RollbackResult
-	switch o := (kilolock.RollbackOptions{Actor: actor(r)}); {
+	var res *history.RollbackResult
+	switch o := (history.RollbackOptions{Actor: actor(r)}); {
 	case !req.Apply:
-		var plan *kilolock.RollbackPlan
+		var plan *history.RollbackPlan
 		if req.Address == "" {
-			plan, err = h.engine.PlanRollback(ctx, name, ref)
+			plan, err = history.PlanRollback(ctx, h.engine, name, ref)
 		} else {
-			plan, err = h.engine.PlanRollbackResource(ctx, name, req.Address, ref)
+			plan, err = history.PlanRollbackResource(ctx, h.engine, name, req.Address, ref)
 		}
 		if plan != nil {
-			res = &kilolock.RollbackResult{Plan: *plan}
+			res = &history.RollbackResult{Plan: *plan}
 		}
 	case req.Address == "":
-		res, err = h.engine.Rollback(ctx, name, ref, o)
+		res, err = history.Rollback(ctx, h.engine, name, ref, o)
 	default:
-		res, err = h.engine.RollbackResource(ctx, name, req.Address, ref, o)
+		res, err = history.RollbackResource(ctx, h.engine, name, req.Address, ref, o)
 	}
 	if err != nil {
 		return err
@@ -185,7 +186,7 @@ func (h *Handler) stateRm(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &req); err != nil {
 		return err
 	}
-	res, err := h.engine.StateRm(r.Context(), r.PathValue("name"), req.Addresses, kilolock.StateOpOptions{Actor: actor(r), DryRun: req.DryRun})
+	res, err := history.StateRm(r.Context(), h.engine, r.PathValue("name"), req.Addresses, history.StateOpOptions{Actor: actor(r), DryRun: req.DryRun})
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (h *Handler) stateMv(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(body, &req); err != nil {
 		return err
 	}
-	res, err := h.engine.StateMv(r.Context(), r.PathValue("name"), req.From, req.To, kilolock.StateOpOptions{Actor: actor(r), DryRun: req.DryRun})
+	res, err := history.StateMv(r.Context(), h.engine, r.PathValue("name"), req.From, req.To, history.StateOpOptions{Actor: actor(r), DryRun: req.DryRun})
 	if err != nil {
 		return err
 	}
@@ -220,12 +221,12 @@ func (h *Handler) stateMv(w http.ResponseWriter, r *http.Request) error {
 
 // stateList answers GET /v1/api/states/{name}/state/list?pattern=.
 func (h *Handler) stateList(w http.ResponseWriter, r *http.Request) error {
-	list, err := h.engine.StateList(r.Context(), r.PathValue("name"), r.URL.Query().Get("pattern"))
+	list, err := history.StateList(r.Context(), h.engine, r.PathValue("name"), r.URL.Query().Get("pattern"))
 	if err != nil {
 		return err
 	}
 	if list == nil {
-		list = []kilolock.InstanceSummary{}
+		list = []history.InstanceSummary{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
 	return nil
@@ -238,7 +239,7 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	data, err := h.engine.Export(r.Context(), r.PathValue("name"), ref)
+	data, err := history.Export(r.Context(), h.engine, r.PathValue("name"), ref)
 	if err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func (h *Handler) importState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.engine.Import(r.Context(), r.PathValue("name"), body, kilolock.ImportOptions{Actor: actor(r), Force: force})
+	res, err := history.Import(r.Context(), h.engine, r.PathValue("name"), body, history.ImportOptions{Actor: actor(r), Force: force})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // seedOps writes three versions of state "app": a=v1; a=v2,b=v1; a=v3,b=v1.
@@ -88,11 +89,11 @@ func TestStateOpsWrites(t *testing.T) {
 	// state rm, dry run then for real, by the default actor.
 	env.post("app", "", stateDoc(t, "lin-1", 5, map[string]string{"a": "v1", "b": "v1", "c": "v1"}))
 	w = env.do("POST", base+"/state/rm", []byte(`{"addresses":["terraform_data.c"],"dry_run":true}`))
-	if op := answerOf[kilolock.StateOpResult](t, w.Body.Bytes()); w.Code != 200 || !op.DryRun || op.Version != nil || len(op.Plan.Removed) != 1 {
+	if op := answerOf[history.StateOpResult](t, w.Body.Bytes()); w.Code != 200 || !op.DryRun || op.Version != nil || len(op.Plan.Removed) != 1 {
 		t.Errorf("rm dry run = %d %s", w.Code, w.Body)
 	}
 	w = env.do("POST", base+"/state/rm", []byte(`{"addresses":["terraform_data.c"]}`))
-	if op := answerOf[kilolock.StateOpResult](t, w.Body.Bytes()); w.Code != 200 || op.Version == nil || op.Version.Actor != "kl" || op.Version.Source != kilolock.SourceStateOp {
+	if op := answerOf[history.StateOpResult](t, w.Body.Bytes()); w.Code != 200 || op.Version == nil || op.Version.Actor != "kl" || op.Version.Source != kilolock.SourceStateOp {
 		t.Errorf("rm = %d %s", w.Code, w.Body)
 	}
 	w = env.do("POST", base+"/state/mv", []byte(`{"from":"terraform_data.b","to":"module.demo.terraform_data.b"}`))

@@ -3,7 +3,8 @@ package httpbackend
 import (
 	"net/http"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/history"
 )
 
 // TagRequest is the body of PUT /v1/api/states/{name}/tags/{tag}.
@@ -14,7 +15,7 @@ type TagRequest struct {
 
 // listTags answers GET /v1/api/states/{name}/tags.
 func (h *Handler) listTags(w http.ResponseWriter, r *http.Request) error {
-	tags, err := h.engine.Tags(r.Context(), r.PathValue("name"))
+	tags, err := history.Tags(r.Context(), h.engine, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func (h *Handler) putTag(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := h.engine.SetTag(r.Context(), r.PathValue("name"), r.PathValue("tag"), ref, kilolock.TagOptions{By: caller(r), Description: q.Description})
+	t, err := history.SetTag(r.Context(), h.engine, r.PathValue("name"), r.PathValue("tag"), ref, history.TagOptions{By: caller(r), Description: q.Description})
 	if err != nil {
 		return err
 	}
@@ -47,7 +48,7 @@ func (h *Handler) putTag(w http.ResponseWriter, r *http.Request) error {
 
 // deleteTag answers DELETE /v1/api/states/{name}/tags/{tag}.
 func (h *Handler) deleteTag(w http.ResponseWriter, r *http.Request) error {
-	if err := h.engine.UnsetTag(r.Context(), r.PathValue("name"), r.PathValue("tag"), kilolock.TagOptions{By: caller(r)}); err != nil {
+	if err := history.UnsetTag(r.Context(), h.engine, r.PathValue("name"), r.PathValue("tag"), history.TagOptions{By: caller(r)}); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
@@ -56,7 +57,7 @@ func (h *Handler) deleteTag(w http.ResponseWriter, r *http.Request) error {
 
 // listDrift answers GET /v1/api/states/{name}/drift with the open drift.
 func (h *Handler) listDrift(w http.ResponseWriter, r *http.Request) error {
-	drift, err := h.engine.Drift(r.Context(), r.PathValue("name"))
+	drift, err := drift.Drift(r.Context(), h.engine, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -65,17 +66,17 @@ func (h *Handler) listDrift(w http.ResponseWriter, r *http.Request) error {
 }
 
 // recordDrift answers POST /v1/api/states/{name}/drift: the body is a
-// kilolock.DriftReport, the answer the check recorded.
+// drift.DriftReport, the answer the check recorded.
 func (h *Handler) recordDrift(w http.ResponseWriter, r *http.Request) error {
 	body, err := h.readBody(r, h.bodyLimit)
 	if err != nil {
 		return err
 	}
-	var rep kilolock.DriftReport
+	var rep drift.DriftReport
 	if err := decodeJSON(body, &rep); err != nil {
 		return err
 	}
-	c, err := h.engine.RecordDrift(r.Context(), r.PathValue("name"), &rep, caller(r))
+	c, err := drift.RecordDrift(r.Context(), h.engine, r.PathValue("name"), &rep, caller(r))
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func (h *Handler) acceptRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.engine.AcceptRefresh(r.Context(), r.PathValue("name"), body, caller(r).Actor)
+	v, err := drift.AcceptRefresh(r.Context(), h.engine, r.PathValue("name"), body, caller(r).Actor)
 	if err != nil {
 		return err
 	}

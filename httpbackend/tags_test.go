@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestTagsAPI: a tag set through the API is a version reference of the
@@ -17,7 +20,7 @@ func TestTagsAPI(t *testing.T) {
 		env.post("app", "", stateDoc(t, "lin-1", 2, map[string]string{"a": "v2"}))
 		base := "/v1/api/states/app"
 		w := env.do("PUT", base+"/tags/pre-migration", []byte(`{"ref":"@1","description":"before"}`), ActorHeader, "alice")
-		if w.Code != http.StatusOK || answerOf[kilolock.Tag](t, w.Body.Bytes()).Version != 1 {
+		if w.Code != http.StatusOK || answerOf[history.Tag](t, w.Body.Bytes()).Version != 1 {
 			t.Fatalf("PUT tag = %d %s", w.Code, w.Body)
 		}
 		if w := env.do("GET", base+"/diff?from=pre-migration&to=@latest", nil); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"v2"`) {
@@ -32,7 +35,7 @@ func TestTagsAPI(t *testing.T) {
 		if page := env.do("GET", "/ui/states/app", nil, "Accept", "text/html").Body.String(); !strings.Contains(page, "tags: pre-migration") {
 			t.Errorf("the timeline lacks the tag:\n%s", page)
 		}
-		list := answerOf[struct{ Tags []kilolock.Tag }](t, env.do("GET", base+"/tags", nil).Body.Bytes())
+		list := answerOf[struct{ Tags []history.Tag }](t, env.do("GET", base+"/tags", nil).Body.Bytes())
 		if len(list.Tags) != 1 || list.Tags[0].Actor != "alice" || list.Tags[0].Description != "before" {
 			t.Errorf("GET tags = %+v", list)
 		}
@@ -59,7 +62,7 @@ func TestTagsAPI(t *testing.T) {
 		if w := env.do("DELETE", base+"/tags/pre-migration", nil, ActorHeader, "bob"); w.Code != http.StatusOK {
 			t.Fatalf("DELETE tag = %d %s", w.Code, w.Body)
 		}
-		entries, err := env.store.(kilolock.TenantStore).Audit(t.Context(), kilolock.AuditFilter{})
+		entries, err := env.store.(tenancy.TenantStore).Audit(t.Context(), kilolock.AuditFilter{})
 		if err != nil || len(entries) != 2 || entries[0].Action != "tag.unset" || entries[0].Actor != "bob" || entries[1].Actor != "alice" {
 			t.Errorf("audit = %+v, %v", entries, err)
 		}
@@ -76,9 +79,9 @@ func TestDriftAPI(t *testing.T) {
 		if w.Code != http.StatusOK {
 			t.Fatalf("POST drift = %d %s", w.Code, w.Body)
 		}
-		drift := answerOf[struct{ Drift []kilolock.DriftRecord }](t, env.do("GET", base+"/drift", nil).Body.Bytes())
-		if len(drift.Drift) != 1 || drift.Drift[0].Kind != kilolock.DriftDeleted || drift.Drift[0].Actor != "ci" {
-			t.Fatalf("GET drift = %+v", drift)
+		got := answerOf[struct{ Drift []drift.DriftRecord }](t, env.do("GET", base+"/drift", nil).Body.Bytes())
+		if len(got.Drift) != 1 || got.Drift[0].Kind != drift.DriftDeleted || got.Drift[0].Actor != "ci" {
+			t.Fatalf("GET drift = %+v", got)
 		}
 		if m := env.do("GET", "/metrics", nil).Body.String(); !strings.Contains(m, `kl_drifted_instances{state="app"} 1`) {
 			t.Errorf("/metrics lacks the drift")

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 )
 
@@ -23,14 +25,14 @@ func (h *Handler) authorizeTenantRead(r *http.Request) (*http.Request, error) {
 	_, secret := credentials(r)
 	gate := uiGate{h}
 	internal := name
-	if _, _, _, ok := kilolock.SplitTenantStateName(name); !ok {
+	if _, _, _, ok := tenancy.SplitTenantStateName(name); !ok {
 		v, err := gate.Viewer(r, secret)
 		if err != nil {
 			return nil, err
 		}
 		var names []string
 		for _, env := range v.Environments {
-			if n, err := kilolock.TenantStateName(env.WorkspaceID, env.PublicID, name); err == nil {
+			if n, err := tenancy.TenantStateName(env.WorkspaceID, env.PublicID, name); err == nil {
 				names = append(names, n)
 			}
 		}
@@ -71,7 +73,7 @@ func (h *Handler) operatorShortName(r *http.Request) error {
 	if name == "" || kilolock.ValidStateName(name) != nil {
 		return nil
 	}
-	if _, _, _, ok := kilolock.SplitTenantStateName(name); ok {
+	if _, _, _, ok := tenancy.SplitTenantStateName(name); ok {
 		return nil
 	}
 	ctx := r.Context()
@@ -84,7 +86,7 @@ func (h *Handler) operatorShortName(r *http.Request) error {
 	}
 	var matches []string
 	for _, st := range states {
-		if _, _, short, ok := kilolock.SplitTenantStateName(st.Name); ok && short == name {
+		if _, _, short, ok := tenancy.SplitTenantStateName(st.Name); ok && short == name {
 			matches = append(matches, st.Name)
 		}
 	}

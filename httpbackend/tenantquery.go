@@ -4,15 +4,15 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // operatorCredential reports whether r carries the operator token (or a
 // secret that looks like one, which authorizeOperator then decides).
 func (h *Handler) operatorCredential(r *http.Request) bool {
 	_, secret := credentials(r)
-	return secret == "" || strings.HasPrefix(secret, kilolock.TokenOperator.Prefix()) ||
-		(h.operator != nil && h.operator.Equal(kilolock.HashSecret(secret)))
+	return secret == "" || strings.HasPrefix(secret, tenancy.TokenOperator.Prefix()) ||
+		(h.operator != nil && h.operator.Equal(tenancy.HashSecret(secret)))
 }
 
 // authorizeTenantQuery admits an automation token or a PAT to
@@ -21,7 +21,7 @@ func (h *Handler) operatorCredential(r *http.Request) bool {
 // decision (as the web view's are): a read or read-write token's own
 // environment, a PAT's granted ones while its user is a member. An
 // outputs-scope token reads no resources, so it may not query.
-func (h *Handler) authorizeTenantQuery(r *http.Request) (*kilolock.QueryScope, error) {
+func (h *Handler) authorizeTenantQuery(r *http.Request) (*tenancy.QueryScope, error) {
 	_, secret := credentials(r)
 	v, err := uiGate{h}.Viewer(r, secret)
 	if err != nil {
@@ -32,10 +32,10 @@ func (h *Handler) authorizeTenantQuery(r *http.Request) (*kilolock.QueryScope, e
 		return nil, denial(http.StatusForbidden, "query_scope_empty", "the token reads no environment's states, so it has nothing to query",
 			"an outputs token reads outputs only; query with a read or read-write token, or a PAT with a grant (kl whoami --token … shows what a token reaches)")
 	}
-	envs := make([]kilolock.Environment, len(v.Environments))
+	envs := make([]tenancy.Environment, len(v.Environments))
 	for i, e := range v.Environments {
-		envs[i] = kilolock.Environment{WorkspaceID: e.WorkspaceID, PublicID: e.PublicID}
+		envs[i] = tenancy.Environment{WorkspaceID: e.WorkspaceID, PublicID: e.PublicID}
 	}
-	scope := kilolock.ScopeOf(envs)
+	scope := tenancy.ScopeOf(envs)
 	return &scope, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // BenchmarkTenantQuery is what scoping a query to a tenant adds: the same
@@ -38,7 +39,7 @@ func BenchmarkTenantQuery(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				scopes := []kilolock.QueryScope{{Prefixes: []string{"ws_a.env_a."}}, {Prefixes: []string{"ws_b.env_b."}}}
+				scopes := []tenancy.QueryScope{{Prefixes: []string{"ws_a.env_a."}}, {Prefixes: []string{"ws_b.env_b."}}}
 				for _, q := range []struct{ name, sql string }{
 					{"count", `SELECT count(*) FROM resources`},
 					{"one-row", `SELECT count(*) FROM resources WHERE state LIKE 'ws\_%' ESCAPE '\'`},
@@ -59,7 +60,7 @@ func BenchmarkTenantQuery(b *testing.B) {
 						b.Run(q.name+"/"+run.name, func(b *testing.B) {
 							i := 0
 							for b.Loop() {
-								res, err := e.QueryScoped(ctx, scopes[i%run.turns], q.sql)
+								res, err := tenancy.QueryScoped(ctx, e, scopes[i%run.turns], q.sql)
 								if err != nil || len(res.Rows) == 0 {
 									b.Fatal(res, err)
 								}

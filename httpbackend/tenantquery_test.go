@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store/storetest"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestTenantQueryMatrix extends the cross-tenant matrix to kl query: for
@@ -18,7 +18,7 @@ import (
 // 5xx; an outputs token may not query; the operator still sees everything.
 func TestTenantQueryMatrix(t *testing.T) { eachAuthEnv(t, testTenantQueryMatrix) }
 
-func testTenantQueryMatrix(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testTenantQueryMatrix(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	tenants, marker := seedCrossTenant(t, env, ts)
 	query := func(sql string, header []string) (int, string) {
 		w := env.do("POST", "/v1/api/query", mustJSON(t, map[string]string{"sql": sql}), header...)
@@ -102,7 +102,7 @@ func FuzzTenantQuery(f *testing.F) {
 			f.Fatalf("%s: %v", be.name, err)
 		}
 		env := newEnvOn(f, st, Options{Auth: AuthToken, OperatorToken: operatorSecret})
-		tenants, marker := seedCrossTenant(f, env, st.(kilolock.TenantStore))
+		tenants, marker := seedCrossTenant(f, env, st.(tenancy.TenantStore))
 		lanes = append(lanes, lane{be.name, env, tenants, marker})
 	}
 	f.Fuzz(func(t *testing.T, kind uint8, sql string) {

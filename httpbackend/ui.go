@@ -1,19 +1,31 @@
 package httpbackend
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/history"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/webui"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // uiRoutes mounts the read-only web view at /ui/: in AuthToken mode it
 // sees what the authenticated lane lets a token read, decided by decide.
 func (h *Handler) uiRoutes() {
-	o := webui.Options{Describe: h.describe, Extras: webui.Extras{DriftCounts: h.engine.DriftCounts, Tags: h.engine.TagsByVersion}, PublicURL: h.publicURL}
+	o := webui.Options{Describe: h.describe, Extras: webui.Extras{
+		DriftCounts: func(ctx context.Context, names []string) (map[string]int, error) {
+			return drift.DriftCounts(ctx, h.engine, names)
+		},
+		Tags: func(ctx context.Context, name string) (map[int64][]string, error) {
+			return history.TagsByVersion(ctx, h.engine, name)
+		},
+	}, PublicURL: h.publicURL}
 	if h.auth == AuthToken {
 		o.Gate = uiGate{h}
 	}
@@ -40,14 +52,14 @@ type uiGate struct{ h *Handler }
 
 var _ webui.Gate = uiGate{}
 
-// Viewer lists the environments secret reaches (kilolock.Reach), each
+// Viewer lists the environments secret reaches (tenancy.Reach), each
 // confirmed by the lane's decision on a read of it.
 func (g uiGate) Viewer(r *http.Request, secret string) (*webui.Viewer, error) {
 	ts, err := g.h.tenantStore()
 	if err != nil {
 		return nil, err
 	}
-	reach, err := kilolock.NewControl(ts).Reach(r.Context(), kilolock.HashSecret(secret), time.Now())
+	reach, err := tenancy.NewControl(ts).Reach(r.Context(), tenancy.HashSecret(secret), time.Now())
 	if errors.Is(err, kilolock.ErrNotFound) {
 		err = denial(http.StatusUnauthorized, "credentials_invalid", "the token is unknown or revoked (the operator token reaches the control API, not states)",
 			"paste an automation token (klt_…) or a personal access token (klp_…); ask for a new one with kl token issue or kl pat create")
@@ -79,7 +91,7 @@ func (g uiGate) Viewer(r *http.Request, secret string) (*webui.Viewer, error) {
 func (g uiGate) Read(r *http.Request, secret, name string) error {
 	ws, rest, _ := strings.Cut(name, ".")
 	env, state, _ := strings.Cut(rest, ".")
-	if internal, err := kilolock.TenantStateName(ws, env, state); err != nil || internal != name {
+	if internal, err := tenancy.TenantStateName(ws, env, state); err != nil || internal != name {
 		return &httpError{status: http.StatusNotFound, code: "not_found", message: "no state " + name + " is visible here",
 			hint: "this server serves tenants' states only: pick one from " + webui.Prefix}
 	}
@@ -93,7 +105,7 @@ func (g uiGate) decideRead(r *http.Request, secret, wsID, envID, name string) er
 	if err != nil {
 		return err
 	}
-	a, err := ts.Access(r.Context(), kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name})
+	a, err := ts.Access(r.Context(), tenancy.AccessRequest{Hash: tenancy.HashSecret(secret), WorkspaceID: wsID, Environment: envID, StateName: name})
 	if err != nil {
 		return err
 	}
@@ -109,10 +121,10 @@ func (g uiGate) decideRead(r *http.Request, secret, wsID, envID, name string) er
 
 // tenantStore is the engine's store as a TenantStore, which AuthToken
 // mode requires.
-func (h *Handler) tenantStore() (kilolock.TenantStore, error) {
-	ts, ok := h.engine.Store().(kilolock.TenantStore)
+func (h *Handler) tenantStore() (tenancy.TenantStore, error) {
+	ts, ok := h.engine.Store().(tenancy.TenantStore)
 	if !ok {
-		return nil, errors.New("auth: the store does not keep workspaces (kilolock.TenantStore)")
+		return nil, errors.New("auth: the store does not keep workspaces (tenancy.TenantStore)")
 	}
 	return ts, nil
 }

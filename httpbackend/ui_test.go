@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // uiCookie is the web view's token cookie holding secret.
@@ -30,10 +31,10 @@ func uiPages(name string) []string {
 // state content.
 func TestUICrossTenant(t *testing.T) { eachAuthEnv(t, testUICrossTenant) }
 
-func testUICrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+func testUICrossTenant(t *testing.T, env *testEnv, ts tenancy.TenantStore) {
 	tenants, marker := seedCrossTenant(t, env, ts)
 	internal := func(f *tenantFixture, ei int) string {
-		name, err := kilolock.TenantStateName(f.ws.ID, f.envs[ei].PublicID, "main")
+		name, err := tenancy.TenantStateName(f.ws.ID, f.envs[ei].PublicID, "main")
 		mustDo(t, err)
 		return name
 	}
@@ -87,7 +88,7 @@ func testUICrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 		}
 	}
 	// A revoked token is refused on its next page, and the cookie cleared.
-	tok, err := ts.TokenByHash(context.Background(), kilolock.HashSecret(tenants[1].auto[0]))
+	tok, err := ts.TokenByHash(context.Background(), tenancy.HashSecret(tenants[1].auto[0]))
 	mustDo(t, err)
 	mustDo(t, ts.DeleteToken(context.Background(), tok.ID))
 	w := env.do("GET", "/ui/", nil, append(uiCookie(tenants[1].auto[0]), html...)...)
@@ -101,7 +102,7 @@ func testUICrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
 func TestUIDenialsAudited(t *testing.T) {
 	env, ts := newAuthEnv(t)
 	a, b := seedTenant(t, ts, "a", "prod"), seedTenant(t, ts, "b", "prod")
-	other, err := kilolock.TenantStateName(b.ws.ID, b.envs[0].PublicID, "main")
+	other, err := tenancy.TenantStateName(b.ws.ID, b.envs[0].PublicID, "main")
 	mustDo(t, err)
 	if w := env.do("GET", "/ui/states/"+other, nil, append(uiCookie(a.auto[0]), html...)...); w.Code != http.StatusNotFound {
 		t.Fatalf("a's token on b's state = %d", w.Code)

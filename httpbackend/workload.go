@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -35,7 +37,7 @@ func (h *Handler) authorizeWorkload(r *http.Request, user, raw, wsID, envID, sta
 		return nil, errWorkloadOff
 	}
 	ctx := r.Context()
-	name, nameErr := kilolock.TenantStateName(wsID, envID, stateName)
+	name, nameErr := tenancy.TenantStateName(wsID, envID, stateName)
 	env := envID
 	if kilolock.ValidID("environment", envID) != nil {
 		env = "" // names no environment: no policy accepts the token
@@ -72,8 +74,8 @@ func (h *Handler) authorizeWorkload(r *http.Request, user, raw, wsID, envID, sta
 	ri.actor, ri.workload = id.String(), id.String()
 	// The accepting policy stands where an automation token would: one
 	// environment, one scope.
-	acc := &kilolock.Access{
-		Token:     &kilolock.Token{ID: id.Policy.ID, Kind: kilolock.TokenAutomation, EnvironmentID: id.Policy.EnvironmentID, Scope: id.Policy.Scope},
+	acc := &tenancy.Access{
+		Token:     &tenancy.Token{ID: id.Policy.ID, Kind: tenancy.TokenAutomation, EnvironmentID: id.Policy.EnvironmentID, Scope: id.Policy.Scope},
 		Workspace: a.Workspace, Environment: a.Environment, Home: a.Environment, State: a.State,
 	}
 	if err := decide(acc, user, wsID, envID, h.classifyAccess(r, suffix), time.Now()); err != nil {
@@ -82,8 +84,8 @@ func (h *Handler) authorizeWorkload(r *http.Request, user, raw, wsID, envID, sta
 	if nameErr != nil {
 		return nil, nameErr
 	}
-	ri.readOnly = id.Policy.Scope != kilolock.ScopeReadWrite
-	ri.noCreate = ri.readOnly || a.Workspace.Lifecycle == kilolock.LifecycleSuspended
+	ri.readOnly = id.Policy.Scope != tenancy.ScopeReadWrite
+	ri.noCreate = ri.readOnly || a.Workspace.Lifecycle == tenancy.LifecycleSuspended
 	r2 := r.Clone(ctx)
 	r2.URL.Path, r2.URL.RawPath = "/v1/states/"+name+suffix, ""
 	return r2, nil
@@ -138,7 +140,7 @@ func (h *Handler) finishesRun(r *http.Request, suffix, name string, id *trust.Id
 }
 
 // whoamiWorkload answers GET /v1/whoami for an ID token: the environments
-// whose policies accept it, as kilolock.Reach does a token's, its Token
+// whose policies accept it, as tenancy.Reach does a token's, its Token
 // naming the identity and the accepting policy's scope. A token no policy
 // accepts is refused as the lane would refuse it, with the first
 // environment's reason.
@@ -161,7 +163,7 @@ func (h *Handler) whoamiWorkload(w http.ResponseWriter, r *http.Request, raw str
 		}
 		byEnv[p.EnvironmentID] = append(byEnv[p.EnvironmentID], p)
 	}
-	reach := &kilolock.Reach{Environments: []kilolock.ReachableEnv{}}
+	reach := &tenancy.Reach{Environments: []tenancy.ReachableEnv{}}
 	var refused error
 	for _, env := range envs {
 		id, err := h.trust.Verify(ctx, raw, byEnv[env], "")
@@ -181,9 +183,9 @@ func (h *Handler) whoamiWorkload(w http.ResponseWriter, r *http.Request, raw str
 		if a.Environment == nil {
 			continue // removed meanwhile
 		}
-		reach.Token = kilolock.Token{ID: id.String(), Kind: kilolock.TokenAutomation, EnvironmentID: env, Scope: id.Policy.Scope, Expires: id.Expires}
-		re := kilolock.ReachableEnv{Environment: *a.Environment, Path: "/v1/states/" + a.Workspace.ID + "/" + env + "/{state_name}",
-			Writable: id.Policy.Scope == kilolock.ScopeReadWrite && a.Workspace.Lifecycle == kilolock.LifecycleActive, OutputsOnly: id.Policy.Scope == kilolock.ScopeOutputs}
+		reach.Token = tenancy.Token{ID: id.String(), Kind: tenancy.TokenAutomation, EnvironmentID: env, Scope: id.Policy.Scope, Expires: id.Expires}
+		re := tenancy.ReachableEnv{Environment: *a.Environment, Path: "/v1/states/" + a.Workspace.ID + "/" + env + "/{state_name}",
+			Writable: id.Policy.Scope == tenancy.ScopeReadWrite && a.Workspace.Lifecycle == tenancy.LifecycleActive, OutputsOnly: id.Policy.Scope == tenancy.ScopeOutputs}
 		if re.OutputsOnly {
 			re.Path += "/outputs"
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/oidctest"
 	"github.com/kilolock/kilolock/internal/testpg"
@@ -75,7 +77,7 @@ func newWorkloadFixture(t testing.TB, first, second kilolock.Store) *workloadFix
 	}
 	a := newEnvOn(t, first, Options{Auth: AuthToken, OperatorToken: operatorSecret, Trust: verifier()})
 	b := newEnvOn(t, second, Options{Auth: AuthToken, OperatorToken: operatorSecret, Trust: verifier()})
-	f := seedTenant(t, first.(kilolock.TenantStore), "acme", "prod")
+	f := seedTenant(t, first.(tenancy.TenantStore), "acme", "prod")
 	return &workloadFixture{iss: iss, a: a, b: b, tenant: f, ws: f.ws.ID, envID: f.envs[0].PublicID, verifierOf: verifier}
 }
 
@@ -120,7 +122,7 @@ func (f *workloadFixture) path(state string) string {
 // it did, still has the serial it had).
 func (f *workloadFixture) refusedWrite(t *testing.T, env *testEnv, state string, header []string, status int, code string) errorBody {
 	t.Helper()
-	name, _ := kilolock.TenantStateName(f.ws, f.envID, state)
+	name, _ := tenancy.TenantStateName(f.ws, f.envID, state)
 	before, beforeErr := env.engine.Status(context.Background(), name)
 	li := lockInfo("11111111-2222-3333-4444-555555555555", "runner@ci")
 	w := env.do("LOCK", f.path(state), mustJSON(t, li), header...)
@@ -163,7 +165,7 @@ func TestWorkloadIdentity(t *testing.T) {
 
 			// Before any trust: an ID token of a policy-less environment.
 			good := f.token(t, rsa, nil)
-			name, _ := kilolock.TenantStateName(f.ws, f.envID, "app-prod")
+			name, _ := tenancy.TenantStateName(f.ws, f.envID, "app-prod")
 
 			// Lock, write, read and unlock as tofu does, with the token as
 			// the basic-auth password, on replica a.
@@ -195,7 +197,7 @@ func TestWorkloadIdentity(t *testing.T) {
 			}
 			// kl whoami --token <ID token>: the identity and where it reaches.
 			w := f.b.do("GET", "/v1/whoami", nil, bearer(good)...)
-			var reach kilolock.Reach
+			var reach tenancy.Reach
 			if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &reach) != nil || reach.Token.ID != wantID ||
 				len(reach.Environments) != 1 || reach.Environments[0].PublicID != f.envID || !reach.Environments[0].Writable {
 				t.Errorf("whoami with the ID token: %d %s, want %s writing %s", w.Code, w.Body, wantID, f.envID)
@@ -255,8 +257,8 @@ func TestWorkloadIdentity(t *testing.T) {
 			})
 
 			t.Run("read scope", func(t *testing.T) {
-				readEnv := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "staging", WorkspaceID: f.ws}
-				mustDo(t, first.(kilolock.TenantStore).CreateEnvironment(ctx, readEnv))
+				readEnv := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "staging", WorkspaceID: f.ws}
+				mustDo(t, first.(tenancy.TenantStore).CreateEnvironment(ctx, readEnv))
 				body := f.policyBody("read")
 				body["environment_id"] = readEnv.PublicID
 				f.addPolicy(t, f.a, body)

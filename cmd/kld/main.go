@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kilolock/kilolock/retention"
+
 	"github.com/alecthomas/kong"
 	"github.com/charmbracelet/log"
 
@@ -153,7 +155,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	}
 	logger.Info("listening", "addr", addr, "database", kldconfig.Redact(c.Database), "version", bi.Version, "commit", bi.Commit, "built", bi.Date, "body_limit", c.BodyLimit.String(), "body_memory", max(c.BodyMemory, c.BodyLimit).String(), "default_lock_mode", c.DefaultLockMode, "plan_lock_limit", c.Limits.PlanLockLimit, "default_state_quota", c.Limits.DefaultStateQuota.String(), "gc_percent", gcPercent, "state_cache", c.Memory.StateCache.String(), "encryption_at_rest", atRest)
 
-	go engine.RetainEvery(ctx, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
+	go retention.RetainEvery(ctx, engine, c.Retention.RetentionInterval, c.Retention.RetentionBatch)
 	go engine.EndPlanLocksEvery(ctx, c.Limits.PlanLockLimit)
 	go c.Profiling.Serve(ctx, logger)
 	served := make(chan error, 1)

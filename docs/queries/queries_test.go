@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store"
 )
@@ -74,12 +75,12 @@ func seedDrift(t *testing.T, e *kilolock.Engine, vs []kilolock.Version) []kilolo
 	for _, c := range []struct {
 		state   string
 		v       kilolock.Version
-		drifted []kilolock.DriftedInstance
+		drifted []drift.DriftedInstance
 	}{
-		{"prod", vs[0], []kilolock.DriftedInstance{{Address: "aws_instance.web[1]", Real: []byte(`{"id":"i-1"}`)}, {Address: "aws_s3_bucket.logs", Real: []byte(`null`)}}},
-		{"staging", vs[2], []kilolock.DriftedInstance{{Address: "aws_s3_bucket.scratch", Real: []byte(`{"bucket":"acme-staging-scratch","acl":"public-read"}`)}}},
+		{"prod", vs[0], []drift.DriftedInstance{{Address: "aws_instance.web[1]", Real: []byte(`{"id":"i-1"}`)}, {Address: "aws_s3_bucket.logs", Real: []byte(`null`)}}},
+		{"staging", vs[2], []drift.DriftedInstance{{Address: "aws_s3_bucket.scratch", Real: []byte(`{"bucket":"acme-staging-scratch","acl":"public-read"}`)}}},
 	} {
-		check, err := e.RecordDrift(context.Background(), c.state, &kilolock.DriftReport{Lineage: c.v.Lineage, Serial: c.v.Serial, Drifted: c.drifted}, kilolock.Caller{Actor: "ci"})
+		check, err := drift.RecordDrift(context.Background(), e, c.state, &drift.DriftReport{Lineage: c.v.Lineage, Serial: c.v.Serial, Drifted: c.drifted}, kilolock.Caller{Actor: "ci"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/charmbracelet/log"
 	"github.com/hashicorp/terraform-exec/tfexec"
 
@@ -144,7 +146,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	took := time.Since(start)
-	runs, err := engine.Runs(ctx, kilolock.RunFilter{State: state})
+	runs, err := applyrun.Runs(ctx, engine, kilolock.RunFilter{State: state})
 	if err != nil {
 		return err
 	}
@@ -160,7 +162,7 @@ func run(ctx context.Context, cfg config) error {
 // the run.
 func scopedApply(ctx context.Context, cfg config, e *kilolock.Engine, work, address, target, variable string) (err error) {
 	const lease = 30 * time.Second
-	run, err := e.Reserve(ctx, state, kilolock.RunRequest{
+	run, err := applyrun.Reserve(ctx, e, state, kilolock.RunRequest{
 		Actor:        "example@" + target,
 		Info:         "examples/orchestrated " + target,
 		Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse(target), Mode: reserve.Write}},
@@ -174,7 +176,7 @@ func scopedApply(ctx context.Context, cfg config, e *kilolock.Engine, work, addr
 		if err != nil {
 			end = kilolock.RunEnd{Status: kilolock.RunFailed, By: run.Actor, Reason: err.Error()}
 		}
-		if _, endErr := e.EndRun(context.WithoutCancel(ctx), run.ID, end); endErr != nil && err == nil {
+		if _, endErr := applyrun.EndRun(context.WithoutCancel(ctx), e, run.ID, end); endErr != nil && err == nil {
 			err = endErr
 		}
 	}()
@@ -191,7 +193,7 @@ func scopedApply(ctx context.Context, cfg config, e *kilolock.Engine, work, addr
 			case <-applyCtx.Done():
 				return
 			case <-t.C:
-				if _, err := e.RenewRun(applyCtx, run.ID); err != nil && applyCtx.Err() == nil {
+				if _, err := applyrun.RenewRun(applyCtx, e, run.ID); err != nil && applyCtx.Err() == nil {
 					cancel(fmt.Errorf("renew %s: %w", run.ID, err)) // stops the CLI
 					return
 				}

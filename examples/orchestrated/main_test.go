@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/tofu"
 	"github.com/kilolock/kilolock/store"
@@ -38,7 +40,7 @@ func TestRun(t *testing.T) {
 	}
 	defer s.Close()
 	e := kilolock.NewEngine(s, kilolock.Options{})
-	runs, err := e.Runs(ctx, kilolock.RunFilter{State: state})
+	runs, err := applyrun.Runs(ctx, e, kilolock.RunFilter{State: state})
 	if err != nil {
 		t.Fatal(err)
 	}

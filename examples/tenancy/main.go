@@ -1,6 +1,6 @@
 // Command tenancy is a platform team's service on KiloLock's multi-tenant
 // lane: it provisions a team (a workspace with a prod environment) through
-// kilolock.Control, issues the team a 24-hour automation token, prints the
+// tenancy.Control, issues the team a 24-hour automation token, prints the
 // backend block to paste, and serves the authenticated lane.
 //
 //	go run ./examples/tenancy
@@ -31,6 +31,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // stateName is the state the printed backend block points at; a team may
@@ -67,12 +68,12 @@ func run(ctx context.Context, cfg config, logger *log.Logger, out io.Writer) err
 		return err
 	}
 	defer st.Close()
-	ts, ok := st.(kilolock.TenantStore)
+	ts, ok := st.(tenancy.TenantStore)
 	if !ok {
-		return errors.New("the store keeps no workspaces (kilolock.TenantStore)")
+		return errors.New("the store keeps no workspaces (tenancy.TenantStore)")
 	}
 	host, _ := os.Hostname()
-	t, err := provision(ctx, kilolock.NewControl(ts), kilolock.Caller{Actor: "tenancy-example", From: host}, cfg.Team, cfg.Owner)
+	t, err := provision(ctx, tenancy.NewControl(ts), kilolock.Caller{Actor: "tenancy-example", From: host}, cfg.Team, cfg.Owner)
 	if err != nil {
 		return fmt.Errorf("provision %s: %w", cfg.Team, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // printed is what a team member copies from the service's output.
@@ -170,7 +171,7 @@ func TestServe(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("whoami: %d %s", code, body)
 		}
-		var reach kilolock.Reach
+		var reach tenancy.Reach
 		if err := json.Unmarshal(body, &reach); err != nil {
 			t.Fatal(err)
 		}
@@ -194,11 +195,11 @@ func TestProvisionTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ts, ok := st.(kilolock.TenantStore)
+	ts, ok := st.(tenancy.TenantStore)
 	if !ok {
-		t.Fatalf("%T is not a kilolock.TenantStore", st)
+		t.Fatalf("%T is not a tenancy.TenantStore", st)
 	}
-	ctl := kilolock.NewControl(ts)
+	ctl := tenancy.NewControl(ts)
 	by := kilolock.Caller{Actor: "ci-provisioner", From: "test"}
 
 	first, err := provision(ctx, ctl, by, "platform", "alice")
@@ -230,7 +231,7 @@ func TestProvisionTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(members) != 1 || members[0] != (kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}) {
+	if len(members) != 1 || members[0] != (tenancy.Member{UserID: "alice", Role: tenancy.RoleOwner}) {
 		t.Errorf("members %+v, want alice as owner", members)
 	}
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/tofu"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // The checklist of the authenticated lane: one test per scenario, each
@@ -123,7 +123,7 @@ func (c *checklist) path(state string) string { return c.ws + "/" + c.env + "/" 
 // internalPath is the path kld's request log shows for state in prod.
 func (c *checklist) internalPath(t *testing.T, state string) string {
 	t.Helper()
-	name, err := kilolock.TenantStateName(c.ws, c.env, state)
+	name, err := tenancy.TenantStateName(c.ws, c.env, state)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/tofu"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // The execution-plane checklist's section 7, quotas: one test per item,
@@ -73,7 +74,7 @@ func (c *checklist) asOp(args ...string) []string {
 // internal is the internal name of state in prod.
 func (c *checklist) internal(t *testing.T, state string) string {
 	t.Helper()
-	name, err := kilolock.TenantStateName(c.ws, c.env, state)
+	name, err := tenancy.TenantStateName(c.ws, c.env, state)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/tofu"
 	"github.com/kilolock/kilolock/store/storetest"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TestTenantQuery: after a real apply through the authenticated lane, kl
@@ -90,7 +90,7 @@ type matrixCred struct {
 func hostileMatrix(t *testing.T, c, other *checklist, creds []matrixCred) {
 	t.Helper()
 	battery := append([]string{}, storetest.HostileQueries...)
-	for _, r := range kilolock.TenantQueryRelations {
+	for _, r := range tenancy.TenantQueryRelations {
 		battery = append(battery, "SELECT * FROM "+r)
 	}
 	for i, cr := range creds {
@@ -130,7 +130,7 @@ func hostileMatrix(t *testing.T, c, other *checklist, creds []matrixCred) {
 			_, b := send(t, http.MethodPost, c.srv.URL+"/v1/api/query", []byte(`{"sql":"SELECT state FROM resources"}`), func(r *http.Request) {
 				r.Header.Set("Authorization", "Bearer "+cr.secret)
 			})
-			if answered < len(kilolock.TenantQueryRelations) || !strings.Contains(string(b), own.ws) {
+			if answered < len(tenancy.TenantQueryRelations) || !strings.Contains(string(b), own.ws) {
 				t.Errorf("%s: %d statements answered; its resources: %s", cr.kind, answered, b)
 			}
 		}

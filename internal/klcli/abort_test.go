@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
@@ -28,11 +30,11 @@ func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]R
 	}
 	t.Cleanup(func() { s.Close() })
 	e := kilolock.NewEngine(s, kilolock.Options{Logger: log.New(io.Discard)})
-	run, err := e.StartRun(ctx, "s", kilolock.RunRequest{Actor: "alice", Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse("terraform_data.a"), Mode: reserve.Write}}})
+	run, err := applyrun.StartRun(ctx, e, "s", kilolock.RunRequest{Actor: "alice", Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse("terraform_data.a"), Mode: reserve.Write}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run, _, err = e.AcquireRun(ctx, run.ID); err != nil {
+	if run, _, err = applyrun.AcquireRun(ctx, e, run.ID); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{Logger: log.New(io.Discard)}))
@@ -56,7 +58,7 @@ func TestWatchRunSeesAbort(t *testing.T) {
 			interrupted := make(chan struct{})
 			stop := o.watchRun(t.Context(), func() { close(interrupted) })
 			defer stop()
-			if _, err := e.AbortRun(t.Context(), run.ID, "ops"); err != nil {
+			if _, err := applyrun.AbortRun(t.Context(), e, run.ID, "ops"); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -76,7 +78,7 @@ func TestWatchRunSeesAbort(t *testing.T) {
 // 8, the CLI failed.
 func TestAbortedOrAsksTheRun(t *testing.T) {
 	e, run, backends := activeRun(t)
-	if _, err := e.AbortRun(t.Context(), run.ID, "ops"); err != nil {
+	if _, err := applyrun.AbortRun(t.Context(), e, run.ID, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	o := &orchestration{req: ApplyRequest{Runs: backends["http"], Dir: t.TempDir()}, run: run}

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/buildinfo"
 	"github.com/kilolock/kilolock/internal/progress"
 )
@@ -612,7 +613,7 @@ func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		return g.with(ctx, false, func(cli *CLI) error { return cli.Pull(ctx, c.Name, ref) })
 	}
-	cone, err := kilolock.ParseSliceCone(c.Cone)
+	cone, err := history.ParseSliceCone(c.Cone)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
@@ -360,8 +361,8 @@ func decodeError(resp *http.Response) error {
 }
 
 // Show implements StateOps.
-func (b *HTTPBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
-	var v kilolock.VersionView
+func (b *HTTPBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*history.VersionView, error) {
+	var v history.VersionView
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/versions/"+url.PathEscape(ref.String())+"/summary", nil, nil, &v); err != nil {
 		return nil, err
 	}
@@ -369,8 +370,8 @@ func (b *HTTPBackend) Show(ctx context.Context, name string, ref kilolock.Versio
 }
 
 // ShowInstance implements StateOps.
-func (b *HTTPBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*kilolock.InstanceView, error) {
-	var v kilolock.InstanceView
+func (b *HTTPBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*history.InstanceView, error) {
+	var v history.InstanceView
 	q := url.Values{"ref": {ref.String()}, "address": {address}}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/instance", q, nil, &v); err != nil {
 		return nil, err
@@ -379,8 +380,8 @@ func (b *HTTPBackend) ShowInstance(ctx context.Context, name string, ref kiloloc
 }
 
 // Diff implements StateOps.
-func (b *HTTPBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*kilolock.StateDiff, error) {
-	var d kilolock.StateDiff
+func (b *HTTPBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*history.StateDiff, error) {
+	var d history.StateDiff
 	q := url.Values{"from": {from.String()}, "to": {to.String()}}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/diff", q, nil, &d); err != nil {
 		return nil, err
@@ -389,9 +390,9 @@ func (b *HTTPBackend) Diff(ctx context.Context, name string, from, to kilolock.V
 }
 
 // AddressHistory implements StateOps.
-func (b *HTTPBackend) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
+func (b *HTTPBackend) AddressHistory(ctx context.Context, name, address string) ([]history.AddressChange, error) {
 	var out struct {
-		Changes []kilolock.AddressChange `json:"changes"`
+		Changes []history.AddressChange `json:"changes"`
 	}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/address-history", url.Values{"address": {address}}, nil, &out); err != nil {
 		return nil, err
@@ -400,8 +401,8 @@ func (b *HTTPBackend) AddressHistory(ctx context.Context, name, address string) 
 }
 
 // Rollback implements StateOps.
-func (b *HTTPBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*kilolock.RollbackResult, error) {
-	var res kilolock.RollbackResult
+func (b *HTTPBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*history.RollbackResult, error) {
+	var res history.RollbackResult
 	in := map[string]any{"to": r.To.String(), "apply": r.Apply, "address": r.Address}
 	if err := b.do(ctx, http.MethodPost, statePath(name)+"/rollback", nil, in, &res); err != nil {
 		return nil, err
@@ -410,26 +411,26 @@ func (b *HTTPBackend) Rollback(ctx context.Context, name string, r RollbackReque
 }
 
 // StateList implements StateOps.
-func (b *HTTPBackend) StateList(ctx context.Context, name, pattern string) ([]kilolock.InstanceSummary, error) {
+func (b *HTTPBackend) StateList(ctx context.Context, name, pattern string) ([]history.InstanceSummary, error) {
 	var q url.Values
 	if pattern != "" {
 		q = url.Values{"pattern": {pattern}}
 	}
 	var out struct {
-		Instances []kilolock.InstanceSummary `json:"instances"`
+		Instances []history.InstanceSummary `json:"instances"`
 	}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/state/list", q, nil, &out); err != nil {
 		return nil, err
 	}
 	if out.Instances == nil {
-		out.Instances = []kilolock.InstanceSummary{}
+		out.Instances = []history.InstanceSummary{}
 	}
 	return out.Instances, nil
 }
 
 // StateRm implements StateOps.
-func (b *HTTPBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*kilolock.StateOpResult, error) {
-	var res kilolock.StateOpResult
+func (b *HTTPBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*history.StateOpResult, error) {
+	var res history.StateOpResult
 	in := map[string]any{"addresses": addresses, "dry_run": dryRun}
 	if err := b.do(ctx, http.MethodPost, statePath(name)+"/state/rm", nil, in, &res); err != nil {
 		return nil, err
@@ -438,8 +439,8 @@ func (b *HTTPBackend) StateRm(ctx context.Context, name string, addresses []stri
 }
 
 // StateMv implements StateOps.
-func (b *HTTPBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*kilolock.StateOpResult, error) {
-	var res kilolock.StateOpResult
+func (b *HTTPBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*history.StateOpResult, error) {
+	var res history.StateOpResult
 	in := map[string]any{"from": from, "to": to, "dry_run": dryRun}
 	if err := b.do(ctx, http.MethodPost, statePath(name)+"/state/mv", nil, in, &res); err != nil {
 		return nil, err
@@ -467,9 +468,9 @@ func (b *HTTPBackend) Import(ctx context.Context, name string, data []byte, forc
 }
 
 // Cone implements GraphOps.
-func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
+func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int) (*history.ConeView, error) {
 	q := url.Values{"ref": {ref.String()}, "address": addresses, "direction": {dir.String()}, "depth": {strconv.Itoa(depth)}}
-	var v kilolock.ConeView
+	var v history.ConeView
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/graph", q, nil, &v); err != nil {
 		return nil, err
 	}
@@ -477,7 +478,7 @@ func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.Versio
 }
 
 // Slice implements GraphOps.
-func (b *HTTPBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
+func (b *HTTPBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) ([]byte, error) {
 	var buf bytes.Buffer
 	q := url.Values{"ref": {ref.String()}, "address": addresses, "cone": {string(cone)}}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/slice", q, nil, &buf); err != nil {

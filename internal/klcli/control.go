@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Control runs kl's tenancy commands (workspaces, environments, members,
 // tokens, PATs, grants, state lifecycles, audit) on a ControlAPI and prints
-// their results, the same whichever way API reaches kilolock.Control.
+// their results, the same whichever way API reaches tenancy.Control.
 type Control struct {
 	API  ControlAPI
 	Out  io.Writer
@@ -24,44 +25,44 @@ type Control struct {
 }
 
 // ControlAPI is what the tenancy commands need: the operations of
-// kilolock.Control, reached through a server's operator control API under
+// tenancy.Control, reached through a server's operator control API under
 // /v1/api/ (--server with the operator token), or on a database directly
 // (--database), where kl validates and audits each change itself. Both
 // answer with the root package's types and errors (ErrNotFound,
 // ErrConflict, ErrInvalid).
 type ControlAPI interface {
-	CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error)
-	Workspaces(ctx context.Context) ([]kilolock.Workspace, error)
+	CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error)
+	Workspaces(ctx context.Context) ([]tenancy.Workspace, error)
 	// SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace
 	// and returns it as it now is.
-	SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error)
-	CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error)
-	Environments(ctx context.Context, ws string) ([]kilolock.Environment, error)
-	ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error)
-	IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error)
-	Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error)
+	SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error)
+	CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error)
+	Environments(ctx context.Context, ws string) ([]tenancy.Environment, error)
+	ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error)
+	IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error)
+	Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error)
 	RevokeToken(ctx context.Context, id string) error
-	AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error)
+	AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error)
 	RevokeGrant(ctx context.Context, token, env string) error
-	Grants(ctx context.Context, token string) ([]kilolock.Grant, error)
-	PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error)
+	Grants(ctx context.Context, token string) ([]tenancy.Grant, error)
+	PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error)
 	RemoveMember(ctx context.Context, ws, user string) error
-	Members(ctx context.Context, ws string) ([]kilolock.Member, error)
+	Members(ctx context.Context, ws string) ([]tenancy.Member, error)
 	// SetStateLifecycle archives (archive true) or restores a tenant's
 	// state.
 	SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error
 	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
-	// Reach is what the token with secret reaches (kilolock.Reach).
-	Reach(ctx context.Context, secret string) (*kilolock.Reach, error)
+	// Reach is what the token with secret reaches (tenancy.Reach).
+	Reach(ctx context.Context, secret string) (*tenancy.Reach, error)
 	// SetQuota sets (ch.Limit) or clears a limit.
-	SetQuota(ctx context.Context, ch kilolock.QuotaChange) error
+	SetQuota(ctx context.Context, ch tenancy.QuotaChange) error
 	// Quotas lists the limits set.
 	Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error)
 }
 
 // IssuedToken is a token as it is issued: with its secret, shown once.
 type IssuedToken struct {
-	kilolock.Token
+	tenancy.Token
 	Secret string `json:"secret"`
 }
 
@@ -78,11 +79,11 @@ func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error
 	case *HTTPBackend:
 		api = serverControl{b}
 	case *EngineBackend:
-		ts, ok := b.engine.Store().(kilolock.TenantStore)
+		ts, ok := b.engine.Store().(tenancy.TenantStore)
 		if !ok {
 			return &UsageError{Message: "this database keeps no workspaces", Hint: "use a SQLite or PostgreSQL store"}
 		}
-		api = databaseControl{c: kilolock.NewControl(ts), by: databaseCaller(g.Actor)}
+		api = databaseControl{c: tenancy.NewControl(ts), by: databaseCaller(g.Actor)}
 	default:
 		return fmt.Errorf("no control API on a %T", b)
 	}
@@ -107,7 +108,7 @@ func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
 
 // CreateWorkspace creates a workspace of kind (organization when empty),
 // with owner as its owner when given.
-func (c *Control) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) error {
+func (c *Control) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) error {
 	ws, err := c.API.CreateWorkspace(ctx, name, kind, owner)
 	if err != nil {
 		return err
@@ -126,7 +127,7 @@ func (c *Control) Workspaces(ctx context.Context) error {
 		return err
 	}
 	if out == nil {
-		out = []kilolock.Workspace{}
+		out = []tenancy.Workspace{}
 	}
 	if c.JSON {
 		return c.cli().writeJSON(out)
@@ -172,7 +173,7 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 		return err
 	}
 	if out == nil {
-		out = []kilolock.Environment{}
+		out = []tenancy.Environment{}
 	}
 	if c.JSON {
 		return c.cli().writeJSON(out)
@@ -188,7 +189,7 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 // ConfigureEnvironment changes the settings cfg sets of environment env of
 // workspace ws: whether every state of it takes only OpenTofu client-side
 // encrypted writes.
-func (c *Control) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) error {
+func (c *Control) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) error {
 	if cfg.RequireClientEncryption == nil {
 		return &UsageError{Message: "no setting to change", Hint: "give --require-client-encryption=true|false"}
 	}
@@ -217,7 +218,7 @@ func requiredOrDash(required bool) string {
 
 // IssueToken issues an automation token (env, scope) or a personal access
 // token (user) and shows its secret, this once.
-func (c *Control) IssueToken(ctx context.Context, req kilolock.TokenRequest) error {
+func (c *Control) IssueToken(ctx context.Context, req tenancy.TokenRequest) error {
 	tok, err := c.API.IssueToken(ctx, req)
 	if err != nil {
 		return err
@@ -226,7 +227,7 @@ func (c *Control) IssueToken(ctx context.Context, req kilolock.TokenRequest) err
 		return c.cli().writeJSON(tok)
 	}
 	what := "token"
-	if tok.Kind == kilolock.TokenPersonal {
+	if tok.Kind == tenancy.TokenPersonal {
 		what = "personal access token"
 	}
 	fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
@@ -246,13 +247,13 @@ func (c *Control) IssueToken(ctx context.Context, req kilolock.TokenRequest) err
 }
 
 // Tokens lists the tokens of kind ("" for every kind), without secrets.
-func (c *Control) Tokens(ctx context.Context, kind kilolock.TokenKind) error {
+func (c *Control) Tokens(ctx context.Context, kind tenancy.TokenKind) error {
 	out, err := c.API.Tokens(ctx, kind)
 	if err != nil {
 		return err
 	}
 	if out == nil {
-		out = []kilolock.Token{}
+		out = []tenancy.Token{}
 	}
 	if c.JSON {
 		return c.cli().writeJSON(out)
@@ -309,7 +310,7 @@ func (c *Control) Grants(ctx context.Context, token string) error {
 		return err
 	}
 	if out == nil {
-		out = []kilolock.Grant{}
+		out = []tenancy.Grant{}
 	}
 	if c.JSON {
 		return c.cli().writeJSON(out)
@@ -323,7 +324,7 @@ func (c *Control) Grants(ctx context.Context, token string) error {
 }
 
 // PutMember adds a user to a workspace, or changes their role.
-func (c *Control) PutMember(ctx context.Context, ws, user string, role kilolock.Role) error {
+func (c *Control) PutMember(ctx context.Context, ws, user string, role tenancy.Role) error {
 	m, err := c.API.PutMember(ctx, ws, user, role)
 	if err != nil {
 		return err
@@ -361,7 +362,7 @@ func (c *Control) Members(ctx context.Context, ws string) error {
 		return err
 	}
 	if out == nil {
-		out = []kilolock.Member{}
+		out = []tenancy.Member{}
 	}
 	if c.JSON {
 		return c.cli().writeJSON(out)
@@ -379,9 +380,9 @@ func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, 
 	if err := c.API.SetStateLifecycle(ctx, ws, env, state, archive); err != nil {
 		return err
 	}
-	l := kilolock.LifecycleActive
+	l := tenancy.LifecycleActive
 	if archive {
-		l = kilolock.LifecycleArchived
+		l = tenancy.LifecycleArchived
 	}
 	if c.JSON {
 		return c.cli().writeJSON(map[string]string{"state": state, "lifecycle": string(l)})
@@ -420,40 +421,40 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 // databaseControl is the ControlAPI of a database opened directly: the
 // library's Control, its changes audited as by.
 type databaseControl struct {
-	c  *kilolock.Control
+	c  *tenancy.Control
 	by kilolock.Caller
 }
 
 var _ ControlAPI = databaseControl{}
 
-func (d databaseControl) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error) {
+func (d databaseControl) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error) {
 	return d.c.CreateWorkspace(ctx, d.by, name, kind, owner)
 }
 
-func (d databaseControl) Workspaces(ctx context.Context) ([]kilolock.Workspace, error) {
+func (d databaseControl) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
 	return d.c.Workspaces(ctx)
 }
 
-func (d databaseControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error) {
+func (d databaseControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error) {
 	if suspend {
 		return d.c.SuspendWorkspace(ctx, d.by, id)
 	}
 	return d.c.ResumeWorkspace(ctx, d.by, id)
 }
 
-func (d databaseControl) CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error) {
+func (d databaseControl) CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error) {
 	return d.c.CreateEnvironment(ctx, d.by, ws, slug)
 }
 
-func (d databaseControl) Environments(ctx context.Context, ws string) ([]kilolock.Environment, error) {
+func (d databaseControl) Environments(ctx context.Context, ws string) ([]tenancy.Environment, error) {
 	return d.c.Environments(ctx, ws)
 }
 
-func (d databaseControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error) {
+func (d databaseControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error) {
 	return d.c.ConfigureEnvironment(ctx, d.by, ws, env, cfg)
 }
 
-func (d databaseControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
+func (d databaseControl) IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error) {
 	tok, secret, err := d.c.IssueToken(ctx, d.by, req)
 	if err != nil {
 		return nil, err
@@ -461,7 +462,7 @@ func (d databaseControl) IssueToken(ctx context.Context, req kilolock.TokenReque
 	return &IssuedToken{Token: *tok, Secret: secret}, nil
 }
 
-func (d databaseControl) Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error) {
+func (d databaseControl) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
 	return d.c.Tokens(ctx, kind)
 }
 
@@ -469,7 +470,7 @@ func (d databaseControl) RevokeToken(ctx context.Context, id string) error {
 	return d.c.RevokeToken(ctx, d.by, id)
 }
 
-func (d databaseControl) AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error) {
+func (d databaseControl) AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error) {
 	return d.c.AddGrant(ctx, d.by, token, env)
 }
 
@@ -477,11 +478,11 @@ func (d databaseControl) RevokeGrant(ctx context.Context, token, env string) err
 	return d.c.RevokeGrant(ctx, d.by, token, env)
 }
 
-func (d databaseControl) Grants(ctx context.Context, token string) ([]kilolock.Grant, error) {
+func (d databaseControl) Grants(ctx context.Context, token string) ([]tenancy.Grant, error) {
 	return d.c.Grants(ctx, token)
 }
 
-func (d databaseControl) PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error) {
+func (d databaseControl) PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error) {
 	m, err := d.c.PutMember(ctx, d.by, ws, user, role)
 	if err != nil {
 		return nil, err
@@ -493,7 +494,7 @@ func (d databaseControl) RemoveMember(ctx context.Context, ws, user string) erro
 	return d.c.RemoveMember(ctx, d.by, ws, user)
 }
 
-func (d databaseControl) Members(ctx context.Context, ws string) ([]kilolock.Member, error) {
+func (d databaseControl) Members(ctx context.Context, ws string) ([]tenancy.Member, error) {
 	return d.c.Members(ctx, ws)
 }
 
@@ -508,15 +509,15 @@ func (d databaseControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]k
 	return d.c.Audit(ctx, f)
 }
 
-func (d databaseControl) Reach(ctx context.Context, secret string) (*kilolock.Reach, error) {
-	r, err := d.c.Reach(ctx, kilolock.HashSecret(secret), time.Now())
+func (d databaseControl) Reach(ctx context.Context, secret string) (*tenancy.Reach, error) {
+	r, err := d.c.Reach(ctx, tenancy.HashSecret(secret), time.Now())
 	if errors.Is(err, kilolock.ErrNotFound) {
 		return nil, &UsageError{Message: "the token is unknown or revoked", Hint: "ask for a new token (kl token issue, kl pat create)"}
 	}
 	return r, err
 }
 
-func (d databaseControl) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+func (d databaseControl) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 	return d.c.SetQuota(ctx, d.by, ch)
 }
 
@@ -534,8 +535,8 @@ func wsPath(ws string) string { return "/v1/api/workspaces/" + url.PathEscape(ws
 
 func tokenPath(id string) string { return "/v1/api/tokens/" + url.PathEscape(id) }
 
-func (s serverControl) CreateWorkspace(ctx context.Context, name string, kind kilolock.WorkspaceKind, owner string) (*kilolock.Workspace, error) {
-	var ws kilolock.Workspace
+func (s serverControl) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error) {
+	var ws tenancy.Workspace
 	body := map[string]string{"name": name, "kind": string(kind), "owner": owner}
 	if err := s.b.do(ctx, http.MethodPost, "/v1/api/workspaces", nil, body, &ws); err != nil {
 		return nil, err
@@ -543,47 +544,47 @@ func (s serverControl) CreateWorkspace(ctx context.Context, name string, kind ki
 	return &ws, nil
 }
 
-func (s serverControl) Workspaces(ctx context.Context) ([]kilolock.Workspace, error) {
-	var out []kilolock.Workspace
+func (s serverControl) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
+	var out []tenancy.Workspace
 	err := s.b.do(ctx, http.MethodGet, "/v1/api/workspaces", nil, nil, &out)
 	return out, err
 }
 
-func (s serverControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*kilolock.Workspace, error) {
+func (s serverControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error) {
 	action := "resume"
 	if suspend {
 		action = "suspend"
 	}
-	var ws kilolock.Workspace
+	var ws tenancy.Workspace
 	if err := s.b.do(ctx, http.MethodPost, wsPath(id)+"/"+action, nil, nil, &ws); err != nil {
 		return nil, err
 	}
 	return &ws, nil
 }
 
-func (s serverControl) CreateEnvironment(ctx context.Context, ws, slug string) (*kilolock.Environment, error) {
-	var e kilolock.Environment
+func (s serverControl) CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error) {
+	var e tenancy.Environment
 	if err := s.b.do(ctx, http.MethodPost, wsPath(ws)+"/environments", nil, map[string]string{"slug": slug}, &e); err != nil {
 		return nil, err
 	}
 	return &e, nil
 }
 
-func (s serverControl) Environments(ctx context.Context, ws string) ([]kilolock.Environment, error) {
-	var out []kilolock.Environment
+func (s serverControl) Environments(ctx context.Context, ws string) ([]tenancy.Environment, error) {
+	var out []tenancy.Environment
 	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/environments", nil, nil, &out)
 	return out, err
 }
 
-func (s serverControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg kilolock.EnvironmentConfig) (*kilolock.Environment, error) {
-	var e kilolock.Environment
+func (s serverControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error) {
+	var e tenancy.Environment
 	if err := s.b.do(ctx, http.MethodPatch, wsPath(ws)+"/environments/"+url.PathEscape(env), nil, cfg, &e); err != nil {
 		return nil, err
 	}
 	return &e, nil
 }
 
-func (s serverControl) IssueToken(ctx context.Context, req kilolock.TokenRequest) (*IssuedToken, error) {
+func (s serverControl) IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error) {
 	body := map[string]string{"kind": string(req.Kind)}
 	if req.ExpiresIn > 0 {
 		body["expires_in"] = req.ExpiresIn.String()
@@ -600,12 +601,12 @@ func (s serverControl) IssueToken(ctx context.Context, req kilolock.TokenRequest
 	return &tok, nil
 }
 
-func (s serverControl) Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error) {
+func (s serverControl) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
 	q := url.Values{}
 	if kind != "" {
 		q.Set("kind", string(kind))
 	}
-	var out []kilolock.Token
+	var out []tenancy.Token
 	err := s.b.do(ctx, http.MethodGet, "/v1/api/tokens", q, nil, &out)
 	return out, err
 }
@@ -615,8 +616,8 @@ func (s serverControl) RevokeToken(ctx context.Context, id string) error {
 	return s.b.do(ctx, http.MethodDelete, tokenPath(id), nil, nil, &out)
 }
 
-func (s serverControl) AddGrant(ctx context.Context, token, env string) (*kilolock.Grant, error) {
-	var g kilolock.Grant
+func (s serverControl) AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error) {
+	var g tenancy.Grant
 	if err := s.b.do(ctx, http.MethodPut, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &g); err != nil {
 		return nil, err
 	}
@@ -628,18 +629,18 @@ func (s serverControl) RevokeGrant(ctx context.Context, token, env string) error
 	return s.b.do(ctx, http.MethodDelete, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &out)
 }
 
-func (s serverControl) Grants(ctx context.Context, token string) ([]kilolock.Grant, error) {
-	var out []kilolock.Grant
+func (s serverControl) Grants(ctx context.Context, token string) ([]tenancy.Grant, error) {
+	var out []tenancy.Grant
 	err := s.b.do(ctx, http.MethodGet, tokenPath(token)+"/grants", nil, nil, &out)
 	return out, err
 }
 
-func (s serverControl) PutMember(ctx context.Context, ws, user string, role kilolock.Role) (*kilolock.Member, error) {
+func (s serverControl) PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error) {
 	var body any
 	if role != "" {
 		body = map[string]string{"role": string(role)}
 	}
-	var m kilolock.Member
+	var m tenancy.Member
 	if err := s.b.do(ctx, http.MethodPut, wsPath(ws)+"/members/"+url.PathEscape(user), nil, body, &m); err != nil {
 		return nil, err
 	}
@@ -651,8 +652,8 @@ func (s serverControl) RemoveMember(ctx context.Context, ws, user string) error 
 	return s.b.do(ctx, http.MethodDelete, wsPath(ws)+"/members/"+url.PathEscape(user), nil, nil, &out)
 }
 
-func (s serverControl) Members(ctx context.Context, ws string) ([]kilolock.Member, error) {
-	var out []kilolock.Member
+func (s serverControl) Members(ctx context.Context, ws string) ([]tenancy.Member, error) {
+	var out []tenancy.Member
 	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/members", nil, nil, &out)
 	return out, err
 }
@@ -680,9 +681,9 @@ func (s serverControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kil
 	return out, err
 }
 
-func (s serverControl) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+func (s serverControl) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 	body := struct {
-		kilolock.QuotaChange
+		tenancy.QuotaChange
 		Clear bool `json:"clear,omitempty"`
 	}{ch, ch.Limit == nil}
 	var out map[string]any
@@ -698,8 +699,8 @@ func (s serverControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, err
 // whoamiPath is where a server tells a token what it reaches.
 const whoamiPath = "/v1/whoami"
 
-func (s serverControl) Reach(ctx context.Context, _ string) (*kilolock.Reach, error) {
-	var r kilolock.Reach
+func (s serverControl) Reach(ctx context.Context, _ string) (*tenancy.Reach, error) {
+	var r tenancy.Reach
 	err := s.b.do(ctx, http.MethodGet, whoamiPath, nil, nil, &r) // with kl's --token
 	return &r, err
 }
@@ -718,7 +719,7 @@ func (c *Control) Whoami(ctx context.Context, secret string) error {
 		return c.cli().writeJSON(r)
 	}
 	what := "automation token, " + string(r.Token.Scope)
-	if r.Token.Kind == kilolock.TokenPersonal {
+	if r.Token.Kind == tenancy.TokenPersonal {
 		what = "personal access token of " + cell(r.Token.UserID)
 	}
 	expiry := "never expires"

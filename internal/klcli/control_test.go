@@ -21,6 +21,7 @@ import (
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 const testOperator = "klo_kl-test-operator"
@@ -118,7 +119,7 @@ func decodeJSON(t *testing.T, out string, v any) {
 // PostgreSQL).
 func TestControlCommands(t *testing.T) {
 	forEachControlTarget(t, func(t *testing.T, s *klSession) {
-		var ws kilolock.Workspace
+		var ws tenancy.Workspace
 		decodeJSON(t, s.kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
 		if !strings.HasPrefix(ws.ID, "ws_") || ws.Name != "acme" {
 			t.Fatalf("workspace = %+v", ws)
@@ -126,12 +127,12 @@ func TestControlCommands(t *testing.T) {
 		if out := s.kl("workspace", "list"); !strings.Contains(out, ws.ID) {
 			t.Errorf("workspace list:\n%s", out)
 		}
-		var env kilolock.Environment
+		var env tenancy.Environment
 		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
 		if !strings.HasPrefix(env.PublicID, "env_") || env.Slug != "prod" {
 			t.Fatalf("environment = %+v", env)
 		}
-		var envs []kilolock.Environment
+		var envs []tenancy.Environment
 		decodeJSON(t, s.kl("env", "list", "--workspace", ws.ID, "--json"), &envs)
 		if len(envs) != 1 || envs[0].PublicID != env.PublicID {
 			t.Errorf("env list = %+v", envs)
@@ -139,10 +140,10 @@ func TestControlCommands(t *testing.T) {
 
 		var auto klcli.IssuedToken
 		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--name", "ci", "--json"), &auto)
-		if !strings.HasPrefix(auto.Secret, "klt_") || auto.Scope != kilolock.ScopeReadWrite || auto.EnvironmentID != env.PublicID {
+		if !strings.HasPrefix(auto.Secret, "klt_") || auto.Scope != tenancy.ScopeReadWrite || auto.EnvironmentID != env.PublicID {
 			t.Errorf("token issue = %+v", auto)
 		}
-		var tokens []kilolock.Token
+		var tokens []tenancy.Token
 		decodeJSON(t, s.kl("token", "list", "--json"), &tokens)
 		if len(tokens) != 1 || tokens[0].Name != "ci" {
 			t.Errorf("token list = %+v", tokens)
@@ -153,15 +154,15 @@ func TestControlCommands(t *testing.T) {
 
 		var pat klcli.IssuedToken
 		decodeJSON(t, s.kl("pat", "create", "--user", "alice", "--json"), &pat)
-		if !strings.HasPrefix(pat.Secret, "klp_") || pat.Kind != kilolock.TokenPersonal {
+		if !strings.HasPrefix(pat.Secret, "klp_") || pat.Kind != tenancy.TokenPersonal {
 			t.Fatalf("pat = %+v", pat)
 		}
-		var grant kilolock.Grant
+		var grant tenancy.Grant
 		decodeJSON(t, s.kl("grant", "add", pat.ID, env.PublicID, "--json"), &grant)
 		if grant.TokenID != pat.ID || grant.EnvironmentID != env.PublicID {
 			t.Errorf("grant = %+v", grant)
 		}
-		var grants []kilolock.Grant
+		var grants []tenancy.Grant
 		decodeJSON(t, s.kl("grant", "list", pat.ID, "--json"), &grants)
 		if len(grants) != 1 || grants[0].EnvironmentID != env.PublicID {
 			t.Errorf("grant list = %+v", grants)
@@ -169,9 +170,9 @@ func TestControlCommands(t *testing.T) {
 		if out := s.kl("grant", "list", pat.ID); !strings.Contains(out, env.PublicID) {
 			t.Errorf("grant list:\n%s", out)
 		}
-		var members []kilolock.Member
+		var members []tenancy.Member
 		decodeJSON(t, s.kl("member", "list", "--workspace", ws.ID, "--json"), &members)
-		if len(members) != 1 || members[0] != (kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}) {
+		if len(members) != 1 || members[0] != (tenancy.Member{UserID: "alice", Role: tenancy.RoleOwner}) {
 			t.Errorf("member list = %+v", members)
 		}
 		var held map[string]string
@@ -187,7 +188,7 @@ func TestControlCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tok := range []klcli.IssuedToken{auto, pat} {
-			got, err := st.(kilolock.TenantStore).TokenByHash(context.Background(), kilolock.HashSecret(tok.Secret))
+			got, err := st.(tenancy.TenantStore).TokenByHash(context.Background(), tenancy.HashSecret(tok.Secret))
 			if err != nil || got.ID != tok.ID {
 				t.Errorf("the secret of %s finds %+v, %v", tok.ID, got, err)
 			}
@@ -438,10 +439,10 @@ func TestControlTranscript(t *testing.T) {
 // grants that reach nothing and why, and the expiry.
 func TestWhoami(t *testing.T) {
 	forEachControlTarget(t, func(t *testing.T, s *klSession) {
-		var ws, other kilolock.Workspace
+		var ws, other tenancy.Workspace
 		decodeJSON(t, s.kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
 		decodeJSON(t, s.kl("workspace", "create", "globex", "--owner", "bob", "--json"), &other)
-		var env, theirs kilolock.Environment
+		var env, theirs tenancy.Environment
 		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
 		decodeJSON(t, s.kl("env", "create", "--workspace", other.ID, "prod", "--json"), &theirs)
 		var pat, auto klcli.IssuedToken
@@ -463,7 +464,7 @@ func TestWhoami(t *testing.T) {
 		if strings.Contains(out, "/v1/states/"+other.ID) || strings.Contains(out, pat.Secret) {
 			t.Errorf("kl whoami shows a path it cannot use, or the secret:\n%s", out)
 		}
-		var r kilolock.Reach
+		var r tenancy.Reach
 		decodeJSON(t, s.kl("--token", auto.Secret, "whoami", "--json"), &r)
 		if r.Token.ID != auto.ID || len(r.Environments) != 1 || r.Environments[0].Writable || r.Expired {
 			t.Errorf("kl whoami --json (read token) = %+v", r)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // The tenancy commands: each goes to the server's operator control API
 // (--server with --token klo_…) or, with --database, to the database
-// directly through kilolock.Control, audited as "db:" and --actor.
+// directly through tenancy.Control, audited as "db:" and --actor.
 
 // WorkspaceCmds are kl workspace create|list|suspend|resume.
 type WorkspaceCmds struct {
@@ -30,7 +30,7 @@ type WorkspaceCreateCmd struct {
 // Run runs the command.
 func (c *WorkspaceCreateCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.CreateWorkspace(ctx, c.Name, kilolock.WorkspaceKind(c.Kind), c.Owner)
+		return ct.CreateWorkspace(ctx, c.Name, tenancy.WorkspaceKind(c.Kind), c.Owner)
 	})
 }
 
@@ -83,7 +83,7 @@ type EnvConfigCmd struct {
 // Run runs the command.
 func (c *EnvConfigCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.ConfigureEnvironment(ctx, c.Workspace, c.Env, kilolock.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
+		return ct.ConfigureEnvironment(ctx, c.Workspace, c.Env, tenancy.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
 	})
 }
 
@@ -137,7 +137,7 @@ func (c *TokenOperatorCmd) Run(g *Globals) error {
 // in hex, the form kld --operator-token requires
 // (httpbackend.ValidOperatorSecret).
 func NewOperatorSecret() (string, error) {
-	_, secret, err := kilolock.NewToken(kilolock.TokenOperator)
+	_, secret, err := tenancy.NewToken(tenancy.TokenOperator)
 	return secret, err
 }
 
@@ -153,11 +153,11 @@ type TokenIssueCmd struct {
 // Run runs the command.
 func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		expiresIn, err := kilolock.ParseExpiry(c.ExpiresIn)
+		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
 		if err != nil {
 			return err
 		}
-		return ct.IssueToken(ctx, kilolock.TokenRequest{Kind: kilolock.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: kilolock.Scope(c.Scope), ExpiresIn: expiresIn})
+		return ct.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope), ExpiresIn: expiresIn})
 	})
 }
 
@@ -166,7 +166,7 @@ type TokenListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenAutomation) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, tenancy.TokenAutomation) })
 }
 
 // TokenRevokeCmd is kl token revoke.
@@ -198,11 +198,11 @@ type PATCreateCmd struct {
 // Run runs the command.
 func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
 	return g.control(ctx, c.JSON, func(ct *Control) error {
-		expiresIn, err := kilolock.ParseExpiry(c.ExpiresIn)
+		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
 		if err != nil {
 			return err
 		}
-		return ct.IssueToken(ctx, kilolock.TokenRequest{Kind: kilolock.TokenPersonal, Name: c.Name, UserID: c.User, ExpiresIn: expiresIn})
+		return ct.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User, ExpiresIn: expiresIn})
 	})
 }
 
@@ -211,7 +211,7 @@ type PATListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, kilolock.TokenPersonal) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, tenancy.TokenPersonal) })
 }
 
 // PATDeleteCmd is kl pat delete.
@@ -284,7 +284,7 @@ type MemberAddCmd struct {
 
 // Run runs the command.
 func (c *MemberAddCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, kilolock.Role(c.Role)) })
+	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, tenancy.Role(c.Role)) })
 }
 
 // MemberRemoveCmd is kl member remove.

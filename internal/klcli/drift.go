@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 )
 
 // DriftOps are a state's drift checks. Both answer ErrNotFound for a
@@ -15,23 +16,23 @@ import (
 // fit the state (another lineage, a serial no version has).
 type DriftOps interface {
 	// RecordDrift records what a refresh-only plan found.
-	RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error)
+	RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error)
 	// Drift lists a state's open drift records by address.
-	Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error)
+	Drift(ctx context.Context, state string) ([]drift.DriftRecord, error)
 	// AcceptRefresh writes a refresh-only plan's refreshed state as a
 	// version of source refresh; nil when it changed nothing.
 	AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error)
 }
 
 // RecordDrift implements DriftOps, recording the check as made by db:ACTOR.
-func (b *EngineBackend) RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error) {
-	c, err := b.engine.RecordDrift(ctx, state, r, databaseCaller(b.Actor))
+func (b *EngineBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
+	c, err := drift.RecordDrift(ctx, b.engine, state, r, databaseCaller(b.Actor))
 	return sameAsServer(c, stateError(state, err))
 }
 
 // Drift implements DriftOps.
-func (b *EngineBackend) Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error) {
-	ds, err := b.engine.Drift(ctx, state)
+func (b *EngineBackend) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
+	ds, err := drift.Drift(ctx, b.engine, state)
 	if err != nil {
 		return nil, stateError(state, err)
 	}
@@ -44,13 +45,13 @@ func (b *EngineBackend) Drift(ctx context.Context, state string) ([]kilolock.Dri
 
 // AcceptRefresh implements DriftOps.
 func (b *EngineBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
-	v, err := b.engine.AcceptRefresh(ctx, state, refreshed, actorOr(b.Actor))
+	v, err := drift.AcceptRefresh(ctx, b.engine, state, refreshed, actorOr(b.Actor))
 	return v, stateError(state, err)
 }
 
 // RecordDrift implements DriftOps.
-func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *kilolock.DriftReport) (*kilolock.DriftCheck, error) {
-	var c kilolock.DriftCheck
+func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
+	var c drift.DriftCheck
 	if err := b.do(ctx, http.MethodPost, statePath(state)+"/drift", nil, r, &c); err != nil {
 		return nil, err
 	}
@@ -58,9 +59,9 @@ func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *kilolock
 }
 
 // Drift implements DriftOps.
-func (b *HTTPBackend) Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error) {
+func (b *HTTPBackend) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
 	var out struct {
-		Drift []kilolock.DriftRecord `json:"drift"`
+		Drift []drift.DriftRecord `json:"drift"`
 	}
 	if err := b.do(ctx, http.MethodGet, statePath(state)+"/drift", nil, nil, &out); err != nil {
 		return nil, err
@@ -91,7 +92,7 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 		return err
 	}
 	if ds == nil {
-		ds = []kilolock.DriftRecord{}
+		ds = []drift.DriftRecord{}
 	}
 	if c.JSON {
 		return c.writeJSON(map[string]any{"drift": ds})
@@ -99,12 +100,12 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 	return c.driftTable(ds)
 }
 
-func (c *CLI) driftTable(ds []kilolock.DriftRecord) error {
+func (c *CLI) driftTable(ds []drift.DriftRecord) error {
 	w := c.table()
 	row(w, "ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY")
 	for _, d := range ds {
 		what := "gone: the real object no longer exists"
-		if d.Kind == kilolock.DriftChanged {
+		if d.Kind == drift.DriftChanged {
 			var parts []string
 			for i, ch := range d.Changes {
 				if i == maxShownChanges {

@@ -14,6 +14,8 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/history"
 )
 
 // DriftCheckCmd is kl drift check.
@@ -96,9 +98,9 @@ type DriftCheckRequest struct {
 // DriftResult is kl drift check's answer: the check recorded, and the
 // version --accept wrote (nil for none).
 type DriftResult struct {
-	Check    *kilolock.DriftCheck `json:"check"`
-	Targets  []string             `json:"targets,omitempty"`
-	Accepted *kilolock.Version    `json:"accepted,omitempty"`
+	Check    *drift.DriftCheck `json:"check"`
+	Targets  []string          `json:"targets,omitempty"`
+	Accepted *kilolock.Version `json:"accepted,omitempty"`
 }
 
 // DriftCheck runs the real CLI's refresh-only plan (plan -refresh-only
@@ -110,7 +112,7 @@ type DriftResult struct {
 func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 	targets := r.Addresses
 	if r.Cone {
-		v, err := c.Backend.Cone(ctx, r.State, kilolock.Latest, r.Addresses, kilolock.Dependents, 0)
+		v, err := c.Backend.Cone(ctx, r.State, kilolock.Latest, r.Addresses, history.Dependents, 0)
 		if err != nil {
 			return err
 		}
@@ -218,7 +220,7 @@ func planState(planFile string) ([]byte, error) {
 
 // driftReport turns a refresh-only plan's resource_drift into a report
 // against the serial and lineage of the state the plan read.
-func driftReport(plan *tfjson.Plan, refreshed []byte) (*kilolock.DriftReport, error) {
+func driftReport(plan *tfjson.Plan, refreshed []byte) (*drift.DriftReport, error) {
 	var head struct {
 		Serial  uint64 `json:"serial"`
 		Lineage string `json:"lineage"`
@@ -226,7 +228,7 @@ func driftReport(plan *tfjson.Plan, refreshed []byte) (*kilolock.DriftReport, er
 	if err := json.Unmarshal(refreshed, &head); err != nil {
 		return nil, fmt.Errorf("drift check: the plan's state: %w", err)
 	}
-	r := &kilolock.DriftReport{Serial: head.Serial, Lineage: head.Lineage, Drifted: []kilolock.DriftedInstance{}}
+	r := &drift.DriftReport{Serial: head.Serial, Lineage: head.Lineage, Drifted: []drift.DriftedInstance{}}
 	for _, rc := range plan.ResourceDrift {
 		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode || rc.Change.Actions.NoOp() {
 			continue
@@ -235,7 +237,7 @@ func driftReport(plan *tfjson.Plan, refreshed []byte) (*kilolock.DriftReport, er
 		if err != nil {
 			return nil, err
 		}
-		d := kilolock.DriftedInstance{Address: rc.Address, Deposed: rc.DeposedKey, Real: real}
+		d := drift.DriftedInstance{Address: rc.Address, Deposed: rc.DeposedKey, Real: real}
 		if rc.Change.AfterSensitive != nil {
 			if d.RealSensitive, err = json.Marshal(rc.Change.AfterSensitive); err != nil {
 				return nil, err

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/progress"
 	"github.com/kilolock/kilolock/store"
 )
@@ -223,23 +224,23 @@ func sameAsServer[T any](v *T, err error) (*T, error) {
 }
 
 // Show implements StateOps.
-func (b *EngineBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
-	return sameAsServer(b.engine.Show(ctx, name, ref))
+func (b *EngineBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*history.VersionView, error) {
+	return sameAsServer(history.Show(ctx, b.engine, name, ref))
 }
 
 // ShowInstance implements StateOps.
-func (b *EngineBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*kilolock.InstanceView, error) {
-	return sameAsServer(b.engine.ShowInstance(ctx, name, ref, address))
+func (b *EngineBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*history.InstanceView, error) {
+	return sameAsServer(history.ShowInstance(ctx, b.engine, name, ref, address))
 }
 
 // Diff implements StateOps.
-func (b *EngineBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*kilolock.StateDiff, error) {
-	return sameAsServer(b.engine.Diff(ctx, name, from, to))
+func (b *EngineBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*history.StateDiff, error) {
+	return sameAsServer(history.Diff(ctx, b.engine, name, from, to))
 }
 
 // AddressHistory implements StateOps.
-func (b *EngineBackend) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
-	cs, err := b.engine.AddressHistory(ctx, name, address)
+func (b *EngineBackend) AddressHistory(ctx context.Context, name, address string) ([]history.AddressChange, error) {
+	cs, err := history.AddressHistory(ctx, b.engine, name, address)
 	if err != nil {
 		return nil, stateError(name, err)
 	}
@@ -251,58 +252,58 @@ func (b *EngineBackend) AddressHistory(ctx context.Context, name, address string
 }
 
 // Rollback implements StateOps.
-func (b *EngineBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*kilolock.RollbackResult, error) {
-	o := kilolock.RollbackOptions{Actor: actorOr(b.Actor)}
+func (b *EngineBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*history.RollbackResult, error) {
+	o := history.RollbackOptions{Actor: actorOr(b.Actor)}
 	var (
-		res *kilolock.RollbackResult
+		res *history.RollbackResult
 		err error
 	)
 	switch {
 	case !r.Apply:
-		var plan *kilolock.RollbackPlan
+		var plan *history.RollbackPlan
 		if r.Address == "" {
-			plan, err = b.engine.PlanRollback(ctx, name, r.To)
+			plan, err = history.PlanRollback(ctx, b.engine, name, r.To)
 		} else {
-			plan, err = b.engine.PlanRollbackResource(ctx, name, r.Address, r.To)
+			plan, err = history.PlanRollbackResource(ctx, b.engine, name, r.Address, r.To)
 		}
 		if plan != nil {
-			res = &kilolock.RollbackResult{Plan: *plan}
+			res = &history.RollbackResult{Plan: *plan}
 		}
 	case r.Address == "":
-		res, err = b.engine.Rollback(ctx, name, r.To, o)
+		res, err = history.Rollback(ctx, b.engine, name, r.To, o)
 	default:
-		res, err = b.engine.RollbackResource(ctx, name, r.Address, r.To, o)
+		res, err = history.RollbackResource(ctx, b.engine, name, r.Address, r.To, o)
 	}
 	return sameAsServer(res, err)
 }
 
 // StateList implements StateOps.
-func (b *EngineBackend) StateList(ctx context.Context, name, pattern string) ([]kilolock.InstanceSummary, error) {
-	list, err := b.engine.StateList(ctx, name, pattern)
+func (b *EngineBackend) StateList(ctx context.Context, name, pattern string) ([]history.InstanceSummary, error) {
+	list, err := history.StateList(ctx, b.engine, name, pattern)
 	if err != nil {
 		return nil, stateError(name, err)
 	}
 	if list == nil {
-		list = []kilolock.InstanceSummary{}
+		list = []history.InstanceSummary{}
 	}
 	return list, nil
 }
 
 // StateRm implements StateOps.
-func (b *EngineBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*kilolock.StateOpResult, error) {
-	return sameAsServer(b.engine.StateRm(ctx, name, addresses, kilolock.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
+func (b *EngineBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*history.StateOpResult, error) {
+	return sameAsServer(history.StateRm(ctx, b.engine, name, addresses, history.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
 }
 
 // StateMv implements StateOps.
-func (b *EngineBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*kilolock.StateOpResult, error) {
-	return sameAsServer(b.engine.StateMv(ctx, name, from, to, kilolock.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
+func (b *EngineBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*history.StateOpResult, error) {
+	return sameAsServer(history.StateMv(ctx, b.engine, name, from, to, history.StateOpOptions{Actor: actorOr(b.Actor), DryRun: dryRun}))
 }
 
 // Export implements StateOps.
 func (b *EngineBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
 	step := progress.From(ctx).Start("read and render "+name, 0, progress.Bytes)
 	defer step.Done()
-	data, err := b.engine.Export(ctx, name, ref)
+	data, err := history.Export(ctx, b.engine, name, ref)
 	step.Add(int64(len(data)))
 	return data, stateError(name, err)
 }
@@ -310,7 +311,7 @@ func (b *EngineBackend) Export(ctx context.Context, name string, ref kilolock.Ve
 // Import implements StateOps.
 func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
 	step := progress.From(ctx).Start("parse and store "+name, 0, progress.Bytes)
-	res, err := b.engine.Import(ctx, name, data, kilolock.ImportOptions{Actor: actorOr(b.Actor), Force: force})
+	res, err := history.Import(ctx, b.engine, name, data, history.ImportOptions{Actor: actorOr(b.Actor), Force: force})
 	step.Done()
 	if err != nil {
 		return nil, stateError(name, err)
@@ -319,14 +320,14 @@ func (b *EngineBackend) Import(ctx context.Context, name string, data []byte, fo
 }
 
 // Cone implements GraphOps.
-func (b *EngineBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error) {
-	v, err := b.engine.Cone(ctx, name, ref, addresses, dir, depth)
+func (b *EngineBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int) (*history.ConeView, error) {
+	v, err := history.Cone(ctx, b.engine, name, ref, addresses, dir, depth)
 	return sameAsServer(v, stateError(name, err))
 }
 
 // Slice implements GraphOps.
-func (b *EngineBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error) {
-	d, err := b.engine.Slice(ctx, name, ref, addresses, cone)
+func (b *EngineBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) ([]byte, error) {
+	d, err := history.Slice(ctx, b.engine, name, ref, addresses, cone)
 	if err != nil {
 		return nil, stateError(name, err)
 	}

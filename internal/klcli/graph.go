@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // GraphOps are the reads of a state's dependency graph: cones and slices,
@@ -17,10 +18,10 @@ import (
 type GraphOps interface {
 	// Cone returns the instances reachable from addresses following dir,
 	// at most depth edges away (0: all).
-	Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int) (*kilolock.ConeView, error)
+	Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int) (*history.ConeView, error)
 	// Slice returns a state file holding the instances at addresses and
 	// their cone, every output, the version's lineage and serial.
-	Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) ([]byte, error)
+	Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) ([]byte, error)
 }
 
 // Graph formats of kl graph.
@@ -33,7 +34,7 @@ const (
 // Graph prints the cone of addresses in version ref of a state: a table
 // (by depth), JSON, or a Graphviz digraph whose arrows point from an
 // instance to what it depends on.
-func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir kilolock.Direction, depth int, format string) error {
+func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int, format string) error {
 	if format == "" {
 		format = GraphTable
 		if c.JSON {
@@ -58,7 +59,7 @@ func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, a
 		reach = "at most " + plural(v.Depth, "edge", "edges") + " away"
 	}
 	what := "Dependents"
-	if v.Direction == kilolock.Dependencies {
+	if v.Direction == history.Dependencies {
 		what = "Dependencies"
 	}
 	fmt.Fprintf(c.Out, "%s of %s in state %s %s, %s:\n", what, cell(strings.Join(v.Addresses, ", ")), v.State, versionText(&v.Version), reach)
@@ -76,7 +77,7 @@ func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, a
 
 // writeDOT writes a cone as a Graphviz digraph: the instances asked for
 // drawn bold, an arrow from each instance to what it depends on.
-func (c *CLI) writeDOT(v *kilolock.ConeView) error {
+func (c *CLI) writeDOT(v *history.ConeView) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n  rankdir=LR;\n  node [shape=box];\n", dotQuote(v.State+" "+versionText(&v.Version)))
 	for _, n := range v.Nodes {
@@ -103,7 +104,7 @@ func dotQuote(s string) string {
 // PullSlice writes a slice of version ref of a state to Documents as a state
 // file: the instances at addresses with their cone, every output, the same
 // lineage and serial.
-func (c *CLI) PullSlice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone kilolock.SliceCone) error {
+func (c *CLI) PullSlice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) error {
 	doc, err := c.Backend.Slice(ctx, name, ref, addresses, cone)
 	if err != nil {
 		return err
@@ -133,9 +134,9 @@ func (c *GraphCmd) Run(ctx context.Context, g *Globals) error {
 	if c.Depth < 0 {
 		return &UsageError{Message: fmt.Sprintf("--depth %d is negative", c.Depth), Hint: "give the most edges to follow, or leave --depth out to follow them all"}
 	}
-	dir := kilolock.Dependents
+	dir := history.Dependents
 	if c.Dependencies {
-		dir = kilolock.Dependencies
+		dir = history.Dependencies
 	}
 	return g.with(ctx, false, func(cli *CLI) error { return cli.Graph(ctx, c.Name, ref, c.Address, dir, c.Depth, c.Format) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -21,13 +22,13 @@ func TestGraphGolden(t *testing.T) {
 	latest := kilolock.Latest
 	cases := []goldenCase{
 		{"graph_prod_dependents", func(c *klcli.CLI) error {
-			return c.Graph(ctx, "prod", latest, []string{"terraform_data.a"}, kilolock.Dependents, 0, "")
+			return c.Graph(ctx, "prod", latest, []string{"terraform_data.a"}, history.Dependents, 0, "")
 		}},
 		{"graph_prod_dependencies_depth", func(c *klcli.CLI) error {
-			return c.Graph(ctx, "prod", latest, []string{"terraform_data.b", "terraform_data.c"}, kilolock.Dependencies, 1, klcli.GraphTable)
+			return c.Graph(ctx, "prod", latest, []string{"terraform_data.b", "terraform_data.c"}, history.Dependencies, 1, klcli.GraphTable)
 		}},
 		{"graph_prod_dot", func(c *klcli.CLI) error {
-			return c.Graph(ctx, "prod", latest, []string{"terraform_data.a"}, kilolock.Dependents, 0, klcli.GraphDOT)
+			return c.Graph(ctx, "prod", latest, []string{"terraform_data.a"}, history.Dependents, 0, klcli.GraphDOT)
 		}},
 	}
 	eachGolden(t, nil, cases)
@@ -37,16 +38,16 @@ func TestGraphJSONAndRefusals(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.Graph(ctx, "prod", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, []string{"time_sleep.wait"}, kilolock.Dependents, 0, klcli.GraphJSON)
+			return c.Graph(ctx, "prod", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, []string{"time_sleep.wait"}, history.Dependents, 0, klcli.GraphJSON)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var v kilolock.ConeView
+		var v history.ConeView
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		if v.Version.Number != 1 || len(v.Nodes) != 1 || v.Nodes[0].ID != "time_sleep.wait" || v.Direction != kilolock.Dependents || len(v.Edges) != 0 {
+		if v.Version.Number != 1 || len(v.Nodes) != 1 || v.Nodes[0].ID != "time_sleep.wait" || v.Direction != history.Dependents || len(v.Edges) != 0 {
 			t.Errorf("the cone of wait at @1 = %s", out)
 		}
 		for _, tc := range []struct {
@@ -63,10 +64,10 @@ func TestGraphJSONAndRefusals(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := h.run(t, false, func(c *klcli.CLI) error {
-					return c.Graph(ctx, tc.state, kilolock.Latest, tc.addresses, kilolock.Dependents, 0, "")
+					return c.Graph(ctx, tc.state, kilolock.Latest, tc.addresses, history.Dependents, 0, "")
 				})
 				_, serr := h.run(t, false, func(c *klcli.CLI) error {
-					return c.PullSlice(ctx, tc.state, kilolock.Latest, tc.addresses, kilolock.SliceDependencies)
+					return c.PullSlice(ctx, tc.state, kilolock.Latest, tc.addresses, history.SliceDependencies)
 				})
 				for _, err := range []error{err, serr} {
 					if klcli.ExitCode(err) != tc.exit || !strings.Contains(err.Error(), tc.says) {
@@ -76,7 +77,7 @@ func TestGraphJSONAndRefusals(t *testing.T) {
 			})
 		}
 		if _, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.Graph(ctx, "prod", kilolock.Latest, []string{"terraform_data.a"}, kilolock.Dependents, 0, "svg")
+			return c.Graph(ctx, "prod", kilolock.Latest, []string{"terraform_data.a"}, history.Dependents, 0, "svg")
 		}); klcli.ExitCode(err) != klcli.ExitUsage {
 			t.Errorf("--format svg: %v", err)
 		}
@@ -93,13 +94,13 @@ func TestPullSlice(t *testing.T) {
 			name    string
 			ref     kilolock.VersionRef
 			address string
-			cone    kilolock.SliceCone
+			cone    history.SliceCone
 			want    []string
 		}{
-			{"b and what it rests on", kilolock.Latest, "terraform_data.b", kilolock.SliceDependencies, []string{"terraform_data.a", "terraform_data.b"}},
-			{"what rests on a", kilolock.Latest, "terraform_data.a", kilolock.SliceDependents, []string{"terraform_data.a", "terraform_data.b"}},
-			{"c alone", kilolock.Latest, "terraform_data.c", kilolock.SliceNone, []string{"terraform_data.c[0]"}},
-			{"wait, at the first version", first, "time_sleep.wait", kilolock.SliceDependents, []string{"time_sleep.wait"}},
+			{"b and what it rests on", kilolock.Latest, "terraform_data.b", history.SliceDependencies, []string{"terraform_data.a", "terraform_data.b"}},
+			{"what rests on a", kilolock.Latest, "terraform_data.a", history.SliceDependents, []string{"terraform_data.a", "terraform_data.b"}},
+			{"c alone", kilolock.Latest, "terraform_data.c", history.SliceNone, []string{"terraform_data.c[0]"}},
+			{"wait, at the first version", first, "time_sleep.wait", history.SliceDependents, []string{"time_sleep.wait"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				out, err := h.run(t, false, func(c *klcli.CLI) error { return c.PullSlice(ctx, "prod", tc.ref, []string{tc.address}, tc.cone) })

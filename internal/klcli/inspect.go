@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 )
 
 // versionText names a version for people: "@3 (serial 3)".
@@ -18,7 +20,7 @@ func versionText(v *kilolock.Version) string {
 // valueText shows one attribute value: the mask as it is, anything else
 // as compact JSON.
 func valueText(v any) string {
-	if s, ok := v.(string); ok && s == kilolock.SensitiveMask {
+	if s, ok := v.(string); ok && s == graph.SensitiveMask {
 		return s
 	}
 	b, err := json.Marshal(v)
@@ -29,7 +31,7 @@ func valueText(v any) string {
 }
 
 // changeText shows one attribute change: `path: before → after`.
-func changeText(c kilolock.AttributeChange) string {
+func changeText(c graph.AttributeChange) string {
 	before, after := valueText(c.Before), valueText(c.After)
 	switch c.Kind {
 	case "added":
@@ -41,7 +43,7 @@ func changeText(c kilolock.AttributeChange) string {
 }
 
 // writeAttributeChanges writes one line per attribute change, indented.
-func writeAttributeChanges(w io.Writer, indent string, cs []kilolock.AttributeChange) {
+func writeAttributeChanges(w io.Writer, indent string, cs []graph.AttributeChange) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "%s%s\n", indent, cell(changeText(c)))
 	}
@@ -62,7 +64,7 @@ var (
 // writeChangeSet writes a change set: "+ ID" added, "~ ID" changed (with
 // its attribute paths), "- ID" removed, the same for outputs, then the
 // counts.
-func writeChangeSet(w io.Writer, cs *kilolock.ChangeSet, verbs changeVerbs) {
+func writeChangeSet(w io.Writer, cs *history.ChangeSet, verbs changeVerbs) {
 	if cs.Empty() {
 		fmt.Fprintln(w, "No changes.")
 		return
@@ -124,9 +126,9 @@ func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRe
 
 // AddressHistoryJSON is the JSON output of AddressHistory.
 type AddressHistoryJSON struct {
-	State   string                   `json:"state"`
-	Address string                   `json:"address"`
-	Changes []kilolock.AddressChange `json:"changes"`
+	State   string                  `json:"state"`
+	Address string                  `json:"address"`
+	Changes []history.AddressChange `json:"changes"`
 }
 
 // AddressHistory lists every version that added, changed or removed the

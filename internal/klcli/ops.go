@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/store"
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
@@ -22,11 +23,11 @@ import (
 type Operations interface {
 	// Backup writes a backup of the whole store to w.
 	Backup(ctx context.Context, w io.Writer) error
-	RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error)
-	SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error)
+	RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error)
+	SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error)
 	// UnsetRetentionPolicy removes a policy; ErrNotFound when none.
-	UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error
-	ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error)
+	UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error
+	ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error)
 	// PrunedVersions lists the runs of pruned versions of a state below
 	// before (0: all), newest first.
 	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error)
@@ -52,34 +53,34 @@ func (b *EngineBackend) caller() kilolock.Caller { return databaseCaller(b.Actor
 
 // Backup implements Operations.
 func (b *EngineBackend) Backup(ctx context.Context, w io.Writer) error {
-	_, err := b.engine.Backup(ctx, w)
+	_, err := retention.Backup(ctx, b.engine, w)
 	return err
 }
 
 // RetentionPolicies implements Operations.
-func (b *EngineBackend) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
-	return b.engine.RetentionPolicies(ctx)
+func (b *EngineBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
+	return retention.RetentionPolicies(ctx, b.engine)
 }
 
 // SetRetentionPolicy implements Operations.
-func (b *EngineBackend) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error) {
-	return b.engine.SetRetentionPolicy(ctx, b.caller(), p)
+func (b *EngineBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
+	return retention.SetRetentionPolicy(ctx, b.engine, b.caller(), p)
 }
 
 // UnsetRetentionPolicy implements Operations.
-func (b *EngineBackend) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
-	return b.engine.UnsetRetentionPolicy(ctx, b.caller(), scope, target)
+func (b *EngineBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
+	return retention.UnsetRetentionPolicy(ctx, b.engine, b.caller(), scope, target)
 }
 
 // ApplyRetention implements Operations.
-func (b *EngineBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error) {
-	rep, err := b.engine.ApplyRetention(ctx, kilolock.RetentionOptions{DryRun: dryRun, State: state, Batch: batch, By: b.caller()})
+func (b *EngineBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
+	rep, err := retention.ApplyRetention(ctx, b.engine, retention.RetentionOptions{DryRun: dryRun, State: state, Batch: batch, By: b.caller()})
 	return rep, stateError(state, err)
 }
 
 // PrunedVersions implements Operations.
 func (b *EngineBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
-	out, err := b.engine.PrunedVersions(ctx, name, before, limit)
+	out, err := retention.PrunedVersions(ctx, b.engine, name, before, limit)
 	return out, stateError(name, err)
 }
 
@@ -95,17 +96,17 @@ func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
 }
 
 // RetentionPolicies implements Operations.
-func (b *HTTPBackend) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
+func (b *HTTPBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
 	var out struct {
-		Policies []kilolock.RetentionPolicy `json:"policies"`
+		Policies []retention.RetentionPolicy `json:"policies"`
 	}
 	err := b.do(ctx, http.MethodGet, "/v1/api/retention/policies", nil, nil, &out)
 	return out.Policies, err
 }
 
 // SetRetentionPolicy implements Operations.
-func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) (*kilolock.RetentionPolicy, error) {
-	var out kilolock.RetentionPolicy
+func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
+	var out retention.RetentionPolicy
 	if err := b.do(ctx, http.MethodPut, "/v1/api/retention/policies", nil, p, &out); err != nil {
 		return nil, err
 	}
@@ -113,15 +114,15 @@ func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p kilolock.Retenti
 }
 
 // UnsetRetentionPolicy implements Operations.
-func (b *HTTPBackend) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
+func (b *HTTPBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
 	var out map[string]string
 	return b.do(ctx, http.MethodDelete, "/v1/api/retention/policies", url.Values{"scope": {string(scope)}, "target": {target}}, nil, &out)
 }
 
 // ApplyRetention implements Operations. The server prunes while the
 // request lasts, so it has no time bound of its own.
-func (b *HTTPBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*kilolock.RetentionReport, error) {
-	var out kilolock.RetentionReport
+func (b *HTTPBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
+	var out retention.RetentionReport
 	err := b.do(ctx, http.MethodPost, "/v1/api/retention/apply", nil,
 		map[string]any{"dry_run": dryRun, "state": state, "batch": batch}, untimed{&out})
 	if err != nil {
@@ -158,7 +159,7 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 	if output == "" {
 		return &UsageError{Message: "kl backup needs a file to write", Hint: "kl backup -o kilolock-backup.json.gz (or -o - for stdout)"}
 	}
-	var sum *kilolock.BackupSummary
+	var sum *retention.BackupSummary
 	verify := func(w io.Writer) error {
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
@@ -212,7 +213,7 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 
 // backupTables lists the tables of a backup and their rows, and what was
 // left out.
-func (c *CLI) backupTables(sum *kilolock.BackupSummary) {
+func (c *CLI) backupTables(sum *retention.BackupSummary) {
 	w := c.table()
 	row(w, "TABLE", "ROWS")
 	for _, t := range sum.Tables {
@@ -232,7 +233,7 @@ func (c *CLI) backupTables(sum *kilolock.BackupSummary) {
 // at databaseURL, of either store, opened with opts (the keyring of an
 // encrypted store's backup: without it the restore is refused), within
 // lim, and reports what it loaded.
-func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string, lim kilolock.RestoreLimits, opts ...store.Option) error {
+func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file string, lim retention.RestoreLimits, opts ...store.Option) error {
 	var in io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
@@ -247,7 +248,7 @@ func Restore(ctx context.Context, out io.Writer, json bool, databaseURL, file st
 		return err
 	}
 	defer st.Close()
-	sum, err := kilolock.Restore(ctx, st, in, lim)
+	sum, err := retention.Restore(ctx, st, in, lim)
 	if err != nil {
 		// A backup of an encrypted store needs its keys.
 		return keyHint(err, "")
@@ -294,7 +295,7 @@ func (c *CLI) RetentionPolicies(ctx context.Context) error {
 		return err
 	}
 	if ps == nil {
-		ps = []kilolock.RetentionPolicy{}
+		ps = []retention.RetentionPolicy{}
 	}
 	if c.JSON {
 		return c.writeJSON(map[string]any{"policies": ps})
@@ -319,7 +320,7 @@ func limitText(n int64) string {
 }
 
 // SetRetentionPolicy stores a policy and shows it.
-func (c *CLI) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy) error {
+func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) error {
 	ops, err := c.operations()
 	if err != nil {
 		return err
@@ -336,7 +337,7 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p kilolock.RetentionPolicy
 }
 
 // UnsetRetentionPolicy removes a policy.
-func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string) error {
+func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
 	ops, err := c.operations()
 	if err != nil {
 		return err
@@ -344,7 +345,7 @@ func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope kilolock.Retention
 	if err := ops.UnsetRetentionPolicy(ctx, scope, target); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&kilolock.RetentionPolicy{Scope: scope, Target: target}).String())
+	_, err = fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
 	return err
 }
 
@@ -373,7 +374,7 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 	w := c.table()
 	row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
 	for _, sp := range rep.States {
-		row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(kilolock.VersionRuns(sp.Versions)))
+		row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/klcli"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // opsCLI is a CLI on h's backend as it answers (stableTimes hides the
@@ -45,9 +46,9 @@ func TestRetentionCommands(t *testing.T) {
 			err  error
 			want error
 		}{
-			{"negative", c.SetRetentionPolicy(ctx, kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "prod", KeepLast: -1}), kilolock.ErrInvalid},
-			{"unknown scope", c.SetRetentionPolicy(ctx, kilolock.RetentionPolicy{Scope: "galaxy", KeepLast: 1}), kilolock.ErrInvalid},
-			{"unset", c.UnsetRetentionPolicy(ctx, kilolock.RetentionServer, ""), kilolock.ErrNotFound},
+			{"negative", c.SetRetentionPolicy(ctx, retention.RetentionPolicy{Scope: retention.RetentionState, Target: "prod", KeepLast: -1}), kilolock.ErrInvalid},
+			{"unknown scope", c.SetRetentionPolicy(ctx, retention.RetentionPolicy{Scope: "galaxy", KeepLast: 1}), kilolock.ErrInvalid},
+			{"unset", c.UnsetRetentionPolicy(ctx, retention.RetentionServer, ""), kilolock.ErrNotFound},
 			{"unknown state", c.ApplyRetention(ctx, false, "nope", 0), kilolock.ErrNotFound},
 		} {
 			if !errors.Is(tt.err, tt.want) {
@@ -55,7 +56,7 @@ func TestRetentionCommands(t *testing.T) {
 			}
 		}
 		run(func() error {
-			return c.SetRetentionPolicy(ctx, kilolock.RetentionPolicy{Scope: kilolock.RetentionState, Target: "prod", KeepLast: 1})
+			return c.SetRetentionPolicy(ctx, retention.RetentionPolicy{Scope: retention.RetentionState, Target: "prod", KeepLast: 1})
 		})
 		if got := run(func() error { return c.RetentionPolicies(ctx) }); !strings.Contains(got, "prod") {
 			t.Errorf("policies: %q", got)
@@ -94,7 +95,7 @@ func TestRetentionCommands(t *testing.T) {
 		if err := json.Unmarshal(js.Bytes(), &hj); err != nil || len(hj.Pruned) != 1 || hj.Pruned[0].From != 1 || hj.Pruned[0].To != 2 {
 			t.Errorf("kl history --json pruned = %+v, %v", hj.Pruned, err)
 		}
-		run(func() error { return c.UnsetRetentionPolicy(ctx, kilolock.RetentionState, "prod") })
+		run(func() error { return c.UnsetRetentionPolicy(ctx, retention.RetentionState, "prod") })
 	})
 }
 
@@ -128,7 +129,7 @@ func TestBackupCommand(t *testing.T) {
 		}
 		target := sqliteURL(t)
 		out.Reset()
-		if err := klcli.Restore(ctx, &out, false, target, file, kilolock.RestoreLimits{}); err != nil {
+		if err := klcli.Restore(ctx, &out, false, target, file, retention.RestoreLimits{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), "Restored") {
@@ -147,7 +148,7 @@ func TestBackupCommand(t *testing.T) {
 				}
 			}
 		}
-		if err := klcli.Restore(ctx, &out, false, target, file, kilolock.RestoreLimits{}); !errors.Is(err, kilolock.ErrConflict) {
+		if err := klcli.Restore(ctx, &out, false, target, file, retention.RestoreLimits{}); !errors.Is(err, kilolock.ErrConflict) {
 			t.Errorf("a restore into a store that is not empty: %v", err)
 		}
 		whole, err := os.ReadFile(file)
@@ -159,7 +160,7 @@ func TestBackupCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		empty := sqliteURL(t)
-		if err := klcli.Restore(ctx, &out, false, empty, cut, kilolock.RestoreLimits{}); !errors.Is(err, kilolock.ErrInvalid) {
+		if err := klcli.Restore(ctx, &out, false, empty, cut, retention.RestoreLimits{}); !errors.Is(err, kilolock.ErrInvalid) {
 			t.Errorf("a restore of a cut file: %v", err)
 		}
 		if sts, err := openEngine(t, empty).Store().States(ctx); err != nil || len(sts) != 0 {

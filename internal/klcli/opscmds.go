@@ -3,8 +3,8 @@ package klcli
 import (
 	"context"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/bytesize"
+	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/store"
 )
 
@@ -58,7 +58,7 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	lim := kilolock.RestoreLimits{MaxLine: int64(c.MaxLine), MaxValue: int64(c.MaxValue)}
+	lim := retention.RestoreLimits{MaxLine: int64(c.MaxLine), MaxValue: int64(c.MaxValue)}
 	return Restore(ctx, g.out(), c.JSON, g.Database, c.File, lim, store.WithKeyring(ring))
 }
 
@@ -94,14 +94,14 @@ type retentionScopeFlags struct {
 }
 
 // scope returns the policy's scope and target.
-func (f *retentionScopeFlags) scope() (kilolock.RetentionScope, string, error) {
+func (f *retentionScopeFlags) scope() (retention.RetentionScope, string, error) {
 	switch {
 	case f.State != "":
-		return kilolock.RetentionState, f.State, nil
+		return retention.RetentionState, f.State, nil
 	case f.Environment != "":
-		return kilolock.RetentionEnvironment, f.Environment, nil
+		return retention.RetentionEnvironment, f.Environment, nil
 	case f.ServerWide:
-		return kilolock.RetentionServer, "", nil
+		return retention.RetentionServer, "", nil
 	}
 	return "", "", &UsageError{Message: "say which policy: --state NAME, --env ENV or --server-wide", Hint: "e.g. kl retention set --server-wide --keep-last 100"}
 }
@@ -132,10 +132,10 @@ func (c *RetentionSetCmd) Run(ctx context.Context, g *Globals) error {
 	if c.KeepAll == (c.KeepLast != 0 || c.KeepDays != 0) {
 		return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
 	}
-	if scope == kilolock.RetentionState {
+	if scope == retention.RetentionState {
 		g.warnMissingState(ctx, target)
 	}
-	p := kilolock.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
+	p := retention.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.SetRetentionPolicy(ctx, p) })
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // QuotaBackend is what kl quota and the admission of kl plan and kl apply
@@ -99,7 +100,7 @@ func (l *laneQuota) QuotaStatus(ctx context.Context, name string, delta int64) (
 // server: /v1/states/WS/ENV/NAME for a tenant's internal name,
 // /v1/states/NAME otherwise.
 func lanePath(name string) string {
-	if ws, env, state, ok := kilolock.SplitTenantStateName(name); ok {
+	if ws, env, state, ok := tenancy.SplitTenantStateName(name); ok {
 		return "/v1/states/" + url.PathEscape(ws) + "/" + url.PathEscape(env) + "/" + url.PathEscape(state)
 	}
 	return "/v1/states/" + url.PathEscape(name)

@@ -18,6 +18,7 @@ import (
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // sized is a state of n managed instances at serial, of one lineage.
@@ -45,11 +46,11 @@ func planFile(name string) string {
 func TestQuotaCommands(t *testing.T) {
 	forEachControlTarget(t, func(t *testing.T, s *klSession) {
 		ctx := context.Background()
-		var ws kilolock.Workspace
+		var ws tenancy.Workspace
 		decodeJSON(t, s.kl("workspace", "create", "acme", "--owner", "alice", "--json"), &ws)
-		var env kilolock.Environment
+		var env tenancy.Environment
 		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
-		name, _ := kilolock.TenantStateName(ws.ID, env.PublicID, "net")
+		name, _ := tenancy.TenantStateName(ws.ID, env.PublicID, "net")
 
 		s.kl("quota", "set", "--state", "net", "--env", env.PublicID, "--workspace", ws.ID, "--soft", "6", "--hard", "8")
 		out := s.kl("quota", "set", "--env", env.PublicID, "--workspace", ws.ID, "--hard", "20")
@@ -208,13 +209,13 @@ func TestQuotaCheckFindsTheBackend(t *testing.T) {
 		srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{Logger: log.New(io.Discard), Auth: httpbackend.AuthToken, OperatorToken: testOperator}))
 		t.Cleanup(srv.Close)
 		op := []string{"--server", srv.URL, "--token", testOperator}
-		var ws kilolock.Workspace
+		var ws tenancy.Workspace
 		out, err := runKL(t, append(op, "workspace", "create", "acme", "--owner", "alice", "--json")...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		decodeJSON(t, out, &ws)
-		var env kilolock.Environment
+		var env tenancy.Environment
 		out, _ = runKL(t, append(op, "env", "create", "--workspace", ws.ID, "prod", "--json")...)
 		decodeJSON(t, out, &env)
 		var tok klcli.IssuedToken

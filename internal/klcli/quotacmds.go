@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // QuotaCmds are kl quota remaining|status|check|set|list.
@@ -254,8 +255,8 @@ func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // change is the change the flags ask for.
-func (c *QuotaSetCmd) change() (kilolock.QuotaChange, error) {
-	var ch kilolock.QuotaChange
+func (c *QuotaSetCmd) change() (tenancy.QuotaChange, error) {
+	var ch tenancy.QuotaChange
 	usage := func(msg string) error {
 		return &UsageError{Message: msg, Hint: "kl quota set --state NAME | --env ENV [--workspace WS] | --workspace WS --default-for states|environments, with --soft N --hard M, --unlimited or --clear"}
 	}
@@ -265,7 +266,7 @@ func (c *QuotaSetCmd) change() (kilolock.QuotaChange, error) {
 	case c.State != "" && (c.Env != "") != (c.Workspace != ""):
 		return ch, usage("a state in an environment takes both --env and --workspace")
 	case c.State != "" && c.Env != "":
-		name, err := kilolock.TenantStateName(c.Workspace, c.Env, c.State)
+		name, err := tenancy.TenantStateName(c.Workspace, c.Env, c.State)
 		if err != nil {
 			return ch, err
 		}
@@ -313,7 +314,7 @@ func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
 }
 
 // SetQuota sets or clears a limit.
-func (c *Control) SetQuota(ctx context.Context, ch kilolock.QuotaChange) error {
+func (c *Control) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 	if err := c.API.SetQuota(ctx, ch); err != nil {
 		return err
 	}

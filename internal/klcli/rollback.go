@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // Rollback rolls a state — or, with r.Address, one instance or resource —
@@ -25,7 +25,7 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 	}
 	if c.JSON {
 		return c.writeJSON(struct {
-			*kilolock.RollbackResult
+			*history.RollbackResult
 			DryRun bool `json:"dry_run"`
 		}{res, !r.Apply})
 	}
@@ -51,7 +51,7 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 	}
 	warning := p.Warning
 	if warning == "" {
-		warning = kilolock.RollbackWarning
+		warning = history.RollbackWarning
 	}
 	fmt.Fprintf(c.Out, "\nWarning: %s\n\n", warning)
 	switch {

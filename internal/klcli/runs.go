@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
 )
@@ -159,13 +161,13 @@ func (b *HTTPBackend) ChangedSince(ctx context.Context, name string, serial uint
 
 // StartRun implements RunBackend.
 func (b *EngineBackend) StartRun(ctx context.Context, name string, req kilolock.RunRequest) (*kilolock.ApplyRun, error) {
-	run, err := b.engine.StartRun(ctx, name, req)
+	run, err := applyrun.StartRun(ctx, b.engine, name, req)
 	return run, stateError(name, err)
 }
 
 // AcquireRun implements RunBackend.
 func (b *EngineBackend) AcquireRun(ctx context.Context, id string) (*kilolock.ApplyRun, []reserve.Blocker, error) {
-	run, bs, err := b.engine.AcquireRun(ctx, id)
+	run, bs, err := applyrun.AcquireRun(ctx, b.engine, id)
 	if err != nil || len(bs) > 0 {
 		return nil, bs, err
 	}
@@ -174,27 +176,27 @@ func (b *EngineBackend) AcquireRun(ctx context.Context, id string) (*kilolock.Ap
 
 // RenewRun implements RunBackend.
 func (b *EngineBackend) RenewRun(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return b.engine.RenewRun(ctx, id)
+	return applyrun.RenewRun(ctx, b.engine, id)
 }
 
 // EndRun implements RunBackend.
 func (b *EngineBackend) EndRun(ctx context.Context, id string, status kilolock.RunStatus, reason string) (*kilolock.ApplyRun, error) {
-	return b.engine.EndRun(ctx, id, kilolock.RunEnd{Status: status, By: actorOr(b.Actor), Reason: reason})
+	return applyrun.EndRun(ctx, b.engine, id, kilolock.RunEnd{Status: status, By: actorOr(b.Actor), Reason: reason})
 }
 
 // AbortRun implements RunBackend.
 func (b *EngineBackend) AbortRun(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return b.engine.AbortRun(ctx, id, actorOr(b.Actor))
+	return applyrun.AbortRun(ctx, b.engine, id, actorOr(b.Actor))
 }
 
 // Run implements RunBackend.
 func (b *EngineBackend) Run(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return b.engine.Run(ctx, id)
+	return applyrun.Run(ctx, b.engine, id)
 }
 
 // Runs implements RunBackend.
 func (b *EngineBackend) Runs(ctx context.Context, name string, inFlight bool, limit int) ([]kilolock.ApplyRun, error) {
-	runs, err := b.engine.Runs(ctx, kilolock.RunFilter{State: name, InFlight: inFlight, Limit: limit})
+	runs, err := applyrun.Runs(ctx, b.engine, kilolock.RunFilter{State: name, InFlight: inFlight, Limit: limit})
 	if err != nil {
 		return nil, stateError(name, err)
 	}
@@ -206,7 +208,7 @@ func (b *EngineBackend) Runs(ctx context.Context, name string, inFlight bool, li
 
 // ChangedSince implements RunBackend.
 func (b *EngineBackend) ChangedSince(ctx context.Context, name string, serial uint64, patterns []reserve.Pattern) ([]string, error) {
-	addrs, err := b.engine.ChangedSince(ctx, name, serial, patterns)
+	addrs, err := applyrun.ChangedSince(ctx, b.engine, name, serial, patterns)
 	return addrs, stateError(name, err)
 }
 

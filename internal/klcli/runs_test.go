@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/reserve"
@@ -19,7 +21,7 @@ import (
 func TestStatusRunsAndAbort(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		ctx := t.Context()
-		run, err := h.engine.StartRun(ctx, "staging", kilolock.RunRequest{
+		run, err := applyrun.StartRun(ctx, h.engine, "staging", kilolock.RunRequest{
 			Actor: "alice@laptop", Info: "kl apply --orchestrated -f slow_a.tf", Lease: 10 * time.Minute,
 			Reservations: []kilolock.Reservation{
 				{Pattern: reserve.MustParse("time_sleep.slow_a"), Mode: reserve.Write},
@@ -29,7 +31,7 @@ func TestStatusRunsAndAbort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, bs, err := h.engine.AcquireRun(ctx, run.ID); err != nil || len(bs) > 0 {
+		if _, bs, err := applyrun.AcquireRun(ctx, h.engine, run.ID); err != nil || len(bs) > 0 {
 			t.Fatalf("acquire: %v %v", bs, err)
 		}
 		var out bytes.Buffer
@@ -53,7 +55,7 @@ func TestStatusRunsAndAbort(t *testing.T) {
 		if !strings.Contains(out.String(), "aborted apply run "+run.ID) {
 			t.Errorf("kl apply abort says:\n%s", out.String())
 		}
-		got, err := h.engine.Run(ctx, run.ID)
+		got, err := applyrun.Run(ctx, h.engine, run.ID)
 		if err != nil || got.Status != kilolock.RunAborted {
 			t.Fatalf("the run after abort: %+v, %v", got, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -72,7 +73,7 @@ func (b stableTimes) Rejections(ctx context.Context, name string, limit int) ([]
 	return rs, err
 }
 
-func (b stableTimes) AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error) {
+func (b stableTimes) AddressHistory(ctx context.Context, name, address string) ([]history.AddressChange, error) {
 	cs, err := b.Backend.AddressHistory(ctx, name, address)
 	for i := range cs {
 		cs[i].Version.Created = versionTime(cs[i].Version.Number)
@@ -80,7 +81,7 @@ func (b stableTimes) AddressHistory(ctx context.Context, name, address string) (
 	return cs, err
 }
 
-func (b stableTimes) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error) {
+func (b stableTimes) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*history.VersionView, error) {
 	v, err := b.Backend.Show(ctx, name, ref)
 	if v != nil {
 		v.Version.Created = versionTime(v.Version.Number)

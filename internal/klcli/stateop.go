@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // StateList prints the addresses of the current version's instances that
@@ -55,7 +56,7 @@ func (c *CLI) StateMv(ctx context.Context, name, from, to string, dryRun bool) e
 	return c.writeStateOp(res)
 }
 
-func (c *CLI) writeStateOp(res *kilolock.StateOpResult) error {
+func (c *CLI) writeStateOp(res *history.StateOpResult) error {
 	if c.JSON {
 		return c.writeJSON(res)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // StateOps is what kl needs to inspect a state's history and to change it
@@ -15,25 +16,25 @@ import (
 // state is held.
 type StateOps interface {
 	// Show returns a version's summary and instances.
-	Show(ctx context.Context, name string, ref kilolock.VersionRef) (*kilolock.VersionView, error)
+	Show(ctx context.Context, name string, ref kilolock.VersionRef) (*history.VersionView, error)
 	// ShowInstance returns one instance of a version, sensitive values
 	// masked. ErrNotFound when the version holds nothing at address.
-	ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*kilolock.InstanceView, error)
+	ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*history.InstanceView, error)
 	// Diff compares two versions.
-	Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*kilolock.StateDiff, error)
+	Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*history.StateDiff, error)
 	// AddressHistory lists the versions that changed address, newest
 	// first. ErrNotFound when no version ever held it.
-	AddressHistory(ctx context.Context, name, address string) ([]kilolock.AddressChange, error)
+	AddressHistory(ctx context.Context, name, address string) ([]history.AddressChange, error)
 	// Rollback plans (r.Apply false) or applies a rollback of the whole
 	// state, or of r.Address only. A plan has a nil Version.
-	Rollback(ctx context.Context, name string, r RollbackRequest) (*kilolock.RollbackResult, error)
+	Rollback(ctx context.Context, name string, r RollbackRequest) (*history.RollbackResult, error)
 	// StateList lists the current version's instances matching pattern
 	// ("" for all).
-	StateList(ctx context.Context, name, pattern string) ([]kilolock.InstanceSummary, error)
+	StateList(ctx context.Context, name, pattern string) ([]history.InstanceSummary, error)
 	// StateRm removes instances, resources or modules by address.
-	StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*kilolock.StateOpResult, error)
+	StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*history.StateOpResult, error)
 	// StateMv moves an instance or resource to another address.
-	StateMv(ctx context.Context, name, from, to string, dryRun bool) (*kilolock.StateOpResult, error)
+	StateMv(ctx context.Context, name, from, to string, dryRun bool) (*history.StateOpResult, error)
 	// Export returns a version as a state file `tofu state push` accepts.
 	Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error)
 	// Import writes a state file as a new version under the lineage guard

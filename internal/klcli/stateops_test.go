@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -70,7 +71,7 @@ func TestRollbackApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, kilolock.RollbackWarning[:40]) || !strings.Contains(out, "new version @4 (serial 4)") {
+		if !strings.Contains(out, history.RollbackWarning[:40]) || !strings.Contains(out, "new version @4 (serial 4)") {
 			t.Errorf("rollback output:\n%s", out)
 		}
 		// The new version has @1's content; @3 stays in the history.
@@ -149,7 +150,7 @@ func TestStateRmMv(t *testing.T) {
 			t.Errorf("after mv: %q", got)
 		}
 		out, err = h.run(t, true, func(c *klcli.CLI) error { return c.StateList(ctx, "app", "module.demo") })
-		var js struct{ Instances []kilolock.InstanceSummary }
+		var js struct{ Instances []history.InstanceSummary }
 		if err != nil || json.Unmarshal([]byte(out), &js) != nil || len(js.Instances) != 1 || js.Instances[0].Module != "module.demo" {
 			t.Errorf("list --json module.demo: %v %s", err, out)
 		}
@@ -208,7 +209,7 @@ func TestRollbackEncryptedState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, "client-side encrypted") || !strings.Contains(out, "new version @5") || !strings.Contains(out, kilolock.RollbackWarning[:40]) {
+		if !strings.Contains(out, "client-side encrypted") || !strings.Contains(out, "new version @5") || !strings.Contains(out, history.RollbackWarning[:40]) {
 			t.Errorf("rollback output:\n%s", out)
 		}
 		d, err := h.backend.Diff(ctx, "app", ref(t, "@3"), kilolock.Latest)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // TagOps are a state's tags. Both answer ErrNotFound for a missing state,
@@ -15,35 +16,35 @@ import (
 // tag (kilolock.ValidTagName).
 type TagOps interface {
 	// SetTag makes tag name the version ref resolves to now.
-	SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error)
+	SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error)
 	// Tags lists a state's tags by name.
-	Tags(ctx context.Context, state string) ([]kilolock.Tag, error)
+	Tags(ctx context.Context, state string) ([]history.Tag, error)
 	// UnsetTag removes a tag.
 	UnsetTag(ctx context.Context, state, name string) error
 }
 
 // SetTag implements TagOps, audited as db:ACTOR.
-func (b *EngineBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error) {
-	t, err := b.engine.SetTag(ctx, state, name, ref, kilolock.TagOptions{By: databaseCaller(b.Actor), Description: description})
+func (b *EngineBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
+	t, err := history.SetTag(ctx, b.engine, state, name, ref, history.TagOptions{By: databaseCaller(b.Actor), Description: description})
 	return t, stateError(state, err)
 }
 
 // Tags implements TagOps.
-func (b *EngineBackend) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) {
-	ts, err := b.engine.Tags(ctx, state)
+func (b *EngineBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
+	ts, err := history.Tags(ctx, b.engine, state)
 	return ts, stateError(state, err)
 }
 
 // UnsetTag implements TagOps, audited as db:ACTOR.
 func (b *EngineBackend) UnsetTag(ctx context.Context, state, name string) error {
-	return stateError(state, b.engine.UnsetTag(ctx, state, name, kilolock.TagOptions{By: databaseCaller(b.Actor)}))
+	return stateError(state, history.UnsetTag(ctx, b.engine, state, name, history.TagOptions{By: databaseCaller(b.Actor)}))
 }
 
 func tagPath(state, name string) string { return statePath(state) + "/tags/" + url.PathEscape(name) }
 
 // SetTag implements TagOps.
-func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*kilolock.Tag, error) {
-	var t kilolock.Tag
+func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
+	var t history.Tag
 	in := map[string]string{"ref": ref.String(), "description": description}
 	if err := b.do(ctx, http.MethodPut, tagPath(state, name), nil, in, &t); err != nil {
 		return nil, err
@@ -52,9 +53,9 @@ func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolo
 }
 
 // Tags implements TagOps.
-func (b *HTTPBackend) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) {
+func (b *HTTPBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
 	var out struct {
-		Tags []kilolock.Tag `json:"tags"`
+		Tags []history.Tag `json:"tags"`
 	}
 	if err := b.do(ctx, http.MethodGet, statePath(state)+"/tags", nil, nil, &out); err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func (c *TagListCmd) Run(ctx context.Context, g *Globals) error {
 			return err
 		}
 		if tags == nil {
-			tags = []kilolock.Tag{}
+			tags = []history.Tag{}
 		}
 		if cli.JSON {
 			return cli.writeJSON(map[string]any{"tags": tags})

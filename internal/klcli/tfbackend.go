@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // TFBackend is the KiloLock server and state a configuration directory's
@@ -110,7 +111,7 @@ func ParseStateAddress(addr string) (server, state string, err error) {
 	case 1:
 		state = segs[0]
 	case 3:
-		if state, err = kilolock.TenantStateName(segs[0], segs[1], segs[2]); err != nil {
+		if state, err = tenancy.TenantStateName(segs[0], segs[1], segs[2]); err != nil {
 			return "", "", bad(err.Error())
 		}
 	default:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -56,7 +57,7 @@ type TrustAddCmd struct {
 
 // Run runs the command.
 func (c *TrustAddCmd) Run(ctx context.Context, g *Globals) error {
-	p := trust.Policy{EnvironmentID: c.Env, Issuer: c.Issuer, Audience: c.Audience, Scope: kilolock.Scope(c.Scope), StatePattern: c.State}
+	p := trust.Policy{EnvironmentID: c.Env, Issuer: c.Issuer, Audience: c.Audience, Scope: tenancy.Scope(c.Scope), StatePattern: c.State}
 	var err error
 	if p.Claims, err = trust.ParseClaims(c.Claim); err != nil {
 		return err

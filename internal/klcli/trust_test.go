@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -15,9 +16,9 @@ import (
 // each change audited; bad input is refused, nothing stored.
 func TestTrustCommands(t *testing.T) {
 	forEachControlTarget(t, func(t *testing.T, s *klSession) {
-		var ws kilolock.Workspace
+		var ws tenancy.Workspace
 		decodeJSON(t, s.kl("workspace", "create", "acme", "--json"), &ws)
-		var env kilolock.Environment
+		var env tenancy.Environment
 		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
 
 		out := s.kl("trust", "add", "--env", env.PublicID, "--issuer", "https://token.actions.githubusercontent.com",
@@ -30,7 +31,7 @@ func TestTrustCommands(t *testing.T) {
 		var got []trust.Policy
 		decodeJSON(t, s.kl("trust", "list", "--json"), &got)
 		if len(got) != 1 || got[0].ID != id || got[0].Claims["environment"] != "prod,eu" || got[0].ClaimGlobs["ref"] != "refs/heads/*" ||
-			got[0].Scope != kilolock.ScopeReadWrite || got[0].StatePattern != "app-*" || got[0].MaxTTL.String() != "15m0s" {
+			got[0].Scope != tenancy.ScopeReadWrite || got[0].StatePattern != "app-*" || got[0].MaxTTL.String() != "15m0s" {
 			t.Errorf("trust list = %+v", got)
 		}
 		if out := s.kl("trust", "list", "--env", env.PublicID); !strings.Contains(out, id) || !strings.Contains(out, "repository=org/app") || !strings.Contains(out, "ref~refs/heads/*") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Gate decides what a request may see: in kld, the authenticated lane's
@@ -20,7 +21,7 @@ type Gate interface {
 	// error Describe maps to a 401 or 403).
 	Viewer(r *http.Request, secret string) (*Viewer, error)
 	// Read decides whether secret may read the state kept under the
-	// internal name (kilolock.TenantStateName); nil when it may.
+	// internal name (tenancy.TenantStateName); nil when it may.
 	Read(r *http.Request, secret, name string) error
 }
 
@@ -94,7 +95,7 @@ func (u *UI) readable(r *http.Request, v *visit, name string) error {
 		return err
 	}
 	if !v.Gated {
-		if err := kilolock.LocalStateName(name); err != nil {
+		if err := tenancy.LocalStateName(name); err != nil {
 			return notFound(name)
 		}
 		return nil

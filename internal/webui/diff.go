@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // maxListed bounds the addresses one list of a page shows; the page says
@@ -14,11 +15,11 @@ const maxListed = 1000
 type diffData struct {
 	Name, Label string
 	From, To    string
-	Diff        *kilolock.StateDiff
+	Diff        *history.StateDiff
 	// Cut lists are the diff's lists cut to maxListed, and how many were
 	// left out of each.
 	Added, Removed []string
-	Changed        []kilolock.InstanceDiff
+	Changed        []history.InstanceDiff
 	MoreAdded      int
 	MoreRemoved    int
 	MoreChanged    int
@@ -51,7 +52,7 @@ func (u *UI) diff(w http.ResponseWriter, r *http.Request, v *visit) (*view, erro
 	if err != nil {
 		return nil, err
 	}
-	sd, err := u.engine.Diff(r.Context(), name, from, to)
+	sd, err := history.Diff(r.Context(), u.engine, name, from, to)
 	if err != nil {
 		return nil, err
 	}

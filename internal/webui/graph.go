@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/kilolock/kilolock/history"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 )
@@ -44,7 +46,7 @@ func (u *UI) graph(w http.ResponseWriter, r *http.Request, v *visit) (*view, err
 			return nil, badParam("depth", strconv.Quote(s)+" is not a depth", "use depth=N, 0 for no bound, at most 1000")
 		}
 	}
-	cv, err := u.engine.Cone(r.Context(), name, kilolock.Latest, []string{address}, dir, d.Depth)
+	cv, err := history.Cone(r.Context(), u.engine, name, kilolock.Latest, []string{address}, dir, d.Depth)
 	if err != nil {
 		return nil, err
 	}

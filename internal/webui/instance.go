@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // instanceData is one instance's page.
@@ -12,8 +13,8 @@ type instanceData struct {
 	Name, Label, Address string
 	// Current is the instance in the current version, attributes masked;
 	// nil when the current version does not hold it.
-	Current *kilolock.InstanceView
-	Changes []kilolock.AddressChange
+	Current *history.InstanceView
+	Changes []history.AddressChange
 }
 
 // addressOf reads the state and the address parameter of a page about
@@ -43,10 +44,10 @@ func (u *UI) instance(w http.ResponseWriter, r *http.Request, v *visit) (*view, 
 	}
 	ctx := r.Context()
 	d := instanceData{Name: name, Label: v.label(name), Address: address}
-	if d.Changes, err = u.engine.AddressHistory(ctx, name, address); err != nil {
+	if d.Changes, err = history.AddressHistory(ctx, u.engine, name, address); err != nil {
 		return nil, err
 	}
-	cur, err := u.engine.ShowInstance(ctx, name, kilolock.Latest, address)
+	cur, err := history.ShowInstance(ctx, u.engine, name, kilolock.Latest, address)
 	switch {
 	case err == nil:
 		d.Current = cur

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kilolock/kilolock/applyrun"
+
 	"github.com/kilolock/kilolock"
 )
 
@@ -60,7 +62,7 @@ func (u *UI) live(w http.ResponseWriter, r *http.Request, v *visit) (*view, erro
 			d.Holders = append(d.Holders, holderRow{Name: st.Name, Label: v.label(st.Name), Mode: st.LockMode, Lock: l, Held: now.Sub(l.Acquired).Round(time.Second)})
 		}
 	}
-	runs, err := u.engine.Runs(r.Context(), kilolock.RunFilter{InFlight: true, Limit: maxListed})
+	runs, err := applyrun.Runs(r.Context(), u.engine, kilolock.RunFilter{InFlight: true, Limit: maxListed})
 	var ie *kilolock.InvalidError
 	switch {
 	case errors.As(err, &ie) && ie.Code == "runs_unsupported":

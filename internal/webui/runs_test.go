@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/history"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/reserve"
@@ -30,7 +33,7 @@ func TestLiveRunsAndMetrics(t *testing.T) {
 				}
 				t.Skip("this store keeps no apply runs yet (kilolock.RunStore, issue 12)")
 			}
-			run, err := e.StartRun(context.Background(), "net", kilolock.RunRequest{Actor: "hana@ci", SourceSerial: 5,
+			run, err := applyrun.StartRun(context.Background(), e, "net", kilolock.RunRequest{Actor: "hana@ci", SourceSerial: 5,
 				Reservations: []kilolock.Reservation{{Pattern: reserve.MustParse("module.net.*"), Mode: reserve.Write}}})
 			if err != nil {
 				t.Fatal(err)
@@ -111,7 +114,7 @@ func TestHistoryTagOnVersion(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			e := kilolock.NewEngine(st.open(t), kilolock.Options{})
 			seedNet(t, e)
-			if _, err := e.SetTag(context.Background(), "net", "pre-migration", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, kilolock.TagOptions{}); err != nil {
+			if _, err := history.SetTag(context.Background(), e, "net", "pre-migration", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1}, history.TagOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			page := get200(t, server(t, e, httpbackend.Options{}).URL+"/ui/states/net")

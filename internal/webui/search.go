@@ -4,16 +4,16 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // searchData is the search page.
 type searchData struct {
 	Name, Label string
-	Query       kilolock.SearchQuery
+	Query       history.SearchQuery
 	// Types are the resource types of the current version, for the form.
 	Types  []string
-	Result *kilolock.SearchResult
+	Result *history.SearchResult
 }
 
 // search serves GET /ui/states/{name}/search?type=&name=&address=&text=:
@@ -25,7 +25,7 @@ func (u *UI) search(w http.ResponseWriter, r *http.Request, v *visit) (*view, er
 		return nil, err
 	}
 	qs := r.URL.Query()
-	q := kilolock.SearchQuery{Type: qs.Get("type"), Name: qs.Get("name"), Address: qs.Get("address"), Text: qs.Get("text"), Limit: maxListed}
+	q := history.SearchQuery{Type: qs.Get("type"), Name: qs.Get("name"), Address: qs.Get("address"), Text: qs.Get("text"), Limit: maxListed}
 	for field, s := range map[string]string{"type": q.Type, "name": q.Name, "address": q.Address, "text": q.Text} {
 		if len(s) > 1024 {
 			return nil, badParam(field, "longer than 1024 bytes", "search for a shorter text")
@@ -41,7 +41,7 @@ func (u *UI) search(w http.ResponseWriter, r *http.Request, v *visit) (*view, er
 		d.Types = append(d.Types, tc.Type)
 	}
 	sort.Strings(d.Types)
-	if d.Result, err = u.engine.Search(ctx, name, q); err != nil {
+	if d.Result, err = history.Search(ctx, u.engine, name, q); err != nil {
 		return nil, err
 	}
 	return &view{Template: "search", Title: "Search " + d.Label, Crumbs: []crumb{{d.Label, stateURL(name)}, {Label: "search"}}, Data: d}, nil

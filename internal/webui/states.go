@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // stateRow is one line of the states page.
@@ -44,7 +45,7 @@ func (u *UI) visibleStates(r *http.Request, v *visit) ([]kilolock.StateInfo, err
 // (the Gate decided on each environment when it made the Viewer).
 func (u *UI) sees(v *visit, name string) bool {
 	if !v.Gated {
-		return kilolock.LocalStateName(name) == nil
+		return tenancy.LocalStateName(name) == nil
 	}
 	if v.Viewer == nil {
 		return false

@@ -11,21 +11,22 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
-// tenancy is two workspaces: acme (environments prod and dev, a state in
+// seeded is two workspaces: acme (environments prod and dev, a state in
 // each) and rival (prod, one state whose attributes hold rivalMarker).
-type tenancy struct {
+type seeded struct {
 	acmeProd, acmeDev, rivalProd  string // internal state names
 	prodRead, acmePAT, rivalToken string // token secrets
 }
 
 const rivalMarker = "rival-marker-7f3a"
 
-func seedTenancy(t testing.TB, e *kilolock.Engine) *tenancy {
+func seedTenancy(t testing.TB, e *kilolock.Engine) *seeded {
 	t.Helper()
 	ctx := context.Background()
-	c := kilolock.NewControl(e.Store().(kilolock.TenantStore))
+	c := tenancy.NewControl(e.Store().(tenancy.TenantStore))
 	by := kilolock.Caller{Actor: "test"}
 	must := func(err error) {
 		t.Helper()
@@ -33,24 +34,24 @@ func seedTenancy(t testing.TB, e *kilolock.Engine) *tenancy {
 			t.Fatal(err)
 		}
 	}
-	state := func(ws *kilolock.Workspace, env *kilolock.Environment, name, attr string) string {
+	state := func(ws *tenancy.Workspace, env *tenancy.Environment, name, attr string) string {
 		t.Helper()
-		internal, err := kilolock.TenantStateName(ws.ID, env.PublicID, name)
+		internal, err := tenancy.TenantStateName(ws.ID, env.PublicID, name)
 		must(err)
 		doc := netDoc(1, attr, secretBefore, "www-1", "10.0.1.0/24")
 		_, err = e.Write(ctx, internal, doc, kilolock.WriteOptions{Actor: "seed"})
 		must(err)
 		return internal
 	}
-	token := func(req kilolock.TokenRequest) string {
+	token := func(req tenancy.TokenRequest) string {
 		t.Helper()
 		_, secret, err := c.IssueToken(ctx, by, req)
 		must(err)
 		return secret
 	}
-	acme, err := c.CreateWorkspace(ctx, by, "acme", kilolock.WorkspaceOrganization, "alice")
+	acme, err := c.CreateWorkspace(ctx, by, "acme", tenancy.WorkspaceOrganization, "alice")
 	must(err)
-	rival, err := c.CreateWorkspace(ctx, by, "rival", kilolock.WorkspaceOrganization, "mallory")
+	rival, err := c.CreateWorkspace(ctx, by, "rival", tenancy.WorkspaceOrganization, "mallory")
 	must(err)
 	prod, err := c.CreateEnvironment(ctx, by, acme.ID, "prod")
 	must(err)
@@ -58,16 +59,16 @@ func seedTenancy(t testing.TB, e *kilolock.Engine) *tenancy {
 	must(err)
 	rprod, err := c.CreateEnvironment(ctx, by, rival.ID, "prod")
 	must(err)
-	tn := &tenancy{
+	tn := &seeded{
 		acmeProd:   state(acme, prod, "network", "ami-acme-prod"),
 		acmeDev:    state(acme, dev, "app", "ami-acme-dev"),
 		rivalProd:  state(rival, rprod, "payments", rivalMarker),
-		prodRead:   token(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: prod.PublicID, Scope: kilolock.ScopeRead}),
-		acmePAT:    token(kilolock.TokenRequest{Kind: kilolock.TokenPersonal, UserID: "alice"}),
-		rivalToken: token(kilolock.TokenRequest{Kind: kilolock.TokenAutomation, EnvironmentID: rprod.PublicID}),
+		prodRead:   token(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: prod.PublicID, Scope: tenancy.ScopeRead}),
+		acmePAT:    token(tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice"}),
+		rivalToken: token(tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: rprod.PublicID}),
 	}
 	patID := ""
-	toks, err := c.Tokens(ctx, kilolock.TokenPersonal)
+	toks, err := c.Tokens(ctx, tenancy.TokenPersonal)
 	must(err)
 	for _, tok := range toks {
 		if tok.UserID == "alice" {

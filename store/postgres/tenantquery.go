@@ -11,14 +11,15 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store/sqlstore"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
-var _ kilolock.ScopedQuerier = (*Store)(nil)
+var _ tenancy.ScopedQuerier = (*Store)(nil)
 
 // A tenant's SQL runs as a login role of its own, kl_tenant_<db>, whose
 // search_path is a schema of its own, kl_tenant (<schema>_kl_tenant beside
 // a store schema other than public). There, each of
-// kilolock.TenantQueryRelations is a security_barrier view over the
+// tenancy.TenantQueryRelations is a security_barrier view over the
 // store's view of that name, showing the rows of the states whose names
 // start with a prefix that kl_query_scopes holds for the view's reader:
 // its backend (pg_backend_pid(), which no statement can change) and the
@@ -51,7 +52,7 @@ func tenantSchema(schema string) string {
 func setUpTenantRole(ctx context.Context, tx sqlstore.Tx) (*queryRole, error) {
 	return setUpRole(ctx, tx, roleKind{nameKey: settingTenantRole, passwordKey: settingTenantPassword, prefix: "kl_tenant_",
 		grant: func(schema string) (string, []string) {
-			return tenantSchema(schema), kilolock.TenantQueryRelations
+			return tenantSchema(schema), tenancy.TenantQueryRelations
 		},
 		prepare: makeTenantViews,
 		after: func(ctx context.Context, tx sqlstore.Tx, role *queryRole, schema string) error {
@@ -85,7 +86,7 @@ func makeTenantViews(ctx context.Context, tx sqlstore.Tx, schema string) error {
 		return err
 	}
 	store := pgx.Identifier{schema}.Sanitize()
-	for _, r := range kilolock.TenantQueryRelations {
+	for _, r := range tenancy.TenantQueryRelations {
 		rel := pgx.Identifier{r}.Sanitize()
 		if _, err := tx.Exec(ctx, `CREATE OR REPLACE VIEW `+ts+`.`+rel+` WITH (security_barrier) AS
 			SELECT v.* FROM `+store+`.`+rel+` v
@@ -132,7 +133,7 @@ func tenantPoolConfig(cfg *pgxpool.Config, role *queryRole, schema string) *pgxp
 
 // QueryScoped runs a tenant's statement as Query does, as the tenant role,
 // on the tenant views, which show only the states of scope.
-func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, scope kilolock.QueryScope, query string, args ...any) (*kilolock.QueryResult, error) {
+func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, scope tenancy.QueryScope, query string, args ...any) (*kilolock.QueryResult, error) {
 	if s.tenantPool == nil {
 		return nil, s.tenantRefusal
 	}

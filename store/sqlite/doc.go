@@ -18,7 +18,7 @@
 // The Store keeps three connection pools on the file:
 //
 //   - one write connection; every write is a BEGIN IMMEDIATE transaction
-//     that reads the state row and its locks, runs kilolock.CheckLock or
+//     that reads the state row and its locks, runs storekit.CheckLock or
 //     kilolock.CheckCommit, and writes. Several processes may open one
 //     file: their writes queue on SQLite's write lock, and a write that
 //     waits longer than 5 s gives kilolock.ErrUnavailable;

@@ -9,13 +9,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // The copies a tenant's statement reads (see tenantquery.go). Each tenant
 // connection's temp schema holds:
 //
-//   - a table per kilolock.TenantQueryRelations, with the view's columns;
+//   - a table per tenancy.TenantQueryRelations, with the view's columns;
 //   - kl_t_states, the ids and names of the scope's states;
 //   - kl_t_copies, what each of those holds: the scope, the columns, and
 //     main's data_version when it was copied;
@@ -28,14 +28,14 @@ import (
 // version of the database, is emptied or made again, so a statement
 // never meets rows of a scope but its own.
 
-// tenantTable is one of kilolock.TenantQueryRelations as a temp table:
+// tenantTable is one of tenancy.TenantQueryRelations as a temp table:
 // its columns and their declared types, as main's view has them.
 type tenantTable struct {
 	name           string
 	columns, types []string
 }
 
-// readTenantTables reads the columns of kilolock.TenantQueryRelations
+// readTenantTables reads the columns of tenancy.TenantQueryRelations
 // from main's views, and the names of main's other tables and views,
 // which tenant connections shadow.
 func readTenantTables(ctx context.Context, db *sql.DB) (tables []tenantTable, shadows []string, err error) {
@@ -48,7 +48,7 @@ func readTenantTables(ctx context.Context, db *sql.DB) (tables []tenantTable, sh
 			shadows = append(shadows, name)
 		}
 	}
-	for _, r := range kilolock.TenantQueryRelations {
+	for _, r := range tenancy.TenantQueryRelations {
 		t := tenantTable{name: r}
 		if t.columns, err = columnOf(ctx, db, `SELECT name FROM pragma_table_info(?1, 'main') ORDER BY cid`, r); err == nil {
 			t.types, err = columnOf(ctx, db, `SELECT type FROM pragma_table_info(?1, 'main') ORDER BY cid`, r)
@@ -124,7 +124,7 @@ type heldCopy struct {
 // fill makes conn's temp tables hold what rec says the statement reads of
 // the rows of scope's states, and no row of another scope, in one read
 // transaction, so that the copies agree with each other.
-func (s *Store) fill(ctx context.Context, conn *sql.Conn, scope kilolock.QueryScope, rec reads) (err error) {
+func (s *Store) fill(ctx context.Context, conn *sql.Conn, scope tenancy.QueryScope, rec reads) (err error) {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -240,7 +240,7 @@ func (s *Store) fill(ctx context.Context, conn *sql.Conn, scope kilolock.QuerySc
 }
 
 // scopeKey names scope's set of prefixes, whatever their order.
-func scopeKey(scope kilolock.QueryScope) string {
+func scopeKey(scope tenancy.QueryScope) string {
 	p := slices.Clone(scope.Prefixes)
 	slices.Sort(p)
 	return strings.Join(slices.Compact(p), ",")

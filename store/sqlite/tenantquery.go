@@ -14,14 +14,15 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store/sqlstore"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
-var _ kilolock.ScopedQuerier = (*Store)(nil)
+var _ tenancy.ScopedQuerier = (*Store)(nil)
 
 // A tenant's SQL runs on a connection of its own pool whose main database
 // is opened read-only (mode=ro), and reads nothing of it. In the
 // connection's temp schema kld keeps a table of the same name for each of
-// kilolock.TenantQueryRelations, with the same columns as the view (read
+// tenancy.TenantQueryRelations, with the same columns as the view (read
 // from main, so they follow the migrations); unqualified names find the
 // temp tables first. Before each statement kld makes them hold the rows
 // of the scope's states, and of no other (tenantcopy.go).
@@ -85,7 +86,7 @@ func setUpAuthorizer(action sqlite.AuthorizerActionCode, _, _, db, _ string) sql
 // tenantReadable are the temp tables a tenant's statement reads.
 var tenantReadable = func() map[string]bool {
 	m := map[string]bool{}
-	for _, r := range kilolock.TenantQueryRelations {
+	for _, r := range tenancy.TenantQueryRelations {
 		m[r] = true
 	}
 	return m
@@ -149,7 +150,7 @@ func authorize(conn *sql.Conn, fn sqlite.AuthorizerFn) error {
 // that hold only the rows of the states of scope. A statement that fails
 // while it runs says why without any value it met (sqlstore.Redact); one
 // SQLite cannot prepare says what SQLite says.
-func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, scope kilolock.QueryScope, query string, args ...any) (*kilolock.QueryResult, error) {
+func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, scope tenancy.QueryScope, query string, args ...any) (*kilolock.QueryResult, error) {
 	l := limits.Resolved()
 	qctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
@@ -164,7 +165,7 @@ func (s *Store) QueryScoped(ctx context.Context, limits kilolock.QueryLimits, sc
 	return res, nil
 }
 
-func (s *Store) runScoped(ctx context.Context, l kilolock.QueryLimits, scope kilolock.QueryScope, query string, args []any) (res *kilolock.QueryResult, err error) {
+func (s *Store) runScoped(ctx context.Context, l kilolock.QueryLimits, scope tenancy.QueryScope, query string, args []any) (res *kilolock.QueryResult, err error) {
 	conn, err := s.tenant.Conn(ctx)
 	if err != nil {
 		return nil, err

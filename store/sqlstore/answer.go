@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Answer collects the rows of a user's query within its QueryLimits, as
@@ -52,7 +53,7 @@ func ValueSize(v any) int {
 }
 
 // ScopedError is err, an error of a tenant's statement, said as a
-// tenant's: a refused read (query_denied) is kilolock.TenantQueryDenied,
+// tenant's: a refused read (query_denied) is tenancy.TenantQueryDenied,
 // and a malformed statement's hint names the views a tenant may read.
 func ScopedError(err error) error {
 	var (
@@ -61,10 +62,10 @@ func ScopedError(err error) error {
 	)
 	switch {
 	case errors.As(err, &re) && re.Code == "query_denied":
-		return kilolock.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
+		return tenancy.TenantQueryDenied(strings.TrimPrefix(re.Message, "query: "))
 	case errors.As(err, &ie) && ie.Hint == kilolock.QueryHint:
 		tenant := *ie
-		tenant.Hint = kilolock.TenantQueryHint
+		tenant.Hint = tenancy.TenantQueryHint
 		return &tenant
 	}
 	return err

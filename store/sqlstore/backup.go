@@ -8,9 +8,10 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
-var _ kilolock.BackupStore = (*Store)(nil)
+var _ retention.BackupStore = (*Store)(nil)
 
 // BackupDialect is what a Dialect does for Backup and Restore beyond the
 // shared SQL. Both stores' dialects implement it; a Dialect without it
@@ -60,13 +61,13 @@ func (s *Store) backupDialect() (BackupDialect, error) {
 // memory is that of one row. It first checks that BackupTables names every
 // table and column of the database (see checkCoverage). Held locks are
 // counted, not carried.
-func (s *Store) Backup(ctx context.Context, w io.Writer) (*kilolock.BackupSummary, error) {
+func (s *Store) Backup(ctx context.Context, w io.Writer) (*retention.BackupSummary, error) {
 	bd, err := s.backupDialect()
 	if err != nil {
 		return nil, err
 	}
 	begun := false
-	return readValue(ctx, s, "backup", func(tx Tx) (*kilolock.BackupSummary, error) {
+	return readValue(ctx, s, "backup", func(tx Tx) (*retention.BackupSummary, error) {
 		if begun {
 			// The transaction is being run again (a dropped connection),
 			// but part of the file is written: it cannot be taken back.
@@ -77,7 +78,7 @@ func (s *Store) Backup(ctx context.Context, w io.Writer) (*kilolock.BackupSummar
 	})
 }
 
-func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*kilolock.BackupSummary, error) {
+func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*retention.BackupSummary, error) {
 	catalog, err := bd.Tables(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*kilol
 	if err := checkCoverage(catalog); err != nil {
 		return nil, err
 	}
-	sum := &kilolock.BackupSummary{Format: kilolock.BackupFormat, Store: bd.Kind(), Tables: []kilolock.BackupTable{}}
+	sum := &retention.BackupSummary{Format: retention.BackupFormat, Store: bd.Kind(), Tables: []retention.BackupTable{}}
 	var locks int64
 	b := &Batch{}
 	b.Query(func(r Rows) error { return r.Scan(&sum.Created, &sum.Schema, &locks) },
@@ -93,7 +94,7 @@ func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*kilol
 	if err := tx.Send(ctx, b); err != nil {
 		return nil, err
 	}
-	sum.Excluded = []kilolock.BackupTable{{Name: "locks", Rows: locks, Reason: notBackedUp["locks"]}}
+	sum.Excluded = []retention.BackupTable{{Name: "locks", Rows: locks, Reason: notBackedUp["locks"]}}
 	h := backupHeader{Format: sum.Format, Created: sum.Created.UTC().Format(timeLayout), Store: sum.Store, Schema: sum.Schema, Excluded: sum.Excluded}
 	for _, t := range BackupTables {
 		ht := headerTable{Name: t.Name}
@@ -113,7 +114,7 @@ func backupTx(ctx context.Context, tx Tx, bd BackupDialect, w io.Writer) (*kilol
 		if err != nil {
 			return nil, fmt.Errorf("back up %s: %w", t.Name, err)
 		}
-		sum.Tables = append(sum.Tables, kilolock.BackupTable{Name: t.Name, Rows: n})
+		sum.Tables = append(sum.Tables, retention.BackupTable{Name: t.Name, Rows: n})
 		total += n
 	}
 	if err := bw.line(marker{Complete: true, Rows: &total}); err != nil {
@@ -221,7 +222,7 @@ const (
 // stay what they were), checks the keys and what the rows hold against
 // their addresses and seals (checkContent), and lets the dialect finish
 // (AfterRestore).
-func (s *Store) Restore(ctx context.Context, r io.Reader, lim kilolock.RestoreLimits) (*kilolock.BackupSummary, error) {
+func (s *Store) Restore(ctx context.Context, r io.Reader, lim retention.RestoreLimits) (*retention.BackupSummary, error) {
 	bd, err := s.backupDialect()
 	if err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func (s *Store) Restore(ctx context.Context, r io.Reader, lim kilolock.RestoreLi
 			if err != nil {
 				return err
 			}
-			sum.Tables = append(sum.Tables, kilolock.BackupTable{Name: t.Name, Rows: n})
+			sum.Tables = append(sum.Tables, retention.BackupTable{Name: t.Name, Rows: n})
 			if n > 0 {
 				loaded = append(loaded, t.Name)
 			}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // A backup is a gzip stream of JSON lines (docs/backup.md):
@@ -38,12 +39,12 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 
 // backupHeader is a backup's first line.
 type backupHeader struct {
-	Format   int                    `json:"kilolock_backup"`
-	Created  string                 `json:"created"`
-	Store    string                 `json:"store"`
-	Schema   int64                  `json:"schema_version"`
-	Tables   []headerTable          `json:"tables"`
-	Excluded []kilolock.BackupTable `json:"excluded"`
+	Format   int                     `json:"kilolock_backup"`
+	Created  string                  `json:"created"`
+	Store    string                  `json:"store"`
+	Schema   int64                   `json:"schema_version"`
+	Tables   []headerTable           `json:"tables"`
+	Excluded []retention.BackupTable `json:"excluded"`
 }
 
 type headerTable struct {
@@ -189,7 +190,7 @@ func newColumnReader(typ string) columnReader {
 type backupReader struct {
 	gz       *gzip.Reader
 	br       *bufio.Reader
-	lim      kilolock.RestoreLimits
+	lim      retention.RestoreLimits
 	assemble bool
 	format   int
 	line     int
@@ -205,7 +206,7 @@ func (r *backupReader) malformed(format string, args ...any) error {
 	}
 }
 
-func newBackupReader(r io.Reader, lim kilolock.RestoreLimits, assemble bool) (*backupReader, error) {
+func newBackupReader(r io.Reader, lim retention.RestoreLimits, assemble bool) (*backupReader, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, &kilolock.InvalidError{Code: "backup_malformed", Message: "the file is not a KiloLock backup: " + err.Error(),
@@ -269,9 +270,9 @@ func (r *backupReader) header() (*backupHeader, error) {
 	if err := json.Unmarshal(line, &h); err != nil || h.Format == 0 {
 		return nil, r.malformed("no KiloLock backup header")
 	}
-	if h.Format > kilolock.BackupFormat {
+	if h.Format > retention.BackupFormat {
 		return nil, &kilolock.InvalidError{Code: "backup_too_new",
-			Message: fmt.Sprintf("the backup is in format %d; this KiloLock reads formats up to %d", h.Format, kilolock.BackupFormat),
+			Message: fmt.Sprintf("the backup is in format %d; this KiloLock reads formats up to %d", h.Format, retention.BackupFormat),
 			Hint:    "restore it with the KiloLock release that made it, or a newer one"}
 	}
 	r.format = h.Format
@@ -380,9 +381,9 @@ func fromJSON(typ string, cell any) (any, error) {
 // and returns what it holds: an *InvalidError when it is damaged, cut
 // short or not a backup. kl runs it on a backup it downloads, so that a
 // file it keeps is known to be whole.
-func VerifyBackup(r io.Reader) (*kilolock.BackupSummary, error) {
+func VerifyBackup(r io.Reader) (*retention.BackupSummary, error) {
 	cr := &countingReader{r: r}
-	br, h, sum, err := openBackup(cr, kilolock.RestoreLimits{}, false)
+	br, h, sum, err := openBackup(cr, retention.RestoreLimits{}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +396,7 @@ func VerifyBackup(r io.Reader) (*kilolock.BackupSummary, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum.Tables = append(sum.Tables, kilolock.BackupTable{Name: t.Name, Rows: n})
+		sum.Tables = append(sum.Tables, retention.BackupTable{Name: t.Name, Rows: n})
 	}
 	if err := br.complete(sum.Rows()); err != nil {
 		return nil, err
@@ -405,7 +406,7 @@ func VerifyBackup(r io.Reader) (*kilolock.BackupSummary, error) {
 }
 
 // openBackup reads a backup's header, and returns the summary it starts.
-func openBackup(r io.Reader, lim kilolock.RestoreLimits, assemble bool) (*backupReader, *backupHeader, *kilolock.BackupSummary, error) {
+func openBackup(r io.Reader, lim retention.RestoreLimits, assemble bool) (*backupReader, *backupHeader, *retention.BackupSummary, error) {
 	br, err := newBackupReader(r, lim, assemble)
 	if err != nil {
 		return nil, nil, nil, err
@@ -418,9 +419,9 @@ func openBackup(r io.Reader, lim kilolock.RestoreLimits, assemble bool) (*backup
 	if err != nil {
 		return nil, nil, nil, br.malformed("the header's created time %q: %v", h.Created, err)
 	}
-	sum := &kilolock.BackupSummary{Format: h.Format, Store: h.Store, Schema: h.Schema, Created: created, Excluded: h.Excluded, Tables: []kilolock.BackupTable{}}
+	sum := &retention.BackupSummary{Format: h.Format, Store: h.Store, Schema: h.Schema, Created: created, Excluded: h.Excluded, Tables: []retention.BackupTable{}}
 	if sum.Excluded == nil {
-		sum.Excluded = []kilolock.BackupTable{}
+		sum.Excluded = []retention.BackupTable{}
 	}
 	return br, h, sum, nil
 }

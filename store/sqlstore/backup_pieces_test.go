@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"testing"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // TestBackupLinesBounded: whatever a store holds, no line a backup writes
@@ -38,7 +38,7 @@ func TestBackupLinesBounded(t *testing.T) {
 			t.Errorf("a piece of %s may take %d bytes, more than %d", what, n, maxWrittenLine)
 		}
 	}
-	if kilolock.DefaultMaxBackupLine != 8*maxWrittenLine {
-		t.Errorf("the default line limit is %d, not 8 times %d as documented", kilolock.DefaultMaxBackupLine, maxWrittenLine)
+	if retention.DefaultMaxBackupLine != 8*maxWrittenLine {
+		t.Errorf("the default line limit is %d, not 8 times %d as documented", retention.DefaultMaxBackupLine, maxWrittenLine)
 	}
 }

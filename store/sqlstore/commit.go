@@ -9,6 +9,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 // intBytes is what an integer, boolean or timestamp value counts in
@@ -24,7 +25,7 @@ const intBytes = 8
 // rules refuse it. Nothing is written when it returns an error, and the
 // WriteStats are then zero. Malformed upserts (an object that is not JSON,
 // a Hash or ID that does not match the object) are ErrInvalid: the commit
-// is checked by kilolock.PrepareCommit before the transaction begins.
+// is checked by storekit.PrepareCommit before the transaction begins.
 //
 // The store sets the version's ID, State, Number, Created, Added, Changed,
 // Removed and Instances (the counts are of instance objects, computed
@@ -48,7 +49,7 @@ const intBytes = 8
 // version, the states row, 2 closed intervals, 2 opened intervals and 2
 // new payloads.
 func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*kilolock.Version, kilolock.WriteStats, error) {
-	p, err := kilolock.PrepareCommit(c)
+	p, err := storekit.PrepareCommit(c)
 	if err != nil {
 		return nil, kilolock.WriteStats{}, err
 	}
@@ -73,7 +74,7 @@ func (s *Store) Commit(ctx context.Context, name string, c *kilolock.Commit) (*k
 }
 
 // apply runs the commit c, prepared as p (and sc, what it seals), in tx.
-func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *kilolock.PreparedCommit, sc *sealedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
+func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commit, p *storekit.PreparedCommit, sc *sealedCommit, stats *kilolock.WriteStats, now time.Time) (*kilolock.Version, error) {
 	c.QuotaWarnings = nil
 	cur := &current{instances: map[string]interval{}, outputs: map[string]interval{}, payloads: map[string]bool{}, sealed: sc}
 	more := cur.lookups(name, p)
@@ -81,7 +82,7 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 	// held that lock, so a state never gets two.
 	more.Query(scanStateKey(&cur.key), sqlStateKey, name)
 	// The runs in flight, and the run of the commit's lock whatever its
-	// status: what kilolock.CheckRunCommit decides on.
+	// status: what storekit.CheckRunCommit decides on.
 	var runs []kilolock.ApplyRun
 	queueRunRows(more, &runs, inFlight+` OR a.id = (SELECT l.run_id FROM locks l WHERE l.state_id = `+sqlStateID+` AND l.lock_id = $3)`,
 		`ORDER BY a.created_at, a.id{C}`, name, now, c.LockID)
@@ -150,11 +151,11 @@ func (s *Store) commitKey(cur *current, c *kilolock.Commit) error {
 	return err
 }
 
-// checkRuns runs kilolock.CheckRunCommit when an apply run is in play:
+// checkRuns runs storekit.CheckRunCommit when an apply run is in play:
 // the commit is under a run's lock, or runs of the state are in flight.
 // Only then does it read the reservations covering what the commit
 // changes (one more statement), so a state without runs pays nothing.
-func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *kilolock.PreparedCommit, cur *current, runs []kilolock.ApplyRun, now time.Time) error {
+func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *storekit.PreparedCommit, cur *current, runs []kilolock.ApplyRun, now time.Time) error {
 	var lock *kilolock.Lock
 	for i := range st.Locks {
 		if c.LockID != "" && st.Locks[i].Info.ID == c.LockID {
@@ -176,12 +177,12 @@ func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *
 	if err != nil {
 		return err
 	}
-	return kilolock.CheckRunCommit(&st.StateInfo, keys, lock, runs, holds, now)
+	return storekit.CheckRunCommit(&st.StateInfo, keys, lock, runs, holds, now)
 }
 
 // changed returns what p changes against cur, as reservations name it:
 // instance IDs and "output.NAME" of what it adds, changes or removes.
-func (cur *current) changed(p *kilolock.PreparedCommit) []string {
+func (cur *current) changed(p *storekit.PreparedCommit) []string {
 	var keys []string
 	for i := range p.Upserts {
 		u := &p.Upserts[i]
@@ -268,7 +269,7 @@ const (
 )
 
 // lookups are the queries that fill cur, sent with the row lock.
-func (cur *current) lookups(name string, p *kilolock.PreparedCommit) *Batch {
+func (cur *current) lookups(name string, p *storekit.PreparedCommit) *Batch {
 	var ids, outputs []string
 	var hashes [][]byte
 	// A sealed payload's address needs the data key read in the same
@@ -337,7 +338,7 @@ type changes struct {
 	opens                   []*graph.Instance
 	payloads                []payload
 	sealed                  [][]any // state_id, address, masked body, sealed object
-	outputs                 []*kilolock.PreparedOutput
+	outputs                 []*storekit.PreparedOutput
 	added, changed, removed int
 	// managedAdded counts the added objects quotas count (quota.Counts).
 	managedAdded int64
@@ -356,7 +357,7 @@ type payload struct {
 
 // diff works out the changes: an upsert equal to the current object and a
 // removal of an absent one are no change.
-func diff(c *kilolock.Commit, p *kilolock.PreparedCommit, cur *current) (*changes, error) {
+func diff(c *kilolock.Commit, p *storekit.PreparedCommit, cur *current) (*changes, error) {
 	ch := &changes{}
 	addPayload := func(h graph.Hash, body string, in *graph.Instance) error {
 		addr := cur.address(h)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 )
 
-var _ kilolock.DriftStore = (*Store)(nil)
+var _ drift.DriftStore = (*Store)(nil)
 
 // openDrift is the condition of an open drift record d, as the view
 // resource_drift has it: no later check closed it, and no version after
@@ -19,7 +19,7 @@ const openDrift = `d.closed_by IS NULL AND NOT EXISTS (SELECT 1 FROM instance_in
 
 // RecordDrift stores a check and closes the open records of its scope, in
 // one transaction.
-func (s *Store) RecordDrift(ctx context.Context, state string, c *kilolock.DriftCheck) error {
+func (s *Store) RecordDrift(ctx context.Context, state string, c *drift.DriftCheck) error {
 	c.Checked = now()
 	var scope any // NULL: the whole state
 	if c.Scope != nil {
@@ -72,8 +72,8 @@ func (s *Store) RecordDrift(ctx context.Context, state string, c *kilolock.Drift
 }
 
 // Drift lists a state's open drift records by address.
-func (s *Store) Drift(ctx context.Context, state string) ([]kilolock.DriftRecord, error) {
-	out, err := ofState(ctx, s, "drift", state, func(r Rows, d *kilolock.DriftRecord) (bool, error) {
+func (s *Store) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
+	out, err := ofState(ctx, s, "drift", state, func(r Rows, d *drift.DriftRecord) (bool, error) {
 		var changes string
 		if err := r.Scan(&d.InstanceID, &d.Address, &d.Type, &d.Kind, &changes, &d.Version, &d.Check, &d.Checked, &d.Actor); err != nil {
 			return false, err
@@ -125,7 +125,7 @@ func (s *Store) DriftCounts(ctx context.Context, names []string) (map[string]int
 }
 
 // sortDrift puts records in byte order of address, then instance ID.
-func sortDrift(ds []kilolock.DriftRecord) {
+func sortDrift(ds []drift.DriftRecord) {
 	sort.SliceStable(ds, func(i, j int) bool {
 		if ds[i].Address != ds[j].Address {
 			return ds[i].Address < ds[j].Address

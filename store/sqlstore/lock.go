@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 // Lock takes a lock, creating the state in opts.Mode (exclusive when "")
@@ -15,7 +16,7 @@ import (
 // stored (an apply run's, ErrNotFound). An existing state keeps its mode. A held
 // exclusive lock, a lock id already held on the state, or an optimistic
 // state with opts.MaxHolders holders gives a *kilolock.LockedError naming
-// the (first) holder: kilolock.CheckLock decides, under the state's row
+// the (first) holder: storekit.CheckLock decides, under the state's row
 // lock. An empty lock id is ErrInvalid.
 func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, opts kilolock.LockOptions) (*kilolock.Lock, error) {
 	mode := opts.Mode
@@ -44,11 +45,11 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 		if err != nil {
 			return nil, err
 		}
-		if err := kilolock.CheckLock(&st.StateInfo, info, opts); err != nil {
+		if err := storekit.CheckLock(&st.StateInfo, info, opts); err != nil {
 			return nil, err
 		}
-		shared := kilolock.IsReadLock(&st.StateInfo, info, opts)
-		if err := kilolock.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
+		shared := storekit.IsReadLock(&st.StateInfo, info, opts)
+		if err := storekit.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
 			return nil, err
 		}
 		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial, Shared: shared, Run: opts.Run}
@@ -64,13 +65,13 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 // and kept nowhere.
 func transientLock(name string, mode kilolock.LockMode, info kilolock.LockInfo, opts kilolock.LockOptions, now time.Time) (*kilolock.Lock, error) {
 	st := &kilolock.StateInfo{Name: name, LockMode: mode}
-	if err := kilolock.CheckLock(st, info, opts); err != nil {
+	if err := storekit.CheckLock(st, info, opts); err != nil {
 		return nil, err
 	}
-	return &kilolock.Lock{Info: info, Shared: kilolock.IsReadLock(st, info, opts), Transient: true, Acquired: now}, nil
+	return &kilolock.Lock{Info: info, Shared: storekit.IsReadLock(st, info, opts), Transient: true, Acquired: now}, nil
 }
 
-// Unlock releases what kilolock.SelectUnlock selects under the state's
+// Unlock releases what storekit.SelectUnlock selects under the state's
 // row lock and returns it: the lock with the given id, or with Force and
 // an empty id every write lock (plans' read locks stay). A lock id that is
 // not held gives a *kilolock.LockMismatchError naming the writer (zero
@@ -82,7 +83,7 @@ func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.Unloc
 		if err != nil {
 			return nil, err
 		}
-		released, err := kilolock.SelectUnlock(&st.StateInfo, id, opts)
+		released, err := storekit.SelectUnlock(&st.StateInfo, id, opts)
 		if err != nil || len(released) == 0 {
 			return released, err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 var _ kilolock.QuotaStore = (*Store)(nil)
@@ -52,7 +53,7 @@ const (
 // lock, the environment's row is locked when a limit applies to it.
 func queueQuotaFacts(b *Batch, name string, def *quota.Limit, lock bool) *kilolock.QuotaFacts {
 	f := &kilolock.QuotaFacts{State: name, ServerDefault: def}
-	ws, env, _, tenant := kilolock.SplitTenantStateName(name)
+	ws, env, _, tenant := tenancy.SplitTenantStateName(name)
 	b.Query(func(r Rows) error {
 		var (
 			scope, target string

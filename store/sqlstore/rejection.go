@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 // RecordRejection keeps a refused commit of the state called name. It sets
@@ -13,7 +14,7 @@ import (
 // math.MaxInt64, is ErrInvalid; ErrNotFound when the state does not exist
 // (or is deleted meanwhile).
 func (s *Store) RecordRejection(ctx context.Context, name string, r *kilolock.Rejection) error {
-	addresses, err := kilolock.EncodeRejection(r)
+	addresses, err := storekit.EncodeRejection(r)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Store) Rejections(ctx context.Context, name string, limit int) ([]kilol
 			return false, err
 		}
 		var err error
-		if r.Addresses, err = kilolock.DecodeAddresses(addresses); err != nil {
+		if r.Addresses, err = storekit.DecodeAddresses(addresses); err != nil {
 			return false, corrupt("rejection %d: %v", r.ID, err)
 		}
 		r.State, r.LatestSerial, r.BaseSerial = name, uint64(latest), uint64(base)

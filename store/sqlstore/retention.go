@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
-var _ kilolock.RetentionStore = (*Store)(nil)
+var _ retention.RetentionStore = (*Store)(nil)
 
 // auditIn queues the audit entry of a retention change, in the change's
 // own transaction.
@@ -29,7 +30,7 @@ func auditIn(b *Batch, by kilolock.Caller, action, target, reason string) {
 
 // PutRetentionPolicy creates or replaces the policy of p's scope and
 // target, audited as retention.set in the same transaction.
-func (s *Store) PutRetentionPolicy(ctx context.Context, p *kilolock.RetentionPolicy, by kilolock.Caller) error {
+func (s *Store) PutRetentionPolicy(ctx context.Context, p *retention.RetentionPolicy, by kilolock.Caller) error {
 	return s.write(ctx, "put retention policy", func(tx Tx) error {
 		b := &Batch{}
 		b.Query(func(r Rows) error { return r.Scan(&p.Updated) },
@@ -45,8 +46,8 @@ func (s *Store) PutRetentionPolicy(ctx context.Context, p *kilolock.RetentionPol
 
 // DeleteRetentionPolicy removes a policy, audited as retention.unset.
 // ErrNotFound when there is none.
-func (s *Store) DeleteRetentionPolicy(ctx context.Context, scope kilolock.RetentionScope, target string, by kilolock.Caller) error {
-	p := kilolock.RetentionPolicy{Scope: scope, Target: target}
+func (s *Store) DeleteRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string, by kilolock.Caller) error {
+	p := retention.RetentionPolicy{Scope: scope, Target: target}
 	return s.write(ctx, "delete retention policy", func(tx Tx) error {
 		n, err := tx.Exec(ctx, `DELETE FROM retention_policies WHERE scope = $1 AND target = $2`, string(scope), target)
 		if err != nil {
@@ -62,15 +63,15 @@ func (s *Store) DeleteRetentionPolicy(ctx context.Context, scope kilolock.Retent
 }
 
 // RetentionPolicies lists every policy by scope and target.
-func (s *Store) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPolicy, error) {
-	out, err := list(ctx, s, "retention policies", func(r Rows, p *kilolock.RetentionPolicy) error {
+func (s *Store) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
+	out, err := list(ctx, s, "retention policies", func(r Rows, p *retention.RetentionPolicy) error {
 		var scope string
 		err := r.Scan(&scope, &p.Target, &p.KeepLast, &p.KeepDays, &p.Updated, &p.UpdatedBy)
-		p.Scope = kilolock.RetentionScope(scope)
+		p.Scope = retention.RetentionScope(scope)
 		return err
 	}, `SELECT scope, target, keep_last, keep_days, updated_at, updated_by FROM retention_policies ORDER BY scope{C}, target{C}`)
 	if err == nil && s.resort {
-		inOrder(out, func(a, b kilolock.RetentionPolicy) int {
+		inOrder(out, func(a, b retention.RetentionPolicy) int {
 			return strings.Compare(string(a.Scope)+"\x00"+a.Target, string(b.Scope)+"\x00"+b.Target)
 		})
 	}
@@ -78,7 +79,7 @@ func (s *Store) RetentionPolicies(ctx context.Context) ([]kilolock.RetentionPoli
 }
 
 // PinVersion keeps a version from retention until pin.Expires.
-func (s *Store) PinVersion(ctx context.Context, name string, pin kilolock.VersionPin) error {
+func (s *Store) PinVersion(ctx context.Context, name string, pin retention.VersionPin) error {
 	return s.write(ctx, "pin version", func(tx Tx) error {
 		n, err := tx.Exec(ctx, `INSERT INTO version_pins (state_id, number, reason, actor, created_at, expires_at)
 			SELECT v.state_id, v.number, $3, $4, {now}, $5 FROM state_versions v
@@ -124,7 +125,7 @@ type candidate struct {
 // version and the first protected one, and not pinned. Its reads are index
 // range scans bounded by what it returns (and the pins among them): the
 // state's older versions are the ones earlier runs left.
-func candidates(ctx context.Context, tx Tx, stateID, current int64, r *kilolock.PruneRequest, now time.Time) (out []candidate, skipped int, err error) {
+func candidates(ctx context.Context, tx Tx, stateID, current int64, r *retention.PruneRequest, now time.Time) (out []candidate, skipped int, err error) {
 	below := current
 	var (
 		from   *int64
@@ -197,16 +198,16 @@ var errEnough = errors.New("enough rows")
 // Prune prunes what candidates selects, in one transaction under the
 // state's row lock (so no commit, lock or other pruning runs meanwhile),
 // or with r.DryRun lists it in a read transaction. See pruneVersions.
-func (s *Store) Prune(ctx context.Context, r kilolock.PruneRequest) (*kilolock.PruneResult, error) {
+func (s *Store) Prune(ctx context.Context, r retention.PruneRequest) (*retention.PruneResult, error) {
 	now := r.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	now = now.UTC()
-	var res *kilolock.PruneResult
+	var res *retention.PruneResult
 	if r.DryRun {
 		err := s.read(ctx, "prune (dry run)", func(tx Tx) error {
-			res = &kilolock.PruneResult{Versions: []int64{}}
+			res = &retention.PruneResult{Versions: []int64{}}
 			var id, current int64
 			err := tx.QueryRow(ctx, `SELECT id, current_version FROM states WHERE name = $1`, r.State).Scan(&id, &current)
 			if errors.Is(err, ErrNoRows) {
@@ -224,7 +225,7 @@ func (s *Store) Prune(ctx context.Context, r kilolock.PruneRequest) (*kilolock.P
 		return res, err
 	}
 	err := s.write(ctx, "prune", func(tx Tx) error {
-		res = &kilolock.PruneResult{Versions: []int64{}}
+		res = &retention.PruneResult{Versions: []int64{}}
 		st, err := lockState(ctx, tx, r.State, false, "", nil)
 		if err != nil {
 			return err
@@ -267,7 +268,7 @@ func (s *Store) Prune(ctx context.Context, r kilolock.PruneRequest) (*kilolock.P
 // versions (and nk) changed. An interval that ends at or before the
 // newest version kept below lo (pinned, since candidates prune oldest
 // first) holds that version or an older one and is not affected.
-func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pinned int, r *kilolock.PruneRequest, res *kilolock.PruneResult) error {
+func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pinned int, r *retention.PruneRequest, res *retention.PruneResult) error {
 	pruned := make(map[int64]bool, len(cs))
 	var rowids []any
 	for _, c := range cs {
@@ -366,7 +367,7 @@ func pruneVersions(ctx context.Context, tx Tx, st *stateRow, cs []candidate, pin
 		SELECT state_id, number, id, serial, source, actor, created_at, {now}, $2, $3 FROM state_versions WHERE {rowidin $1}`, rowids, by, r.Policy)
 	b.Exec(counter(&kilolock.WriteStats{}, len(cs), 0), `DELETE FROM state_versions WHERE {rowidin $1}`, rowids)
 	auditIn(b, r.By, "retention.prune", st.Name, fmt.Sprintf("pruned %d version(s) %s under %s: %d interval(s) deleted, %d joined",
-		len(cs), kilolock.VersionRuns(res.Versions), r.Policy, res.Intervals, res.Moved))
+		len(cs), retention.VersionRuns(res.Versions), r.Policy, res.Intervals, res.Moved))
 	return tx.Send(ctx, b)
 }
 

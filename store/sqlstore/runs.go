@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 var _ kilolock.RunStore = (*Store)(nil)
@@ -162,13 +163,13 @@ func (s *Store) liveRun(ctx context.Context, op, id string, now time.Time, fn fu
 }
 
 // AcquireRun takes all of a waiting run's reservations, or none and the
-// blockers (kilolock.RunBlockers decides, under the state's row lock).
+// blockers (storekit.RunBlockers decides, under the state's row lock).
 func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilolock.ApplyRun, []reserve.Blocker, error) {
 	var blockers []reserve.Blocker
 	out, err := s.liveRun(ctx, "acquire apply run", id, now, func(tx Tx, st *stateRow, run *kilolock.ApplyRun, runs []kilolock.ApplyRun) error {
 		blockers = nil
 		if run.Status != kilolock.RunActive {
-			blockers = kilolock.RunBlockers(&st.StateInfo, run, runs, now)
+			blockers = storekit.RunBlockers(&st.StateInfo, run, runs, now)
 		}
 		if run.Status == kilolock.RunActive || len(blockers) > 0 {
 			return renewLease(ctx, tx, run, now)
@@ -205,7 +206,7 @@ func renewLease(ctx context.Context, tx Tx, run *kilolock.ApplyRun, now time.Tim
 // CLI may still be running: its lock stays, so that its last write is
 // refused as the write of an aborted run (apply_run_ended, with a hint
 // that says so) and its unlock finds the lock; a lock of a run blocks no
-// one (see kilolock.CheckLock).
+// one (see storekit.CheckLock).
 func (s *Store) EndRun(ctx context.Context, id string, end kilolock.RunEnd, now time.Time) (*kilolock.ApplyRun, error) {
 	return s.liveRun(ctx, "end apply run", id, now, func(tx Tx, st *stateRow, run *kilolock.ApplyRun, _ []kilolock.ApplyRun) error {
 		run.Status, run.Ended, run.EndedBy, run.Reason = end.Status, now, end.By, end.Reason
@@ -288,7 +289,7 @@ const sqlCoveringHolds = `SELECT r.run_id, r.pattern, r.mode, a.actor, a.expires
 
 // coveringHolds reads the holds of active runs covering keys.
 func coveringHolds(ctx context.Context, tx Tx, name string, keys []string, now time.Time) ([]reserve.Hold, error) {
-	spellings, _ := kilolock.CoveringSpellings(keys)
+	spellings, _ := storekit.CoveringSpellings(keys)
 	var out []reserve.Hold
 	rows, err := tx.Query(ctx, sqlCoveringHolds, name, now, spellings)
 	err = EachRow(rows, err, func(r Rows) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/keyring"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 // Encryption at rest (see kilolock.KeyStore and the dialects' migrations
@@ -108,7 +109,7 @@ type sealedCommit struct {
 
 // prepareSeal masks the sensitive payloads of p, prepared from c (nil
 // without a keyring, or when p holds none).
-func (s *Store) prepareSeal(c *kilolock.Commit, p *kilolock.PreparedCommit) (*sealedCommit, error) {
+func (s *Store) prepareSeal(c *kilolock.Commit, p *storekit.PreparedCommit) (*sealedCommit, error) {
 	if s.seal == nil {
 		return nil, nil
 	}
@@ -119,13 +120,13 @@ func (s *Store) prepareSeal(c *kilolock.Commit, p *kilolock.PreparedCommit) (*se
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := kilolock.MaskedInstanceObject(obj); ok {
+		if m, ok := graph.MaskedInstanceObject(obj); ok {
 			sc.masked[in.Hash] = m
 		}
 	}
 	for i := range p.OutputUpserts {
 		o := &p.OutputUpserts[i]
-		if m, ok := kilolock.MaskedOutputObject([]byte(o.Body)); ok {
+		if m, ok := graph.MaskedOutputObject([]byte(o.Body)); ok {
 			sc.masked[o.Hash] = m
 		}
 	}

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 var (
-	_ kilolock.TenantStore = (*Store)(nil)
+	_ tenancy.TenantStore  = (*Store)(nil)
 	_ kilolock.LeanUpserts = (*Store)(nil)
 )
 
@@ -21,7 +22,7 @@ var (
 func (*Store) LeanUpserts() {}
 
 // Store is every operation of a kilolock.Store (but Query, Ping and Close)
-// and of a kilolock.TenantStore, written once over a Dialect. store/sqlite
+// and of a tenancy.TenantStore, written once over a Dialect. store/sqlite
 // and store/postgres embed it, and add those three.
 type Store struct {
 	d Dialect

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/store/storekit"
 )
 
 // stateRow is a states row with the state's locks.
@@ -208,7 +209,7 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 		if err != nil {
 			return err
 		}
-		if err := kilolock.CheckLockMode(&st.StateInfo); err != nil {
+		if err := storekit.CheckLockMode(&st.StateInfo); err != nil {
 			return err
 		}
 		if st.created || st.LockMode == mode {
@@ -264,7 +265,7 @@ func (s *Store) SetAllowLineageChange(ctx context.Context, name string, allow bo
 }
 
 // Delete removes a state with its versions, payloads and locks (the
-// foreign keys cascade), when kilolock.CheckDelete allows it under the
+// foreign keys cascade), when storekit.CheckDelete allows it under the
 // state's row lock. ErrNotFound when it does not exist. Version ids are
 // not reused.
 func (s *Store) Delete(ctx context.Context, name string, opts kilolock.DeleteOptions) (versions int64, err error) {
@@ -273,7 +274,7 @@ func (s *Store) Delete(ctx context.Context, name string, opts kilolock.DeleteOpt
 		if err != nil {
 			return err
 		}
-		if err := kilolock.CheckDelete(&st.StateInfo, opts); err != nil {
+		if err := storekit.CheckDelete(&st.StateInfo, opts); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM states WHERE id = $1`, st.id); err != nil {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
-var _ kilolock.TagStore = (*Store)(nil)
+var _ history.TagStore = (*Store)(nil)
 
 // insertAudit queues the audit entry of a change made in the same
 // transaction.
@@ -33,7 +34,7 @@ func versionState(ctx context.Context, tx Tx, name string, number int64) (int64,
 }
 
 // PutTag creates or moves a tag, with its audit entry, in one transaction.
-func (s *Store) PutTag(ctx context.Context, state string, t *kilolock.Tag, audit *kilolock.AuditEntry) error {
+func (s *Store) PutTag(ctx context.Context, state string, t *history.Tag, audit *kilolock.AuditEntry) error {
 	t.Created = now()
 	return s.write(ctx, "put tag", func(tx Tx) error {
 		stateID, err := versionState(ctx, tx, state, t.Version)
@@ -66,8 +67,8 @@ func (s *Store) DeleteTag(ctx context.Context, state, name string, audit *kilolo
 }
 
 // Tags lists a state's tags by name, in byte order.
-func (s *Store) Tags(ctx context.Context, state string) ([]kilolock.Tag, error) {
-	return ofState(ctx, s, "tags", state, func(r Rows, t *kilolock.Tag) (bool, error) {
+func (s *Store) Tags(ctx context.Context, state string) ([]history.Tag, error) {
+	return ofState(ctx, s, "tags", state, func(r Rows, t *history.Tag) (bool, error) {
 		return true, r.Scan(&t.Name, &t.Version, &t.Description, &t.Actor, &t.Created)
 	}, `SELECT name, version, description, actor, created_at FROM state_tags WHERE state_id = `+sqlStateID+` ORDER BY name{C}`, state)
 }

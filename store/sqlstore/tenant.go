@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // list runs one query in a read transaction, scan making an item of each
@@ -63,37 +64,37 @@ func require(ctx context.Context, tx Tx, what, id, query string) error {
 
 // CreateWorkspace stores w, active, created now. ErrConflict when its id is
 // taken.
-func (s *Store) CreateWorkspace(ctx context.Context, w *kilolock.Workspace) error {
-	w.Lifecycle, w.Created = kilolock.LifecycleActive, now()
+func (s *Store) CreateWorkspace(ctx context.Context, w *tenancy.Workspace) error {
+	w.Lifecycle, w.Created = tenancy.LifecycleActive, now()
 	return s.exec(ctx, "create workspace", "", "", `INSERT INTO workspaces (id, name, kind, lifecycle, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		w.ID, w.Name, string(w.Kind), string(w.Lifecycle), w.Created)
 }
 
 const workspaceSelect = `SELECT id, name, kind, lifecycle, created_at FROM workspaces`
 
-func scanWorkspace(r Rows, w *kilolock.Workspace) error {
+func scanWorkspace(r Rows, w *tenancy.Workspace) error {
 	return r.Scan(&w.ID, &w.Name, &w.Kind, &w.Lifecycle, &w.Created)
 }
 
 // Workspace returns one workspace. ErrNotFound when missing.
-func (s *Store) Workspace(ctx context.Context, id string) (*kilolock.Workspace, error) {
+func (s *Store) Workspace(ctx context.Context, id string) (*tenancy.Workspace, error) {
 	return one(ctx, s, "workspace", "workspace", id, scanWorkspace, workspaceSelect+` WHERE id = $1`, id)
 }
 
 // Workspaces lists every workspace by id.
-func (s *Store) Workspaces(ctx context.Context) ([]kilolock.Workspace, error) {
+func (s *Store) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
 	return list(ctx, s, "workspaces", scanWorkspace, workspaceSelect+` ORDER BY id`)
 }
 
 // SetWorkspaceLifecycle suspends or resumes a workspace. ErrNotFound when
 // missing.
-func (s *Store) SetWorkspaceLifecycle(ctx context.Context, id string, l kilolock.Lifecycle) error {
+func (s *Store) SetWorkspaceLifecycle(ctx context.Context, id string, l tenancy.Lifecycle) error {
 	return s.exec(ctx, "set workspace lifecycle", "workspace", id, `UPDATE workspaces SET lifecycle = $2 WHERE id = $1`, id, string(l))
 }
 
 // CreateEnvironment stores e. ErrNotFound when its workspace is missing;
 // ErrConflict when the slug or public id is taken.
-func (s *Store) CreateEnvironment(ctx context.Context, e *kilolock.Environment) error {
+func (s *Store) CreateEnvironment(ctx context.Context, e *tenancy.Environment) error {
 	e.Created = now()
 	return s.write(ctx, "create environment", func(tx Tx) error {
 		if err := require(ctx, tx, "workspace", e.WorkspaceID, `SELECT 1 FROM workspaces WHERE id = $1`); err != nil {
@@ -107,17 +108,17 @@ func (s *Store) CreateEnvironment(ctx context.Context, e *kilolock.Environment) 
 
 const environmentSelect = `SELECT public_id, slug, workspace_id, created_at, require_client_encryption FROM environments`
 
-func scanEnvironment(r Rows, e *kilolock.Environment) error {
+func scanEnvironment(r Rows, e *tenancy.Environment) error {
 	return r.Scan(&e.PublicID, &e.Slug, &e.WorkspaceID, &e.Created, &e.RequireClientEncryption)
 }
 
 // Environment returns one environment. ErrNotFound when missing.
-func (s *Store) Environment(ctx context.Context, publicID string) (*kilolock.Environment, error) {
+func (s *Store) Environment(ctx context.Context, publicID string) (*tenancy.Environment, error) {
 	return one(ctx, s, "environment", "environment", publicID, scanEnvironment, environmentSelect+` WHERE public_id = $1`, publicID)
 }
 
 // Environments lists a workspace's environments by slug.
-func (s *Store) Environments(ctx context.Context, workspaceID string) ([]kilolock.Environment, error) {
+func (s *Store) Environments(ctx context.Context, workspaceID string) ([]tenancy.Environment, error) {
 	return list(ctx, s, "environments", scanEnvironment, environmentSelect+` WHERE workspace_id = $1 ORDER BY slug`, workspaceID)
 }
 
@@ -131,7 +132,7 @@ func (s *Store) SetEnvironmentRequireClientEncryption(ctx context.Context, publi
 
 // PutMember adds a member or changes its role. ErrNotFound when the
 // workspace is missing.
-func (s *Store) PutMember(ctx context.Context, workspaceID string, m kilolock.Member) error {
+func (s *Store) PutMember(ctx context.Context, workspaceID string, m tenancy.Member) error {
 	return s.write(ctx, "put member", func(tx Tx) error {
 		if err := require(ctx, tx, "workspace", workspaceID, `SELECT 1 FROM workspaces WHERE id = $1`); err != nil {
 			return err
@@ -148,14 +149,14 @@ func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string) er
 }
 
 // Members lists a workspace's members by user id.
-func (s *Store) Members(ctx context.Context, workspaceID string) ([]kilolock.Member, error) {
-	return list(ctx, s, "members", func(r Rows, m *kilolock.Member) error { return r.Scan(&m.UserID, &m.Role) },
+func (s *Store) Members(ctx context.Context, workspaceID string) ([]tenancy.Member, error) {
+	return list(ctx, s, "members", func(r Rows, m *tenancy.Member) error { return r.Scan(&m.UserID, &m.Role) },
 		`SELECT user_id, role FROM workspace_members WHERE workspace_id = $1 ORDER BY user_id`, workspaceID)
 }
 
 // CreateToken stores t. ErrNotFound when an automation token's environment
 // is missing; ErrConflict when its id or hash is taken.
-func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
+func (s *Store) CreateToken(ctx context.Context, t *tenancy.Token) error {
 	t.Created = now()
 	var env, expires any
 	if t.EnvironmentID != "" {
@@ -179,19 +180,19 @@ func (s *Store) CreateToken(ctx context.Context, t *kilolock.Token) error {
 
 const tokenSelect = `SELECT id, kind, name, secret_hash, coalesce(environment_id, ''), scope, user_id, created_at, last_used_at, expires_at FROM tokens`
 
-func scanToken(r Rows, t *kilolock.Token) error {
+func scanToken(r Rows, t *tenancy.Token) error {
 	var hash string
 	if err := r.Scan(&t.ID, &t.Kind, &t.Name, &hash, &t.EnvironmentID, &t.Scope, &t.UserID, &t.Created, &t.LastUsed, &t.Expires); err != nil {
 		return err
 	}
 	var err error
-	t.Hash, err = kilolock.ParseTokenHash(hash)
+	t.Hash, err = tenancy.ParseTokenHash(hash)
 	return err
 }
 
 // TokenByHash finds a token by the hash of its secret, comparing the stored
 // hash in constant time. ErrNotFound when no token has it.
-func (s *Store) TokenByHash(ctx context.Context, h kilolock.TokenHash) (*kilolock.Token, error) {
+func (s *Store) TokenByHash(ctx context.Context, h tenancy.TokenHash) (*tenancy.Token, error) {
 	t, err := one(ctx, s, "token by hash", "token", "", scanToken, tokenSelect+` WHERE secret_hash = $1`, h.String())
 	if err == nil && !t.Hash.Equal(h) {
 		return nil, fmt.Errorf("token: %w", kilolock.ErrNotFound)
@@ -200,7 +201,7 @@ func (s *Store) TokenByHash(ctx context.Context, h kilolock.TokenHash) (*kiloloc
 }
 
 // Tokens lists tokens of kind (every kind when empty) by id.
-func (s *Store) Tokens(ctx context.Context, kind kilolock.TokenKind) ([]kilolock.Token, error) {
+func (s *Store) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
 	return list(ctx, s, "tokens", scanToken, tokenSelect+` WHERE $1 = '' OR kind = $1 ORDER BY id`, string(kind))
 }
 
@@ -216,7 +217,7 @@ func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
 
 // PutGrant gives a personal token access to an environment. ErrNotFound
 // when either is missing, ErrInvalid for a token that is not personal.
-func (s *Store) PutGrant(ctx context.Context, g *kilolock.Grant) error {
+func (s *Store) PutGrant(ctx context.Context, g *tenancy.Grant) error {
 	g.Created = now()
 	return s.write(ctx, "put grant", func(tx Tx) error {
 		var kind string
@@ -226,7 +227,7 @@ func (s *Store) PutGrant(ctx context.Context, g *kilolock.Grant) error {
 		} else if err != nil {
 			return err
 		}
-		if kilolock.TokenKind(kind) != kilolock.TokenPersonal {
+		if tenancy.TokenKind(kind) != tenancy.TokenPersonal {
 			return &kilolock.InvalidError{Code: "not_personal_token", Message: fmt.Sprintf("token %s is not a personal access token (its kind is %s)", g.TokenID, kind), Hint: "grants are for personal access tokens (klp_)"}
 		}
 		if err := require(ctx, tx, "environment", g.EnvironmentID, `SELECT 1 FROM environments WHERE public_id = $1`); err != nil {
@@ -245,8 +246,8 @@ func (s *Store) DeleteGrant(ctx context.Context, tokenID, environmentID string) 
 }
 
 // Grants lists a token's grants (every grant when tokenID is empty).
-func (s *Store) Grants(ctx context.Context, tokenID string) ([]kilolock.Grant, error) {
-	return list(ctx, s, "grants", func(r Rows, g *kilolock.Grant) error { return r.Scan(&g.TokenID, &g.EnvironmentID, &g.Created) },
+func (s *Store) Grants(ctx context.Context, tokenID string) ([]tenancy.Grant, error) {
+	return list(ctx, s, "grants", func(r Rows, g *tenancy.Grant) error { return r.Scan(&g.TokenID, &g.EnvironmentID, &g.Created) },
 		`SELECT token_id, environment_id, created_at FROM token_grants WHERE $1 = '' OR token_id = $1 ORDER BY token_id, environment_id`, tokenID)
 }
 
@@ -256,9 +257,9 @@ func (s *Store) Grants(ctx context.Context, tokenID string) ([]kilolock.Grant, e
 // states of the environment count one after the other, and refused (a
 // *kilolock.QuotaError) when the state's managed instances would grow
 // the environment past its hard limit.
-func (s *Store) SetStateLifecycle(ctx context.Context, name string, l kilolock.Lifecycle) error {
+func (s *Store) SetStateLifecycle(ctx context.Context, name string, l tenancy.Lifecycle) error {
 	return s.write(ctx, "set state lifecycle", func(tx Tx) error {
-		if l == kilolock.LifecycleActive {
+		if l == tenancy.LifecycleActive {
 			b := &Batch{}
 			f := queueQuotaFacts(b, name, nil, true)
 			b.Query(func(r Rows) error { return r.Scan(&f.Managed) }, sqlStateManaged, name)
@@ -276,11 +277,11 @@ func (s *Store) SetStateLifecycle(ctx context.Context, name string, l kilolock.L
 }
 
 // StateLifecycle returns a state's lifecycle, active when none was set.
-func (s *Store) StateLifecycle(ctx context.Context, name string) (kilolock.Lifecycle, error) {
-	ls, err := list(ctx, s, "state lifecycle", func(r Rows, l *kilolock.Lifecycle) error { return r.Scan(l) },
+func (s *Store) StateLifecycle(ctx context.Context, name string) (tenancy.Lifecycle, error) {
+	ls, err := list(ctx, s, "state lifecycle", func(r Rows, l *tenancy.Lifecycle) error { return r.Scan(l) },
 		`SELECT lifecycle FROM state_holds WHERE name = $1`, name)
 	if err != nil || len(ls) == 0 {
-		return kilolock.LifecycleActive, err
+		return tenancy.LifecycleActive, err
 	}
 	return ls[0], nil
 }
@@ -330,12 +331,12 @@ WHERE t.secret_hash = $1`
 
 // Access reads, in one statement and one round trip, what the
 // authenticated lane decides req on. An unknown hash gives a nil Token.
-func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolock.Access, error) {
+func (s *Store) Access(ctx context.Context, req tenancy.AccessRequest) (*tenancy.Access, error) {
 	var (
-		a    kilolock.Access
-		t    kilolock.Token
-		w    kilolock.Workspace
-		e, h kilolock.Environment
+		a    tenancy.Access
+		t    tenancy.Token
+		w    tenancy.Workspace
+		e, h tenancy.Environment
 		hash string
 	)
 	err := s.d.Pool().QueryRow(ctx, accessQuery, req.Hash.String(), req.WorkspaceID, req.Environment, req.StateName).Scan(&hash,
@@ -345,17 +346,17 @@ func (s *Store) Access(ctx context.Context, req kilolock.AccessRequest) (*kilolo
 		&h.PublicID, &h.Slug, &h.WorkspaceID, &h.Created,
 		&a.Member, &a.Granted, &a.State)
 	if errors.Is(err, ErrNoRows) {
-		return &kilolock.Access{State: kilolock.LifecycleActive}, nil
+		return &tenancy.Access{State: tenancy.LifecycleActive}, nil
 	} else if err != nil {
 		return nil, s.d.Translate("access", err)
 	}
 	// The index found the row; the stored hash is compared again in
 	// constant time, as TokenByHash does.
-	if t.Hash, err = kilolock.ParseTokenHash(hash); err != nil {
+	if t.Hash, err = tenancy.ParseTokenHash(hash); err != nil {
 		return nil, err
 	}
 	if !t.Hash.Equal(req.Hash) {
-		return &kilolock.Access{State: kilolock.LifecycleActive}, nil
+		return &tenancy.Access{State: tenancy.LifecycleActive}, nil
 	}
 	a.Token = &t
 	if w.ID != "" {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -100,12 +100,12 @@ ORDER BY p.id`
 // TrustAccess reads the environment, its workspace, the state's hold and
 // the environment's policies in one statement.
 func (s *Store) TrustAccess(ctx context.Context, environmentID, state string) (*trust.Access, error) {
-	a := &trust.Access{State: kilolock.LifecycleActive}
+	a := &trust.Access{State: tenancy.LifecycleActive}
 	rows, err := s.d.Pool().Query(ctx, trustAccessQuery, environmentID, state)
 	err = EachRow(rows, err, func(r Rows) error {
 		var (
-			e             kilolock.Environment
-			w             kilolock.Workspace
+			e             tenancy.Environment
+			w             tenancy.Workspace
 			p             trust.Policy
 			claims, globs string
 			ttl           int64

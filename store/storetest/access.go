@@ -8,40 +8,41 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testAccess checks TenantStore.Access: the one read the authenticated
 // lane decides on sees every change made before it — a revoked token, a
 // removed member, a revoked grant, a suspension, an archived state.
 func testAccess(t *testing.T, open Opener) {
-	s, ok := open(t).(kilolock.TenantStore)
+	s, ok := open(t).(tenancy.TenantStore)
 	if !ok {
-		t.Skip("the store does not implement kilolock.TenantStore")
+		t.Skip("the store does not implement tenancy.TenantStore")
 	}
 	ctx := context.Background()
-	ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
+	ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: tenancy.WorkspaceOrganization}
 	must(t, s.CreateWorkspace(ctx, ws))
-	other := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "globex", Kind: kilolock.WorkspaceOrganization}
+	other := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "globex", Kind: tenancy.WorkspaceOrganization}
 	must(t, s.CreateWorkspace(ctx, other))
-	prod := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
-	dev := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "dev", WorkspaceID: ws.ID}
-	theirs := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: other.ID}
-	for _, e := range []*kilolock.Environment{prod, dev, theirs} {
+	prod := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+	dev := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "dev", WorkspaceID: ws.ID}
+	theirs := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: other.ID}
+	for _, e := range []*tenancy.Environment{prod, dev, theirs} {
 		must(t, s.CreateEnvironment(ctx, e))
 	}
-	must(t, s.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleMember}))
-	auto, autoSecret, _ := kilolock.NewToken(kilolock.TokenAutomation)
-	auto.EnvironmentID, auto.Scope = prod.PublicID, kilolock.ScopeReadWrite
+	must(t, s.PutMember(ctx, ws.ID, tenancy.Member{UserID: "alice", Role: tenancy.RoleMember}))
+	auto, autoSecret, _ := tenancy.NewToken(tenancy.TokenAutomation)
+	auto.EnvironmentID, auto.Scope = prod.PublicID, tenancy.ScopeReadWrite
 	must(t, s.CreateToken(ctx, auto))
-	pat, patSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	pat, patSecret, _ := tenancy.NewToken(tenancy.TokenPersonal)
 	pat.UserID = "alice"
 	must(t, s.CreateToken(ctx, pat))
-	must(t, s.PutGrant(ctx, &kilolock.Grant{TokenID: pat.ID, EnvironmentID: prod.PublicID}))
+	must(t, s.PutGrant(ctx, &tenancy.Grant{TokenID: pat.ID, EnvironmentID: prod.PublicID}))
 
-	access := func(secret, wsID, env string) *kilolock.Access {
+	access := func(secret, wsID, env string) *tenancy.Access {
 		t.Helper()
 		name := wsID + "." + env + ".network"
-		a, err := s.Access(ctx, kilolock.AccessRequest{Hash: kilolock.HashSecret(secret), WorkspaceID: wsID, Environment: env, StateName: name})
+		a, err := s.Access(ctx, tenancy.AccessRequest{Hash: tenancy.HashSecret(secret), WorkspaceID: wsID, Environment: env, StateName: name})
 		must(t, err)
 		return a
 	}
@@ -49,9 +50,9 @@ func testAccess(t *testing.T, open Opener) {
 	type summary struct {
 		Token, Workspace, Lifecycle, Env, Home string
 		Member, Granted                        bool
-		State                                  kilolock.Lifecycle
+		State                                  tenancy.Lifecycle
 	}
-	sum := func(a *kilolock.Access) summary {
+	sum := func(a *tenancy.Access) summary {
 		var s summary
 		if a.Token != nil {
 			s.Token = a.Token.ID
@@ -71,13 +72,13 @@ func testAccess(t *testing.T, open Opener) {
 		s.Member, s.Granted, s.State = a.Member, a.Granted, a.State
 		return s
 	}
-	check := func(label string, a *kilolock.Access, want summary) {
+	check := func(label string, a *tenancy.Access, want summary) {
 		t.Helper()
 		if diff := cmp.Diff(want, sum(a)); diff != "" {
 			t.Errorf("%s: Access (-want +got):\n%s", label, diff)
 		}
 	}
-	active := kilolock.LifecycleActive
+	active := tenancy.LifecycleActive
 
 	check("unknown secret", access("klt_nope", ws.ID, prod.PublicID), summary{State: active})
 	check("automation, own path", access(autoSecret, ws.ID, prod.PublicID),
@@ -103,25 +104,25 @@ func testAccess(t *testing.T, open Opener) {
 	must(t, s.RemoveMember(ctx, ws.ID, "alice"))
 	check("pat, member removed", access(patSecret, ws.ID, prod.PublicID),
 		summary{Token: pat.ID, Workspace: ws.ID, Lifecycle: "active", Env: prod.PublicID, Granted: true, State: active})
-	must(t, s.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleMember}))
+	must(t, s.PutMember(ctx, ws.ID, tenancy.Member{UserID: "alice", Role: tenancy.RoleMember}))
 	must(t, s.DeleteGrant(ctx, pat.ID, prod.PublicID))
 	check("pat, grant revoked", access(patSecret, ws.ID, prod.PublicID),
 		summary{Token: pat.ID, Workspace: ws.ID, Lifecycle: "active", Env: prod.PublicID, Member: true, State: active})
-	must(t, s.SetWorkspaceLifecycle(ctx, ws.ID, kilolock.LifecycleSuspended))
-	must(t, s.SetStateLifecycle(ctx, ws.ID+"."+prod.PublicID+".network", kilolock.LifecycleArchived))
+	must(t, s.SetWorkspaceLifecycle(ctx, ws.ID, tenancy.LifecycleSuspended))
+	must(t, s.SetStateLifecycle(ctx, ws.ID+"."+prod.PublicID+".network", tenancy.LifecycleArchived))
 	check("automation, suspended and archived", access(autoSecret, ws.ID, prod.PublicID),
-		summary{Token: auto.ID, Workspace: ws.ID, Lifecycle: "suspended", Env: prod.PublicID, Home: prod.PublicID, State: kilolock.LifecycleArchived})
+		summary{Token: auto.ID, Workspace: ws.ID, Lifecycle: "suspended", Env: prod.PublicID, Home: prod.PublicID, State: tenancy.LifecycleArchived})
 	must(t, s.DeleteToken(ctx, auto.ID))
 	check("automation, revoked", access(autoSecret, ws.ID, prod.PublicID), summary{State: active})
 
 	a := access(patSecret, ws.ID, prod.PublicID)
-	if a.Token.Kind != kilolock.TokenPersonal || a.Token.UserID != "alice" || !a.Token.Hash.Equal(pat.Hash) || a.Token.Created.IsZero() || !a.Token.Expires.IsZero() {
+	if a.Token.Kind != tenancy.TokenPersonal || a.Token.UserID != "alice" || !a.Token.Hash.Equal(pat.Hash) || a.Token.Created.IsZero() || !a.Token.Expires.IsZero() {
 		t.Errorf("Access.Token = %+v", a.Token)
 	}
 
 	// An expiry is kept to the microsecond and read back by every lookup.
 	expires := time.Date(2031, 2, 3, 4, 5, 6, 789012345, time.UTC)
-	brief, briefSecret, _ := kilolock.NewToken(kilolock.TokenPersonal)
+	brief, briefSecret, _ := tenancy.NewToken(tenancy.TokenPersonal)
 	brief.UserID, brief.Expires = "alice", expires
 	must(t, s.CreateToken(ctx, brief))
 	want := expires.Truncate(time.Microsecond)
@@ -131,7 +132,7 @@ func testAccess(t *testing.T, open Opener) {
 	if found, err := s.TokenByHash(ctx, brief.Hash); err != nil || !found.Expires.Equal(want) {
 		t.Errorf("TokenByHash: Expires = %v, %v; want %v", found.Expires, err, want)
 	}
-	if all, err := s.Tokens(ctx, kilolock.TokenPersonal); err != nil || len(all) != 2 {
+	if all, err := s.Tokens(ctx, tenancy.TokenPersonal); err != nil || len(all) != 2 {
 		t.Errorf("Tokens = %+v, %v", all, err)
 	} else {
 		for _, tok := range all {

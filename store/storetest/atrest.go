@@ -17,8 +17,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/keyring"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // AtRest is one database to test encryption at rest on.
@@ -55,7 +57,7 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 func testSealedDrift(t *testing.T, db AtRest) {
 	ctx := context.Background()
 	s := openAtRest(t, db, ring(t, keyring.Generate()))
-	if _, ok := s.(kilolock.DriftStore); !ok {
+	if _, ok := s.(drift.DriftStore); !ok {
 		t.Skip("the store keeps no drift checks")
 	}
 	password := secret(t, "pw")
@@ -67,7 +69,7 @@ func testSealedDrift(t *testing.T, db AtRest) {
 	// holding the password.
 	real := fmt.Sprintf(`{"host":"db-2.internal","password":%s,"port":5432,"url":%s}`, quote(password), quote("pg://admin:"+password+"@db-2.internal"))
 	e := kilolock.NewEngine(s, kilolock.Options{})
-	check, err := e.RecordDrift(ctx, "secrets", &kilolock.DriftReport{Lineage: v.Lineage, Serial: v.Serial, Drifted: []kilolock.DriftedInstance{{
+	check, err := drift.RecordDrift(ctx, e, "secrets", &drift.DriftReport{Lineage: v.Lineage, Serial: v.Serial, Drifted: []drift.DriftedInstance{{
 		Address: "aws_db_instance.main", Real: json.RawMessage(real), RealSensitive: json.RawMessage(`{"password":true}`),
 	}}}, kilolock.Caller{Actor: "ci"})
 	must(t, err)
@@ -82,7 +84,7 @@ func testSealedDrift(t *testing.T, db AtRest) {
 	res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT address, kind, changes FROM resource_drift WHERE state = 'secrets'`)
 	must(t, err)
 	view := fmt.Sprint(res.Rows)
-	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, kilolock.SensitiveMask) {
+	if len(res.Rows) != 1 || !strings.Contains(view, "db-2.internal") || !strings.Contains(view, `"url"`) || !strings.Contains(view, graph.SensitiveMask) {
 		t.Errorf("resource_drift = %s; want the drifted host, and the url masked", view)
 	}
 	var file bytes.Buffer
@@ -217,11 +219,11 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 		t.Fatalf("query resources = %+v, %v", res, err)
 	}
 	attrs := fmt.Sprint(res.Rows[0])
-	if !strings.Contains(attrs, host) || !strings.Contains(attrs, kilolock.SensitiveMask) || strings.Contains(attrs, password) {
+	if !strings.Contains(attrs, host) || !strings.Contains(attrs, graph.SensitiveMask) || strings.Contains(attrs, password) {
 		t.Errorf("resources.attributes = %s; want the host, and the password masked", attrs)
 	}
 	res, err = s.Query(ctx, kilolock.QueryLimits{}, `SELECT value, raw_json FROM outputs WHERE state = 'secrets' AND name = 'token'`)
-	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0]), kilolock.SensitiveMask) {
+	if err != nil || len(res.Rows) != 1 || strings.Contains(fmt.Sprint(res.Rows[0]), token) || !strings.Contains(fmt.Sprint(res.Rows[0]), graph.SensitiveMask) {
 		t.Errorf("outputs.value of a sensitive output = %+v, %v; want it masked", res, err)
 	}
 
@@ -409,7 +411,7 @@ func testSealedBackup(t *testing.T, from, to, keyless, edited AtRest) {
 	}
 
 	dst := openAtRest(t, to, keys)
-	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{}); err != nil {
+	if _, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{}); err != nil {
 		t.Fatalf("Restore with the keys: %v", err)
 	}
 	for _, v := range []*kilolock.Version{v1, v2} {
@@ -441,7 +443,7 @@ func testSealedBackup(t *testing.T, from, to, keyless, edited AtRest) {
 			row[column] = s[:20] + string(flip) + s[21:]
 			return true
 		})
-		_, err := backupStore(t, altered).Restore(ctx, bytes.NewReader(file), kilolock.RestoreLimits{})
+		_, err := backupStore(t, altered).Restore(ctx, bytes.NewReader(file), retention.RestoreLimits{})
 		if ie := errorAs[*kilolock.InvalidError](t, err); ie.Code != "backup_content_mismatch" {
 			t.Errorf("a backup with an edited %s.%s: %v, want backup_content_mismatch", table, column, err)
 		}
@@ -454,7 +456,7 @@ func testSealedBackup(t *testing.T, from, to, keyless, edited AtRest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
+	_, err = backupStore(t, bare).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{})
 	errorIs(t, err, kilolock.ErrKey)
 	if st, err := bare.States(ctx); err != nil || len(st) != 0 {
 		t.Errorf("a refused restore left states %v, %v", st, err)

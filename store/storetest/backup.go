@@ -18,12 +18,14 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/retention"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testBackup runs RunBackup from the store to another of its kind.
 func testBackup(t *testing.T, open Opener) { RunBackup(t, open, open) }
 
-// RunBackup checks kilolock.BackupStore from the stores from opens to
+// RunBackup checks retention.BackupStore from the stores from opens to
 // those to opens (of the same kind or not): a store holding one of
 // everything — a random history, odd bytes, refused commits, apply runs,
 // tenancy and the audit log, and a held lock — is backed up and restored
@@ -46,7 +48,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 	}
 
 	dst := to(t)
-	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
+	got, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{})
 	if err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
@@ -65,7 +67,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 
 	t.Run("refuses a store that is not empty", func(t *testing.T) {
 		before := freeze(t, dst, "model")
-		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{})
+		_, err := backupStore(t, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{})
 		if re := errorAs[*kilolock.RefusedError](t, err); re.Code != "restore_target_not_empty" || !errors.Is(err, kilolock.ErrConflict) {
 			t.Errorf("a restore into a store that is not empty = %v", err)
 		}
@@ -89,7 +91,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 			{"a row of the wrong shape", gzipped(t, `{"kilolock_backup":1,"created":"2026-01-01T00:00:00Z","tables":[{"name":"state_holds","columns":[{"name":"name","type":"text"},{"name":"lifecycle","type":"text"}]}]}`+"\n"+
 				`{"table":"state_holds"}`+"\n"+`["x"]`+"\n")},
 		} {
-			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data), kilolock.RestoreLimits{})
+			_, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(tt.data), retention.RestoreLimits{})
 			if !errors.Is(err, kilolock.ErrInvalid) {
 				t.Errorf("%s: Restore = %v, want ErrInvalid", tt.name, err)
 			}
@@ -97,7 +99,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 		if sts, err := empty.States(ctx); err != nil || len(sts) != 0 {
 			t.Fatalf("refused restores left states %+v, %v", sts, err)
 		}
-		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole), kilolock.RestoreLimits{}); err != nil {
+		if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(whole), retention.RestoreLimits{}); err != nil {
 			t.Errorf("the whole file into the store the refused restores left: %v (they must write nothing)", err)
 		}
 	})
@@ -115,7 +117,7 @@ func RunBackup(t *testing.T, from, to Opener) {
 			t.Errorf("a commit after the restore made version %d with id %d; want %d with an id above %d", v.Number, v.ID, len(history)+1, maxID)
 		}
 		record(t, dst, "model", rejection("after", nil, nil))
-		if ts, ok := dst.(kilolock.TenantStore); ok {
+		if ts, ok := dst.(tenancy.TenantStore); ok {
 			e := &kilolock.AuditEntry{Actor: "after", Action: "test", Target: "x"}
 			must(t, ts.AppendAudit(ctx, e))
 			all, err := ts.Audit(ctx, kilolock.AuditFilter{Limit: 1000})
@@ -127,12 +129,12 @@ func RunBackup(t *testing.T, from, to Opener) {
 	})
 }
 
-// backupStore returns s as a kilolock.BackupStore.
-func backupStore(t testing.TB, s kilolock.Store) kilolock.BackupStore {
+// backupStore returns s as a retention.BackupStore.
+func backupStore(t testing.TB, s kilolock.Store) retention.BackupStore {
 	t.Helper()
-	bs, ok := s.(kilolock.BackupStore)
+	bs, ok := s.(retention.BackupStore)
 	if !ok {
-		t.Fatalf("%T keeps no backups (kilolock.BackupStore)", s)
+		t.Fatalf("%T keeps no backups (retention.BackupStore)", s)
 	}
 	return bs
 }
@@ -184,27 +186,27 @@ func fill(t *testing.T, s kilolock.Store) []model {
 			Verdict: quota.Verdict{Scope: quota.ScopeState, Target: "model", Level: quota.Exceed, Current: 45, Result: 60, Limit: quota.Limit{Soft: 40, Hard: 50}},
 			LockID:  "refused", Actor: "mallory"}))
 	}
-	if ts, ok := s.(kilolock.TenantStore); ok {
-		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
+	if ts, ok := s.(tenancy.TenantStore); ok {
+		ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: tenancy.WorkspaceOrganization}
 		must(t, ts.CreateWorkspace(ctx, ws))
-		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, kilolock.LifecycleSuspended))
-		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+		must(t, ts.SetWorkspaceLifecycle(ctx, ws.ID, tenancy.LifecycleSuspended))
+		env := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		must(t, ts.CreateEnvironment(ctx, env))
 		must(t, ts.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, true))
-		must(t, ts.PutMember(ctx, ws.ID, kilolock.Member{UserID: "alice", Role: kilolock.RoleOwner}))
-		auto, _, err := kilolock.NewToken(kilolock.TokenAutomation)
+		must(t, ts.PutMember(ctx, ws.ID, tenancy.Member{UserID: "alice", Role: tenancy.RoleOwner}))
+		auto, _, err := tenancy.NewToken(tenancy.TokenAutomation)
 		must(t, err)
-		auto.EnvironmentID, auto.Scope, auto.Expires = env.PublicID, kilolock.ScopeReadWrite, time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		auto.EnvironmentID, auto.Scope, auto.Expires = env.PublicID, tenancy.ScopeReadWrite, time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
 		must(t, ts.CreateToken(ctx, auto))
 		must(t, ts.TouchToken(ctx, auto.ID, time.Now().UTC()))
-		pat, _, err := kilolock.NewToken(kilolock.TokenPersonal)
+		pat, _, err := tenancy.NewToken(tenancy.TokenPersonal)
 		must(t, err)
 		pat.UserID = "alice"
 		must(t, ts.CreateToken(ctx, pat))
-		must(t, ts.PutGrant(ctx, &kilolock.Grant{TokenID: pat.ID, EnvironmentID: env.PublicID}))
-		name, err := kilolock.TenantStateName(ws.ID, env.PublicID, "net")
+		must(t, ts.PutGrant(ctx, &tenancy.Grant{TokenID: pat.ID, EnvironmentID: env.PublicID}))
+		name, err := tenancy.TenantStateName(ws.ID, env.PublicID, "net")
 		must(t, err)
-		must(t, ts.SetStateLifecycle(ctx, name, kilolock.LifecycleArchived))
+		must(t, ts.SetStateLifecycle(ctx, name, tenancy.LifecycleArchived))
 		for i := range 3 {
 			must(t, ts.AppendAudit(ctx, &kilolock.AuditEntry{Actor: "operator", Action: "test", Target: fmt.Sprint(i), From: "127.0.0.1:1", Denied: i == 1, Reason: "r\x00", RequestID: "req"}))
 		}

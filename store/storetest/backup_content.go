@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // Marks of the objects an altered backup edits.
@@ -68,8 +69,8 @@ func checkBackupLines(t *testing.T, file []byte) {
 		}
 		must(t, err)
 	}
-	if longest > kilolock.DefaultMaxBackupLine/8 {
-		t.Errorf("the backup has a line of %d bytes; a backup writes none longer than %d", longest, kilolock.DefaultMaxBackupLine/8)
+	if longest > retention.DefaultMaxBackupLine/8 {
+		t.Errorf("the backup has a line of %d bytes; a backup writes none longer than %d", longest, retention.DefaultMaxBackupLine/8)
 	}
 	if pieces < 10 {
 		t.Errorf("the backup has %d lines of pieces: the long values were not written in pieces", pieces)
@@ -85,32 +86,32 @@ func testRestoreRefusals(t *testing.T, to Opener, file []byte) {
 	for _, tt := range []struct {
 		name string
 		data io.Reader
-		lim  kilolock.RestoreLimits
+		lim  retention.RestoreLimits
 		code string
 	}{
 		{"an edited instance object", bytes.NewReader(alteredBackup(t, file, "payloads", func(row map[string]any) bool {
 			return replaceCell(row, "body", `"`+editedInstance+`"`, `"edited"`)
-		})), kilolock.RestoreLimits{}, "backup_content_mismatch"},
+		})), retention.RestoreLimits{}, "backup_content_mismatch"},
 		{"an edited output", bytes.NewReader(alteredBackup(t, file, "payloads", func(row map[string]any) bool {
 			return replaceCell(row, "body", editedOutput, "edited")
-		})), kilolock.RestoreLimits{}, "backup_content_mismatch"},
+		})), retention.RestoreLimits{}, "backup_content_mismatch"},
 		{"an interval naming another object", bytes.NewReader(alteredBackup(t, file, "instance_intervals", func(row map[string]any) bool {
 			if row["name"] != "web" {
 				return false
 			}
 			row["hash"] = strings.Repeat("A", 43) + "="
 			return true
-		})), kilolock.RestoreLimits{}, "backup_content_mismatch"},
+		})), retention.RestoreLimits{}, "backup_content_mismatch"},
 		{"pieces that do not add up", bytes.NewReader(alteredBackup(t, file, "version_raw", func(row map[string]any) bool {
 			p, ok := row["raw"].(map[string]any)
 			if ok {
 				p["bytes"] = json.Number("150001")
 			}
 			return ok
-		})), kilolock.RestoreLimits{}, "backup_malformed"},
-		{"a value past the limit", bytes.NewReader(file), kilolock.RestoreLimits{MaxValue: 100 << 10}, "backup_value_too_large"},
-		{"a line past a small limit", bytes.NewReader(file), kilolock.RestoreLimits{MaxLine: 16 << 10}, "backup_line_too_long"},
-		{"a line of 256 MiB past the default limit", hugeLine(t, 256<<20), kilolock.RestoreLimits{}, "backup_line_too_long"},
+		})), retention.RestoreLimits{}, "backup_malformed"},
+		{"a value past the limit", bytes.NewReader(file), retention.RestoreLimits{MaxValue: 100 << 10}, "backup_value_too_large"},
+		{"a line past a small limit", bytes.NewReader(file), retention.RestoreLimits{MaxLine: 16 << 10}, "backup_line_too_long"},
+		{"a line of 256 MiB past the default limit", hugeLine(t, 256<<20), retention.RestoreLimits{}, "backup_line_too_long"},
 	} {
 		_, err := backupStore(t, empty).Restore(ctx, tt.data, tt.lim)
 		var ie *kilolock.InvalidError
@@ -121,7 +122,7 @@ func testRestoreRefusals(t *testing.T, to Opener, file []byte) {
 	if sts, err := empty.States(ctx); err != nil || len(sts) != 0 {
 		t.Fatalf("refused restores left states %+v, %v", sts, err)
 	}
-	if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(file), kilolock.RestoreLimits{}); err != nil {
+	if _, err := backupStore(t, empty).Restore(ctx, bytes.NewReader(file), retention.RestoreLimits{}); err != nil {
 		t.Errorf("the whole file into the store the refused restores left: %v (they must write nothing)", err)
 	}
 }

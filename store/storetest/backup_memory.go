@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // restoreHugeLine restores into a store from open a backup whose second
@@ -18,7 +19,7 @@ func restoreHugeLine(tb testing.TB, open Opener, n int64) (allocated uint64, err
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err = backupStore(tb, s).Restore(context.Background(), hugeLine(tb, n), kilolock.RestoreLimits{})
+	_, err = backupStore(tb, s).Restore(context.Background(), hugeLine(tb, n), retention.RestoreLimits{})
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc, err
 }
@@ -33,7 +34,7 @@ func RunRestoreMemory(t *testing.T, open Opener) {
 	if !errors.As(err, &ie) || ie.Code != "backup_line_too_long" {
 		t.Fatalf("a restore of a line of 512 MiB = %v, want backup_line_too_long", err)
 	}
-	if limit := uint64(4 * kilolock.DefaultMaxBackupLine); allocated > limit {
+	if limit := uint64(4 * retention.DefaultMaxBackupLine); allocated > limit {
 		t.Errorf("refusing a line of 512 MiB allocated %d MiB; want at most %d MiB (4 times the line limit)", allocated>>20, limit>>20)
 	}
 	t.Logf("refusing a line of 512 MiB allocated %.1f MiB", float64(allocated)/(1<<20))

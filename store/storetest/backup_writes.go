@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // backupWriters and backupWidth shape testBackupUnderWrites: that many
@@ -109,7 +110,7 @@ func testBackupUnderWrites(t *testing.T, open Opener) {
 	}
 
 	dst := open(t)
-	if _, err := backupStore(t, dst).Restore(context.Background(), &file, kilolock.RestoreLimits{}); err != nil {
+	if _, err := backupStore(t, dst).Restore(context.Background(), &file, retention.RestoreLimits{}); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
 	for w := range backupWriters {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/retention"
 )
 
 // BenchOpener opens an empty store for a benchmark.
@@ -60,7 +61,7 @@ func BenchBackupRestore(b *testing.B, open BenchOpener) {
 		dst := open(b)
 		b.StartTimer()
 		start = time.Now()
-		if _, err := backupStore(b, dst).Restore(ctx, bytes.NewReader(file.Bytes()), kilolock.RestoreLimits{}); err != nil {
+		if _, err := backupStore(b, dst).Restore(ctx, bytes.NewReader(file.Bytes()), retention.RestoreLimits{}); err != nil {
 			b.Fatal(err)
 		}
 		restore += time.Since(start)
@@ -84,9 +85,9 @@ func BenchBackupRestore(b *testing.B, open BenchOpener) {
 // version changed, not on the state's size.
 func BenchPrune(b *testing.B, s kilolock.Store) {
 	ctx := context.Background()
-	rs, ok := s.(kilolock.RetentionStore)
+	rs, ok := s.(retention.RetentionStore)
 	if !ok {
-		b.Fatalf("%T keeps no retention (kilolock.RetentionStore)", s)
+		b.Fatalf("%T keeps no retention (retention.RetentionStore)", s)
 	}
 	v, _, err := s.Commit(ctx, "fleet", firstFleet(b))
 	if err != nil {
@@ -101,7 +102,7 @@ func BenchPrune(b *testing.B, s kilolock.Store) {
 			b.Fatal(err)
 		}
 	}
-	req := kilolock.PruneRequest{State: "fleet", KeepLast: 1, Max: 1, Policy: "bench", By: kilolock.Caller{Actor: "bench"}}
+	req := retention.PruneRequest{State: "fleet", KeepLast: 1, Max: 1, Policy: "bench", By: kilolock.Caller{Actor: "bench"}}
 	if res, err := rs.Prune(ctx, req); err != nil || len(res.Versions) != 1 {
 		b.Fatalf("prune @1: %+v, %v", res, err)
 	}

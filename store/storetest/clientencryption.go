@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // opaque is the next commit of name as an OpenTofu client-side encrypted
@@ -95,16 +96,16 @@ func testClientEncryption(t *testing.T, open Opener) {
 		}
 	})
 
-	ts, ok := s.(kilolock.TenantStore)
+	ts, ok := s.(tenancy.TenantStore)
 	if !ok {
 		return
 	}
 	t.Run("an environment that requires client-side encryption", func(t *testing.T) {
-		ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
+		ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: tenancy.WorkspaceOrganization}
 		must(t, ts.CreateWorkspace(ctx, ws))
-		env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+		env := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 		must(t, ts.CreateEnvironment(ctx, env))
-		name, err := kilolock.TenantStateName(ws.ID, env.PublicID, "app")
+		name, err := tenancy.TenantStateName(ws.ID, env.PublicID, "app")
 		must(t, err)
 		commit(t, s, name, next(t, s, name))
 		must(t, ts.SetEnvironmentRequireClientEncryption(ctx, env.PublicID, true))

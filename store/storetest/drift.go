@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/graph"
 )
 
 // testDrift: a check's records stay open until a later check of their
@@ -13,7 +15,7 @@ import (
 func testDrift(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
-	ds, ok := s.(kilolock.DriftStore)
+	ds, ok := s.(drift.DriftStore)
 	if !ok {
 		t.Skip("the store keeps no drift checks")
 	}
@@ -28,10 +30,10 @@ func testDrift(t *testing.T, open Opener) {
 	if counts, err := ds.DriftCounts(ctx, nil); err != nil || len(counts) != 0 {
 		t.Fatalf("DriftCounts before any check = %v, %v; want none", counts, err)
 	}
-	check := &kilolock.DriftCheck{Version: 1, Actor: "alice", Drifted: []kilolock.DriftRecord{
-		{InstanceID: a.ID(), Address: a.Address(), Type: "time_rotating", Kind: kilolock.DriftChanged,
-			Changes: []kilolock.DriftChange{{Path: "id", Kind: "changed", Recorded: "a", Real: kilolock.SensitiveMask}}},
-		{InstanceID: b.ID(), Address: b.Address(), Type: "time_rotating", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}},
+	check := &drift.DriftCheck{Version: 1, Actor: "alice", Drifted: []drift.DriftRecord{
+		{InstanceID: a.ID(), Address: a.Address(), Type: "time_rotating", Kind: drift.DriftChanged,
+			Changes: []drift.DriftChange{{Path: "id", Kind: "changed", Recorded: "a", Real: graph.SensitiveMask}}},
+		{InstanceID: b.ID(), Address: b.Address(), Type: "time_rotating", Kind: drift.DriftDeleted, Changes: []drift.DriftChange{}},
 	}}
 	must(t, ds.RecordDrift(ctx, "s", check))
 	if check.ID == 0 || check.Drifted[0].Check != check.ID || check.Drifted[0].Actor != "alice" {
@@ -69,11 +71,11 @@ func testDrift(t *testing.T, open Opener) {
 	}
 	open2(a.Address(), b.Address())
 	got, _ := ds.Drift(ctx, "s")
-	if ch := got[0].Changes; len(ch) != 1 || ch[0].Recorded != "a" || ch[0].Real != kilolock.SensitiveMask || got[0].Version != 1 || got[1].Kind != kilolock.DriftDeleted {
+	if ch := got[0].Changes; len(ch) != 1 || ch[0].Recorded != "a" || ch[0].Real != graph.SensitiveMask || got[0].Version != 1 || got[1].Kind != drift.DriftDeleted {
 		t.Errorf("records read back: %+v", got)
 	}
 	// A check of a alone that finds it clean closes a, not b.
-	must(t, ds.RecordDrift(ctx, "s", &kilolock.DriftCheck{Version: 1, Actor: "bob", Scope: []string{a.ID()}}))
+	must(t, ds.RecordDrift(ctx, "s", &drift.DriftCheck{Version: 1, Actor: "bob", Scope: []string{a.ID()}}))
 	open2(b.Address())
 	// A later version that changes b closes it; one that changes c alone
 	// does not.
@@ -86,14 +88,14 @@ func testDrift(t *testing.T, open Opener) {
 	commit(t, s, "s", v3)
 	open2()
 
-	errorIs(t, ds.RecordDrift(ctx, "s", &kilolock.DriftCheck{Version: 9}), kilolock.ErrNotFound)
-	errorIs(t, ds.RecordDrift(ctx, "missing", &kilolock.DriftCheck{Version: 1}), kilolock.ErrNotFound)
+	errorIs(t, ds.RecordDrift(ctx, "s", &drift.DriftCheck{Version: 9}), kilolock.ErrNotFound)
+	errorIs(t, ds.RecordDrift(ctx, "missing", &drift.DriftCheck{Version: 1}), kilolock.ErrNotFound)
 	_, err := ds.Drift(ctx, "missing")
 	errorIs(t, err, kilolock.ErrNotFound)
 	// A full check closes everything open before it.
-	must(t, ds.RecordDrift(ctx, "s", &kilolock.DriftCheck{Version: 3, Drifted: []kilolock.DriftRecord{
-		{InstanceID: c.ID(), Address: c.Address(), Type: "time_rotating", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}}}}))
+	must(t, ds.RecordDrift(ctx, "s", &drift.DriftCheck{Version: 3, Drifted: []drift.DriftRecord{
+		{InstanceID: c.ID(), Address: c.Address(), Type: "time_rotating", Kind: drift.DriftDeleted, Changes: []drift.DriftChange{}}}}))
 	open2(c.Address())
-	must(t, ds.RecordDrift(ctx, "s", &kilolock.DriftCheck{Version: 3}))
+	must(t, ds.RecordDrift(ctx, "s", &drift.DriftCheck{Version: 3}))
 	open2()
 }

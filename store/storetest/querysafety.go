@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testQuerySafety checks what keeps users' SQL harmless: it reads the
@@ -21,8 +22,8 @@ func testQuerySafety(t *testing.T, open Opener) {
 	c.Upserts = append(c.Upserts, instance(t, resource("aws_instance", "web"), intKey(0), `{"id":"i-0"}`))
 	commit(t, s, "safe", c)
 	lock(t, s, "safe", "l-1", kilolock.LockExclusive)
-	if tenants, ok := s.(kilolock.TenantStore); ok {
-		tok, _, err := kilolock.NewToken(kilolock.TokenOperator)
+	if tenants, ok := s.(tenancy.TenantStore); ok {
+		tok, _, err := tenancy.NewToken(tenancy.TokenOperator)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/quota"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // quotaFixture is a store that keeps quotas and tenants, with workspace
@@ -18,7 +19,7 @@ import (
 type quotaFixture struct {
 	s         kilolock.Store
 	qs        kilolock.QuotaStore
-	ts        kilolock.TenantStore
+	ts        tenancy.TenantStore
 	ws        string
 	prod, dev string // public ids
 }
@@ -30,16 +31,16 @@ func newQuotaFixture(t *testing.T, open Opener) *quotaFixture {
 	if !ok {
 		t.Skip("the store does not implement kilolock.QuotaStore")
 	}
-	ts, ok := s.(kilolock.TenantStore)
+	ts, ok := s.(tenancy.TenantStore)
 	if !ok {
-		t.Skip("the store does not implement kilolock.TenantStore")
+		t.Skip("the store does not implement tenancy.TenantStore")
 	}
 	ctx := context.Background()
 	f := &quotaFixture{s: s, qs: qs, ts: ts, ws: kilolock.NewID("ws_")}
-	must(t, ts.CreateWorkspace(ctx, &kilolock.Workspace{ID: f.ws, Name: "acme", Kind: kilolock.WorkspaceOrganization}))
+	must(t, ts.CreateWorkspace(ctx, &tenancy.Workspace{ID: f.ws, Name: "acme", Kind: tenancy.WorkspaceOrganization}))
 	for _, e := range []*string{&f.prod, &f.dev} {
 		*e = kilolock.NewID("env_")
-		must(t, ts.CreateEnvironment(ctx, &kilolock.Environment{PublicID: *e, Slug: map[*string]string{&f.prod: "prod", &f.dev: "dev"}[e], WorkspaceID: f.ws}))
+		must(t, ts.CreateEnvironment(ctx, &tenancy.Environment{PublicID: *e, Slug: map[*string]string{&f.prod: "prod", &f.dev: "dev"}[e], WorkspaceID: f.ws}))
 	}
 	return f
 }
@@ -47,7 +48,7 @@ func newQuotaFixture(t *testing.T, open Opener) *quotaFixture {
 // state is the internal name of state in environment env.
 func (f *quotaFixture) state(t testing.TB, env, state string) string {
 	t.Helper()
-	name, err := kilolock.TenantStateName(f.ws, env, state)
+	name, err := tenancy.TenantStateName(f.ws, env, state)
 	must(t, err)
 	return name
 }
@@ -312,7 +313,7 @@ func testQuotaEnvironment(t *testing.T, open Opener) {
 	}
 	f.mustGrow(t, other, 5) // dev has a sum of its own
 
-	must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleArchived))
+	must(t, f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleArchived))
 	if _, _, err := f.grow(t, b, 3, nil); err != nil {
 		t.Errorf("with a archived, prod holds 2: growing b by 3: %v", err)
 	}
@@ -321,26 +322,26 @@ func testQuotaEnvironment(t *testing.T, open Opener) {
 	}
 	// Restoring a (3) into prod at 5 of 5 would pass the limit: refused
 	// with the numbers, a left archived.
-	err = f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive)
+	err = f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleActive)
 	qe = refusedBy(t, err, quota.ScopeEnvironment, f.prod, 5, 8)
 	if !qe.Restore || qe.State != a || !strings.Contains(qe.Error(), "from 5 to 8") || !strings.Contains(qe.Error(), "holds 3") ||
 		!strings.Contains(qe.Error(), "hard limit of 5") || !strings.Contains(qe.Hint(), "stays archived") {
 		t.Errorf("the refused restore: %v (hint %q); want its numbers and what to do", qe, qe.Hint())
 	}
-	if l, err := f.ts.StateLifecycle(ctx, a); err != nil || l != kilolock.LifecycleArchived {
+	if l, err := f.ts.StateLifecycle(ctx, a); err != nil || l != tenancy.LifecycleArchived {
 		t.Errorf("a refused restore left a %s, %v", l, err)
 	}
 	if st := f.status(t, b, 0, nil); st.Counts[1].Current != 5 {
 		t.Errorf("after a refused restore prod holds %d, want 5", st.Counts[1].Current)
 	}
 	// With b archived there is room: exactly the limit is allowed.
-	must(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleArchived))
-	must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive))
-	refusedBy(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleActive), quota.ScopeEnvironment, f.prod, 3, 8)
-	must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive)) // already active: nothing to count
+	must(t, f.ts.SetStateLifecycle(ctx, b, tenancy.LifecycleArchived))
+	must(t, f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleActive))
+	refusedBy(t, f.ts.SetStateLifecycle(ctx, b, tenancy.LifecycleActive), quota.ScopeEnvironment, f.prod, 3, 8)
+	must(t, f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleActive)) // already active: nothing to count
 
 	f.set(t, kilolock.QuotaEnvironment, f.prod, &quota.Limit{Unlimited: true})
-	must(t, f.ts.SetStateLifecycle(ctx, b, kilolock.LifecycleActive))
+	must(t, f.ts.SetStateLifecycle(ctx, b, tenancy.LifecycleActive))
 	if _, _, err := f.grow(t, b, 1, nil); err != nil {
 		t.Errorf("prod unlimited over the workspace's default: %v", err)
 	}
@@ -357,7 +358,7 @@ func testQuotaRestoreLock(t *testing.T, open Opener) {
 	for round := range rounds {
 		a, b := f.state(t, f.prod, fmt.Sprintf("a%d", round)), f.state(t, f.prod, fmt.Sprintf("b%d", round))
 		f.mustGrow(t, a, 2)
-		must(t, f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleArchived))
+		must(t, f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleArchived))
 		f.mustGrow(t, b, 0)
 		c := f.growth(t, b, 2, nil)
 		var (
@@ -367,7 +368,7 @@ func testQuotaRestoreLock(t *testing.T, open Opener) {
 			restore error
 		)
 		wg.Go(func() { <-start; _, _, commit = f.s.Commit(ctx, b, c) })
-		wg.Go(func() { <-start; restore = f.ts.SetStateLifecycle(ctx, a, kilolock.LifecycleActive) })
+		wg.Go(func() { <-start; restore = f.ts.SetStateLifecycle(ctx, a, tenancy.LifecycleActive) })
 		close(start)
 		wg.Wait()
 		won := 0
@@ -387,7 +388,7 @@ func testQuotaRestoreLock(t *testing.T, open Opener) {
 			t.Fatalf("round %d: prod holds %d, want 2", round, st.Counts[1].Current)
 		}
 		for _, name := range []string{a, b} {
-			must(t, f.ts.SetStateLifecycle(ctx, name, kilolock.LifecycleArchived))
+			must(t, f.ts.SetStateLifecycle(ctx, name, tenancy.LifecycleArchived))
 		}
 	}
 }
@@ -435,7 +436,7 @@ func testQuotaEnvironmentLock(t *testing.T, open Opener) {
 			t.Fatalf("round %d: prod holds %d, want 2", round, st.Counts[1].Current)
 		}
 		for _, name := range []string{a, b} {
-			must(t, f.ts.SetStateLifecycle(context.Background(), name, kilolock.LifecycleArchived))
+			must(t, f.ts.SetStateLifecycle(context.Background(), name, tenancy.LifecycleArchived))
 		}
 	}
 }

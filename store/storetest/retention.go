@@ -14,21 +14,24 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/retention"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
-// retentionStore returns s as a kilolock.RetentionStore.
-func retentionStore(t testing.TB, s kilolock.Store) kilolock.RetentionStore {
+// retentionStore returns s as a retention.RetentionStore.
+func retentionStore(t testing.TB, s kilolock.Store) retention.RetentionStore {
 	t.Helper()
-	rs, ok := s.(kilolock.RetentionStore)
+	rs, ok := s.(retention.RetentionStore)
 	if !ok {
-		t.Fatalf("%T keeps no retention policies (kilolock.RetentionStore)", s)
+		t.Fatalf("%T keeps no retention policies (retention.RetentionStore)", s)
 	}
 	return rs
 }
 
 // prune prunes state name by r in transactions of batch versions until
 // nothing is left to prune, and returns the versions pruned.
-func prune(t testing.TB, rs kilolock.RetentionStore, r kilolock.PruneRequest, batch int) []int64 {
+func prune(t testing.TB, rs retention.RetentionStore, r retention.PruneRequest, batch int) []int64 {
 	t.Helper()
 	r.Max = batch
 	var all []int64
@@ -191,10 +194,10 @@ func testRetention(t *testing.T, open Opener) {
 	by := kilolock.Caller{Actor: "ops@host", From: "test", RequestID: "req-1"}
 
 	t.Run("policies", func(t *testing.T) {
-		ps := []kilolock.RetentionPolicy{
-			{Scope: kilolock.RetentionServer, KeepLast: 100, UpdatedBy: "a"},
-			{Scope: kilolock.RetentionState, Target: "prod", KeepLast: 10, KeepDays: 30, UpdatedBy: "b"},
-			{Scope: kilolock.RetentionEnvironment, Target: "env_1", KeepDays: 7, UpdatedBy: "c"},
+		ps := []retention.RetentionPolicy{
+			{Scope: retention.RetentionServer, KeepLast: 100, UpdatedBy: "a"},
+			{Scope: retention.RetentionState, Target: "prod", KeepLast: 10, KeepDays: 30, UpdatedBy: "b"},
+			{Scope: retention.RetentionEnvironment, Target: "env_1", KeepDays: 7, UpdatedBy: "c"},
 		}
 		for i := range ps {
 			must(t, rs.PutRetentionPolicy(ctx, &ps[i], by))
@@ -203,12 +206,12 @@ func testRetention(t *testing.T, open Opener) {
 		must(t, rs.PutRetentionPolicy(ctx, &ps[0], by))
 		got, err := rs.RetentionPolicies(ctx)
 		must(t, err)
-		want := []kilolock.RetentionPolicy{ps[2], ps[0], ps[1]}
+		want := []retention.RetentionPolicy{ps[2], ps[0], ps[1]}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("RetentionPolicies (-want +got):\n%s", diff)
 		}
-		must(t, rs.DeleteRetentionPolicy(ctx, kilolock.RetentionEnvironment, "env_1", by))
-		errorIs(t, rs.DeleteRetentionPolicy(ctx, kilolock.RetentionEnvironment, "env_1", by), kilolock.ErrNotFound)
+		must(t, rs.DeleteRetentionPolicy(ctx, retention.RetentionEnvironment, "env_1", by))
+		errorIs(t, rs.DeleteRetentionPolicy(ctx, retention.RetentionEnvironment, "env_1", by), kilolock.ErrNotFound)
 		for _, p := range ps {
 			_ = rs.DeleteRetentionPolicy(ctx, p.Scope, p.Target, by)
 		}
@@ -218,8 +221,8 @@ func testRetention(t *testing.T, open Opener) {
 		const name = "keep"
 		history := commitModel(t, s, name, 40, 20260701)
 		before := rowsOf(t, s)
-		r := kilolock.PruneRequest{State: name, KeepLast: 10, Policy: "state:keep keep_last=10", By: by}
-		dry, err := rs.Prune(ctx, kilolock.PruneRequest{State: name, KeepLast: 10, DryRun: true})
+		r := retention.PruneRequest{State: name, KeepLast: 10, Policy: "state:keep keep_last=10", By: by}
+		dry, err := rs.Prune(ctx, retention.PruneRequest{State: name, KeepLast: 10, DryRun: true})
 		must(t, err)
 		if diff := cmp.Diff(numbers(1, 30), dry.Versions); diff != "" {
 			t.Errorf("dry run (-want +got):\n%s", diff)
@@ -240,7 +243,7 @@ func testRetention(t *testing.T, open Opener) {
 		if len(marks) != 1 || marks[0].From != 1 || marks[0].To != 30 || marks[0].Versions != 30 || marks[0].PrunedBy != "ops@host" || marks[0].Policy != r.Policy {
 			t.Errorf("PrunedVersions = %+v, want one run @1-@30 by ops@host under %q", marks, r.Policy)
 		}
-		if ts, ok := s.(kilolock.TenantStore); ok {
+		if ts, ok := s.(tenancy.TenantStore); ok {
 			entries, err := ts.Audit(ctx, kilolock.AuditFilter{Limit: 100})
 			must(t, err)
 			n := 0
@@ -259,13 +262,13 @@ func testRetention(t *testing.T, open Opener) {
 		const name = "guarded"
 		now := time.Now().UTC()
 		history := commitModel(t, s, name, 30, 20260702)
-		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 3, Reason: kilolock.PinRollbackPlan, Expires: now.Add(time.Hour)}))
-		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 6, Reason: kilolock.PinRollbackPlan, Expires: now.Add(-time.Second)}))
-		errorIs(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 99, Reason: "x", Expires: now}), kilolock.ErrNotFound)
+		must(t, rs.PinVersion(ctx, name, retention.VersionPin{Number: 3, Reason: retention.PinRollbackPlan, Expires: now.Add(time.Hour)}))
+		must(t, rs.PinVersion(ctx, name, retention.VersionPin{Number: 6, Reason: retention.PinRollbackPlan, Expires: now.Add(-time.Second)}))
+		errorIs(t, rs.PinVersion(ctx, name, retention.VersionPin{Number: 99, Reason: "x", Expires: now}), kilolock.ErrNotFound)
 		runs := runStore(t, s)
 		run := &kilolock.ApplyRun{ID: kilolock.NewRunID(), State: name, Actor: "alice", Lease: time.Hour, SourceSerial: history[19].version.Serial}
 		must(t, runs.CreateRun(ctx, run, now))
-		r := kilolock.PruneRequest{State: name, KeepLast: 1, Policy: "keep_last=1", By: by, Now: now}
+		r := retention.PruneRequest{State: name, KeepLast: 1, Policy: "keep_last=1", By: by, Now: now}
 		pruned := prune(t, rs, r, 4)
 		if want := numbers(1, 19, 3); !slices.Equal(pruned, want) {
 			t.Errorf("pruned %v; want %v: not the pinned @3, nor the run's base @20 and after", pruned, want)
@@ -289,19 +292,19 @@ func testRetention(t *testing.T, open Opener) {
 
 	t.Run("tagged", func(t *testing.T) {
 		const name = "tagged"
-		ts, ok := s.(kilolock.TagStore)
+		ts, ok := s.(history.TagStore)
 		if !ok {
 			t.Skip("the store keeps no tags")
 		}
-		history := commitModel(t, s, name, 12, 20261201)
-		must(t, ts.PutTag(ctx, name, &kilolock.Tag{Name: "pre-migration", Version: 4, Actor: "alice"},
+		models := commitModel(t, s, name, 12, 20261201)
+		must(t, ts.PutTag(ctx, name, &history.Tag{Name: "pre-migration", Version: 4, Actor: "alice"},
 			&kilolock.AuditEntry{Actor: "alice", Action: "tag.set", Target: name + "@pre-migration", From: "test"}))
-		r := kilolock.PruneRequest{State: name, KeepLast: 2, Policy: "keep_last=2", By: by, Now: time.Now().UTC()}
+		r := retention.PruneRequest{State: name, KeepLast: 2, Policy: "keep_last=2", By: by, Now: time.Now().UTC()}
 		pruned := prune(t, rs, r, 100)
 		if want := numbers(1, 10, 4); !slices.Equal(pruned, want) {
 			t.Errorf("pruned %v; want %v: never the tagged @4", pruned, want)
 		}
-		checkPruned(t, s, name, keptModels(history, pruned), pruned)
+		checkPruned(t, s, name, keptModels(models, pruned), pruned)
 		// Untagged, it goes with the next run.
 		must(t, ts.DeleteTag(ctx, name, "pre-migration",
 			&kilolock.AuditEntry{Actor: "alice", Action: "tag.unset", Target: name + "@pre-migration", From: "test"}))
@@ -328,7 +331,7 @@ func testRetention(t *testing.T, open Opener) {
 			commit(t, s, name, c)
 			c = next(t, s, name)
 		}
-		r := kilolock.PruneRequest{State: name, KeepLast: 1, By: by}
+		r := retention.PruneRequest{State: name, KeepLast: 1, By: by}
 		if got := prune(t, rs, r, 100); !slices.Equal(got, numbers(1, 9)) {
 			t.Errorf("pruned %v under a lock whose base is @10; want @1-@9", got)
 		}
@@ -364,8 +367,8 @@ func testRetention(t *testing.T, open Opener) {
 			step(c)
 			vs = append(vs, commit(t, s, name, c))
 		}
-		must(t, rs.PinVersion(ctx, name, kilolock.VersionPin{Number: 1, Reason: "test", Expires: time.Now().Add(time.Hour)}))
-		if got := prune(t, rs, kilolock.PruneRequest{State: name, KeepLast: 1, By: by}, 10); !slices.Equal(got, []int64{2, 3}) {
+		must(t, rs.PinVersion(ctx, name, retention.VersionPin{Number: 1, Reason: "test", Expires: time.Now().Add(time.Hour)}))
+		if got := prune(t, rs, retention.PruneRequest{State: name, KeepLast: 1, By: by}, 10); !slices.Equal(got, []int64{2, 3}) {
 			t.Fatalf("pruned %v, want @2-@3", got)
 		}
 		changes, err := s.ChangesSince(ctx, name, 1)
@@ -397,7 +400,7 @@ func testRetention(t *testing.T, open Opener) {
 			commit(t, s, name, c)
 		}
 		for v := int64(1); v <= 8; v++ {
-			res, err := rs.Prune(ctx, kilolock.PruneRequest{State: name, KeepLast: 1, Max: 1, By: by})
+			res, err := rs.Prune(ctx, retention.PruneRequest{State: name, KeepLast: 1, Max: 1, By: by})
 			must(t, err)
 			if !slices.Equal(res.Versions, []int64{v}) || res.Intervals != 2 || res.Moved != 0 || res.Payloads != 2 {
 				t.Errorf("pruning @%d: %+v; want @%d only, 2 intervals and 2 payloads deleted, none moved", v, res, v)
@@ -424,11 +427,11 @@ func testRetention(t *testing.T, open Opener) {
 			for range 3 {
 				n := history[rng.IntN(len(history))].version.Number
 				if !slices.Contains(pruned, n) {
-					_ = rs.PinVersion(ctx, name, kilolock.VersionPin{Number: n, Reason: fmt.Sprintf("run-%d", run),
+					_ = rs.PinVersion(ctx, name, retention.VersionPin{Number: n, Reason: fmt.Sprintf("run-%d", run),
 						Expires: now.Add(time.Duration(run+1+rng.IntN(3)) * time.Minute)})
 				}
 			}
-			r := kilolock.PruneRequest{State: name, KeepLast: int64(60 - 4*run), By: by, Now: now.Add(time.Duration(run) * time.Minute)}
+			r := retention.PruneRequest{State: name, KeepLast: int64(60 - 4*run), By: by, Now: now.Add(time.Duration(run) * time.Minute)}
 			pruned = append(pruned, prune(t, rs, r, 1+rng.IntN(5))...)
 			slices.Sort(pruned)
 			checkPruned(t, s, name, keptModels(history, pruned), pruned)
@@ -441,7 +444,7 @@ func testRetention(t *testing.T, open Opener) {
 	t.Run("keep days", func(t *testing.T) {
 		const name = "aged"
 		history := commitModel(t, s, name, 12, 20260703)
-		r := kilolock.PruneRequest{State: name, Before: history[5].version.Created, By: by}
+		r := retention.PruneRequest{State: name, Before: history[5].version.Created, By: by}
 		pruned := prune(t, rs, r, 100)
 		if !slices.Equal(pruned, numbers(1, 5)) {
 			t.Errorf("pruned %v created before @6's time; want @1-@5", pruned)
@@ -452,7 +455,7 @@ func testRetention(t *testing.T, open Opener) {
 		if got := prune(t, rs, r, 100); len(got) != 0 {
 			t.Errorf("with keep_last 9 beside the time limit, pruned %v; want none", got)
 		}
-		_, err := rs.Prune(ctx, kilolock.PruneRequest{State: "missing", KeepLast: 1})
+		_, err := rs.Prune(ctx, retention.PruneRequest{State: "missing", KeepLast: 1})
 		errorIs(t, err, kilolock.ErrNotFound)
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // testTags: a tag names one version, moves, goes, is audited with every
@@ -12,7 +14,7 @@ import (
 func testTags(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
-	ts, ok := s.(kilolock.TagStore)
+	ts, ok := s.(history.TagStore)
 	if !ok {
 		t.Skip("the store keeps no tags")
 	}
@@ -24,20 +26,20 @@ func testTags(t *testing.T, open Opener) {
 	audit := func(action string) *kilolock.AuditEntry {
 		return &kilolock.AuditEntry{Actor: "alice", Action: action, Target: "s@pre-migration", From: "host"}
 	}
-	tag := &kilolock.Tag{Name: "pre-migration", Version: 1, Description: "before the move", Actor: "alice"}
+	tag := &history.Tag{Name: "pre-migration", Version: 1, Description: "before the move", Actor: "alice"}
 	must(t, ts.PutTag(ctx, "s", tag, audit("tag.set")))
 	if n, err := ts.TagVersion(ctx, "s", "pre-migration"); err != nil || n != 1 {
 		t.Fatalf("TagVersion = %d, %v; want 1", n, err)
 	}
 	// Moving it keeps one tag, naming the new version.
-	must(t, ts.PutTag(ctx, "s", &kilolock.Tag{Name: "pre-migration", Version: 2, Actor: "bob"}, audit("tag.set")))
-	must(t, ts.PutTag(ctx, "s", &kilolock.Tag{Name: "a-first", Version: 1, Actor: "bob"}, audit("tag.set")))
+	must(t, ts.PutTag(ctx, "s", &history.Tag{Name: "pre-migration", Version: 2, Actor: "bob"}, audit("tag.set")))
+	must(t, ts.PutTag(ctx, "s", &history.Tag{Name: "a-first", Version: 1, Actor: "bob"}, audit("tag.set")))
 	tags, err := ts.Tags(ctx, "s")
 	if err != nil || len(tags) != 2 || tags[0].Name != "a-first" || tags[1].Name != "pre-migration" || tags[1].Version != 2 || tags[1].Actor != "bob" || tags[1].Created.IsZero() {
 		t.Fatalf("Tags = %+v, %v", tags, err)
 	}
-	errorIs(t, ts.PutTag(ctx, "s", &kilolock.Tag{Name: "x", Version: 3}, audit("tag.set")), kilolock.ErrNotFound)
-	errorIs(t, ts.PutTag(ctx, "missing", &kilolock.Tag{Name: "x", Version: 1}, audit("tag.set")), kilolock.ErrNotFound)
+	errorIs(t, ts.PutTag(ctx, "s", &history.Tag{Name: "x", Version: 3}, audit("tag.set")), kilolock.ErrNotFound)
+	errorIs(t, ts.PutTag(ctx, "missing", &history.Tag{Name: "x", Version: 1}, audit("tag.set")), kilolock.ErrNotFound)
 	_, err = ts.TagVersion(ctx, "s", "nope")
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = ts.Tags(ctx, "missing")
@@ -49,7 +51,7 @@ func testTags(t *testing.T, open Opener) {
 		t.Errorf("after unset: %+v", tags)
 	}
 	// Every change, and no refusal, is in the audit log.
-	if tn, ok := s.(kilolock.TenantStore); ok {
+	if tn, ok := s.(tenancy.TenantStore); ok {
 		entries, err := tn.Audit(ctx, kilolock.AuditFilter{})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // SideChannel is an expression that fails on some values: a tenant who
@@ -97,7 +98,7 @@ func testTenantQueryLeaks(t *testing.T, open Opener) {
 	s, sq := openScoped(t, open)
 	seedLeakTenants(t, s)
 	own, foreign := rowValues(t, s)
-	scope := kilolock.QueryScope{Prefixes: []string{"ws_a.env_a."}}
+	scope := tenancy.QueryScope{Prefixes: []string{"ws_a.env_a."}}
 	query := func(q string) (*kilolock.QueryResult, error) {
 		return sq.QueryScoped(ctx, kilolock.QueryLimits{}, scope, q)
 	}
@@ -117,7 +118,7 @@ func testTenantQueryLeaks(t *testing.T, open Opener) {
 	}
 
 	live := map[string]int{}
-	for _, rel := range kilolock.TenantQueryRelations {
+	for _, rel := range tenancy.TenantQueryRelations {
 		res, err := query(`SELECT * FROM ` + rel + ` LIMIT 0`)
 		if err != nil {
 			t.Fatalf("columns of %s: %v", rel, err)
@@ -144,7 +145,7 @@ func testTenantQueryLeaks(t *testing.T, open Opener) {
 			}
 		}
 	}
-	for _, rel := range kilolock.TenantQueryRelations {
+	for _, rel := range tenancy.TenantQueryRelations {
 		// Each view is probed by several channels of each dialect, so
 		// that the matrix cannot pass by probing nothing.
 		if live[rel] < 4 {
@@ -186,7 +187,7 @@ func seedLeakTenants(t testing.TB, s kilolock.Store) {
 func rowValues(t testing.TB, s kilolock.Store) (own, foreign []string) {
 	t.Helper()
 	ownSet, foreignSet := map[string]bool{}, map[string]bool{}
-	for _, rel := range kilolock.TenantQueryRelations {
+	for _, rel := range tenancy.TenantQueryRelations {
 		res, err := s.Query(context.Background(), kilolock.QueryLimits{}, `SELECT * FROM `+rel)
 		if err != nil {
 			t.Fatalf("the operator's SELECT * FROM %s: %v", rel, err)

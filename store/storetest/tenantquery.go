@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // HostileQueries are statements a tenant may send to reach beyond its
@@ -104,8 +106,8 @@ func testTenantQueries(t *testing.T, open Opener) {
 	SeedTenants(t, s)
 	before := freeze(t, s, "ws_b.env_b.net")
 
-	scopeA := kilolock.QueryScope{Prefixes: []string{"ws_a.env_a."}}
-	for _, r := range kilolock.TenantQueryRelations {
+	scopeA := tenancy.QueryScope{Prefixes: []string{"ws_a.env_a."}}
+	for _, r := range tenancy.TenantQueryRelations {
 		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scopeA, `SELECT DISTINCT state FROM `+r)
 		if err != nil {
 			t.Fatalf("SELECT state FROM %s: %v", r, err)
@@ -119,7 +121,7 @@ func testTenantQueries(t *testing.T, open Opener) {
 			t.Errorf("%s shows %d states to ws_a.env_a, want its own", r, len(res.Rows))
 		}
 	}
-	count := func(scope kilolock.QueryScope) int64 {
+	count := func(scope tenancy.QueryScope) int64 {
 		t.Helper()
 		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scope, `SELECT count(*) FROM resources`)
 		if err != nil {
@@ -130,10 +132,10 @@ func testTenantQueries(t *testing.T, open Opener) {
 	if n := count(scopeA); n != 1 {
 		t.Errorf("count(*) of ws_a.env_a's resources = %d, want 1", n)
 	}
-	if n := count(kilolock.QueryScope{Prefixes: []string{"ws_a.env_a.", "ws_b.env_b."}}); n != 2 {
+	if n := count(tenancy.QueryScope{Prefixes: []string{"ws_a.env_a.", "ws_b.env_b."}}); n != 2 {
 		t.Errorf("two environments' resources = %d, want 2", n)
 	}
-	if n := count(kilolock.QueryScope{}); n != 0 {
+	if n := count(tenancy.QueryScope{}); n != 0 {
 		t.Errorf("an empty scope sees %d resources", n)
 	}
 	if res, err := s.Query(ctx, kilolock.QueryLimits{}, `SELECT count(*) FROM resources`); err != nil || asInt(t, res.Rows[0][0]) != 3 {
@@ -199,11 +201,11 @@ func testTenantQueries(t *testing.T, open Opener) {
 // testScopesTakeTurns: scopes that take turns on the store's connections
 // each see their own rows, whichever columns they read, and the rows as
 // they are at the time of the query.
-func testScopesTakeTurns(t *testing.T, s kilolock.Store, sq kilolock.ScopedQuerier) {
+func testScopesTakeTurns(t *testing.T, s kilolock.Store, sq tenancy.ScopedQuerier) {
 	ctx := context.Background()
-	scopeA := kilolock.QueryScope{Prefixes: []string{"ws_a.env_a."}}
-	scopeB := kilolock.QueryScope{Prefixes: []string{"ws_b.env_b."}}
-	ask := func(scope kilolock.QueryScope, q string) [][]any {
+	scopeA := tenancy.QueryScope{Prefixes: []string{"ws_a.env_a."}}
+	scopeB := tenancy.QueryScope{Prefixes: []string{"ws_b.env_b."}}
+	ask := func(scope tenancy.QueryScope, q string) [][]any {
 		t.Helper()
 		res, err := sq.QueryScoped(ctx, kilolock.QueryLimits{}, scope, q)
 		if err != nil {
@@ -254,10 +256,10 @@ func testScopesTakeTurns(t *testing.T, s kilolock.Store, sq kilolock.ScopedQueri
 }
 
 // openScoped opens a store that runs tenants' queries, or skips t.
-func openScoped(t *testing.T, open Opener) (kilolock.Store, kilolock.ScopedQuerier) {
+func openScoped(t *testing.T, open Opener) (kilolock.Store, tenancy.ScopedQuerier) {
 	t.Helper()
 	s := open(t)
-	sq, ok := s.(kilolock.ScopedQuerier)
+	sq, ok := s.(tenancy.ScopedQuerier)
 	if !ok {
 		t.Skip("the store runs no scoped queries")
 	}
@@ -312,13 +314,13 @@ func SeedTenants(t testing.TB, s kilolock.Store) {
 		c.OutputUpserts = append(c.OutputUpserts, output("ip", "out-"+strings.TrimPrefix(st.secret, "secret-"), false))
 		commit(t, s, st.name, c)
 		record(t, s, st.name, rejection("l-"+st.name, []string{in.Address()}, nil))
-		if ds, ok := s.(kilolock.DriftStore); ok {
-			must(t, ds.RecordDrift(ctx, st.name, &kilolock.DriftCheck{Version: 1, Actor: "ci", Drifted: []kilolock.DriftRecord{
-				{InstanceID: in.ID(), Address: in.Address(), Type: "aws_instance", Kind: kilolock.DriftDeleted, Changes: []kilolock.DriftChange{}}}}))
+		if ds, ok := s.(drift.DriftStore); ok {
+			must(t, ds.RecordDrift(ctx, st.name, &drift.DriftCheck{Version: 1, Actor: "ci", Drifted: []drift.DriftRecord{
+				{InstanceID: in.ID(), Address: in.Address(), Type: "aws_instance", Kind: drift.DriftDeleted, Changes: []drift.DriftChange{}}}}))
 		}
 	}
-	if tenants, ok := s.(kilolock.TenantStore); ok {
-		tok, _, err := kilolock.NewToken(kilolock.TokenOperator)
+	if tenants, ok := s.(tenancy.TenantStore); ok {
+		tok, _, err := tenancy.NewToken(tenancy.TokenOperator)
 		if err != nil {
 			t.Fatal(err)
 		}

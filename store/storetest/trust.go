@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -18,30 +20,30 @@ import (
 func testTrustPolicies(t *testing.T, open Opener) {
 	st := open(t)
 	ps, ok := st.(trust.PolicyStore)
-	ts, ok2 := st.(kilolock.TenantStore)
+	ts, ok2 := st.(tenancy.TenantStore)
 	if !ok || !ok2 {
 		t.Skip("the store does not implement trust.PolicyStore")
 	}
 	ctx := context.Background()
-	ws := &kilolock.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: kilolock.WorkspaceOrganization}
+	ws := &tenancy.Workspace{ID: kilolock.NewID("ws_"), Name: "acme", Kind: tenancy.WorkspaceOrganization}
 	must(t, ts.CreateWorkspace(ctx, ws))
-	env := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
+	env := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "prod", WorkspaceID: ws.ID}
 	must(t, ts.CreateEnvironment(ctx, env))
-	other := &kilolock.Environment{PublicID: kilolock.NewID("env_"), Slug: "dev", WorkspaceID: ws.ID}
+	other := &tenancy.Environment{PublicID: kilolock.NewID("env_"), Slug: "dev", WorkspaceID: ws.ID}
 	must(t, ts.CreateEnvironment(ctx, other))
 
-	newPolicy := func(envID string, scope kilolock.Scope) *trust.Policy {
+	newPolicy := func(envID string, scope tenancy.Scope) *trust.Policy {
 		p, err := trust.NewPolicy(trust.Policy{EnvironmentID: envID, Issuer: "https://token.actions.githubusercontent.com",
 			Audience: "https://kl.example.com", Claims: map[string]string{"repository": "org/app"},
 			ClaimGlobs: map[string]string{"ref": "refs/heads/*"}, Scope: scope, StatePattern: "app-*", MaxTTL: trust.Duration(15 * time.Minute)})
 		must(t, err)
 		return p
 	}
-	p := newPolicy(env.PublicID, kilolock.ScopeReadWrite)
+	p := newPolicy(env.PublicID, tenancy.ScopeReadWrite)
 	must(t, ps.CreateTrustPolicy(ctx, p))
 	errorIs(t, ps.CreateTrustPolicy(ctx, p), kilolock.ErrConflict)
-	errorIs(t, ps.CreateTrustPolicy(ctx, newPolicy("env_0123456789abcdef", kilolock.ScopeRead)), kilolock.ErrNotFound)
-	q := newPolicy(other.PublicID, kilolock.ScopeOutputs)
+	errorIs(t, ps.CreateTrustPolicy(ctx, newPolicy("env_0123456789abcdef", tenancy.ScopeRead)), kilolock.ErrNotFound)
+	q := newPolicy(other.PublicID, tenancy.ScopeOutputs)
 	q.Claims, q.StatePattern = nil, ""
 	must(t, ps.CreateTrustPolicy(ctx, q))
 
@@ -58,11 +60,11 @@ func testTrustPolicies(t *testing.T, open Opener) {
 	}
 
 	state := kilolock.NewID("st_")
-	must(t, ts.SetStateLifecycle(ctx, state, kilolock.LifecycleArchived))
+	must(t, ts.SetStateLifecycle(ctx, state, tenancy.LifecycleArchived))
 	a, err := ps.TrustAccess(ctx, env.PublicID, state)
 	must(t, err)
 	if a.Environment == nil || a.Environment.PublicID != env.PublicID || a.Workspace == nil || a.Workspace.ID != ws.ID ||
-		a.State != kilolock.LifecycleArchived || len(a.Policies) != 1 || !samePolicy(a.Policies[0], *p) {
+		a.State != tenancy.LifecycleArchived || len(a.Policies) != 1 || !samePolicy(a.Policies[0], *p) {
 		t.Errorf("TrustAccess = %+v, want env %s of %s, archived, policy %s", a, env.PublicID, ws.ID, p.ID)
 	}
 	if a, err := ps.TrustAccess(ctx, "env_0123456789abcdef", state); err != nil || a.Environment != nil || len(a.Policies) != 0 {
@@ -71,7 +73,7 @@ func testTrustPolicies(t *testing.T, open Opener) {
 
 	errorIs(t, ps.DeleteTrustPolicy(ctx, "trs_0123456789abcdef"), kilolock.ErrNotFound)
 	must(t, ps.DeleteTrustPolicy(ctx, p.ID))
-	if a, err := ps.TrustAccess(ctx, env.PublicID, "x"); err != nil || a.Environment == nil || len(a.Policies) != 0 || a.State != kilolock.LifecycleActive {
+	if a, err := ps.TrustAccess(ctx, env.PublicID, "x"); err != nil || a.Environment == nil || len(a.Policies) != 0 || a.State != tenancy.LifecycleActive {
 		t.Errorf("TrustAccess after removal = %+v, %v; want the environment, active, no policy", a, err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kilolock/kilolock/tenancy"
+
 	"github.com/kilolock/kilolock"
 )
 
@@ -15,7 +17,7 @@ import (
 // environment), reads are not.
 type Control struct {
 	store   PolicyStore
-	tenants kilolock.TenantStore
+	tenants tenancy.TenantStore
 }
 
 // ErrUnsupported is returned by NewControl for a store that keeps no
@@ -23,11 +25,11 @@ type Control struct {
 var ErrUnsupported = errors.New("the store keeps no trust policies")
 
 // NewControl returns a Control over s, which must keep tenants
-// (kilolock.TenantStore) and trust policies (PolicyStore); otherwise
+// (tenancy.TenantStore) and trust policies (PolicyStore); otherwise
 // ErrUnsupported.
 func NewControl(s kilolock.Store) (*Control, error) {
 	ps, ok := s.(PolicyStore)
-	ts, ok2 := s.(kilolock.TenantStore)
+	ts, ok2 := s.(tenancy.TenantStore)
 	if !ok || !ok2 {
 		return nil, ErrUnsupported
 	}

@@ -22,7 +22,7 @@
 //		Audience:      "https://kilolock.example.com",
 //		Claims:        map[string]string{"repository": "org/app"},
 //		ClaimGlobs:    map[string]string{"ref": "refs/heads/*"},
-//		Scope:         kilolock.ScopeReadWrite,
+//		Scope:         tenancy.ScopeReadWrite,
 //	})
 //	if err != nil {
 //		return err // a *kilolock.InvalidError: 400

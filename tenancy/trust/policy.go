@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Limits of a policy, so that one stays small to store, list and check on
@@ -51,7 +52,7 @@ type Policy struct {
 	// ClaimGlobs must each match the token's claim of that name: '*' is
 	// any run of characters, '?' any one.
 	ClaimGlobs map[string]string `json:"claim_globs,omitempty"`
-	Scope      kilolock.Scope    `json:"scope"`
+	Scope      tenancy.Scope     `json:"scope"`
 	// StatePattern is a glob over the environment's state names that the
 	// policy reaches; empty reaches every state.
 	StatePattern string `json:"state_pattern,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 func validPolicy() Policy {
@@ -16,7 +17,7 @@ func validPolicy() Policy {
 		Issuer:        "https://token.actions.githubusercontent.com",
 		Audience:      "https://kilolock.example.com",
 		Claims:        map[string]string{"repository": "org/app"},
-		Scope:         kilolock.ScopeReadWrite,
+		Scope:         tenancy.ScopeReadWrite,
 	}
 }
 

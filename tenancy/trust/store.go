@@ -3,7 +3,7 @@ package trust
 import (
 	"context"
 
-	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // PolicyStore is the optional capability of a kilolock.Store that keeps
@@ -37,8 +37,8 @@ type PolicyStore interface {
 // PolicyStore in one snapshot: a policy removed before the request counts
 // from that very request.
 type Access struct {
-	Environment *kilolock.Environment // nil when there is none by that id
-	Workspace   *kilolock.Workspace   // the environment's
-	State       kilolock.Lifecycle    // the state's hold, LifecycleActive when none
-	Policies    []Policy              // the environment's, by id
+	Environment *tenancy.Environment // nil when there is none by that id
+	Workspace   *tenancy.Workspace   // the environment's
+	State       tenancy.Lifecycle    // the state's hold, LifecycleActive when none
+	Policies    []Policy             // the environment's, by id
 }

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/kilolock/kilolock"
+
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Defaults and bounds of Options.
@@ -365,11 +366,11 @@ func (v *Verifier) keysOf(issuer string) *issuerKeys {
 	return k
 }
 
-func scopeRank(s kilolock.Scope) int {
+func scopeRank(s tenancy.Scope) int {
 	switch s {
-	case kilolock.ScopeReadWrite:
+	case tenancy.ScopeReadWrite:
 		return 0
-	case kilolock.ScopeRead:
+	case tenancy.ScopeRead:
 		return 1
 	}
 	return 2

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/oidctest"
+	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -50,7 +50,7 @@ func policyOf(t testing.TB, issuer string) trust.Policy {
 		Audience:      aud,
 		Claims:        map[string]string{"repository": "org/app"},
 		ClaimGlobs:    map[string]string{"ref": "refs/heads/*"},
-		Scope:         kilolock.ScopeReadWrite,
+		Scope:         tenancy.ScopeReadWrite,
 		StatePattern:  "app-*",
 	})
 	if err != nil {
@@ -94,7 +94,7 @@ func TestVerifyValidTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if id.Policy.ID != f.policy.ID || id.Policy.Scope != kilolock.ScopeReadWrite || id.Repository != "org/app" || id.Ref != "refs/heads/main" || id.RunID != "7311" {
+			if id.Policy.ID != f.policy.ID || id.Policy.Scope != tenancy.ScopeReadWrite || id.Repository != "org/app" || id.Ref != "refs/heads/main" || id.RunID != "7311" {
 				t.Errorf("identity %+v", id)
 			}
 			want := f.policy.ID + " sub:repo:org/app:ref:refs/heads/main repository:org/app ref:refs/heads/main run:7311"
