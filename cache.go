@@ -363,7 +363,7 @@ func (e *Engine) fullGraph(ctx context.Context, ent *cacheEntry) (*graph.State, 
 // document back from the store when the cache kept only the index. ent is
 // that entry when the caller looked it up already, nil when the cache
 // missed it (the store is read).
-func (e *Engine) currentIs(ctx context.Context, st *StateInfo, ent *cacheEntry, doc []byte, docSum func() uint64, src io.ReaderAt) (*cacheEntry, bool, error) {
+func (e *Engine) currentIs(ctx context.Context, st *State, ent *cacheEntry, doc []byte, docSum func() uint64, src io.ReaderAt) (*cacheEntry, bool, error) {
 	var err error
 	if ent == nil {
 		if ent, err = e.storedEntry(ctx, st, false); err != nil {

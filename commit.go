@@ -68,7 +68,7 @@ type Edit struct {
 	// which it must not modify; Edit sets the serial (the current + 1),
 	// the layout (the current one's) and the order. It may be called more
 	// than once, when another writer commits first.
-	Apply func(st *StateInfo, cur *Graph) (*Graph, error)
+	Apply func(st *State, cur *Graph) (*Graph, error)
 	// Plan, when set, sees the current version (base), its graph and the
 	// next one before anything is committed; false commits nothing (a dry
 	// run, or an edit that changes nothing).
@@ -83,7 +83,7 @@ type Edit struct {
 // merged away or conflict in ways its holder cannot see. (The store's
 // transaction re-checks exclusive holders; an optimistic lock taken between
 // this check and the commit is not seen.)
-func RefuseHolders(st *StateInfo) error {
+func RefuseHolders(st *State) error {
 	for _, l := range st.Locks {
 		if !l.Shared { // a plan's read lock writes nothing
 			return &LockedError{State: st.Name, Holder: l.Info}

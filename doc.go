@@ -9,8 +9,8 @@ engine in its own Go service or CI runner.
 
 # Package map
 
-This package is the public face and the engine's core: State (Graph),
-Version, Lock, Reservation, the Store interface, the Engine (read, write,
+This package is the public face and the engine's core: State (its content
+a Graph), Version, Lock, Reservation, Merge, the Store interface, the Engine (read, write,
 commit, load), the errors and the audit vocabulary (Caller, AuditEntry).
 Every feature has a folder of its own:
 
@@ -29,7 +29,6 @@ Every feature has a folder of its own:
 	store/          Store implementations (sqlite/, postgres/ over sqlstore/),
 	                storekit/ (rules only stores run), storetest/ (one suite)
 	httpbackend/    net/http handler: the Terraform backend protocol + JSON API
-	client/         the Go client of that API
 
 graph, merge, reserve, quota and keyring import nothing of this package;
 it composes them. The feature packages sit on the Engine through a small
@@ -102,7 +101,7 @@ envelope is opaque (the keys serial, lineage, meta, encrypted_data and
 encryption_version, nothing else); any other document with an
 encryption_version is refused (ambiguous_encryption), so it cannot pass for
 opaque to skip the guards. A state, or an environment, may require
-client-side encryption (StateInfo.ClientEncryptionRequired): plaintext
+client-side encryption (State.ClientEncryptionRequired): plaintext
 writes are then refused (ReasonClientEncryptionRequired); the server cannot
 prove that an envelope's encrypted_data is ciphertext. Versions stored
 encrypted before KiloLock read envelopes keep the serial recorded then (the

@@ -43,7 +43,7 @@ type Options struct {
 	// cap).
 	MaxLockHolders int
 	// ClassicPlanLocks makes plans take write locks, as Terraform does,
-	// on states that do not choose for themselves (StateInfo.
+	// on states that do not choose for themselves (State.
 	// SharedPlanLocks). By default a plan's lock is a shared read lock,
 	// granted beside an apply and other plans.
 	ClassicPlanLocks bool
@@ -72,7 +72,7 @@ type Engine struct {
 	cache   *docCache
 	limits  QueryLimits
 	holders int
-	// sharedPlans is the default of StateInfo.SharedPlanLocks.
+	// sharedPlans is the default of State.SharedPlanLocks.
 	sharedPlans bool
 	// defaultQuota is Options.DefaultStateQuota.
 	defaultQuota *quota.Limit
@@ -216,7 +216,7 @@ func (e *Engine) currentOf(ctx context.Context, name string, needBody bool) (*ca
 
 // load returns st's current body and, unless the state is opaque, its
 // whole graph.
-func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, error) {
+func (e *Engine) load(ctx context.Context, st *State) (*Body, *graph.State, error) {
 	ent, err := e.loadEntry(ctx, st)
 	if err != nil {
 		return nil, nil, err
@@ -229,18 +229,18 @@ func (e *Engine) load(ctx context.Context, st *StateInfo) (*Body, *graph.State, 
 // document, loading it from the store when it is not cached: its bytes
 // are kept from then on (rendered once), and its graph made lean (see
 // cacheEntry).
-func (e *Engine) loadEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
+func (e *Engine) loadEntry(ctx context.Context, st *State) (*cacheEntry, error) {
 	return e.entry(ctx, st, true)
 }
 
 // indexEntry is loadEntry for a caller that needs only the version's
 // index (a write, Status): an entry whose document the cache let go will
 // do.
-func (e *Engine) indexEntry(ctx context.Context, st *StateInfo) (*cacheEntry, error) {
+func (e *Engine) indexEntry(ctx context.Context, st *State) (*cacheEntry, error) {
 	return e.entry(ctx, st, false)
 }
 
-func (e *Engine) entry(ctx context.Context, st *StateInfo, needBody bool) (*cacheEntry, error) {
+func (e *Engine) entry(ctx context.Context, st *State, needBody bool) (*cacheEntry, error) {
 	if st.Current == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
@@ -252,7 +252,7 @@ func (e *Engine) entry(ctx context.Context, st *StateInfo, needBody bool) (*cach
 
 // storedEntry is the entry of st's current version after a miss: loaded
 // from the store, unless another request of this process cached it since.
-func (e *Engine) storedEntry(ctx context.Context, st *StateInfo, needBody bool) (*cacheEntry, error) {
+func (e *Engine) storedEntry(ctx context.Context, st *State, needBody bool) (*cacheEntry, error) {
 	if st.Current == 0 {
 		return nil, fmt.Errorf("state %q has no version yet: %w", st.Name, ErrNotFound)
 	}
@@ -543,7 +543,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 				return nil, err
 			}
 		}
-		st = &StateInfo{Name: name, LockMode: e.mode}
+		st = &State{Name: name, LockMode: e.mode}
 	case err != nil:
 		return nil, err
 	}
@@ -776,7 +776,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 // runLock reports whether id is an apply run's lock on st: its writes are
 // merged onto what other runs committed since its base, as on an
 // optimistic state.
-func runLock(st *StateInfo, id string) bool {
+func runLock(st *State, id string) bool {
 	for i := range st.Locks {
 		if st.Locks[i].Info.ID == id {
 			return st.Locks[i].Run != ""
@@ -823,7 +823,7 @@ func (e *Engine) Delete(ctx context.Context, name string, opts DeleteOptions) (v
 }
 
 // States lists every state.
-func (e *Engine) States(ctx context.Context) ([]StateInfo, error) { return e.store.States(ctx) }
+func (e *Engine) States(ctx context.Context) ([]State, error) { return e.store.States(ctx) }
 
 // SetAllowLineageChange lets the next writes to a state carry another
 // lineage: an operator's decision for one state, before a deliberate
@@ -869,7 +869,7 @@ type TypeCount struct {
 
 // Status is a state's summary: what `kl status` shows.
 type Status struct {
-	StateInfo
+	State
 	Version   *Version    `json:"version,omitempty"`
 	Instances int         `json:"instances"`
 	Types     []TypeCount `json:"types"`
@@ -897,7 +897,7 @@ func (e *Engine) Status(ctx context.Context, name string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Status{StateInfo: *st, Types: []TypeCount{}}
+	s := &Status{State: *st, Types: []TypeCount{}}
 	if dc, ok := e.store.(DriftCounter); ok {
 		drift, err := dc.DriftCounts(ctx, []string{name})
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 // part. An envelope without a serial or a lineage could not be guarded: it
 // is refused, unless the write is forced (the guards are skipped then
 // anyway), when the stored serial and lineage stand in for what it lacks.
-func envelopeVersion(c *Commit, env *graph.Envelope, st *StateInfo, force bool) error {
+func envelopeVersion(c *Commit, env *graph.Envelope, st *State, force bool) error {
 	c.Version.Format = FormatOpaque
 	c.ClientEncryption = clientEncryption(env)
 	c.Version.Serial, c.Version.Lineage = env.Serial, env.Lineage

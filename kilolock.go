@@ -162,8 +162,10 @@ type Version struct {
 // FormatOpaque is the Version.Format of a client-side encrypted state.
 const FormatOpaque = "opaque"
 
-// StateInfo describes a state and who holds it.
-type StateInfo struct {
+// State describes a state and who holds it: its name, lock mode, current
+// version and serial, lineage and the locks held on it. Its content, the
+// resources and outputs of a version, is a Graph.
+type State struct {
 	Name               string    `json:"name"`
 	Created            time.Time `json:"created"`
 	Lineage            string    `json:"lineage"`
@@ -189,9 +191,14 @@ type StateInfo struct {
 	Locks            []Lock            `json:"locks"`
 }
 
+// StateInfo is the old name of State.
+//
+// Deprecated: use State. StateInfo goes in the next minor release.
+type StateInfo = State
+
 // ClientEncryptionRequired reports whether writes to st must be OpenTofu
 // client-side encrypted: the state's setting or its environment's.
-func (st StateInfo) ClientEncryptionRequired() bool {
+func (st State) ClientEncryptionRequired() bool {
 	return st.RequireClientEncryption || st.EnvironmentRequiresClientEncryption
 }
 
@@ -267,7 +274,7 @@ type Commit struct {
 	Raw []byte
 	// ClientEncryption is the envelope's clear part of an opaque version
 	// (Version.Format FormatOpaque), nil for a plaintext one: the store
-	// keeps it as its state's StateInfo.ClientEncryption.
+	// keeps it as its state's State.ClientEncryption.
 	ClientEncryption *ClientEncryption
 	// Force skips the lineage and stale-serial guards, as `state push -force`
 	// asks and an operator allowed.

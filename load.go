@@ -31,7 +31,7 @@ type objectRef struct {
 // The result is a lean index and the kept bytes, as a write leaves them:
 // loading a 10,000-instance state costs its headers in memory, not its
 // objects.
-func (e *Engine) streamEntry(ctx context.Context, st *StateInfo, ss SnapshotStreamer) (*cacheEntry, error) {
+func (e *Engine) streamEntry(ctx context.Context, st *State, ss SnapshotStreamer) (*cacheEntry, error) {
 	spill := &docWriter{dir: e.spoolDir}
 	defer func() {
 		if spill.file != nil {
@@ -155,7 +155,7 @@ type coldIndex struct {
 // opaque current version or body (whose changes are the whole state), and
 // for a body of the current serial, which may be the current document
 // byte for byte (a re-POST, which adds nothing): only the document tells.
-func (e *Engine) readColdIndex(ctx context.Context, st *StateInfo, body []byte, o WriteOptions, p *parsed) (*coldIndex, error) {
+func (e *Engine) readColdIndex(ctx context.Context, st *State, body []byte, o WriteOptions, p *parsed) (*coldIndex, error) {
 	ir, ok := e.store.(IndexReader)
 	if !ok || p.done && (p.encrypted || p.err == nil && p.graph.Serial == st.Serial) {
 		return nil, nil

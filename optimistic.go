@@ -42,7 +42,7 @@ import (
 // the graph to commit when it differs from `in` (a merge), or nil to commit
 // `in` as sent. p is the write's parse, which keeps what rebase loads
 // across retries.
-func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur func() (*graph.State, error), in *graph.State, o WriteOptions, p *parsed) (*graph.State, error) {
+func (e *Engine) rebase(ctx context.Context, st *State, c *Commit, cur func() (*graph.State, error), in *graph.State, o WriteOptions, p *parsed) (*graph.State, error) {
 	var held *Lock
 	for i := range st.Locks {
 		if st.Locks[i].Info.ID == o.LockID {
@@ -164,7 +164,7 @@ func (e *Engine) rebase(ctx context.Context, st *StateInfo, c *Commit, cur func(
 // one, when its serial is above the current one, as rebase asks of any
 // lock-less write. Otherwise it is refused (a *ConflictError, recorded):
 // committing it would silently replace what the other writer committed.
-func (e *Engine) fastForward(ctx context.Context, st *StateInfo, c *Commit, o WriteOptions) error {
+func (e *Engine) fastForward(ctx context.Context, st *State, c *Commit, o WriteOptions) error {
 	var held *Lock
 	for i := range st.Locks {
 		if st.Locks[i].Info.ID == o.LockID {
@@ -199,7 +199,7 @@ func (e *Engine) fastForward(ctx context.Context, st *StateInfo, c *Commit, o Wr
 // held) onto an optimistic state: with no recorded base, it goes in only
 // when its serial is above the current one, which every version committed
 // after the writer read the state raised.
-func (e *Engine) fastForwardOnly(ctx context.Context, st *StateInfo, o WriteOptions, serial uint64) error {
+func (e *Engine) fastForwardOnly(ctx context.Context, st *State, o WriteOptions, serial uint64) error {
 	if o.LockID != "" || st.Current == 0 || serial > st.Serial {
 		return nil // a lock mismatch is reported by the store's transaction
 	}
@@ -215,7 +215,7 @@ func (e *Engine) fastForwardOnly(ctx context.Context, st *StateInfo, o WriteOpti
 // otherWriter returns the newest version committed after held's base by
 // anyone but held's lock, nil when every one was held's own. It reads the
 // versions since the base, newest first, a page at a time.
-func (e *Engine) otherWriter(ctx context.Context, st *StateInfo, held *Lock) (*Version, error) {
+func (e *Engine) otherWriter(ctx context.Context, st *State, held *Lock) (*Version, error) {
 	const page = 100
 	before := st.Current + 1
 	for {
@@ -245,7 +245,7 @@ func (e *Engine) otherWriter(ctx context.Context, st *StateInfo, held *Lock) (*V
 // hashes a store keeps address bytes, so this compares the objects of the
 // base version, loaded once per write, and only when some bytes differ:
 // the CLIs' own output never pays for it.
-func (e *Engine) sameAsBase(ctx context.Context, st *StateInfo, base int64, in *graph.State, atBase, incoming map[merge.Key]merge.Value, p *parsed) error {
+func (e *Engine) sameAsBase(ctx context.Context, st *State, base int64, in *graph.State, atBase, incoming map[merge.Key]merge.Value, p *parsed) error {
 	var differ []merge.Key
 	for k, iv := range incoming {
 		if bv, ok := atBase[k]; ok && bv.Hash != iv.Hash {
@@ -286,7 +286,7 @@ func (e *Engine) sameAsBase(ctx context.Context, st *StateInfo, base int64, in *
 }
 
 // reject records a refused commit and logs it, then returns ce.
-func (e *Engine) reject(ctx context.Context, st *StateInfo, o WriteOptions, ce *ConflictError) error {
+func (e *Engine) reject(ctx context.Context, st *State, o WriteOptions, ce *ConflictError) error {
 	r := &Rejection{
 		LockID:       o.LockID,
 		Actor:        o.Actor,

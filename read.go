@@ -12,7 +12,7 @@ import (
 // VersionGraph reads a version of st, the one ref names,, from the cache when it is the
 // current one. ErrEncrypted for a client-side encrypted version; see
 // ResolveVersion for the other errors.
-func (e *Engine) VersionGraph(ctx context.Context, st *StateInfo, ref VersionRef) (*Body, *graph.State, error) {
+func (e *Engine) VersionGraph(ctx context.Context, st *State, ref VersionRef) (*Body, *graph.State, error) {
 	v, err := e.Resolve(ctx, st, ref)
 	if err != nil {
 		return nil, nil, err
@@ -39,7 +39,7 @@ func (e *Engine) VersionGraph(ctx context.Context, st *StateInfo, ref VersionRef
 }
 
 // State validates name and reads the state: what Store.State returns.
-func (e *Engine) State(ctx context.Context, name string) (*StateInfo, error) {
+func (e *Engine) State(ctx context.Context, name string) (*State, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ const OperationPlan = "OperationTypePlan"
 
 // SharedPlanLocks reports whether a plan's lock on st is a shared read
 // lock: the state's own setting, else serverDefault.
-func SharedPlanLocks(st *StateInfo, serverDefault bool) bool {
+func SharedPlanLocks(st *State, serverDefault bool) bool {
 	if st.SharedPlanLocks != nil {
 		return *st.SharedPlanLocks
 	}
@@ -39,7 +39,7 @@ func SharedPlanLocks(st *StateInfo, serverDefault bool) bool {
 // Writer returns the first lock of st that excludes other writers on an
 // exclusive state: a plain write lock (not a plan's read lock, not an
 // apply run's lock, which its reservations scope). nil when none.
-func (st *StateInfo) Writer() *Lock {
+func (st *State) Writer() *Lock {
 	for i := range st.Locks {
 		if st.Locks[i].PlainWriter() {
 			return &st.Locks[i]
@@ -50,7 +50,7 @@ func (st *StateInfo) Writer() *Lock {
 
 // FirstHolder is the lock a refusal names: the writer, else the first
 // holder (nil when none).
-func (st *StateInfo) FirstHolder() *Lock {
+func (st *State) FirstHolder() *Lock {
 	if w := st.Writer(); w != nil {
 		return w
 	}
@@ -73,7 +73,7 @@ func (st *StateInfo) FirstHolder() *Lock {
 //   - a non-empty state keeps its lineage unless the operator allowed a
 //     change for it;
 //   - a state that requires client-side encryption (the state's setting or
-//     its environment's, see StateInfo.ClientEncryptionRequired) takes only
+//     its environment's, see State.ClientEncryptionRequired) takes only
 //     client-side encrypted versions (Format FormatOpaque).
 //
 // Force skips the serial and lineage guards, not the lock rules, nor the
@@ -82,7 +82,7 @@ func (st *StateInfo) FirstHolder() *Lock {
 // the envelope's clear part); a refusal of a write that would turn an
 // encrypted state into a plaintext one, or the other way round, says how
 // OpenTofu's fallback block migrates a state in place.
-func CheckCommit(st *StateInfo, c *Commit) error {
+func CheckCommit(st *State, c *Commit) error {
 	if st.Current != c.Parent {
 		return ErrStale
 	}
@@ -154,7 +154,7 @@ func CheckCommit(st *StateInfo, c *Commit) error {
 
 // encryptionRequired is the refusal of a plaintext write to a state that
 // requires client-side encryption.
-func encryptionRequired(st *StateInfo) *ConflictError {
+func encryptionRequired(st *State) *ConflictError {
 	who := fmt.Sprintf("state %q requires", st.Name)
 	if !st.RequireClientEncryption {
 		who = fmt.Sprintf("the environment of state %q requires", st.Name)
@@ -172,7 +172,7 @@ func encryptionRequired(st *StateInfo) *ConflictError {
 // version from plaintext into client-side encrypted or back: OpenTofu
 // migrates a state in place, keeping its lineage and serial, with a
 // fallback block; "" when c and the current version are alike.
-func migrationHint(st *StateInfo, c *Commit) string {
+func migrationHint(st *State, c *Commit) string {
 	encrypting := c.Version.Format == FormatOpaque
 	if encrypting == (st.ClientEncryption != nil) {
 		return ""

@@ -26,7 +26,7 @@ func TestValidStateName(t *testing.T) {
 
 func TestCheckCommit(t *testing.T) {
 	held := Lock{Info: LockInfo{ID: "L", Who: "alice"}, BaseVersion: 3, BaseSerial: 7}
-	base := StateInfo{Name: "s", Current: 3, Serial: 7, Lineage: "lin", LockMode: LockExclusive}
+	base := State{Name: "s", Current: 3, Serial: 7, Lineage: "lin", LockMode: LockExclusive}
 	withLock := base
 	withLock.Locks = []Lock{held}
 	allowed := base
@@ -42,12 +42,12 @@ func TestCheckCommit(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		st     StateInfo
+		st     State
 		c      *Commit
 		want   error
 		reason string
 	}{
-		{"first write", StateInfo{Name: "s", LockMode: LockExclusive}, commit(0, "", 1, "x"), nil, ""},
+		{"first write", State{Name: "s", LockMode: LockExclusive}, commit(0, "", 1, "x"), nil, ""},
 		{"next serial, no lock", base, commit(3, "", 8, "lin"), nil, ""},
 		{"under the held lock", withLock, commit(3, "L", 8, "lin"), nil, ""},
 		{"stale parent", base, commit(2, "", 8, "lin"), ErrStale, ""},

@@ -17,7 +17,7 @@ import (
 type Store interface {
 	// State returns the state and its current holders.
 	// ErrNotFound when the state was never locked or written.
-	State(ctx context.Context, name string) (*StateInfo, error)
+	State(ctx context.Context, name string) (*State, error)
 
 	// CurrentVersion returns the id and number of the state's current
 	// version (0, 0 before its first write) with one indexed read and no
@@ -26,7 +26,7 @@ type Store interface {
 	CurrentVersion(ctx context.Context, name string) (id, number int64, err error)
 
 	// States lists every state, by name.
-	States(ctx context.Context) ([]StateInfo, error)
+	States(ctx context.Context) ([]State, error)
 
 	// Lock takes a lock, creating the state (in opts.Mode) when it does not
 	// exist. A held exclusive lock gives a *LockedError; so do a lock id
@@ -62,13 +62,13 @@ type Store interface {
 	SetAllowLineageChange(ctx context.Context, name string, allow bool) error
 
 	// SetSharedPlanLocks sets whether plans take shared read locks on a
-	// state (StateInfo.SharedPlanLocks); nil follows the server's default.
+	// state (State.SharedPlanLocks); nil follows the server's default.
 	// It creates a missing state (in LockExclusive mode) and never waits for
 	// holders: locks taken keep what they are.
 	SetSharedPlanLocks(ctx context.Context, name string, shared *bool) error
 
 	// SetRequireClientEncryption sets whether the state takes only OpenTofu
-	// client-side encrypted writes (StateInfo.RequireClientEncryption;
+	// client-side encrypted writes (State.RequireClientEncryption;
 	// CheckCommit enforces it). It creates a missing state (in
 	// LockExclusive mode), so that a state can require encryption before
 	// its first write; the versions it holds stay as they are.

@@ -161,7 +161,7 @@ func (e *Engine) ResolveVersion(ctx context.Context, name string, ref VersionRef
 
 // Resolve returns the version ref names in st, as ResolveVersion does by
 // name.
-func (e *Engine) Resolve(ctx context.Context, st *StateInfo, ref VersionRef) (*Version, error) {
+func (e *Engine) Resolve(ctx context.Context, st *State, ref VersionRef) (*Version, error) {
 	var number int64
 	switch ref.Kind {
 	case RefLatest:

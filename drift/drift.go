@@ -285,7 +285,7 @@ func AcceptRefresh(ctx context.Context, e *kilolock.Engine, name string, refresh
 			cs := history.Changes(cur, next)
 			return !cs.Empty()
 		},
-		Apply: func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
+		Apply: func(st *kilolock.State, cur *graph.State) (*graph.State, error) {
 			if g.Lineage != st.Lineage || g.Serial != st.Serial {
 				return nil, &kilolock.ConflictError{Reason: kilolock.ReasonStaleSerial, LatestSerial: st.Serial,
 					Message: fmt.Sprintf("the refresh read serial %d of lineage %s; the state is at serial %d of lineage %s", g.Serial, g.Lineage, st.Serial, st.Lineage),

@@ -274,7 +274,7 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 		return out[i].Address < out[j].Address
 	})
 	records := map[int64]*kilolock.Version{}
-	var st *kilolock.StateInfo
+	var st *kilolock.State
 	for i := range out {
 		n := out[i].Version.Number
 		if st == nil {

@@ -107,7 +107,7 @@ func rollback(ctx context.Context, e *kilolock.Engine, name string, ref kilolock
 	if address != "" {
 		w.operation = "rollback resource"
 	}
-	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.State, cur *graph.State) (*graph.State, error) {
 		d, tg, err := e.VersionGraph(ctx, st, ref)
 		if err != nil {
 			return nil, err

@@ -19,7 +19,7 @@ type ChangePlan struct {
 
 // serverEdit computes a state's next content from its current one. It
 // must not modify cur; the caller sets the serial and the layout.
-type serverEdit func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error)
+type serverEdit func(st *kilolock.State, cur *graph.State) (*graph.State, error)
 
 // serverWrite describes a version the server makes.
 type serverWrite struct {

@@ -101,7 +101,7 @@ func StateRm(ctx context.Context, e *kilolock.Engine, name string, addrs []strin
 		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "state rm needs at least one address", Hint: "name instances, resources or modules as `kl state list` shows them"}
 	}
 	w := serverWrite{operation: "state rm", source: kilolock.SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
-	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.State, cur *graph.State) (*graph.State, error) {
 		hit := make([]bool, len(addrs))
 		next := *cur
 		next.Instances = make([]graph.Instance, 0, len(cur.Instances))
@@ -151,7 +151,7 @@ func StateRm(ctx context.Context, e *kilolock.Engine, name string, addrs []strin
 // state is held; ErrNotFound when the state does not exist.
 func StateMv(ctx context.Context, e *kilolock.Engine, name, from, to string, o StateOpOptions) (*StateOpResult, error) {
 	w := serverWrite{operation: "state mv", source: kilolock.SourceStateOp, actor: o.Actor, dryRun: o.DryRun}
-	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.StateInfo, cur *graph.State) (*graph.State, error) {
+	plan, v, stats, err := commitEdit(ctx, e, name, w, func(st *kilolock.State, cur *graph.State) (*graph.State, error) {
 		return moveInstances(cur, name, from, to)
 	})
 	if err != nil {

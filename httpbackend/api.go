@@ -21,7 +21,7 @@ func (h *Handler) listStates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if states == nil {
-		states = []kilolock.StateInfo{}
+		states = []kilolock.State{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"states": states})
 	return nil

@@ -21,7 +21,7 @@ func TestAPI(t *testing.T) {
 	env.lock("staging", lockInfo("11111111-aaaa", "alice"))
 
 	t.Run("states", func(t *testing.T) {
-		var got struct{ States []kilolock.StateInfo }
+		var got struct{ States []kilolock.State }
 		decode(t, env.do("GET", "/v1/api/states", nil), &got)
 		if len(got.States) != 2 || got.States[0].Name != "prod" || got.States[1].Name != "staging" || len(got.States[1].Locks) != 1 {
 			t.Errorf("states = %+v", got.States)

@@ -61,7 +61,7 @@ type Environment struct {
 	Created     time.Time `json:"created"`
 	// RequireClientEncryption makes every state of the environment take
 	// only OpenTofu client-side encrypted writes (see
-	// StateInfo.ClientEncryptionRequired): an operator's setting.
+	// State.ClientEncryptionRequired): an operator's setting.
 	RequireClientEncryption bool `json:"require_client_encryption"`
 }
 

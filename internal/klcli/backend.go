@@ -21,7 +21,7 @@ type Backend interface {
 	// state does not exist; an empty list when it has no version yet.
 	History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error)
 	// States lists every state by name; an empty list when there is none.
-	States(ctx context.Context) ([]kilolock.StateInfo, error)
+	States(ctx context.Context) ([]kilolock.State, error)
 	// Query runs one read-only SQL statement. ErrReadOnly when it tries to
 	// write.
 	Query(ctx context.Context, sql string) (*kilolock.QueryResult, error)

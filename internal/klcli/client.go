@@ -123,15 +123,15 @@ func (b *HTTPBackend) History(ctx context.Context, name string, opts kilolock.Hi
 }
 
 // States implements Backend.
-func (b *HTTPBackend) States(ctx context.Context) ([]kilolock.StateInfo, error) {
+func (b *HTTPBackend) States(ctx context.Context) ([]kilolock.State, error) {
 	var out struct {
-		States []kilolock.StateInfo `json:"states"`
+		States []kilolock.State `json:"states"`
 	}
 	if err := b.do(ctx, http.MethodGet, "/v1/api/states", nil, nil, &out); err != nil {
 		return nil, err
 	}
 	if out.States == nil {
-		out.States = []kilolock.StateInfo{}
+		out.States = []kilolock.State{}
 	}
 	return out.States, nil
 }

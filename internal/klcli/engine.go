@@ -86,13 +86,13 @@ func (b *EngineBackend) History(ctx context.Context, name string, opts kilolock.
 }
 
 // States implements Backend.
-func (b *EngineBackend) States(ctx context.Context) ([]kilolock.StateInfo, error) {
+func (b *EngineBackend) States(ctx context.Context) ([]kilolock.State, error) {
 	sts, err := b.engine.Store().States(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if sts == nil {
-		sts = []kilolock.StateInfo{}
+		sts = []kilolock.State{}
 	}
 	return sts, nil
 }

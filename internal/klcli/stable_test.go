@@ -24,7 +24,7 @@ type stableTimes struct{ klcli.Backend }
 
 func versionTime(n int64) time.Time { return testBase.Add(time.Duration(n) * time.Minute) }
 
-func stableState(s *kilolock.StateInfo) {
+func stableState(s *kilolock.State) {
 	s.Created = testBase
 	for i := range s.Locks {
 		s.Locks[i].Acquired = testBase.Add(time.Hour + time.Duration(i)*5*time.Minute)
@@ -37,7 +37,7 @@ func (b stableTimes) Status(ctx context.Context, name string) (*kilolock.Status,
 	if err != nil {
 		return nil, err
 	}
-	stableState(&s.StateInfo)
+	stableState(&s.State)
 	if s.Version != nil {
 		s.Version.Created = versionTime(s.Version.Number)
 	}
@@ -52,7 +52,7 @@ func (b stableTimes) History(ctx context.Context, name string, opts kilolock.His
 	return vs, err
 }
 
-func (b stableTimes) States(ctx context.Context) ([]kilolock.StateInfo, error) {
+func (b stableTimes) States(ctx context.Context) ([]kilolock.State, error) {
 	sts, err := b.Backend.States(ctx)
 	for i := range sts {
 		stableState(&sts[i])

@@ -11,7 +11,7 @@ import (
 
 // StatesJSON is the JSON output of States, as the server's API answers it.
 type StatesJSON struct {
-	States []kilolock.StateInfo `json:"states"`
+	States []kilolock.State `json:"states"`
 }
 
 // States lists every state: current version and serial, lock mode and who
@@ -43,7 +43,7 @@ func (c *CLI) States(ctx context.Context) error {
 // encryptionCell is what kl states says of a state's client-side
 // encryption: the key providers of its current version, and whether it
 // requires encryption; "-" for a plaintext state that does not.
-func encryptionCell(s *kilolock.StateInfo) string {
+func encryptionCell(s *kilolock.State) string {
 	var parts []string
 	if enc := s.ClientEncryption; enc != nil {
 		providers := keyProviders(enc)
@@ -78,7 +78,7 @@ func keyProviders(enc *kilolock.ClientEncryption) string {
 // encryption: how its current version is encrypted and what the state and
 // its environment require; "" for a plaintext state that requires
 // nothing.
-func clientEncryption(s *kilolock.StateInfo) string {
+func clientEncryption(s *kilolock.State) string {
 	var parts []string
 	if enc := s.ClientEncryption; enc != nil {
 		what := "client-side (OpenTofu"

@@ -40,7 +40,7 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if s.AllowLineageChange {
 		row(w, "lineage change:", "allowed for the next write")
 	}
-	if enc := clientEncryption(&s.StateInfo); enc != "" {
+	if enc := clientEncryption(&s.State); enc != "" {
 		row(w, "encryption:", enc)
 	}
 	readers := 0

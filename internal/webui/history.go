@@ -24,7 +24,7 @@ type event struct {
 // historyData is the timeline page.
 type historyData struct {
 	Name, Label string
-	Info        *kilolock.StateInfo
+	Info        *kilolock.State
 	Events      []event
 	// Older is the ?before= of the next page; 0 when this is the last.
 	Older    int64

@@ -12,7 +12,7 @@ import (
 // stateRow is one line of the states page.
 type stateRow struct {
 	Name, Label string
-	Info        kilolock.StateInfo
+	Info        kilolock.State
 	Version     *kilolock.Version
 	// Drift is the drifted instance count; nil when unknown.
 	Drift *int
@@ -25,12 +25,12 @@ type statesData struct {
 }
 
 // visibleStates lists the states v sees, by label.
-func (u *UI) visibleStates(r *http.Request, v *visit) ([]kilolock.StateInfo, error) {
+func (u *UI) visibleStates(r *http.Request, v *visit) ([]kilolock.State, error) {
 	all, err := u.engine.States(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	var out []kilolock.StateInfo
+	var out []kilolock.State
 	for _, st := range all {
 		if u.sees(v, st.Name) {
 			out = append(out, st)

@@ -90,7 +90,7 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 	if err != nil {
 		return nil, err
 	}
-	if err := kilolock.CheckCommit(&st.StateInfo, c); err != nil {
+	if err := kilolock.CheckCommit(&st.State, c); err != nil {
 		return nil, err
 	}
 	if err := s.commitKey(cur, c); err != nil {
@@ -177,7 +177,7 @@ func checkRuns(ctx context.Context, tx Tx, st *stateRow, c *kilolock.Commit, p *
 	if err != nil {
 		return err
 	}
-	return storekit.CheckRunCommit(&st.StateInfo, keys, lock, runs, holds, now)
+	return storekit.CheckRunCommit(&st.State, keys, lock, runs, holds, now)
 }
 
 // changed returns what p changes against cur, as reservations name it:

@@ -45,11 +45,11 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 		if err != nil {
 			return nil, err
 		}
-		if err := storekit.CheckLock(&st.StateInfo, info, opts); err != nil {
+		if err := storekit.CheckLock(&st.State, info, opts); err != nil {
 			return nil, err
 		}
-		shared := storekit.IsReadLock(&st.StateInfo, info, opts)
-		if err := storekit.CheckRunLock(&st.StateInfo, info, opts, shared, runs, now); err != nil {
+		shared := storekit.IsReadLock(&st.State, info, opts)
+		if err := storekit.CheckRunLock(&st.State, info, opts, shared, runs, now); err != nil {
 			return nil, err
 		}
 		l := kilolock.Lock{Info: info, BaseVersion: st.Current, BaseSerial: st.Serial, Shared: shared, Run: opts.Run}
@@ -64,7 +64,7 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 // name, which does not exist: decided as on a new state with no holders,
 // and kept nowhere.
 func transientLock(name string, mode kilolock.LockMode, info kilolock.LockInfo, opts kilolock.LockOptions, now time.Time) (*kilolock.Lock, error) {
-	st := &kilolock.StateInfo{Name: name, LockMode: mode}
+	st := &kilolock.State{Name: name, LockMode: mode}
 	if err := storekit.CheckLock(st, info, opts); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.Unloc
 		if err != nil {
 			return nil, err
 		}
-		released, err := storekit.SelectUnlock(&st.StateInfo, id, opts)
+		released, err := storekit.SelectUnlock(&st.State, id, opts)
 		if err != nil || len(released) == 0 {
 			return released, err
 		}

@@ -169,7 +169,7 @@ func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilo
 	out, err := s.liveRun(ctx, "acquire apply run", id, now, func(tx Tx, st *stateRow, run *kilolock.ApplyRun, runs []kilolock.ApplyRun) error {
 		blockers = nil
 		if run.Status != kilolock.RunActive {
-			blockers = storekit.RunBlockers(&st.StateInfo, run, runs, now)
+			blockers = storekit.RunBlockers(&st.State, run, runs, now)
 		}
 		if run.Status == kilolock.RunActive || len(blockers) > 0 {
 			return renewLease(ctx, tx, run, now)

@@ -12,7 +12,7 @@ import (
 // stateRow is a states row with the state's locks.
 type stateRow struct {
 	id int64
-	kilolock.StateInfo
+	kilolock.State
 	instances int   // the instance count of the current version
 	managed   int64 // and its managed count (quota.Counts)
 	created   bool
@@ -133,8 +133,8 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 
 // State returns the state and its current holders. ErrNotFound when the
 // state was never locked or written.
-func (s *Store) State(ctx context.Context, name string) (*kilolock.StateInfo, error) {
-	return readValue(ctx, s, "state", func(tx Tx) (*kilolock.StateInfo, error) {
+func (s *Store) State(ctx context.Context, name string) (*kilolock.State, error) {
+	return readValue(ctx, s, "state", func(tx Tx) (*kilolock.State, error) {
 		all, err := readStates(ctx, tx, name)
 		if err == nil && len(all) == 0 {
 			err = notFound(name)
@@ -147,19 +147,19 @@ func (s *Store) State(ctx context.Context, name string) (*kilolock.StateInfo, er
 }
 
 // States lists every state with its holders, by name.
-func (s *Store) States(ctx context.Context) ([]kilolock.StateInfo, error) {
-	return readValue(ctx, s, "list states", func(tx Tx) ([]kilolock.StateInfo, error) { return readStates(ctx, tx, "") })
+func (s *Store) States(ctx context.Context) ([]kilolock.State, error) {
+	return readValue(ctx, s, "list states", func(tx Tx) ([]kilolock.State, error) { return readStates(ctx, tx, "") })
 }
 
 // readStates reads one state (name != "") or all of them, with their
 // locks, in one batch.
-func readStates(ctx context.Context, tx Tx, name string) ([]kilolock.StateInfo, error) {
+func readStates(ctx context.Context, tx Tx, name string) ([]kilolock.State, error) {
 	where := ""
 	if name != "" {
 		where = `WHERE s.name = $1`
 	}
 	b := &Batch{}
-	all := []kilolock.StateInfo{}
+	all := []kilolock.State{}
 	index := map[string]int{}
 	b.Query(func(r Rows) error {
 		st, err := scanState(r)
@@ -167,7 +167,7 @@ func readStates(ctx context.Context, tx Tx, name string) ([]kilolock.StateInfo, 
 			return err
 		}
 		index[st.Name] = len(all)
-		all = append(all, st.StateInfo)
+		all = append(all, st.State)
 		return nil
 	}, `SELECT `+stateColumns+` FROM states s `+where+` ORDER BY s.name{C}`, args(name)...)
 	b.Query(func(r Rows) error {
@@ -209,7 +209,7 @@ func (s *Store) SetLockMode(ctx context.Context, name string, mode kilolock.Lock
 		if err != nil {
 			return err
 		}
-		if err := storekit.CheckLockMode(&st.StateInfo); err != nil {
+		if err := storekit.CheckLockMode(&st.State); err != nil {
 			return err
 		}
 		if st.created || st.LockMode == mode {
@@ -274,7 +274,7 @@ func (s *Store) Delete(ctx context.Context, name string, opts kilolock.DeleteOpt
 		if err != nil {
 			return err
 		}
-		if err := storekit.CheckDelete(&st.StateInfo, opts); err != nil {
+		if err := storekit.CheckDelete(&st.State, opts); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM states WHERE id = $1`, st.id); err != nil {

@@ -9,7 +9,7 @@ import (
 
 // IsReadLock reports whether a lock with info, taken under opts on st, is
 // a shared read lock: a plan's, where plans share.
-func IsReadLock(st *kilolock.StateInfo, info kilolock.LockInfo, opts kilolock.LockOptions) bool {
+func IsReadLock(st *kilolock.State, info kilolock.LockInfo, opts kilolock.LockOptions) bool {
 	return opts.Run == "" && info.Operation == kilolock.OperationPlan && kilolock.SharedPlanLocks(st, opts.SharedPlans)
 }
 
@@ -22,7 +22,7 @@ func IsReadLock(st *kilolock.StateInfo, info kilolock.LockInfo, opts kilolock.Lo
 // exclusive state is refused while a plain write lock is held; on an
 // optimistic state it is granted. Past opts.MaxHolders holders (of any
 // kind) every new lock is refused (see LockOptions).
-func CheckLock(st *kilolock.StateInfo, info kilolock.LockInfo, opts kilolock.LockOptions) error {
+func CheckLock(st *kilolock.State, info kilolock.LockInfo, opts kilolock.LockOptions) error {
 	for _, l := range st.Locks {
 		if l.Info.ID == info.ID {
 			return &kilolock.LockedError{State: st.Name, Holder: l.Info}
@@ -56,7 +56,7 @@ func CheckLock(st *kilolock.StateInfo, info kilolock.LockInfo, opts kilolock.Loc
 // that lock. A lock id that is not held, or an empty id without force, is
 // a *LockMismatchError naming the writer (else the first holder; zero
 // when none).
-func SelectUnlock(st *kilolock.StateInfo, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
+func SelectUnlock(st *kilolock.State, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
 	if opts.ReadOnly {
 		for _, l := range st.Locks {
 			if l.Info.ID == id && id != "" && l.Shared {
@@ -89,7 +89,7 @@ func SelectUnlock(st *kilolock.StateInfo, id string, opts kilolock.UnlockOptions
 // CheckDelete decides whether st may be deleted: unless forced, a state
 // with locks is deleted only by one of its write-lock holders. It returns nil or a
 // *LockedError naming the first holder.
-func CheckDelete(st *kilolock.StateInfo, opts kilolock.DeleteOptions) error {
+func CheckDelete(st *kilolock.State, opts kilolock.DeleteOptions) error {
 	if opts.Force || len(st.Locks) == 0 {
 		return nil
 	}
@@ -106,7 +106,7 @@ func CheckDelete(st *kilolock.StateInfo, opts kilolock.DeleteOptions) error {
 // ReasonLocksHeld naming the holders), since the holders took their locks
 // under the old rules. Plans' read locks do not count: they exclude
 // nobody in any mode.
-func CheckLockMode(st *kilolock.StateInfo) error {
+func CheckLockMode(st *kilolock.State) error {
 	var holders []kilolock.LockInfo
 	var names []string
 	for _, l := range st.Locks {

@@ -32,32 +32,32 @@ func TestCheckLock(t *testing.T) {
 	plan := kilolock.LockInfo{ID: "p-new", Operation: kilolock.OperationPlan}
 	tests := []struct {
 		name    string
-		st      kilolock.StateInfo
+		st      kilolock.State
 		info    kilolock.LockInfo
 		opts    kilolock.LockOptions
 		blocked string // the holder named, "" when granted
 		read    bool   // the lock is a shared read lock
 		capped  int    // the LockedError's MaxHolders
 	}{
-		{"unlocked", kilolock.StateInfo{LockMode: kilolock.LockExclusive}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
-		{"exclusive held", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "a", false, 0},
-		{"same id again", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "a"}, kilolock.LockOptions{}, "a", false, 0},
-		{"optimistic admits", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
-		{"plan beside an apply", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "", true, 0},
-		{"plans beside plans", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "", true, 0},
-		{"apply beside plans", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader}}, kilolock.LockInfo{ID: "b", Operation: "OperationTypeApply"}, kilolock.LockOptions{SharedPlans: true}, "", false, 0},
-		{"apply names the writer, not a plan", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader, alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
-		{"refresh is a writer", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b", Operation: "OperationTypeRefresh"}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
-		{"classic plans wait", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{}, "a", false, 0},
-		{"the state turns sharing off", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}, SharedPlanLocks: &off}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
-		{"a run's lock beside another run's", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{runLock}}, kilolock.LockInfo{ID: "r2"}, kilolock.LockOptions{Run: "run_fedcba9876543210"}, "", false, 0},
-		{"a plain writer beside a run's lock", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{runLock}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
-		{"optimistic below the cap", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: holders(2)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: 3}, "", false, 0},
-		{"optimistic at the cap", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: holders(3)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: 3}, "a", false, 3},
-		{"default cap", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "a", false, kilolock.DefaultMaxLockHolders},
-		{"below the default cap", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders - 1)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
-		{"no cap", kilolock.StateInfo{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders + 1)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: -1}, "", false, 0},
-		{"plans are capped too", kilolock.StateInfo{LockMode: kilolock.LockExclusive, Locks: readers(5)}, plan, kilolock.LockOptions{SharedPlans: true, MaxHolders: 5}, "p0", true, 5},
+		{"unlocked", kilolock.State{LockMode: kilolock.LockExclusive}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
+		{"exclusive held", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "a", false, 0},
+		{"same id again", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "a"}, kilolock.LockOptions{}, "a", false, 0},
+		{"optimistic admits", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
+		{"plan beside an apply", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "", true, 0},
+		{"plans beside plans", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "", true, 0},
+		{"apply beside plans", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader}}, kilolock.LockInfo{ID: "b", Operation: "OperationTypeApply"}, kilolock.LockOptions{SharedPlans: true}, "", false, 0},
+		{"apply names the writer, not a plan", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{reader, alice}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
+		{"refresh is a writer", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "b", Operation: "OperationTypeRefresh"}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
+		{"classic plans wait", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{}, "a", false, 0},
+		{"the state turns sharing off", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{alice}, SharedPlanLocks: &off}, kilolock.LockInfo{ID: "p2", Operation: kilolock.OperationPlan}, kilolock.LockOptions{SharedPlans: true}, "a", false, 0},
+		{"a run's lock beside another run's", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{runLock}}, kilolock.LockInfo{ID: "r2"}, kilolock.LockOptions{Run: "run_fedcba9876543210"}, "", false, 0},
+		{"a plain writer beside a run's lock", kilolock.State{LockMode: kilolock.LockExclusive, Locks: []kilolock.Lock{runLock}}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
+		{"optimistic below the cap", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: holders(2)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: 3}, "", false, 0},
+		{"optimistic at the cap", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: holders(3)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: 3}, "a", false, 3},
+		{"default cap", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "a", false, kilolock.DefaultMaxLockHolders},
+		{"below the default cap", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders - 1)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{}, "", false, 0},
+		{"no cap", kilolock.State{LockMode: kilolock.LockOptimistic, Locks: holders(kilolock.DefaultMaxLockHolders + 1)}, kilolock.LockInfo{ID: "b"}, kilolock.LockOptions{MaxHolders: -1}, "", false, 0},
+		{"plans are capped too", kilolock.State{LockMode: kilolock.LockExclusive, Locks: readers(5)}, plan, kilolock.LockOptions{SharedPlans: true, MaxHolders: 5}, "p0", true, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSelectUnlock(t *testing.T) {
 	w := kilolock.Lock{Info: kilolock.LockInfo{ID: "w", Who: "alice"}}
 	p1 := kilolock.Lock{Info: kilolock.LockInfo{ID: "p1", Who: "carol"}, Shared: true}
 	p2 := kilolock.Lock{Info: kilolock.LockInfo{ID: "p2", Who: "erin"}, Shared: true}
-	st := &kilolock.StateInfo{Name: "s", Locks: []kilolock.Lock{p1, w, p2}}
+	st := &kilolock.State{Name: "s", Locks: []kilolock.Lock{p1, w, p2}}
 	ids := func(ls []kilolock.Lock) string {
 		var out []string
 		for _, l := range ls {
@@ -118,7 +118,7 @@ func TestSelectUnlock(t *testing.T) {
 			t.Errorf("a reader's unlock of %q (force %v) = %v, want ErrReadOnly", bad.id, bad.force, err)
 		}
 	}
-	if got, err := SelectUnlock(&kilolock.StateInfo{Name: "s"}, "", kilolock.UnlockOptions{Force: true}); err != nil || len(got) != 0 {
+	if got, err := SelectUnlock(&kilolock.State{Name: "s"}, "", kilolock.UnlockOptions{Force: true}); err != nil || len(got) != 0 {
 		t.Errorf("force-unlock of an unlocked state = %v, %v", got, err)
 	}
 }
@@ -133,14 +133,14 @@ func TestLockModeRules(t *testing.T) {
 	if err := kilolock.ValidLockMode("shared"); !errors.As(err, &ie) || ie.Hint == "" {
 		t.Errorf("ValidLockMode(shared) = %v, want *InvalidError with a hint", err)
 	}
-	if err := CheckLockMode(&kilolock.StateInfo{Name: "s"}); err != nil {
+	if err := CheckLockMode(&kilolock.State{Name: "s"}); err != nil {
 		t.Errorf("CheckLockMode of an unlocked state = %v", err)
 	}
-	planning := &kilolock.StateInfo{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "P", Operation: kilolock.OperationPlan}, Shared: true}}}
+	planning := &kilolock.State{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "P", Operation: kilolock.OperationPlan}, Shared: true}}}
 	if err := CheckLockMode(planning); err != nil {
 		t.Errorf("CheckLockMode while a plan reads = %v, want nil: read locks exclude nobody", err)
 	}
-	held := &kilolock.StateInfo{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "L1", Who: "alice"}}, {Info: kilolock.LockInfo{ID: "L2", Who: "bob"}}}}
+	held := &kilolock.State{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "L1", Who: "alice"}}, {Info: kilolock.LockInfo{ID: "L2", Who: "bob"}}}}
 	var ce *kilolock.ConflictError
 	err := CheckLockMode(held)
 	if !errors.As(err, &ce) || ce.Reason != kilolock.ReasonLocksHeld || len(ce.Holders) != 2 || !strings.Contains(ce.Message, "alice") || !strings.Contains(ce.Message, "bob") {
@@ -149,17 +149,17 @@ func TestLockModeRules(t *testing.T) {
 }
 
 func TestCheckDelete(t *testing.T) {
-	held := func(ids ...string) *kilolock.StateInfo {
-		st := &kilolock.StateInfo{Name: "s"}
+	held := func(ids ...string) *kilolock.State {
+		st := &kilolock.State{Name: "s"}
 		for _, id := range ids {
 			st.Locks = append(st.Locks, kilolock.Lock{Info: kilolock.LockInfo{ID: id, Who: id + "@host"}})
 		}
 		return st
 	}
-	readHeld := &kilolock.StateInfo{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "P"}, Shared: true}}}
+	readHeld := &kilolock.State{Name: "s", Locks: []kilolock.Lock{{Info: kilolock.LockInfo{ID: "P"}, Shared: true}}}
 	tests := []struct {
 		name   string
-		st     *kilolock.StateInfo
+		st     *kilolock.State
 		opts   kilolock.DeleteOptions
 		holder string // "" when allowed
 	}{

@@ -16,7 +16,7 @@ import (
 // plain locks block no reservation (their writes are checked at commit).
 // others are the active runs of the state (the run itself may be among
 // them; it never blocks itself).
-func RunBlockers(st *kilolock.StateInfo, run *kilolock.ApplyRun, others []kilolock.ApplyRun, now time.Time) []reserve.Blocker {
+func RunBlockers(st *kilolock.State, run *kilolock.ApplyRun, others []kilolock.ApplyRun, now time.Time) []reserve.Blocker {
 	var holds []reserve.Hold
 	if st.LockMode != kilolock.LockOptimistic {
 		for i := range st.Locks {
@@ -46,7 +46,7 @@ func RunBlockers(st *kilolock.StateInfo, run *kilolock.ApplyRun, others []kilolo
 // *LockedError naming the run, so -lock-timeout waits for it); an apply
 // run's own lock (opts.Run) needs the run to be this state's and active.
 // A plan's shared read lock is never refused here.
-func CheckRunLock(st *kilolock.StateInfo, info kilolock.LockInfo, opts kilolock.LockOptions, shared bool, runs []kilolock.ApplyRun, now time.Time) error {
+func CheckRunLock(st *kilolock.State, info kilolock.LockInfo, opts kilolock.LockOptions, shared bool, runs []kilolock.ApplyRun, now time.Time) error {
 	if opts.Run != "" {
 		for i := range runs {
 			r := &runs[i]
@@ -113,7 +113,7 @@ func CoveringSpellings(keys []string) (spellings, bad []string) {
 //     (ReasonReserved, naming the apply, its holder and the addresses).
 //
 // It returns nil or a *ConflictError (or *RunEndedError).
-func CheckRunCommit(st *kilolock.StateInfo, keys []string, lock *kilolock.Lock, runs []kilolock.ApplyRun, covering []reserve.Hold, now time.Time) error {
+func CheckRunCommit(st *kilolock.State, keys []string, lock *kilolock.Lock, runs []kilolock.ApplyRun, covering []reserve.Hold, now time.Time) error {
 	if lock != nil && lock.Run != "" {
 		var run *kilolock.ApplyRun
 		for i := range runs {

@@ -331,7 +331,7 @@ func testLock(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []kilolock.StateInfo{*state(t, s, "a-state"), *state(t, s, "b-state"), *state(t, s, "c-state")}
+		want := []kilolock.State{*state(t, s, "a-state"), *state(t, s, "b-state"), *state(t, s, "c-state")}
 		if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 			t.Errorf("States() (-want +got):\n%s", diff)
 		}

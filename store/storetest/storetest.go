@@ -172,7 +172,7 @@ func commit(t testing.TB, s kilolock.Store, name string, c *kilolock.Commit) *ki
 }
 
 // state returns the state called name.
-func state(t testing.TB, s kilolock.Store, name string) *kilolock.StateInfo {
+func state(t testing.TB, s kilolock.Store, name string) *kilolock.State {
 	t.Helper()
 	st, err := s.State(context.Background(), name)
 	if err != nil {
@@ -211,7 +211,7 @@ func errorIs(t testing.TB, err, target error) {
 
 // frozen is what a refused write must leave as it was.
 type frozen struct {
-	state    *kilolock.StateInfo
+	state    *kilolock.State
 	history  []kilolock.Version
 	snapshot *kilolock.Snapshot
 }
