@@ -53,7 +53,9 @@ type App struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
+		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version); with --to-state, to another state (one transaction, a new version of each)."`
+		Split   StateSplitCmd   `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+		Merge   StateMergeCmd   `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
 		Config  StateConfigCmd  `cmd:"" help:"Configure a state: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption (at least one setting)."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
@@ -404,14 +406,21 @@ func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
 // StateMvCmd is kl state mv.
 type StateMvCmd struct {
 	JSONFlag
-	Name   string `arg:"" help:"State name." predictor:"state"`
-	From   string `required:"" help:"Address to move: an instance or a resource." placeholder:"ADDR"`
-	To     string `required:"" help:"Its new address, e.g. module.demo.aws_instance.web." placeholder:"ADDR"`
-	DryRun bool   `help:"Show the move; write nothing."`
+	Name    string `arg:"" help:"State name." predictor:"state"`
+	From    string `required:"" help:"Address to move: an instance or a resource (with --to-state, a module too)." placeholder:"ADDR"`
+	To      string `help:"Its new address, e.g. module.demo.aws_instance.web (with --to-state it defaults to --from)." placeholder:"ADDR"`
+	ToState string `name:"to-state" help:"Move into this other state, in one transaction with the source." placeholder:"OTHER"`
+	DryRun  bool   `help:"Show the move; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
+	if c.ToState != "" {
+		return c.moveToState(ctx, g)
+	}
+	if c.To == "" {
+		return &UsageError{Message: "kl state mv needs --to (or --to-state to move into another state)", Hint: "e.g. kl state mv NAME --from aws_instance.a --to aws_instance.b"}
+	}
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, c.From, c.To, c.DryRun) })
 }
 
