@@ -392,3 +392,23 @@ func TestMoveModel(t *testing.T) {
 		}
 	}
 }
+
+// TestRollbackAfterMoveWarns: rolling back one side of a move alone says
+// the other still holds the instances and names the reverse move.
+func TestRollbackAfterMoveWarns(t *testing.T) {
+	ctx := context.Background()
+	e, _ := newEngine(t)
+	netState(t, e)
+	if _, err := history.Move(ctx, e, "a", "b", []history.MovePair{{From: "module.net"}}, history.MoveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "would put them in both states", "b": "would leave them in neither state"} {
+		plan, err := history.PlanRollback(ctx, e, name, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan.Warning, want) || !strings.Contains(plan.Warning, "--to-state") {
+			t.Errorf("rollback of %s warns %q", name, plan.Warning)
+		}
+	}
+}
