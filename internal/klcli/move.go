@@ -89,8 +89,8 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 	if res.DryRun {
 		b.WriteString("Dry run: nothing was moved.\n")
 	} else if v := res.Versions; v != nil {
-		fmt.Fprintf(&b, "Written in one transaction: %s %s (source move, %d instance(s) to %s %s) and %s %s (%d from %s %s).\n",
-			res.From, versionText(v.From), len(res.Moved), res.To, versionText(v.To), res.To, versionText(v.To), len(res.Moved), res.From, versionText(v.From))
+		fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
+			res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
 		if res.Archived {
 			fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
 		}

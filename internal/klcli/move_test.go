@@ -34,7 +34,7 @@ func TestMoveStates(t *testing.T) {
 			t.Fatalf("split dry run: %v\n%s", err, out)
 		}
 		out, err = run(false, httpbackend.MoveRequest{Operation: history.OperationSplit, From: "app", To: "app-net", Addresses: []history.MovePair{{From: "terraform_data.a"}}})
-		if err != nil || !strings.Contains(out, "Written in one transaction: app @4") || !strings.Contains(out, "try to create the objects again") {
+		if err != nil || !strings.Contains(out, "Written in one transaction: app @4 (source move: 1 instance(s) to app-net @1)") || !strings.Contains(out, "try to create the objects again") {
 			t.Fatalf("split: %v\n%s", err, out)
 		}
 		out, err = run(true, httpbackend.MoveRequest{From: "app-net", To: "app", Addresses: []history.MovePair{{From: "terraform_data.a", To: "terraform_data.a2"}}})
