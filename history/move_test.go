@@ -16,6 +16,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store/sqlite"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -26,6 +27,7 @@ type res struct {
 	module, typ, name string
 	keys              []int
 	deps              []string
+	pad               string // the input attribute, to give instances a size
 }
 
 // doc renders a state the way OpenTofu writes one (compact): every
@@ -55,7 +57,11 @@ func doc(t testing.TB, serial int64, lineage string, outputs map[string]string, 
 		}
 		out := resource{Module: r.module, Mode: "managed", Type: r.typ, Name: r.name, Provider: `provider["terraform.io/builtin/terraform"]`, Instances: []inst{}}
 		mk := func(id string, k *int) inst {
-			return inst{IndexKey: k, Attributes: map[string]any{"id": id, "input": nil, "output": nil, "triggers_replace": nil}, Sensitive: []any{}, Dependencies: r.deps}
+			var input any
+			if r.pad != "" {
+				input = r.pad
+			}
+			return inst{IndexKey: k, Attributes: map[string]any{"id": id, "input": input, "output": nil, "triggers_replace": nil}, Sensitive: []any{}, Dependencies: r.deps}
 		}
 		if r.keys == nil {
 			out.Instances = append(out.Instances, mk(addr, nil))
@@ -76,6 +82,8 @@ func doc(t testing.TB, serial int64, lineage string, outputs map[string]string, 
 	}
 	return append(b, '\n')
 }
+
+func TestMain(m *testing.M) { testpg.Main(m) }
 
 func newEngine(t testing.TB) (*kilolock.Engine, *sqlite.Store) {
 	t.Helper()
