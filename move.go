@@ -189,8 +189,13 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := RefuseHolders(st); err != nil {
-			return nil, nil, MoveRefusal(name, err)
+		// A plain writer's lock refuses the move; an apply run's does
+		// not by itself: its reservations, checked by the store, refuse
+		// only a move of what they cover.
+		for i := range st.Locks {
+			if l := &st.Locks[i]; l.PlainWriter() {
+				return nil, nil, MoveRefusal(name, &LockedError{State: name, Holder: l.Info})
+			}
 		}
 		if st.Current == 0 {
 			return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, ErrNotFound)

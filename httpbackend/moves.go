@@ -33,6 +33,26 @@ type MoveRequest struct {
 // moveRoutes registers the moves between states.
 func (h *Handler) moveRoutes() {
 	h.api("POST /v1/api/moves", h.move)
+	h.api("GET /v1/api/states/{name}/moves", h.stateMoves)
+}
+
+// stateMoves answers GET /v1/api/states/{name}/moves: the moves the state
+// took part in, newest first ({"moves": []} for none).
+func (h *Handler) stateMoves(w http.ResponseWriter, r *http.Request) error {
+	ms, ok := h.engine.Store().(kilolock.MoveStore)
+	recs := []kilolock.MoveRecord{}
+	if ok {
+		if _, err := h.engine.State(r.Context(), r.PathValue("name")); err != nil {
+			return err
+		}
+		got, err := ms.Moves(r.Context(), r.PathValue("name"))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, got...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"moves": recs})
+	return nil
 }
 
 // move answers POST /v1/api/moves with a history.MoveResult.

@@ -4,11 +4,61 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/httpbackend"
 )
+
+// MoveLister is a Backend that lists the moves a state took part in.
+type MoveLister interface {
+	StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error)
+}
+
+// StateMoves implements MoveLister.
+func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
+	var res struct {
+		Moves []kilolock.MoveRecord `json:"moves"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/moves", nil, nil, &res); err != nil {
+		return nil, err
+	}
+	return res.Moves, nil
+}
+
+// StateMoves implements MoveLister.
+func (b *EngineBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
+	ms, ok := b.engine.Store().(kilolock.MoveStore)
+	if !ok {
+		return nil, nil
+	}
+	return ms.Moves(ctx, name)
+}
+
+// moveNotes are what kl history says of name's versions a move made, by
+// version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
+func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []kilolock.MoveRecord, error) {
+	ml, ok := c.Backend.(MoveLister)
+	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
+		return nil, nil, nil
+	}
+	recs, err := ml.StateMoves(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	notes := map[int64]string{}
+	for _, m := range recs {
+		if m.From == name {
+			notes[m.FromVersion] = fmt.Sprintf("%d instance(s) to %s @%d", m.Instances, m.To, m.ToVersion)
+		}
+		if m.To == name {
+			notes[m.ToVersion] = fmt.Sprintf("%d instance(s) from %s @%d", m.Instances, m.From, m.FromVersion)
+		}
+	}
+	return notes, recs, nil
+}
 
 // StateMover is a Backend that moves instances between states: kld's
 // POST /v1/api/moves, or the engine in-process.

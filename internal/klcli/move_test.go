@@ -47,6 +47,14 @@ func TestMoveStates(t *testing.T) {
 		if err == nil || (h.url == "" && !errors.As(err, &inv)) || klcli.ExitCode(err) == 0 {
 			t.Errorf("unknown address: %v", err)
 		}
+		// kl history names the other side of each move.
+		c := h.cli(nil, false)
+		c.Backend = h.raw
+		var hist strings.Builder
+		c.Out = &hist
+		if err := c.History(ctx, "app", kilolock.HistoryOptions{}); err != nil || !strings.Contains(hist.String(), "(1 instance(s) to app-net @1)") || !strings.Contains(hist.String(), "(1 instance(s) from app-net @2)") {
+			t.Errorf("kl history app: %v\n%s", err, hist.String())
+		}
 		out, err = run(false, httpbackend.MoveRequest{Operation: history.OperationMerge, From: "app-net", To: "app", DryRun: true})
 		if err == nil {
 			t.Errorf("merging an empty state: %s", out)
