@@ -101,11 +101,29 @@ func Split(ctx context.Context, e *kilolock.Engine, from, to string, addrs []str
 	if len(addrs) == 0 {
 		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "a split needs at least one address", Hint: "name instances, resources or modules as `kl state list " + from + "` shows them"}
 	}
+	if environmentOf(from) != environmentOf(to) {
+		return nil, &kilolock.InvalidError{Code: "invalid_split", Message: fmt.Sprintf("a split makes its new state in the environment of %s; %s is elsewhere", from, to),
+			Hint: "name the new state in the same environment, then move across environments with kl state mv --to-state if you must"}
+	}
 	pairs := make([]MovePair, len(addrs))
 	for i, a := range addrs {
 		pairs[i] = MovePair{From: a}
 	}
 	return move(ctx, e, OperationSplit, from, to, pairs, true, false, o)
+}
+
+// environmentOf is the "ws_….env_…." prefix of a tenant's internal state
+// name, "" for a state of the local lane.
+func environmentOf(name string) string {
+	if !strings.HasPrefix(name, "ws_") {
+		return ""
+	}
+	ws, rest, ok := strings.Cut(name, ".")
+	env, _, ok2 := strings.Cut(rest, ".")
+	if !ok || !ok2 {
+		return ""
+	}
+	return ws + "." + env + "."
 }
 
 // Merge moves every instance of from into into, and archives from (its

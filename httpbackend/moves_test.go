@@ -1,11 +1,14 @@
 package httpbackend
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
+	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -51,6 +54,16 @@ func TestMoves(t *testing.T) {
 			if code != tt.status || (tt.code != "" && e.Error != tt.code) || e.Hint == "" {
 				t.Errorf("%s: %d %+v, want %d %s", tt.name, code, e, tt.status, tt.code)
 			}
+		}
+		qs := env.store.(kilolock.QuotaStore)
+		if err := qs.SetQuota(context.Background(), kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "b"}, &quota.Limit{Soft: 1, Hard: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, e, code := move(MoveRequest{From: "a", To: "b", Addresses: []history.MovePair{{From: "terraform_data.x"}}}); code != 403 || e.Error != "quota_exceeded" || e.Hint == "" {
+			t.Errorf("past b's quota: %d %+v", code, e)
+		}
+		if err := qs.SetQuota(context.Background(), kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "b"}, nil); err != nil {
+			t.Fatal(err)
 		}
 		env.lock("b", lockInfo("apply-b", "bob"))
 		if _, e, code := move(MoveRequest{From: "a", To: "b", Addresses: []history.MovePair{{From: "terraform_data.x"}}}); code != 409 || e.Error != "state_locked" || e.Holder == nil || e.Holder.ID != "apply-b" {
@@ -119,11 +132,16 @@ func TestMovesTenants(t *testing.T) {
 		if code, e := move(other.auto[0], side(other, 0, "v"), side(f, 0, "b"), "terraform_data.v"); code != 404 {
 			t.Errorf("another tenant's token into acme: %d %s", code, e)
 		}
+		w := env.do("POST", "/v1/api/moves", mustJSON(t, MoveRequest{Operation: "split", From: side(f, 0, "a"), To: side(f, 1, "new"),
+			Addresses: []history.MovePair{{From: "terraform_data.y"}}}), bearer(f.pat)...)
+		if w.Code != 400 || errorOf(t, w).Error != "invalid_split" {
+			t.Errorf("a split into another environment: %d %s", w.Code, w.Body)
+		}
 		if code, _ := move("", "a", "b", "terraform_data.x"); code != 401 {
 			t.Errorf("no credentials: %d", code)
 		}
 		// The operator names internal states.
-		w := env.do("POST", "/v1/api/moves", mustJSON(t, MoveRequest{From: f.ws.ID + "." + f.envs[1].PublicID + ".c", To: other.ws.ID + "." + other.envs[0].PublicID + ".v",
+		w = env.do("POST", "/v1/api/moves", mustJSON(t, MoveRequest{From: f.ws.ID + "." + f.envs[1].PublicID + ".c", To: other.ws.ID + "." + other.envs[0].PublicID + ".v",
 			Addresses: []history.MovePair{{From: "terraform_data.w"}}, DryRun: true}), bearer(operatorSecret)...)
 		if w.Code != 200 {
 			t.Errorf("the operator: %d %s", w.Code, w.Body)
