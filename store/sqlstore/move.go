@@ -121,15 +121,23 @@ func (s *Store) lockMove(ctx context.Context, tx Tx, m *kilolock.MoveCommit, sta
 	if m.Create {
 		// The new row is this transaction's alone until it commits: no
 		// one else can wait on it, so it needs no place in the order.
-		err := tx.QueryRow(ctx, `INSERT INTO states (name, lock_mode, shared_plan_locks, created_at)
-			SELECT $1, lock_mode, shared_plan_locks, {now} FROM states WHERE id = $2 RETURNING id`, m.To, ids[m.From]).Scan(new(int64))
+		// A concurrent creator of the same name wins the unique index:
+		// this move then finds the state there, as a later one would.
+		n, err := tx.Exec(ctx, `INSERT INTO states (name, lock_mode, shared_plan_locks, created_at)
+			SELECT $1, lock_mode, shared_plan_locks, {now} FROM states WHERE id = $2 ON CONFLICT (name) DO NOTHING`, m.To, ids[m.From])
 		if err != nil {
 			return nil, err
 		}
+		if n != 1 {
+			return nil, &kilolock.MoveError{Code: kilolock.MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To),
+				Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
+		}
 		stats.Rows++
 		stats.Bytes += len(m.To) + len(kilolock.LockExclusive) + 2*intBytes
-		n, err := tx.Exec(ctx, `INSERT INTO quotas (scope, target, soft, hard, unlimited, updated_at)
-			SELECT scope, $2, soft, hard, unlimited, {now} FROM quotas WHERE scope = 'state' AND target = $1`, m.From, m.To)
+		// A limit set on the new name before it existed stays.
+		n, err = tx.Exec(ctx, `INSERT INTO quotas (scope, target, soft, hard, unlimited, updated_at)
+			SELECT scope, $2, soft, hard, unlimited, {now} FROM quotas WHERE scope = 'state' AND target = $1
+			ON CONFLICT (scope, target) DO NOTHING`, m.From, m.To)
 		if err != nil {
 			return nil, err
 		}

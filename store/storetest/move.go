@@ -149,7 +149,7 @@ func testMove(t *testing.T, open Opener) {
 		must(t, err)
 	})
 
-	t.Run("refused when the target holds the address, or the parent is stale", func(t *testing.T) {
+	t.Run("refused when a side moved on since the move was computed", func(t *testing.T) {
 		seed(t, "taken-a", 2)
 		seed(t, "taken-b", 1)
 		m := move(t, "taken-a", "taken-b", 1, false)
