@@ -153,9 +153,13 @@ func rollback(ctx context.Context, e *kilolock.Engine, name string, ref kilolock
 		}
 	}
 	ref2 := fmt.Sprintf("@%d", target.Version.Number)
+	warning := strings.Replace(RollbackWarning, "the target version", ref2, 1)
+	if mw := moveWarning(ctx, e, name, target.Version.Number); mw != "" {
+		warning += " " + mw
+	}
 	return &RollbackResult{
 		Plan: RollbackPlan{ChangePlan: *plan, Target: target.Version, Address: address,
-			Warning: strings.Replace(RollbackWarning, "the target version", ref2, 1)},
+			Warning: warning},
 		Version: v,
 		Stats:   stats,
 	}, nil

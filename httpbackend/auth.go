@@ -72,6 +72,9 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 			info(r).scope = scope
 			return r, true
 		}
+	case path == "/v1/api/moves" && r.Method == http.MethodPost && !h.operatorCredential(r):
+		// A tenant's move: each side decided as a write (moves.go).
+		return r, true
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/api/states/") && !h.operatorCredential(r):
 		// A tenant's read of one of its states (tenantapi.go).
 		var rewritten *http.Request

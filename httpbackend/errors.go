@@ -138,8 +138,11 @@ func classify(err error) answer {
 		keyErr   *kilolock.KeyError
 		ended    *kilolock.RunEndedError
 		quotaErr *kilolock.QuotaError
+		moveErr  *kilolock.MoveError
 	)
 	switch {
+	case errors.As(err, &moveErr):
+		return moveAnswer(moveErr)
 	case errors.As(err, &quotaErr):
 		b := errorBody{Error: "quota_exceeded", Message: quotaErr.Error(), Hint: quotaErr.Hint()}
 		quotaBody(&b, quotaErr)

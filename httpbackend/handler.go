@@ -255,6 +255,8 @@ func (h *Handler) routes() {
 		}
 	}
 	h.quotaRoutes()
+	// Moves between states (moves.go).
+	h.moveRoutes()
 	h.api("GET /v1/whoami", h.whoami)
 
 	h.api("GET /healthz", h.healthz)

@@ -58,7 +58,9 @@ type App struct {
 		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
 		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
 		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-		Mv      StateMvCmd      `cmd:"" help:"Move an instance or resource to another address (a new version)."`
+		Mv      StateMvCmd      `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
+		Split   StateSplitCmd   `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+		Merge   StateMergeCmd   `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
 		Config  StateConfigCmd  `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
 		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
 		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
@@ -548,27 +550,32 @@ func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
 // --from and --to are the older spelling, kept as deprecated aliases.
 type StateMvCmd struct {
 	JSONFlag
-	Name   string `arg:"" help:"State name." predictor:"state"`
-	Src    string `arg:"" optional:"" help:"Address to move: an instance or a resource."`
-	Dst    string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web."`
-	From   string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
-	To     string `hidden:"" help:"Deprecated: the new address, now the third argument." placeholder:"ADDR"`
-	DryRun bool   `help:"Show the move; write nothing."`
+	Name    string `arg:"" help:"State name." predictor:"state"`
+	Src     string `arg:"" optional:"" help:"Address to move: an instance or a resource (with --to-state, a module too)."`
+	Dst     string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web (with --to-state it defaults to SRC)."`
+	From    string `help:"The address to move, as the second argument is (kl state mv a --from module.net --to-state b)." placeholder:"ADDR"`
+	To      string `help:"Its new address, as the third argument is." placeholder:"ADDR"`
+	ToState string `name:"to-state" help:"Move into this other state, in one transaction with the source." placeholder:"OTHER"`
+	DryRun  bool   `help:"Show the move; write nothing."`
 }
 
 // Run runs the command.
 func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
-	usage := "kl state mv NAME SRC DST"
+	usage := "kl state mv NAME SRC DST, or kl state mv NAME SRC [DST] --to-state OTHER"
 	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
 	if err != nil {
 		return err
 	}
+	if c.ToState != "" {
+		dst := c.Dst
+		if dst == "" {
+			dst = c.To
+		}
+		return c.moveToState(ctx, g, src, dst)
+	}
 	dst, err := oneOf("the new address", c.Dst, c.To, "--to", usage)
 	if err != nil {
 		return err
-	}
-	if c.From != "" || c.To != "" {
-		fmt.Fprintf(g.stderr(), "kl: warning: --from and --to of kl state mv are deprecated; use kl state mv %s %s %s\n", c.Name, src, dst)
 	}
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateMv(ctx, c.Name, src, dst, c.DryRun) })
 }

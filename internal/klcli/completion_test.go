@@ -78,7 +78,7 @@ func TestCompletion(t *testing.T) {
 		{"kl comp", []string{"completion"}},
 		{"kl completion ", []string{"bash", "fish", "zsh"}},
 		{"kl history --l", []string{"--limit", "--log-level"}},
-		{"kl state ", []string{"archive", "config", "list", "mv", "pull", "restore", "rm", "show"}},
+		{"kl state ", []string{"archive", "config", "list", "merge", "mv", "pull", "restore", "rm", "show", "split"}},
 		{"kl --database " + path + " status ", []string{"app", "net-edge", "network"}},
 		{"kl --database=" + path + " history net", []string{"net-edge", "network"}},
 		{"kl --server " + srv.URL + " diff n", []string{"net-edge", "network"}},

@@ -19,6 +19,9 @@ type HistoryJSON struct {
 	// Pruned are the runs of pruned versions among (or, on the last page,
 	// below) the versions listed, newest first.
 	Pruned []kilolock.PrunedRange `json:"pruned,omitempty"`
+	// Moves are the moves between states the state took part in, when a
+	// listed version is one (source move): each names the other side.
+	Moves []kilolock.MoveRecord `json:"moves,omitempty"`
 }
 
 // History lists a state's versions, newest first, the current one marked
@@ -42,8 +45,12 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	if err != nil {
 		return err
 	}
+	notes, moves, err := c.moveNotes(ctx, name, vs)
+	if err != nil {
+		return err
+	}
 	if c.JSON {
-		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned})
+		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves})
 	}
 	if len(vs) == 0 && len(pruned) == 0 {
 		if opts.Before > 0 {
@@ -64,8 +71,12 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		if v.Number == current {
 			number = "*" + number
 		}
+		changes := changesText(&v)
+		if n := notes[v.Number]; n != "" {
+			changes += " (" + n + ")"
+		}
 		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
-			orDash(v.Actor), orDash(v.LockID), changesText(&v))
+			orDash(v.Actor), orDash(v.LockID), changes)
 	}
 	for _, p := range pruned {
 		prunedRow(w, p)

@@ -420,10 +420,11 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 18 (trust policies) and 17 (client-side
+// undoClientEncryption takes a database back from schema 19 (state moves), 18 (trust policies) and 17 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = []string{
+	`DROP TABLE state_moves`,    // schema 19
 	`DROP TABLE trust_policies`, // schema 18, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,

@@ -265,10 +265,11 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 16 (trust policies) and 15 (client-side
+// undoClientEncryption takes a database back from schema 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = []string{
+	`DROP TABLE state_moves`,    // schema 17
 	`DROP TABLE trust_policies`, // schema 16, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,

@@ -17,6 +17,8 @@ var BackupTables = []BackupTable{
 		"terraform_version text", "source text", "actor text", "lock_id text", "base_serial int", "created_at time",
 		"added int", "changed int", "removed int", "instance_count int", "format text", "check_results text",
 		"managed_count int", "merged bool"),
+	table("state_moves", "id", "id int", "from_state_id int", "from_version int", "to_state_id int", "to_version int",
+		"instances int", "actor text", "created_at time"),
 	table("state_keys", "state_id", "state_id int", "key_id text", "wrapped bytes", "created_at time", "wrapped_at time"),
 	table("version_raw", "version_id", "version_id int", "raw bytes", "sealed bool"),
 	table("payloads", "state_id, hash", "state_id int", "hash bytes", "body text", "sealed bytes"),

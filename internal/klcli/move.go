@@ -1,0 +1,193 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/httpbackend"
+)
+
+// MoveLister is a Backend that lists the moves a state took part in.
+type MoveLister interface {
+	StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error)
+}
+
+// StateMoves implements MoveLister.
+func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
+	var res struct {
+		Moves []kilolock.MoveRecord `json:"moves"`
+	}
+	if err := b.do(ctx, http.MethodGet, statePath(name)+"/moves", nil, nil, &res); err != nil {
+		return nil, err
+	}
+	return res.Moves, nil
+}
+
+// StateMoves implements MoveLister.
+func (b *EngineBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
+	ms, ok := b.engine.Store().(kilolock.MoveStore)
+	if !ok {
+		return nil, nil
+	}
+	return ms.Moves(ctx, name)
+}
+
+// moveNotes are what kl history says of name's versions a move made, by
+// version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
+func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []kilolock.MoveRecord, error) {
+	ml, ok := c.Backend.(MoveLister)
+	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
+		return nil, nil, nil
+	}
+	recs, err := ml.StateMoves(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	notes := map[int64]string{}
+	for _, m := range recs {
+		if m.From == name {
+			notes[m.FromVersion] = fmt.Sprintf("%d instance(s) to %s @%d", m.Instances, m.To, m.ToVersion)
+		}
+		if m.To == name {
+			notes[m.ToVersion] = fmt.Sprintf("%d instance(s) from %s @%d", m.Instances, m.From, m.FromVersion)
+		}
+	}
+	return notes, recs, nil
+}
+
+// StateMover is a Backend that moves instances between states: kld's
+// POST /v1/api/moves, or the engine in-process.
+type StateMover interface {
+	MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error)
+}
+
+var (
+	_ StateMover = (*HTTPBackend)(nil)
+	_ StateMover = (*EngineBackend)(nil)
+)
+
+// MoveStates implements StateMover.
+func (b *HTTPBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
+	var res history.MoveResult
+	if err := b.do(ctx, http.MethodPost, "/v1/api/moves", nil, req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// MoveStates implements StateMover.
+func (b *EngineBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
+	o := history.MoveOptions{Actor: actorOr(b.Actor), DryRun: req.DryRun}
+	switch req.Operation {
+	case history.OperationSplit:
+		addrs := make([]string, len(req.Addresses))
+		for i, p := range req.Addresses {
+			addrs[i] = p.From
+		}
+		return sameAsServer(history.Split(ctx, b.engine, req.From, req.To, addrs, o))
+	case history.OperationMerge:
+		return sameAsServer(history.Merge(ctx, b.engine, req.From, req.To, o))
+	}
+	return sameAsServer(history.Move(ctx, b.engine, req.From, req.To, req.Addresses, o))
+}
+
+// MoveStates runs a move between states and prints what moved, the edges
+// it makes cross the states, and what each configuration must do.
+func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error {
+	m, ok := c.Backend.(StateMover)
+	if !ok {
+		return &UsageError{Message: "this backend cannot move instances between states", Hint: "use kld or --database"}
+	}
+	res, err := m.MoveStates(ctx, req)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return c.writeJSON(res)
+	}
+	var b strings.Builder
+	verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
+	if res.DryRun {
+		verb = "Would move"
+	}
+	fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
+	for _, mv := range res.Moved {
+		if mv.From == mv.To {
+			fmt.Fprintf(&b, "  %s\n", cell(mv.From))
+		} else {
+			fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
+		}
+	}
+	if len(res.Edges) > 0 {
+		b.WriteString("Dependencies that will cross the two states:\n")
+		for _, e := range res.Edges {
+			switch e.Kind {
+			case history.EdgeLeftOnMoved:
+				fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
+			case history.EdgeMovedOnLeft:
+				fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
+			default:
+				fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+			}
+		}
+	}
+	if res.DryRun {
+		b.WriteString("Dry run: nothing was moved.\n")
+	} else if v := res.Versions; v != nil {
+		fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
+			res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
+		if res.Archived {
+			fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+		}
+	}
+	b.WriteString("What the configurations must do:\n")
+	for i, s := range res.Config {
+		fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
+	}
+	_, err = fmt.Fprint(c.Out, b.String())
+	return err
+}
+
+// StateSplitCmd is kl state split.
+type StateSplitCmd struct {
+	JSONFlag
+	Name    string   `arg:"" help:"State to split." predictor:"state"`
+	ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
+	Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
+	DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
+}
+
+// Run runs the command.
+func (c *StateSplitCmd) Run(ctx context.Context, g *Globals) error {
+	req := httpbackend.MoveRequest{Operation: history.OperationSplit, From: c.Name, To: c.ToState, DryRun: c.DryRun}
+	for _, a := range c.Address {
+		req.Addresses = append(req.Addresses, history.MovePair{From: a})
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+}
+
+// StateMergeCmd is kl state merge.
+type StateMergeCmd struct {
+	JSONFlag
+	Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
+	Into   string `required:"" help:"State that receives them." placeholder:"TO"`
+	DryRun bool   `help:"Show what would move; write nothing."`
+}
+
+// Run runs the command.
+func (c *StateMergeCmd) Run(ctx context.Context, g *Globals) error {
+	req := httpbackend.MoveRequest{Operation: history.OperationMerge, From: c.Name, To: c.Into, DryRun: c.DryRun}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+}
+
+// moveToState runs kl state mv --to-state: --to renames on the way.
+func (c *StateMvCmd) moveToState(ctx context.Context, g *Globals, src, dst string) error {
+	req := httpbackend.MoveRequest{Operation: history.OperationMove, From: c.Name, To: c.ToState, DryRun: c.DryRun,
+		Addresses: []history.MovePair{{From: src, To: dst}}}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+}
