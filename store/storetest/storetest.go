@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"BackupUnderWrites", testBackupUnderWrites},
 		{"Retention", testRetention},
 		{"ClientEncryption", testClientEncryption},
+		{"Inventory", testInventory},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })
