@@ -244,6 +244,24 @@ func testInventory(t *testing.T, open Opener) {
 		if got, err := inventory.Duplicates(context.Background(), is, nil, "time_static"); err != nil || len(got) != 1 || got[0].Type != "time_static" {
 			t.Errorf("duplicates of time_static: %+v, %v", got, err)
 		}
+		// The view for SQL lists the same objects, state by state.
+		res, err := s.Query(context.Background(), kilolock.QueryLimits{}, `SELECT type, key, value, state, address, states FROM duplicate_objects ORDER BY type, state, address`)
+		if err != nil {
+			t.Fatalf("duplicate_objects: %v", err)
+		}
+		var rows []string
+		for _, r := range res.Rows {
+			rows = append(rows, strings.TrimSpace(fmt.Sprintln(r...)))
+		}
+		wantRows := []string{
+			"aws_s3_bucket arn arn:aws:s3:::logs plain aws_s3_bucket.archive 2",
+			"aws_s3_bucket arn arn:aws:s3:::logs ws_a.env_a.net aws_s3_bucket.logs 2",
+			"time_static id 2026-12-04T10:00:00Z plain time_static.copy 2",
+			"time_static id 2026-12-04T10:00:00Z ws_b.env_b.net time_static.born 2",
+		}
+		if diff := cmp.Diff(wantRows, rows); diff != "" {
+			t.Errorf("duplicate_objects (-want +got):\n%s", diff)
+		}
 	})
 
 	t.Run("TenantLeaks", func(t *testing.T) { testInventoryLeaks(t, s, is, password) })
