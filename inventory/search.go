@@ -164,7 +164,7 @@ func narrowByAddress(s *ScanFilter, pattern string) {
 func prefilterable(text string) bool {
 	for i := 0; i < len(text); i++ {
 		c := text[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c == '%' || c == '_' {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
 	}

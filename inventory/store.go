@@ -40,7 +40,8 @@ type ScanFilter struct {
 	// and After is then ignored.
 	ByType bool
 	// Text, when not "", is lowercase ASCII that the lowercased object's
-	// JSON contains (a prefilter: the caller checks the masked object).
+	// JSON contains, LIKE's wildcards in it meaning themselves (a
+	// prefilter: the caller checks the masked object).
 	Text string
 	// After is where the previous page stopped.
 	After Cursor

@@ -68,7 +68,7 @@ func scanSQL(f inventory.ScanFilter) (string, []any) {
 		where = append(where, "i.deposed = ''")
 	}
 	if f.Text != "" {
-		where = append(where, "lower(p.body) LIKE "+arg("%"+f.Text+"%")+` ESCAPE '\'`)
+		where = append(where, "lower(p.body) LIKE "+arg("%"+likeEscape(f.Text)+"%")+` ESCAPE '\'`)
 	}
 	if len(f.StateLike) > 0 {
 		var or []string
