@@ -18,7 +18,7 @@ func (s *Store) ScanCurrent(ctx context.Context, f inventory.ScanFilter, each fu
 	if f.Scope != nil && len(f.Scope.Prefixes) == 0 {
 		return nil
 	}
-	sql, args := scanSQL(f)
+	sql, args := ScanSQL(f)
 	return s.read(ctx, "scan current objects", func(tx Tx) error {
 		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
@@ -42,8 +42,9 @@ func (s *Store) ScanCurrent(ctx context.Context, f inventory.ScanFilter, each fu
 	})
 }
 
-// scanSQL is the statement of a scan and its arguments.
-func scanSQL(f inventory.ScanFilter) (string, []any) {
+// ScanSQL is the statement ScanCurrent runs for f, in the shared SQL, and
+// its arguments: for the dialects' tests of its plans.
+func ScanSQL(f inventory.ScanFilter) (string, []any) {
 	var (
 		where []string
 		args  []any
