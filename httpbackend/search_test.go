@@ -111,3 +111,39 @@ func TestSearchBadInput(t *testing.T) {
 		t.Errorf("a search of an empty store = %d %s", w.Code, w.Body)
 	}
 }
+
+// TestUISearchCrossTenant: the web view's search across states and its
+// duplicates show a token or a PAT the hits of its environments only.
+func TestUISearchCrossTenant(t *testing.T) { eachAuthEnv(t, testUISearchCrossTenant) }
+
+func testUISearchCrossTenant(t *testing.T, env *testEnv, ts kilolock.TenantStore) {
+	tenants, marker := seedCrossTenant(t, env, ts)
+	type cred struct {
+		tenant int
+		envs   map[int]bool
+		secret string
+		kind   string
+	}
+	var creds []cred
+	for ti, f := range tenants {
+		for ei := range f.envs {
+			creds = append(creds, cred{ti, map[int]bool{ei: true}, f.auto[ei], "automation"}, cred{ti, map[int]bool{ei: true}, f.autoRead[ei], "read token"})
+		}
+		creds = append(creds, cred{ti, map[int]bool{0: true, 1: true}, f.pat, "PAT"})
+	}
+	for _, c := range creds {
+		w := env.do("GET", "/ui/search?text=secret&type=terraform_data", nil, append(uiCookie(c.secret), html...)...)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s (tenant %d) /ui/search = %d %s", c.kind, c.tenant, w.Code, w.Body)
+		}
+		leaks(t, w.Body.String(), c.tenant, c.envs, tenants, marker)
+		if n := strings.Count(w.Body.String(), "<tr data-state="); n != len(c.envs) {
+			t.Errorf("%s (tenant %d) /ui/search: %d hits, want %d", c.kind, c.tenant, n, len(c.envs))
+		}
+		w = env.do("GET", "/ui/duplicates", nil, append(uiCookie(c.secret), html...)...)
+		if w.Code != http.StatusOK {
+			t.Errorf("%s (tenant %d) /ui/duplicates = %d", c.kind, c.tenant, w.Code)
+		}
+		leaks(t, w.Body.String(), c.tenant, c.envs, tenants, marker)
+	}
+}
