@@ -67,6 +67,20 @@ func TestBrowserInventory(t *testing.T) {
 			}
 			b.screenshot("duplicates", readme)
 
+			// The state page holds the current version's contents as a tree
+			// by module and type, each instance linking to its page.
+			b.open(srv.URL + "/ui/states/net")
+			if got := b.attrs("#contents details.module", "data-module"); !slices.Equal(got, []string{"", "module.net"}) {
+				t.Errorf("modules of net = %v", got)
+			}
+			if got := b.attrs(`#contents details.module[data-module=""] details.type`, "data-type"); !slices.Equal(got, []string{"aws_instance", "aws_route53_record"}) {
+				t.Errorf("types of net's root module = %v", got)
+			}
+			if got := b.attrs(`#contents details.type[data-type="aws_instance"] a`, "href"); len(got) != 2 || !strings.Contains(got[1], "/ui/states/net/instance?address=") {
+				t.Errorf("instances of aws_instance link to %v", got)
+			}
+			b.screenshot("state-contents", false)
+
 			bad := srv.URL + "/ui/search?address=output.x"
 			b.expectStatus(bad, 400)
 			b.open(bad)
