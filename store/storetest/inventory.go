@@ -265,6 +265,42 @@ func testInventory(t *testing.T, open Opener) {
 	})
 
 	t.Run("TenantLeaks", func(t *testing.T) { testInventoryLeaks(t, s, is, password) })
+
+	// A scan longer than a store's batch of rows goes on where the batch
+	// stopped: a filter only the last object passes finds it, and pages of
+	// the most hits give every object once, in order.
+	t.Run("LongScan", func(t *testing.T) {
+		const n = 2500
+		c := next(t, s, "big")
+		for i := range n {
+			c.Upserts = append(c.Upserts, instance(t, resource("aws_eip", "ip"), intKey(int64(i)), fmt.Sprintf(`{"id":"eip-%05d"}`, i)))
+		}
+		commit(t, s, "big", c)
+		if got := hitKeys(search(t, is, nil, inventory.Filters{Type: "aws_eip", Attr: []string{"id=eip-02499"}}).Hits); !slices.Equal(got, []string{"big aws_eip.ip[2499]"}) {
+			t.Errorf("the last object: %v", got)
+		}
+		if got := hitKeys(search(t, is, nil, inventory.Filters{Text: "EIP-0249", State: "big"}).Hits); len(got) != 10 { // eip-02490 to eip-02499
+			t.Errorf("text in the last objects: %d hits %v", len(got), got)
+		}
+		seen := map[string]bool{}
+		f := inventory.Filters{Type: "aws_eip", State: "big", Limit: inventory.MaxLimit}
+		for pages := 1; ; pages++ {
+			p := search(t, is, nil, f)
+			for _, k := range hitKeys(p.Hits) {
+				if seen[k] {
+					t.Fatalf("page %d repeats %s", pages, k)
+				}
+				seen[k] = true
+			}
+			if p.Next == "" {
+				break
+			}
+			f.Cursor = p.Next
+		}
+		if len(seen) != n {
+			t.Errorf("pages gave %d objects, want %d", len(seen), n)
+		}
+	})
 }
 
 // testInventoryLeaks is the inventory's leak matrix: every filter, with
