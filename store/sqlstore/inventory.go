@@ -116,7 +116,9 @@ func ScanSQL(f inventory.ScanFilter) (string, []any) {
 		order = "i.type{C}, " + order
 	} else if f.After.StateID > 0 {
 		sid, iid := arg(f.After.StateID), arg(f.After.InstanceID)
-		where = append(where, "(i.state_id > "+sid+" OR (i.state_id = "+sid+" AND i.instance_id{C} > "+iid+"))")
+		// A row value, which both databases bound an index range by (an
+		// OR of the two comparisons PostgreSQL reads as a filter).
+		where = append(where, "(i.state_id, i.instance_id{C}) > ("+sid+", "+iid+")")
 	}
 	sql := `SELECT i.state_id, s.name, s.current_version, i.instance_id, i.address, i.module, i.mode, i.type, i.name, i.deposed, p.body
 		FROM instance_intervals i
