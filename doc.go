@@ -22,10 +22,11 @@ Every feature has a folder of its own:
 	keyring/        keys of encryption at rest
 	tenancy/        workspaces, environments, tokens, grants, Control, scoped SQL
 	history/        show, diff, address history, rollback, tags, search, cones,
-	                slices, state rm/mv, import and export
+	                slices, state rm/mv, moves between states, import and export
 	drift/          drift records of refresh-only checks
 	retention/      retention policies and pruning; backup and restore
 	applyrun/       apply runs of kl apply --orchestrated: start, reserve, end
+	inventory/      search across states; objects recorded by more than one state
 	store/          Store implementations (sqlite/, postgres/ over sqlstore/),
 	                storekit/ (rules only stores run), storetest/ (one suite)
 	httpbackend/    net/http handler: the Terraform backend protocol + JSON API

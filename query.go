@@ -18,7 +18,7 @@ const (
 // that reads any other table (tokens, payloads, …).
 var QueryRelations = []string{
 	"resources", "resource_dependencies", "outputs", "resource_history", "version_history",
-	"rejected_commit_history", "resource_drift", "audit_log",
+	"rejected_commit_history", "resource_drift", "duplicate_objects", "audit_log",
 }
 
 // QueryHint is the hint of a refused or malformed query.

@@ -65,8 +65,9 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request) (*http.Reque
 		}
 	case strings.HasPrefix(path, "/v1/state-unlock/"):
 		err = denial(http.StatusUnauthorized, "auth_required", "this server requires credentials: the local lane is not served", "use the authenticated path "+tenantPath+" (unlock with UNLOCK on it)")
-	case path == "/v1/api/query" && r.Method == http.MethodPost && !h.operatorCredential(r):
-		// A tenant's SQL: scoped to what its token reads (tenantquery.go).
+	case (path == "/v1/api/query" && r.Method == http.MethodPost || isSearch(path) && r.Method == http.MethodGet) && !h.operatorCredential(r):
+		// A tenant's SQL or search: scoped to what its token reads
+		// (tenantquery.go).
 		var scope *tenancy.QueryScope
 		if scope, err = h.authorizeTenantQuery(r); err == nil {
 			info(r).scope = scope

@@ -241,6 +241,8 @@ func (h *Handler) routes() {
 	h.opsRoutes()
 	// Encryption at rest: keys and their rotation (keys.go).
 	h.keyRoutes()
+	// The inventory across states (search.go).
+	h.searchRoutes()
 
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/inventory"
 )
 
 // durationBuckets are the upper bounds, in seconds, of the request duration
@@ -135,6 +136,9 @@ func (h *Handler) registerServerGauges(reg prometheus.Registerer) {
 	reg.MustRegister(&cacheCollector{engine: h.engine})
 	reg.MustRegister(&runCollector{engine: h.engine, log: h.log.Warn})
 	reg.MustRegister(&driftCollector{engine: h.engine, log: h.log.Warn})
+	if is, ok := h.engine.Store().(inventory.Store); ok {
+		reg.MustRegister(&duplicateCollector{store: is, log: h.log.Warn})
+	}
 }
 
 // runScrapeLimit bounds the in-flight runs one scrape counts.

@@ -24,6 +24,7 @@ import (
 // of their sum.
 var stateFamilies = map[string]string{
 	"kl_drifted_instances": "Instances whose open drift record says they differ from the real infrastructure (kl drift check), summed over all states (the operator's token reads them by state).",
+	"kl_duplicate_objects": "Managed objects that another state records too (kl search --duplicates), summed over all states: each object counts once per state recording it (the operator's token reads them by state).",
 }
 
 // driftedStatesHelp is the help of the anonymous kl_drifted_states.

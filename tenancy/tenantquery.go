@@ -11,8 +11,9 @@ import (
 
 // TenantQueryRelations are the relations a tenant's SQL may read: the
 // documented views, showing only the rows of the states its credential
-// may read. The audit log, which records every tenant, is not one.
-var TenantQueryRelations = slices.DeleteFunc(slices.Clone(kilolock.QueryRelations), func(r string) bool { return r == "audit_log" })
+// may read. The audit log, which records every tenant, is not one, nor
+// duplicate_objects, which counts every tenant's states.
+var TenantQueryRelations = slices.DeleteFunc(slices.Clone(kilolock.QueryRelations), func(r string) bool { return r == "audit_log" || r == "duplicate_objects" })
 
 // TenantQueryHint is the hint of a tenant's refused or malformed query.
 var TenantQueryHint = "query the views " + strings.Join(TenantQueryRelations, ", ") +

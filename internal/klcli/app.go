@@ -36,6 +36,7 @@ type App struct {
 	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
 	States     StatesCmd     `cmd:"" help:"List the states."`
 	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store; with an automation token or a PAT (--token), on the states it may read."`
+	Search     SearchCmd     `cmd:"" help:"Search the current versions of every state you may read: by type, address pattern, attribute, text, state; --duplicates lists objects more than one state records."`
 	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
 	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
 	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`

@@ -29,6 +29,9 @@ type historyData struct {
 	// Older is the ?before= of the next page; 0 when this is the last.
 	Older    int64
 	ShowTags bool
+	// Contents are the current version's instances by module and type
+	// (the first page only).
+	Contents []moduleNode
 }
 
 // history serves GET /ui/states/{name}: the state's versions newest first
@@ -57,6 +60,11 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 		return nil, err
 	}
 	d := historyData{Name: name, Label: v.label(name), Info: st}
+	if before == 0 {
+		if d.Contents, err = u.contents(ctx, name); err != nil {
+			return nil, err
+		}
+	}
 	var tags map[int64][]string
 	if f := u.o.Extras.Tags; f != nil {
 		if tags, err = f(ctx, name); err != nil {

@@ -103,6 +103,8 @@ func (u *UI) Routes(add func(pattern string, h func(http.ResponseWriter, *http.R
 	add("GET "+Prefix+"states/{name}/search", u.page(u.search))
 	add("GET "+Prefix+"states/{name}/instance", u.page(u.instance))
 	add("GET "+Prefix+"states/{name}/graph", u.page(u.graph))
+	add("GET "+Prefix+"search", u.page(u.inventorySearch))
+	add("GET "+Prefix+"duplicates", u.page(u.duplicates))
 	add("GET "+Prefix+"login", u.loginForm)
 	add("POST "+Prefix+"login", u.login)
 	add("POST "+Prefix+"logout", u.logout)

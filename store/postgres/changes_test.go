@@ -158,7 +158,11 @@ func explain(tb testing.TB, conn *pgxpool.Conn, stmt, mode, q string, args []any
 		params[i] = literal(a)
 	}
 	var plan string
-	err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) EXECUTE `+stmt+`(`+strings.Join(params, ", ")+`)`).Scan(&plan)
+	exec := `EXECUTE ` + stmt
+	if len(params) > 0 {
+		exec += `(` + strings.Join(params, ", ") + `)`
+	}
+	err := conn.QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+exec).Scan(&plan)
 	if err != nil {
 		tb.Fatalf("explain: %v", err)
 	}

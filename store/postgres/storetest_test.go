@@ -41,3 +41,7 @@ func TestAtRest(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkInventory is storetest.BenchInventory (KL_BENCH_STATES and
+// KL_BENCH_INSTANCES size the fleet; 1,000 x 1,000 by default).
+func BenchmarkInventory(b *testing.B) { storetest.BenchInventory(b, openStore(b)) }

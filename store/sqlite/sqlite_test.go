@@ -78,3 +78,7 @@ func TestRestoreMemory(t *testing.T) {
 func BenchmarkRestoreHugeLine(b *testing.B) {
 	storetest.BenchRestoreHugeLine(b, func(tb testing.TB) kilolock.Store { return open(tb) })
 }
+
+// BenchmarkInventory is storetest.BenchInventory (KL_BENCH_STATES and
+// KL_BENCH_INSTANCES size the fleet; 1,000 x 1,000 by default).
+func BenchmarkInventory(b *testing.B) { storetest.BenchInventory(b, open(b)) }

@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"Retention", testRetention},
 		{"ClientEncryption", testClientEncryption},
 		{"Move", testMove},
+		{"Inventory", testInventory},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.run(t, open) })

@@ -1,0 +1,196 @@
+package klcli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kilolock/kilolock/inventory"
+)
+
+// SearchBackend is the inventory across states (package inventory):
+// through a server, the states the credential may read; on a database,
+// every state. A bad filter is a *kilolock.InvalidError (or the server's
+// 400 naming it), whichever way the backend is reached.
+type SearchBackend interface {
+	// Search answers one page of hits.
+	Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error)
+	// Duplicates lists the objects more than one state records, of type
+	// typ ("" every type).
+	Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error)
+}
+
+var (
+	_ SearchBackend = (*HTTPBackend)(nil)
+	_ SearchBackend = (*EngineBackend)(nil)
+)
+
+// inventoryStore is the engine's store as an inventory.Store.
+func (b *EngineBackend) inventoryStore() (inventory.Store, error) {
+	is, ok := b.engine.Store().(inventory.Store)
+	if !ok {
+		return nil, fmt.Errorf("no search across states on a %T", b.engine.Store())
+	}
+	return is, nil
+}
+
+// Search implements SearchBackend.
+func (b *EngineBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
+	is, err := b.inventoryStore()
+	if err != nil {
+		return nil, err
+	}
+	q, err := inventory.ParseQuery(f)
+	if err != nil {
+		return nil, err
+	}
+	return inventory.Search(ctx, is, q)
+}
+
+// Duplicates implements SearchBackend.
+func (b *EngineBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
+	is, err := b.inventoryStore()
+	if err != nil {
+		return nil, err
+	}
+	return inventory.Duplicates(ctx, is, nil, typ)
+}
+
+// Search implements SearchBackend through the JSON API.
+func (b *HTTPBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
+	var p inventory.Page
+	if err := b.do(ctx, http.MethodGet, "/v1/api/search", f.Values(), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Duplicates implements SearchBackend through the JSON API.
+func (b *HTTPBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
+	var l inventory.DuplicateList
+	q := inventory.Filters{Type: typ}.Values()
+	if err := b.do(ctx, http.MethodGet, "/v1/api/search/duplicates", q, nil, &l); err != nil {
+		return nil, err
+	}
+	return l.Duplicates, nil
+}
+
+// SearchCmd is kl search.
+type SearchCmd struct {
+	JSONFlag
+	Type       string   `help:"Resource type, matched exactly (aws_instance)." placeholder:"TYPE"`
+	Address    string   `help:"Address pattern, as reservations take them: an instance (aws_instance.web[0]), a resource (aws_instance.web), a module (module.net.*)." placeholder:"PATTERN"`
+	Attr       []string `help:"PATH=VALUE: the attribute at the dotted PATH (tags.Name, ingress.0.from_port) is VALUE; repeat for more, all must hold." placeholder:"PATH=VALUE" sep:"none"`
+	Text       string   `help:"Part of an attribute's name or value, without regard to case; sensitive values are never matched." placeholder:"TEXT"`
+	State      string   `help:"State name pattern, * matching any run of characters (a tenant's states also by their name within the environment)." placeholder:"PATTERN"`
+	Limit      int      `help:"Most hits shown; kl reads as many pages as it takes." default:"100"`
+	Data       bool     `help:"Find data sources too."`
+	Duplicates bool     `help:"List the objects more than one state records (same type and identity, ARN, self_link or id), with every state and address; only --type narrows it."`
+}
+
+// Run runs the command.
+func (c *SearchCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Duplicates {
+		if c.Address != "" || len(c.Attr) > 0 || c.Text != "" || c.State != "" || c.Data {
+			return &UsageError{Message: "--duplicates takes no filter but --type", Hint: "kl search --duplicates [--type T]"}
+		}
+		return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Duplicates(ctx, c.Type) })
+	}
+	if c.Limit < 1 {
+		return &UsageError{Message: fmt.Sprintf("--limit %d: give at least 1", c.Limit), Hint: "kl search --limit 500 …"}
+	}
+	f := inventory.Filters{Type: c.Type, Address: c.Address, Attr: c.Attr, Text: c.Text, State: c.State, Data: c.Data}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Search(ctx, f, c.Limit) })
+}
+
+// searchBackend is the CLI's backend as a SearchBackend.
+func (c *CLI) searchBackend() (SearchBackend, error) {
+	sb, ok := c.Backend.(SearchBackend)
+	if !ok {
+		return nil, fmt.Errorf("no search across states on a %T", c.Backend)
+	}
+	return sb, nil
+}
+
+// Search shows up to limit hits of f across states, reading pages until
+// it has them: a table of state, version, address and the attribute paths
+// that matched, or an inventory.Page as JSON (its next set when more
+// hits follow).
+func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error {
+	sb, err := c.searchBackend()
+	if err != nil {
+		return err
+	}
+	all := &inventory.Page{Hits: []inventory.Hit{}}
+	for {
+		f.Limit = min(limit-len(all.Hits), inventory.MaxLimit)
+		p, err := sb.Search(ctx, f)
+		if err != nil {
+			return err
+		}
+		all.Hits = append(all.Hits, p.Hits...)
+		all.Next = p.Next
+		if p.Next == "" || len(all.Hits) >= limit {
+			break
+		}
+		f.Cursor = p.Next
+	}
+	if c.JSON {
+		return c.writeJSON(all)
+	}
+	w := c.table()
+	row(w, "STATE", "VERSION", "ADDRESS", "MATCHED")
+	for _, h := range all.Hits {
+		addr := h.Address
+		if h.Deposed != "" {
+			addr += " (deposed " + h.Deposed + ")"
+		}
+		row(w, cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", ")))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	more := ""
+	if all.Next != "" {
+		more = fmt.Sprintf("; more follow (--limit %d or more shows them)", limit*2)
+	}
+	_, err = fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
+	return err
+}
+
+// Duplicates shows the objects more than one state records: per object
+// its type, key and value, then each state and address recording it.
+func (c *CLI) Duplicates(ctx context.Context, typ string) error {
+	sb, err := c.searchBackend()
+	if err != nil {
+		return err
+	}
+	dups, err := sb.Duplicates(ctx, typ)
+	if err != nil {
+		return err
+	}
+	if dups == nil {
+		dups = []inventory.Duplicate{}
+	}
+	if c.JSON {
+		return c.writeJSON(inventory.DuplicateList{Duplicates: dups})
+	}
+	w := c.table()
+	row(w, "TYPE", "KEY", "VALUE", "STATE", "VERSION", "ADDRESS")
+	for _, d := range dups {
+		for i, o := range d.Objects {
+			typ, key, value := cell(d.Type), d.Key, cell(d.Value)
+			if i > 0 {
+				typ, key, value = "", "", ""
+			}
+			row(w, typ, key, value, cell(o.State), strconv.FormatInt(o.Version, 10), cell(o.Address))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(c.Out, "(%s managed by more than one state)\n", plural(len(dups), "object", "objects"))
+	return err
+}

@@ -1,0 +1,53 @@
+package inventory
+
+import "testing"
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, name string
+		want    bool
+	}{
+		{"net", "net", true}, {"net", "network", false}, {"net*", "network", true},
+		{"*work", "network", true}, {"n*t*k", "network", true}, {"n*x*k", "network", false},
+		{"*", "", true}, {"a*a", "a", false}, {"prod-*-db", "prod-eu-db", true},
+	} {
+		if got := globMatch(tc.p, tc.name); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.name, got)
+		}
+	}
+}
+
+func TestLikeOf(t *testing.T) {
+	if got, want := likeOf(`ws_a.*%\`), `ws\_a.%\%\\`; got != want {
+		t.Errorf("likeOf = %q, want %q", got, want)
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	c := Cursor{StateID: 7, InstanceID: `module.a["x"].aws_instance.web[0]`}
+	got, err := parseCursor(c.String())
+	if err != nil || got != c {
+		t.Errorf("parseCursor(%q) = %+v, %v", c.String(), got, err)
+	}
+	for _, bad := range []string{"", "!!", "e30", c.String() + "x"} {
+		if _, err := parseCursor(bad); err == nil {
+			t.Errorf("parseCursor(%q) took it", bad)
+		}
+	}
+}
+
+func TestIdentityOf(t *testing.T) {
+	for _, tc := range []struct{ obj, key, value string }{
+		{`{"identity":{"region":"eu","id":"b"},"attributes":{"id":"x","arn":"a"}}`, "identity", `{"id":"b","region":"eu"}`},
+		{`{"attributes":{"id":"x","arn":"arn:1"}}`, "arn", "arn:1"},
+		{`{"attributes":{"id":"x","self_link":"https://l"}}`, "self_link", "https://l"},
+		{`{"attributes":{"id":"x","arn":""}}`, "id", "x"},
+		{`{"attributes":{"id":"s3cr3t-value-1234"},"sensitive_attributes":[[{"type":"get_attr","value":"id"}]]}`, "", ""},
+		{`{"attributes":{}}`, "", ""},
+	} {
+		k, v, ok := identityOf([]byte(tc.obj))
+		if k != tc.key || v != tc.value || ok != (tc.key != "") {
+			t.Errorf("identityOf(%s) = %q %q %v", tc.obj, k, v, ok)
+		}
+	}
+}
