@@ -10,13 +10,13 @@ engine in its own Go service or CI runner.
 # Package map
 
 This package is the public face and the engine's core: State (its content
-a Graph), Version, Lock, Reservation, Merge, the Store interface, the Engine (read, write,
+a Graph), Version, Lock, Reservation, the Store interface, the Engine (read, write,
 commit, load), the errors and the audit vocabulary (Caller, AuditEntry).
 Every feature has a folder of its own:
 
 	graph/          tfstate v4 <-> normalized graph; identity; Diff; slices, cones;
 	                sensitive masking and attribute diffs
-	merge/          3-way merge at instance granularity
+	merge/          3-way merge at instance granularity: Merge, Resolve
 	reserve/        reservations: patterns, index, plan analysis, waiting
 	quota/          soft and hard limits, admission of a plan
 	keyring/        keys of encryption at rest

@@ -180,7 +180,7 @@ func TestEncryptedOptimisticHolders(t *testing.T) {
 			if got := serials(t, e, "shared"); !cmp.Equal(got, []uint64{4, 3, 2, 1}) {
 				t.Errorf("serials = %v, want [4 3 2 1]", got)
 			}
-			rs, err := e.Rejections(ctx, "shared", 10)
+			rs, err := history.Rejections(ctx, e, "shared", 10)
 			if err != nil || len(rs) != 3 || rs[0].LockID != "B" || rs[0].Reason != kilolock.ReasonWriteConflict {
 				t.Errorf("rejections = %+v, %v; want B's three, on record", rs, err)
 			}
@@ -223,7 +223,7 @@ func TestRequireClientEncryption(t *testing.T) {
 			if got := serials(t, e, "secret"); !cmp.Equal(got, []uint64{1}) {
 				t.Errorf("serials = %v, want [1]", got)
 			}
-			if rs, err := e.Rejections(ctx, "secret", 10); err != nil || len(rs) != 3 || rs[0].Reason != kilolock.ReasonClientEncryptionRequired {
+			if rs, err := history.Rejections(ctx, e, "secret", 10); err != nil || len(rs) != 3 || rs[0].Reason != kilolock.ReasonClientEncryptionRequired {
 				t.Errorf("rejections = %+v, %v; want the three refusals on record", rs, err)
 			}
 			if err := e.SetRequireClientEncryption(ctx, "secret", false); err != nil {

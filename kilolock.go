@@ -44,6 +44,9 @@ const (
 	SourceRollback Source = "rollback" // a rollback to an earlier version
 	SourceStateOp  Source = "state-op" // a server-side state rm/mv
 	SourceImport   Source = "import"   // kl import
+	// SourceMove is the source of the two versions a move between states
+	// makes: the source's, without what moved, and the target's, with it.
+	SourceMove Source = "move"
 )
 
 // DefaultMaxLockHolders is how many holders a state admits at once when
@@ -191,10 +194,6 @@ type State struct {
 	Locks            []Lock            `json:"locks"`
 }
 
-// StateInfo is the old name of State.
-//
-// Deprecated: use State. StateInfo goes in the next minor release.
-type StateInfo = State
 
 // ClientEncryptionRequired reports whether writes to st must be OpenTofu
 // client-side encrypted: the state's setting or its environment's.

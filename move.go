@@ -11,10 +11,6 @@ import (
 	"github.com/kilolock/kilolock/graph"
 )
 
-// SourceMove is the Source of the two versions a move between states makes:
-// the source's, without what moved, and the target's, with it.
-const SourceMove Source = "move"
-
 // MoveCommit is what a MoveStore writes in one transaction: a new version
 // of each of two states, or neither.
 type MoveCommit struct {
@@ -156,35 +152,29 @@ type MoveEdit struct {
 	Plan func(from, nextFrom, to, nextTo *Graph) bool
 }
 
-// MoveVersions are the two versions a move made.
-type MoveVersions struct {
-	From *Version `json:"from"`
-	To   *Version `json:"to"`
-}
-
 // Move commits m: a new version of each state, written by the store in one
 // transaction (see MoveStore), or nothing. It returns nil versions when
 // m.Plan stopped it. Refusals are *MoveError; a store without MoveStore
 // is a *RefusedError.
-func (e *Engine) Move(ctx context.Context, m MoveEdit) (*MoveVersions, WriteStats, error) {
+func (e *Engine) Move(ctx context.Context, m MoveEdit) (from, to *Version, stats WriteStats, err error) {
 	ms, ok := e.store.(MoveStore)
 	if !ok {
-		return nil, WriteStats{}, &RefusedError{Code: "moves_unsupported", Message: "this store cannot move instances between states in one transaction", Hint: "use the SQLite or PostgreSQL store"}
+		return nil, nil, WriteStats{}, &RefusedError{Code: "moves_unsupported", Message: "this store cannot move instances between states in one transaction", Hint: "use the SQLite or PostgreSQL store"}
 	}
 	if m.From == m.To {
-		return nil, WriteStats{}, &MoveError{Code: MoveSameState, State: m.From, Message: fmt.Sprintf("state %q cannot move instances to itself between states", m.From), Hint: "to rename within one state use `kl state mv NAME FROM TO` without --to-state"}
+		return nil, nil, WriteStats{}, &MoveError{Code: MoveSameState, State: m.From, Message: fmt.Sprintf("state %q cannot move instances to itself between states", m.From), Hint: "to rename within one state use `kl state mv NAME FROM TO` without --to-state"}
 	}
 	for attempt := 0; ; attempt++ {
-		v, stats, err := e.moveOnce(ctx, ms, m)
+		from, to, stats, err = e.moveOnce(ctx, ms, m)
 		if errors.Is(err, ErrStale) && attempt < maxStaleRetries {
 			continue
 		}
-		return v, stats, err
+		return from, to, stats, err
 	}
 }
 
-func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveVersions, WriteStats, error) {
-	load := func(name string) (*StateInfo, *graph.State, error) {
+func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (from, to *Version, stats WriteStats, err error) {
+	load := func(name string) (*State, *graph.State, error) {
 		st, err := e.State(ctx, name)
 		if err != nil {
 			return nil, nil, err
@@ -211,31 +201,31 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 	}
 	stFrom, curFrom, err := load(m.From)
 	if err != nil {
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	var (
-		stTo  *StateInfo
+		stTo  *State
 		curTo *graph.State
 	)
 	if m.Create {
 		switch _, err := e.State(ctx, m.To); {
 		case err == nil:
-			return nil, WriteStats{}, &MoveError{Code: MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To), Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
+			return nil, nil, WriteStats{}, &MoveError{Code: MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To), Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
 		case !errors.Is(err, ErrNotFound):
-			return nil, WriteStats{}, err
+			return nil, nil, WriteStats{}, err
 		}
-		stTo = &StateInfo{Name: m.To}
+		stTo = &State{Name: m.To}
 		curTo = &graph.State{Version: 4, Lineage: newLineage(), TerraformVersion: curFrom.TerraformVersion, Format: curFrom.Format}
 	} else if stTo, curTo, err = load(m.To); err != nil {
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	nextFrom, nextTo, moved, err := m.Apply(curFrom, curTo)
 	if err != nil {
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	for _, p := range []struct {
 		next, cur *graph.State
-		st        *StateInfo
+		st        *State
 	}{{nextFrom, curFrom, stFrom}, {nextTo, curTo, stTo}} {
 		p.next.Version = 4
 		p.next.Serial = p.st.Serial + 1
@@ -244,9 +234,9 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 		p.next.Sort()
 	}
 	if m.Plan != nil && !m.Plan(curFrom, nextFrom, curTo, nextTo) {
-		return nil, WriteStats{}, nil
+		return nil, nil, WriteStats{}, nil
 	}
-	commitOf := func(st *StateInfo, cur, next *graph.State) (*Commit, *graph.State, error) {
+	commitOf := func(st *State, cur, next *graph.State) (*Commit, *graph.State, error) {
 		c := &Commit{Parent: st.Current, DefaultQuota: e.defaultQuota}
 		prev := cur
 		if m.Create && st == stTo {
@@ -271,11 +261,11 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 	}
 	cFrom, heldFrom, err := commitOf(stFrom, curFrom, nextFrom)
 	if err != nil {
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	cTo, heldTo, err := commitOf(stTo, curTo, nextTo)
 	if err != nil {
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	vFrom, vTo, stats, err := ms.Move(ctx, &MoveCommit{From: m.From, To: m.To, FromCommit: cFrom, ToCommit: cTo, Create: m.Create, ArchiveFrom: m.ArchiveFrom, Moved: moved})
 	if err != nil {
@@ -283,7 +273,7 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 		if errors.As(err, &qe) {
 			e.refuseQuota(ctx, m.To, cTo, qe)
 		}
-		return nil, WriteStats{}, err
+		return nil, nil, WriteStats{}, err
 	}
 	for _, k := range []struct {
 		v    *Version
@@ -298,7 +288,7 @@ func (e *Engine) moveOnce(ctx context.Context, ms MoveStore, m MoveEdit) (*MoveV
 	}
 	e.log.Info("move between states", "operation", m.Operation, "from", m.From, "from_version", vFrom.Number, "to", m.To, "to_version", vTo.Number,
 		"instances", len(moved), "actor", m.Actor)
-	return &MoveVersions{From: vFrom, To: vTo}, stats, nil
+	return vFrom, vTo, stats, nil
 }
 
 // newLineage is a random (version 4) UUID, as Terraform makes lineages.

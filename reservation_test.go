@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/history"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
@@ -54,7 +55,7 @@ func TestRunsNarrowAnExclusiveState(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Reason != kilolock.ReasonReserved || len(ce.Addresses) != 1 || ce.Addresses[0] != "terraform_data.a" {
 				t.Fatalf("a plain write to a reserved address = %v", err)
 			}
-			rs, err := e.Rejections(ctx, "s", 10)
+			rs, err := history.Rejections(ctx, e, "s", 10)
 			if err != nil || len(rs) != 1 || rs[0].Reason != kilolock.ReasonReserved {
 				t.Errorf("rejections = %+v, %v; want the reserved refusal", rs, err)
 			}

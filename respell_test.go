@@ -240,7 +240,7 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 					t.Errorf("writer %d committed +%d ~%d -%d, want ~5", w, v.Added, v.Changed, v.Removed)
 				}
 			}
-			if rej, err := engines[0].Rejections(ctx, "shared", 0); err != nil || len(rej) != 0 {
+			if rej, err := history.Rejections(ctx, engines[0], "shared", 0); err != nil || len(rej) != 0 {
 				t.Fatalf("rejections: %v (%v)", rej, err)
 			}
 

@@ -291,3 +291,12 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 	}
 	return out, nil
 }
+
+// Rejections lists a state's refused commits, newest first: what the store
+// recorded of each 409 or 403 a writer got (see kilolock.Rejection).
+func Rejections(ctx context.Context, e *kilolock.Engine, name string, limit int) ([]kilolock.Rejection, error) {
+	if err := kilolock.ValidStateName(name); err != nil {
+		return nil, err
+	}
+	return e.Store().Rejections(ctx, name, limit)
+}

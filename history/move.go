@@ -63,10 +63,10 @@ type MoveResult struct {
 	Moved     []MovedInstance `json:"moved"`
 	Edges     []CrossEdge     `json:"edges"`
 	// Versions are the two versions made; nil for a dry run.
-	Versions *kilolock.MoveVersions `json:"versions,omitempty"`
-	Stats    kilolock.WriteStats    `json:"stats"`
-	DryRun   bool                   `json:"dry_run"`
-	Archived bool                   `json:"archived,omitempty"` // a merge archived From
+	Versions *MoveVersions       `json:"versions,omitempty"`
+	Stats    kilolock.WriteStats `json:"stats"`
+	DryRun   bool                `json:"dry_run"`
+	Archived bool                `json:"archived,omitempty"` // a merge archived From
 	// Config says what each configuration must do now.
 	Config []string `json:"config"`
 }
@@ -150,13 +150,22 @@ func move(ctx context.Context, e *kilolock.Engine, op, from, to string, pairs []
 		},
 		Plan: func(_, _, _, _ *graph.State) bool { return !o.DryRun },
 	}
-	vs, stats, err := e.Move(ctx, m)
+	vFrom, vTo, stats, err := e.Move(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	res.Versions, res.Stats = vs, stats
+	if vFrom != nil {
+		res.Versions = &MoveVersions{From: vFrom, To: vTo}
+	}
+	res.Stats = stats
 	res.Config = configSteps(res)
 	return res, nil
+}
+
+// MoveVersions are the two versions a move made.
+type MoveVersions struct {
+	From *kilolock.Version `json:"from"`
+	To   *kilolock.Version `json:"to"`
 }
 
 // moveBetween computes both states' next content: what pairs name (every

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // maxRejectionsLimit bounds one answer of GET …/rejections.
@@ -18,7 +19,7 @@ func (h *Handler) listRejections(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rs, err := h.engine.Rejections(r.Context(), r.PathValue("name"), int(limit))
+	rs, err := history.Rejections(r.Context(), h.engine, r.PathValue("name"), int(limit))
 	if err != nil {
 		return err
 	}

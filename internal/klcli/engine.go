@@ -164,7 +164,7 @@ func (b *EngineBackend) ConfigureState(ctx context.Context, name string, s State
 
 // Rejections implements Backend.
 func (b *EngineBackend) Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error) {
-	rs, err := b.engine.Rejections(ctx, name, limit)
+	rs, err := history.Rejections(ctx, b.engine, name, limit)
 	if err != nil {
 		return nil, stateError(name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // historyPage is how many versions one page of the timeline shows.
@@ -78,7 +79,7 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 	if n := len(vs); n == historyPage && vs[n-1].Number > 1 {
 		d.Older = vs[n-1].Number
 	}
-	rejs, err := u.engine.Rejections(ctx, name, historyPage)
+	rejs, err := history.Rejections(ctx, u.engine, name, historyPage)
 	if err != nil {
 		return nil, err
 	}
