@@ -194,7 +194,6 @@ type State struct {
 	Locks            []Lock            `json:"locks"`
 }
 
-
 // ClientEncryptionRequired reports whether writes to st must be OpenTofu
 // client-side encrypted: the state's setting or its environment's.
 func (st State) ClientEncryptionRequired() bool {
