@@ -94,11 +94,11 @@ func TestMovesWithTofu(t *testing.T) {
 		b.Must("apply", "-auto-approve", "-no-color")
 
 		// mv module.net a -> b, in one transaction; then the HCL.
-		out := klDo("state", "mv", "a", "--from", "module.net", "--to-state", "b", "--dry-run")
+		out := klDo("state", "mv", "a", "module.net", "--to-state", "b", "--dry-run")
 		if !strings.Contains(out, "Would move 3 instance(s) from a to b") || len(history(t, srv, "a")) != 1 {
 			t.Fatalf("dry run:\n%s", out)
 		}
-		out = klDo("state", "mv", "a", "--from", "module.net", "--to-state", "b")
+		out = klDo("state", "mv", "a", "module.net", "--to-state", "b")
 		if !strings.Contains(out, "Moved 3 instance(s)") || !strings.Contains(out, "would try to create the objects again") {
 			t.Errorf("kl state mv --to-state:\n%s", out)
 		}
@@ -145,7 +145,7 @@ func TestMovesWithTofu(t *testing.T) {
 			}
 		}
 		ha, hb := len(history(t, srv, "a")), len(history(t, srv, "b"))
-		stdout, stderr, code := kl(t, append(slices.Clone(server), "state", "mv", "a", "--from", "terraform_data.app", "--to-state", "b")...)
+		stdout, stderr, code := kl(t, append(slices.Clone(server), "state", "mv", "a", "terraform_data.app", "--to-state", "b")...)
 		if code == 0 || !strings.Contains(stderr+stdout, "state_locked") && !strings.Contains(stderr+stdout, "locked") {
 			t.Errorf("move into b under an apply: exit %d\n%s\n%s", code, stdout, stderr)
 		}
@@ -179,11 +179,11 @@ func TestMovesWithTofu(t *testing.T) {
 				break race
 			default:
 			}
-			_, _, code := kl(t, append(slices.Clone(server), "state", "mv", "a", "--from", "terraform_data.other", "--to-state", "b")...)
+			_, _, code := kl(t, append(slices.Clone(server), "state", "mv", "a", "terraform_data.other", "--to-state", "b")...)
 			moved, refused = code == 0, refused || code != 0
 		}
 		if !moved {
-			klDo("state", "mv", "a", "--from", "terraform_data.other", "--to-state", "b")
+			klDo("state", "mv", "a", "terraform_data.other", "--to-state", "b")
 		} else {
 			applyErr = <-done
 		}

@@ -554,8 +554,8 @@ type StateMvCmd struct {
 	Name    string `arg:"" help:"State name." predictor:"state"`
 	Src     string `arg:"" optional:"" help:"Address to move: an instance or a resource (with --to-state, a module too)."`
 	Dst     string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web (with --to-state it defaults to SRC)."`
-	From    string `help:"The address to move, as the second argument is (kl state mv a --from module.net --to-state b)." placeholder:"ADDR"`
-	To      string `help:"Its new address, as the third argument is." placeholder:"ADDR"`
+	From    string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
+	To      string `hidden:"" help:"Deprecated: the new address, now the third argument." placeholder:"ADDR"`
 	ToState string `name:"to-state" help:"Move into this other state, in one transaction with the source." placeholder:"OTHER"`
 	DryRun  bool   `help:"Show the move; write nothing."`
 }
@@ -566,6 +566,9 @@ func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
 	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
 	if err != nil {
 		return err
+	}
+	if c.From != "" || c.To != "" {
+		fmt.Fprintf(g.stderr(), "kl: warning: --from and --to of kl state mv are deprecated; give the addresses as arguments: %s\n", usage)
 	}
 	if c.ToState != "" {
 		dst := c.Dst

@@ -72,6 +72,12 @@ var examples = map[string]string{
 	"state pull":        "kl state pull prod @3 > prod-3.tfstate",
 	"state archive":     "kl state archive --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app",
 	"state restore":     "kl state restore --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app",
+	"state split":       "kl state split prod --to-state prod-net --address module.net --dry-run",
+	"state merge":       "kl state merge prod-net --into prod --dry-run",
+	"search":            "kl search --type aws_instance --attr tags.team=payments",
+	"trust add":         "kl trust add --env env_0123456789abcdef --issuer https://token.actions.githubusercontent.com --audience https://kl.example.com --claim repository=acme/infra --scope read-write",
+	"trust list":        "kl trust list",
+	"trust remove":      "kl trust remove trs_0123456789abcdef",
 }
 
 // Examples is the kong option that shows each command's example in its
