@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -334,40 +334,10 @@ func trimAddrs(addrs []string) []string {
 	return out
 }
 
-// modelDoc renders a model state as OpenTofu writes it: one terraform_data
-// resource per key, sorted by name.
+// modelDoc renders a model state as OpenTofu writes it.
 func modelDoc(serial uint64, s modelState) []byte {
-	names := make([]string, 0, len(s))
-	for k := range s {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString(`{"version":4,"terraform_version":"1.10.10","serial":` + strconv.FormatUint(serial, 10) + `,"lineage":"model-lineage","outputs":{},"resources":[`)
-	for i, k := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"mode":"managed","type":"terraform_data","name":%q,"provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":%q,"input":{"value":%q,"type":"string"},"output":null,"triggers_replace":null},"sensitive_attributes":[]}]}`, k, k, s[k])
-	}
-	b.WriteString(`],"check_results":null}` + "\n")
-	return []byte(b.String())
+	return graphtest.ValuesDoc(serial, "model-lineage", graphtest.Values(s))
 }
 
 // stateOf reads the model's view back out of a stored graph.
-func stateOf(g *kilolock.Graph) modelState {
-	out := modelState{}
-	for i := range g.Instances {
-		in := &g.Instances[i]
-		obj := string(in.Object)
-		const marker = `"input":{"value":"`
-		j := strings.Index(obj, marker)
-		if j < 0 {
-			out[in.Resource.Name] = "?" + obj
-			continue
-		}
-		rest := obj[j+len(marker):]
-		out[in.Resource.Name] = rest[:strings.IndexByte(rest, '"')]
-	}
-	return out
-}
+func stateOf(g *kilolock.Graph) modelState { return modelState(graphtest.ValuesOf(g)) }

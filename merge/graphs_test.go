@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/merge"
 )
 
@@ -163,9 +163,7 @@ func ExampleMerge() {
 	// serial 3
 }
 
-// modelState is a state as the model sees it: the value of each
-// terraform_data resource that exists.
-type modelState map[string]string
+type modelState = graphtest.Values
 
 func sameValue(a, b modelState, k string) bool {
 	va, oka := a[k]
@@ -181,39 +179,6 @@ func setValue(dst, src modelState, k string) {
 	}
 }
 
-// modelDoc renders a model state as OpenTofu writes it.
-func modelDoc(serial uint64, s modelState) []byte {
-	names := make([]string, 0, len(s))
-	for k := range s {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"version":4,"serial":%d,"lineage":"l","outputs":{},"resources":[`, serial)
-	for i, k := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"mode":"managed","type":"terraform_data","name":%q,"provider":"p","instances":[{"schema_version":0,"attributes":{"id":%q,"input":{"value":%q,"type":"string"}}}]}`, k, k, s[k])
-	}
-	b.WriteString("]}")
-	return []byte(b.String())
-}
+func modelDoc(serial uint64, s modelState) []byte { return graphtest.ValuesDoc(serial, "l", s) }
 
-// stateOf reads the model's view back out of a graph.
-func stateOf(g *graph.State) modelState {
-	out := modelState{}
-	for i := range g.Instances {
-		in := &g.Instances[i]
-		obj := string(in.Object)
-		const marker = `"input":{"value":"`
-		j := strings.Index(obj, marker)
-		if j < 0 {
-			out[in.Resource.Name] = "?" + obj
-			continue
-		}
-		rest := obj[j+len(marker):]
-		out[in.Resource.Name] = rest[:strings.IndexByte(rest, '"')]
-	}
-	return out
-}
+func stateOf(g *graph.State) modelState { return graphtest.ValuesOf(g) }
