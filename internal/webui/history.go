@@ -2,6 +2,7 @@ package webui
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -20,6 +21,16 @@ type event struct {
 	Version   *kilolock.Version
 	Rejection *kilolock.Rejection
 	Tags      []string
+	Move      *moveNote // the version is one side of a move between states
+}
+
+// moveNote names the other side of a move between states: Count
+// instances went to (Out) or came from Other, whose version is Version.
+type moveNote struct {
+	Count   int
+	Out     bool
+	Other   string
+	Version int64
 }
 
 // historyData is the timeline page.
@@ -73,8 +84,12 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 		}
 		d.ShowTags = true
 	}
+	moves, err := u.moveNotes(r, name, vs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range vs {
-		d.Events = append(d.Events, event{At: vs[i].Created, Version: &vs[i], Tags: tags[vs[i].Number]})
+		d.Events = append(d.Events, event{At: vs[i].Created, Version: &vs[i], Tags: tags[vs[i].Number], Move: moves[vs[i].Number]})
 	}
 	if n := len(vs); n == historyPage && vs[n-1].Number > 1 {
 		d.Older = vs[n-1].Number
@@ -98,4 +113,27 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 	}
 	sort.SliceStable(d.Events, func(i, j int) bool { return d.Events[i].At.After(d.Events[j].At) })
 	return &view{Template: "history", Title: d.Label, Crumbs: []crumb{{Label: d.Label}}, Data: d}, nil
+}
+
+// moveNotes reads, when vs holds a version of a move between states, each
+// move's other side, by the version of name it made.
+func (u *UI) moveNotes(r *http.Request, name string, vs []kilolock.Version) (map[int64]*moveNote, error) {
+	ms, ok := u.engine.Store().(kilolock.MoveStore)
+	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
+		return nil, nil
+	}
+	recs, err := ms.Moves(r.Context(), name)
+	if err != nil {
+		return nil, err
+	}
+	notes := map[int64]*moveNote{}
+	for _, m := range recs {
+		if m.From == name {
+			notes[m.FromVersion] = &moveNote{Count: m.Instances, Out: true, Other: m.To, Version: m.ToVersion}
+		}
+		if m.To == name {
+			notes[m.ToVersion] = &moveNote{Count: m.Instances, Other: m.From, Version: m.FromVersion}
+		}
+	}
+	return notes, nil
 }

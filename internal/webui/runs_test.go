@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/history"
 
 	"github.com/kilolock/kilolock"
@@ -128,6 +129,41 @@ func TestHistoryTagOnVersion(t *testing.T) {
 			}
 			if strings.Contains(page, `class="tags"`) {
 				t.Errorf("the tag still has an entry of its own")
+			}
+		})
+	}
+}
+
+// TestHistoryNamesTheOtherSideOfAMove: each side's timeline says how many
+// instances went where (or came from where), linking the other state at
+// the version the move made there.
+func TestHistoryNamesTheOtherSideOfAMove(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := kilolock.NewEngine(st.open(t), kilolock.Options{})
+			for name, v := range map[string]graphtest.Values{"a": {"x": "1", "y": "2"}, "b": {"z": "3"}} {
+				if _, err := e.Write(ctx, name, graphtest.ValuesDoc(1, "lin-"+name, v), kilolock.WriteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := history.Move(ctx, e, "a", "b", []history.MovePair{{From: "terraform_data.x"}}, history.MoveOptions{Actor: "alice"}); err != nil {
+				t.Fatal(err)
+			}
+			srv := server(t, e, httpbackend.Options{}).URL
+			for name, want := range map[string]string{
+				"a": `moved 1 instance(s) to <a class="move-other" href="/ui/states/b">b</a> @2`,
+				"b": `moved 1 instance(s) from <a class="move-other" href="/ui/states/a">a</a> @2`,
+			} {
+				page := get200(t, srv+"/ui/states/"+name)
+				i := strings.Index(page, `data-version="2"`)
+				if i < 0 {
+					t.Fatalf("%s's timeline lacks @2", name)
+				}
+				entry, _, _ := strings.Cut(page[i:], "</li>")
+				if !strings.Contains(entry, want) {
+					t.Errorf("%s @2 does not name the other side (%s):\n%s", name, want, entry)
+				}
 			}
 		})
 	}
