@@ -27,7 +27,7 @@ var (
 
 // modelState is an optimistic state as the sequential model sees it: the
 // value of each instance key that exists.
-type modelState map[string]string
+type modelState = graphtest.Values
 
 // modelWriter is one simulated `tofu apply` under an optimistic lock.
 type modelWriter struct {
@@ -180,7 +180,7 @@ func TestOptimisticModel(t *testing.T) {
 			}
 			writeSet := map[string]bool{}
 			for _, k := range keys {
-				if !sameValue(w.local, w.base, k) {
+				if !graphtest.Same(w.local, w.base, k) {
 					writeSet[k] = true
 				}
 			}
@@ -200,20 +200,20 @@ func TestOptimisticModel(t *testing.T) {
 				}
 			} else {
 				for _, k := range keys {
-					if sameValue(w.local, current, k) {
+					if graphtest.Same(w.local, current, k) {
 						continue
 					}
 					if _, touched := others[k]; touched {
-						if !sameValue(w.local, w.base, k) {
+						if !graphtest.Same(w.local, w.base, k) {
 							wantConflict = append(wantConflict, k)
 						}
 						continue
 					}
-					setValue(next, w.local, k)
+					graphtest.SetKey(next, w.local, k)
 				}
 			}
 			for _, k := range keys {
-				if !sameValue(next, current, k) {
+				if !graphtest.Same(next, current, k) {
 					changed[k] = true
 				}
 			}
@@ -294,20 +294,6 @@ func TestOptimisticModel(t *testing.T) {
 	}
 }
 
-func sameValue(a, b modelState, k string) bool {
-	va, oka := a[k]
-	vb, okb := b[k]
-	return oka == okb && va == vb
-}
-
-func setValue(dst, src modelState, k string) {
-	if v, ok := src[k]; ok {
-		dst[k] = v
-	} else {
-		delete(dst, k)
-	}
-}
-
 func mapKeys(m map[string]string) map[string]bool {
 	out := map[string]bool{}
 	for k := range m {
@@ -336,8 +322,8 @@ func trimAddrs(addrs []string) []string {
 
 // modelDoc renders a model state as OpenTofu writes it.
 func modelDoc(serial uint64, s modelState) []byte {
-	return graphtest.ValuesDoc(serial, "model-lineage", graphtest.Values(s))
+	return graphtest.ValuesDoc(serial, "model-lineage", s)
 }
 
 // stateOf reads the model's view back out of a stored graph.
-func stateOf(g *kilolock.Graph) modelState { return modelState(graphtest.ValuesOf(g)) }
+func stateOf(g *kilolock.Graph) modelState { return graphtest.ValuesOf(g) }

@@ -46,10 +46,10 @@ func TestMergeModel(t *testing.T) {
 		var conflicts []string
 		for _, k := range keys {
 			switch {
-			case sameValue(mine, base, k):
-				setValue(want, theirs, k)
-			case sameValue(theirs, base, k), sameValue(theirs, mine, k):
-				setValue(want, mine, k)
+			case graphtest.Same(mine, base, k):
+				graphtest.SetKey(want, theirs, k)
+			case graphtest.Same(theirs, base, k), graphtest.Same(theirs, mine, k):
+				graphtest.SetKey(want, mine, k)
 			default:
 				conflicts = append(conflicts, k)
 			}
@@ -164,20 +164,6 @@ func ExampleMerge() {
 }
 
 type modelState = graphtest.Values
-
-func sameValue(a, b modelState, k string) bool {
-	va, oka := a[k]
-	vb, okb := b[k]
-	return oka == okb && va == vb
-}
-
-func setValue(dst, src modelState, k string) {
-	if v, ok := src[k]; ok {
-		dst[k] = v
-	} else {
-		delete(dst, k)
-	}
-}
 
 func modelDoc(serial uint64, s modelState) []byte { return graphtest.ValuesDoc(serial, "l", s) }
 

@@ -51,3 +51,20 @@ func ValuesOf(g *graph.State) Values {
 	}
 	return out
 }
+
+// Same reports whether a and b agree on k: both lack it, or both hold the
+// same value.
+func Same(a, b Values, k string) bool {
+	va, oka := a[k]
+	vb, okb := b[k]
+	return oka == okb && va == vb
+}
+
+// SetKey makes dst agree with src on k: src's value, or none.
+func SetKey(dst, src Values, k string) {
+	if v, ok := src[k]; ok {
+		dst[k] = v
+	} else {
+		delete(dst, k)
+	}
+}
