@@ -25,7 +25,8 @@ type InstanceSummary struct {
 	Status  string `json:"status,omitempty"` // "" or "tainted"
 }
 
-func summarize(in *graph.Instance) InstanceSummary {
+// Summarize names one instance as listings show it.
+func Summarize(in *graph.Instance) InstanceSummary {
 	return InstanceSummary{Address: in.Address(), ID: in.ID(), Module: in.Resource.Module, Mode: in.Resource.Mode,
 		Type: in.Resource.Type, Name: in.Resource.Name, Deposed: in.Deposed, Status: in.Status}
 }
@@ -144,7 +145,7 @@ func Show(ctx context.Context, e *kilolock.Engine, name string, ref kilolock.Ver
 	view := &VersionView{Version: d.Version, Current: d.Version.Number == st.Current,
 		Instances: make([]InstanceSummary, 0, len(g.Instances)), Outputs: make([]OutputSummary, 0, len(g.Outputs))}
 	for i := range g.Instances {
-		view.Instances = append(view.Instances, summarize(&g.Instances[i]))
+		view.Instances = append(view.Instances, Summarize(&g.Instances[i]))
 	}
 	for _, o := range g.Outputs {
 		view.Outputs = append(view.Outputs, OutputSummary{Name: o.Name, Sensitive: graph.OutputSensitive(o.Object)})
@@ -178,7 +179,7 @@ func ShowInstance(ctx context.Context, e *kilolock.Engine, name string, ref kilo
 	if deps == nil {
 		deps = []string{}
 	}
-	return &InstanceView{Version: d.Version, InstanceSummary: summarize(in), Provider: in.Resource.Provider, Attributes: m["attributes"], Dependencies: deps}, nil
+	return &InstanceView{Version: d.Version, InstanceSummary: Summarize(in), Provider: in.Resource.Provider, Attributes: m["attributes"], Dependencies: deps}, nil
 }
 
 // Diff compares two versions of a state: what turns from's content into

@@ -70,7 +70,7 @@ func Search(ctx context.Context, e *kilolock.Engine, name string, q SearchQuery)
 		}
 		res.Total++
 		if len(res.Matches) < limit {
-			res.Matches = append(res.Matches, summarize(in))
+			res.Matches = append(res.Matches, Summarize(in))
 		}
 	}
 	return res, nil

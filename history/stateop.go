@@ -45,7 +45,7 @@ func StateList(ctx context.Context, e *kilolock.Engine, name, pattern string) ([
 	out := []InstanceSummary{}
 	for i := range g.Instances {
 		if in := &g.Instances[i]; match(in.Address()) {
-			out = append(out, summarize(in))
+			out = append(out, Summarize(in))
 		}
 	}
 	return out, nil

@@ -33,7 +33,9 @@ type typeNode struct {
 // modules, in each the types, in each the instances (treeListed at most).
 // A client-side encrypted state, or one with no version, has none.
 func (u *UI) contents(ctx context.Context, name string) ([]moduleNode, error) {
-	res, err := history.Search(ctx, u.engine, name, history.SearchQuery{Limit: 1 << 30})
+	// The tree counts every instance but lists only a few of each type:
+	// walk the graph and summarize just those.
+	g, _, err := u.engine.Graph(ctx, name)
 	if errors.Is(err, kilolock.ErrEncrypted) || errors.Is(err, kilolock.ErrNotFound) {
 		return nil, nil
 	}
@@ -42,18 +44,19 @@ func (u *UI) contents(ctx context.Context, name string) ([]moduleNode, error) {
 	}
 	modules := map[string]*moduleNode{}
 	types := map[[2]string]*typeNode{}
-	for _, in := range res.Matches {
-		m := modules[in.Module]
+	for i := range g.Instances {
+		in := &g.Instances[i]
+		m := modules[in.Resource.Module]
 		if m == nil {
-			m = &moduleNode{Module: in.Module}
-			modules[in.Module] = m
+			m = &moduleNode{Module: in.Resource.Module}
+			modules[in.Resource.Module] = m
 		}
 		m.Count++
-		typ := in.Type
-		if in.Mode == "data" {
+		typ := in.Resource.Type
+		if in.Resource.Mode == "data" {
 			typ = "data." + typ
 		}
-		k := [2]string{in.Module, typ}
+		k := [2]string{in.Resource.Module, typ}
 		tn := types[k]
 		if tn == nil {
 			tn = &typeNode{Type: typ}
@@ -61,7 +64,7 @@ func (u *UI) contents(ctx context.Context, name string) ([]moduleNode, error) {
 		}
 		tn.Count++
 		if len(tn.Instances) < treeListed {
-			tn.Instances = append(tn.Instances, in)
+			tn.Instances = append(tn.Instances, history.Summarize(in))
 		} else {
 			tn.More++
 		}
