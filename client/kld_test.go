@@ -11,6 +11,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -44,3 +45,5 @@ func inProcess(t testing.TB, h *httpbackend.Handler, opts ...client.Option) *cli
 	}
 	return c
 }
+
+func TestMain(m *testing.M) { testpg.Main(m) }
