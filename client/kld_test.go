@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"path/filepath"
 	"testing"
@@ -47,3 +48,5 @@ func inProcess(t testing.TB, h *httpbackend.Handler, opts ...client.Option) *cli
 }
 
 func TestMain(m *testing.M) { testpg.Main(m) }
+
+func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }
