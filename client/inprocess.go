@@ -9,7 +9,8 @@ import (
 
 // handlerTransport serves requests with an http.Handler in this process,
 // without a socket. The answer's body is streamed through a pipe as the
-// handler writes it, so a large export is held by neither side at once.
+// handler writes it (chunkPipe), so a large export is not copied on the
+// way and not held twice.
 type handlerTransport struct {
 	h http.Handler
 }
@@ -30,8 +31,7 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.Host == "" {
 		r.Host = req.URL.Host
 	}
-	pr, pw := io.Pipe()
-	w := &pipeWriter{header: make(http.Header), pr: pr, pw: pw, ready: make(chan struct{}), req: req}
+	w := &pipeWriter{header: make(http.Header), pipe: newChunkPipe(), ready: make(chan struct{}), req: req}
 	go w.serve(t.h, r)
 	select {
 	case <-w.ready:
@@ -39,7 +39,7 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case <-req.Context().Done():
 		// The handler has the same context: it stops, and a write it
 		// still makes fails rather than blocks.
-		pr.CloseWithError(req.Context().Err())
+		w.pipe.Close()
 		return nil, req.Context().Err()
 	}
 }
@@ -49,8 +49,7 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the body through the pipe.
 type pipeWriter struct {
 	header http.Header
-	pr     *io.PipeReader
-	pw     *io.PipeWriter
+	pipe   *chunkPipe
 	req    *http.Request
 	once   sync.Once
 	ready  chan struct{}
@@ -63,16 +62,16 @@ func (w *pipeWriter) serve(h http.Handler, r *http.Request) {
 		switch {
 		case p == nil:
 			w.WriteHeader(http.StatusOK)
-			w.pw.Close()
+			w.pipe.closeWrite(nil)
 		case p == http.ErrAbortHandler:
 			// The handler gave up mid-answer, as over a socket the
 			// connection would be cut: the reader sees an error, not
 			// a short body it could take for a whole one.
 			w.WriteHeader(http.StatusInternalServerError)
-			w.pw.CloseWithError(io.ErrUnexpectedEOF)
+			w.pipe.closeWrite(io.ErrUnexpectedEOF)
 		default:
 			w.WriteHeader(http.StatusInternalServerError)
-			w.pw.CloseWithError(io.ErrUnexpectedEOF)
+			w.pipe.closeWrite(io.ErrUnexpectedEOF)
 			panic(p)
 		}
 	}()
@@ -94,7 +93,7 @@ func (w *pipeWriter) WriteHeader(status int) {
 			ProtoMajor:    1,
 			ProtoMinor:    1,
 			Header:        h,
-			Body:          w.pr,
+			Body:          w.pipe,
 			ContentLength: contentLength(h),
 			Request:       w.req,
 		}
@@ -104,7 +103,7 @@ func (w *pipeWriter) WriteHeader(status int) {
 
 func (w *pipeWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
-	return w.pw.Write(p)
+	return w.pipe.Write(p)
 }
 
 // Flush is a no-op: each Write reaches the reader as it happens.
