@@ -62,6 +62,23 @@ type errorBody struct {
 	Hard      *int64                `json:"hard,omitempty"`
 	LimitFrom string                `json:"limit_from,omitempty"`
 	Counts    []kilolock.QuotaCount `json:"counts,omitempty"`
+	// A pruned version asked for (version_pruned): the run retention
+	// pruned it in, and the versions still kept nearest to it.
+	Pruned  *kilolock.PrunedRange `json:"pruned,omitempty"`
+	Nearest []int64               `json:"nearest,omitempty"`
+}
+
+// prunedHint says what to read instead of a version retention pruned.
+func prunedHint(nf *kilolock.VersionNotFoundError) string {
+	refs := make([]string, len(nf.Nearest))
+	for i, n := range nf.Nearest {
+		refs[i] = fmt.Sprintf("@%d", n)
+	}
+	read := "read a version still kept"
+	if len(refs) > 0 {
+		read = "read the nearest version still kept, " + strings.Join(refs, " or ")
+	}
+	return fmt.Sprintf("%s; `kl retention pruned %s` lists what was pruned, when and by which policy (`kl retention list` shows the policies); only a backup taken before has the pruned version", read, nf.State)
 }
 
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
@@ -206,6 +223,9 @@ func classify(err error) answer {
 	case errors.As(err, &noVer) && noVer.Ref.Kind == kilolock.RefTag:
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(),
 			Hint: fmt.Sprintf("`kl tag list %s` lists its tags (kl tag set %s TAG @N makes one); versions are also @N, @latest, @-K and serial:S", noVer.State, noVer.State)}}
+	case errors.As(err, &noVer) && noVer.Pruned != nil:
+		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_pruned", Message: err.Error(), Hint: prunedHint(noVer),
+			Pruned: noVer.Pruned, Nearest: noVer.Nearest}}
 	case errors.As(err, &noVer):
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(), Hint: fmt.Sprintf("pick a version in that range; `kl history %s` lists them", noVer.State)}}
 	case errors.Is(err, kilolock.ErrNotFound):
