@@ -380,6 +380,15 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 		return err
 	}
 	if dryRun {
+		for _, sp := range rep.States {
+			if len(sp.Kept) == 0 {
+				continue
+			}
+			fmt.Fprintf(c.Out, "%s keeps:\n", sp.State)
+			for _, k := range sp.Kept {
+				fmt.Fprintf(c.Out, "  %s\n", k)
+			}
+		}
 		_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
 		return err
 	}
