@@ -389,8 +389,9 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 				fmt.Fprintf(c.Out, "  %s\n", k)
 			}
 		}
-		_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
-		return err
+		fmt.Fprintf(c.Out, "%s %s.\n", verb, plural(rep.Versions, "version", "versions"))
+		writeDryRunEnd(c.Out, withoutDryRun)
+		return nil
 	}
 	_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
 		verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
