@@ -121,7 +121,7 @@ func testApplyRetention(t *testing.T, st kilolock.Store) {
 		}
 	}
 	wantKept := map[string][]string{
-		"a": {"@8 current: the state's current version", "@6-@8 keep_last: server keep_last=3: the newest 3", "@2 pin: rollback plan by someone, pinned until "},
+		"a": {"@8 current: the state's current version", "@6-@8 keep_last: server keep_last=3: the newest 3", "@2 pin: rollback plan, pinned until "},
 		"b": {"@8 current: the state's current version", "@3-@8 keep_last: state:b keep_last=6: the newest 6", "@8 lock_base: lock plan-1 by bob (OperationTypePlan) reads from its base", "@7 tag: tag before-upgrade"},
 	}
 	for name, want := range wantKept {

@@ -251,8 +251,11 @@ func keptRanges(ctx context.Context, tx Tx, stateID, current int64, r *retention
 			expires       time.Time
 		)
 		err := rows.Scan(&n, &reason, &actor, &expires)
+		if actor != "" {
+			reason += " by " + actor
+		}
 		pins = append(pins, retention.KeptRange{From: n, To: n, Reason: retention.KeptPin,
-			Detail: fmt.Sprintf("%s by %s, pinned until %s", reason, orSomeone(actor), expires.UTC().Format(time.RFC3339))})
+			Detail: fmt.Sprintf("%s, pinned until %s", reason, expires.UTC().Format(time.RFC3339))})
 		return err
 	}, `SELECT number, reason, actor, expires_at FROM version_pins WHERE state_id = $1 AND expires_at > $2 ORDER BY number, reason`, stateID, now)
 	if err := tx.Send(ctx, b); err != nil {
@@ -273,14 +276,6 @@ func keptRanges(ctx context.Context, tx Tx, stateID, current int64, r *retention
 		kept = append(kept, part...)
 	}
 	return kept, nil
-}
-
-// orSomeone is actor, or "someone" when none was recorded.
-func orSomeone(actor string) string {
-	if actor == "" {
-		return "someone"
-	}
-	return actor
 }
 
 // errEnough ends a scan early.
