@@ -67,12 +67,19 @@ func TestValidRetentionPolicy(t *testing.T) {
 	}
 }
 
-// TestApplyRetention: the engine prunes each state by the policy that
-// applies to it, keeps a rollback plan's target, and a dry run names what
-// the run then prunes.
+// TestApplyRetention: on each store, the engine prunes each state by the
+// policy that applies to it, keeps a rollback plan's target, a tag and a
+// held lock's base, a dry run names what the run then prunes and why each
+// other version is kept, and reading a pruned version says so and names
+// the nearest versions kept.
 func TestApplyRetention(t *testing.T) {
+	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(name, func(t *testing.T) { testApplyRetention(t, open(t)) })
+	})
+}
+
+func testApplyRetention(t *testing.T, st kilolock.Store) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	by := kilolock.Caller{Actor: "ops"}
 	for _, name := range []string{"a", "b", "exempt"} {
@@ -96,9 +103,38 @@ func TestApplyRetention(t *testing.T) {
 	if _, err := history.PlanRollback(ctx, e, "a", mustRef(t, "@2")); err != nil {
 		t.Fatal(err)
 	}
+	// b's @7 is tagged, and a plan holds b's current @8 as its base.
+	if _, err := history.SetTag(ctx, e, "b", "before-upgrade", mustRef(t, "@7"), history.TagOptions{By: kilolock.Caller{Actor: "alice"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Lock(ctx, "b", kilolock.LockInfo{ID: "plan-1", Operation: kilolock.OperationPlan, Who: "bob"}); err != nil {
+		t.Fatal(err)
+	}
 	dry, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{DryRun: true, By: by})
 	if err != nil {
 		t.Fatal(err)
+	}
+	kept := map[string][]string{}
+	for _, sp := range dry.States {
+		for _, k := range sp.Kept {
+			kept[sp.State] = append(kept[sp.State], k.String())
+		}
+	}
+	wantKept := map[string][]string{
+		"a": {"@8 current: the state's current version", "@6-@8 keep_last: server keep_last=3: the newest 3", "@2 pin: rollback plan, pinned until "},
+		"b": {"@8 current: the state's current version", "@3-@8 keep_last: state:b keep_last=6: the newest 6", "@8 lock_base: lock plan-1 by bob (OperationTypePlan) reads from its base", "@7 tag: tag before-upgrade"},
+	}
+	for name, want := range wantKept {
+		got := kept[name]
+		if len(got) != len(want) {
+			t.Errorf("dry run of %s keeps %q, want %q", name, got, want)
+			continue
+		}
+		for i := range want {
+			if !strings.HasPrefix(got[i], want[i]) {
+				t.Errorf("dry run of %s keeps %q, want %q", name, got[i], want[i])
+			}
+		}
 	}
 	want := map[string][]int64{"a": {1, 3, 4, 5}, "b": {1, 2}, "exempt": nil}
 	check := func(rep *retention.RetentionReport) {
@@ -132,10 +168,13 @@ func TestApplyRetention(t *testing.T) {
 	_, err = history.Show(ctx, e, "a", mustRef(t, "@4"))
 	var nf *kilolock.VersionNotFoundError
 	if !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 2 ||
-		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") || !strings.HasSuffix(err.Error(), "policy server keep_last=3); it has versions @2…@9 (serials 2…9)") {
+		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") ||
+		!strings.HasSuffix(err.Error(), "policy server keep_last=3); the nearest kept are @2 and @6; it has versions @2, @6…@9 (serials 2…9)") ||
+		!slices.Equal(nf.Nearest, []int64{2, 6}) {
 		t.Errorf("Show(@4) of a pruned version = %v", err)
 	}
-	if _, err := history.Show(ctx, e, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
+	if _, err := history.Show(ctx, e, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !slices.Equal(nf.Nearest, []int64{3}) ||
+		!strings.HasSuffix(err.Error(), "the nearest kept are @3; it has versions @3…@8 (serials 3…8)") {
 		t.Errorf("Show(@1) of a pruned first version = %v", err)
 	}
 	marks, err := retention.PrunedVersions(ctx, e, "a", 0, 0)

@@ -123,6 +123,12 @@ type VersionNotFoundError struct {
 	// Pruned is the run of pruned versions the reference falls in, nil
 	// when it names no pruned version.
 	Pruned *PrunedRange
+	// Nearest are the versions still kept nearest to a pruned reference:
+	// the newest before its run and the oldest after it, where there are.
+	Nearest []int64
+	// Kept are the runs of versions the state still has, "@2, @6…@9",
+	// when retention pruned some between its first and its latest.
+	Kept string
 }
 
 func (e *VersionNotFoundError) Error() string {
@@ -134,9 +140,20 @@ func (e *VersionNotFoundError) Error() string {
 	}
 	first := max(e.First, 1)
 	has := fmt.Sprintf("it has versions @%d…@%d (serials %d…%d)", first, e.Latest, e.FirstSerial, e.LatestSerial)
+	if e.Kept != "" {
+		has = fmt.Sprintf("it has versions %s (serials %d…%d)", e.Kept, e.FirstSerial, e.LatestSerial)
+	}
 	if p := e.Pruned; p != nil {
-		return fmt.Sprintf("state %s has no version %s: retention pruned @%d…@%d (by %s at %s, policy %s); %s", e.State, e.Ref,
-			p.From, p.To, p.PrunedBy, p.PrunedAt.UTC().Format(time.RFC3339), p.Policy, has)
+		near := ""
+		if len(e.Nearest) > 0 {
+			refs := make([]string, len(e.Nearest))
+			for i, n := range e.Nearest {
+				refs[i] = fmt.Sprintf("@%d", n)
+			}
+			near = "; the nearest kept are " + strings.Join(refs, " and ")
+		}
+		return fmt.Sprintf("state %s has no version %s: retention pruned @%d…@%d (by %s at %s, policy %s)%s; %s", e.State, e.Ref,
+			p.From, p.To, p.PrunedBy, p.PrunedAt.UTC().Format(time.RFC3339), p.Policy, near, has)
 	}
 	return fmt.Sprintf("state %s has no version %s: %s", e.State, e.Ref, has)
 }
@@ -218,12 +235,71 @@ func (e *Engine) Resolve(ctx context.Context, st *State, ref VersionRef) (*Versi
 			nf.Pruned = p
 		}
 	}
+	nf.Nearest, nf.Kept = keptAround(pruned, nf.Pruned, nf.First, st.Current)
 	first, err := e.versionRecord(ctx, st.Name, nf.First)
 	if err != nil {
 		return nil, err
 	}
 	nf.FirstSerial = first.Serial
 	return nil, nf
+}
+
+// maxKeptRuns bounds the runs of kept versions an error lists.
+const maxKeptRuns = 6
+
+// keptAround reads, from the runs of pruned versions of a state (newest
+// first) whose versions are first…latest: the kept versions nearest to
+// run in (nil when in is nil), and the runs of kept versions when pruned
+// runs lie among them ("" when none do).
+func keptAround(pruned []PrunedRange, in *PrunedRange, first, latest int64) (nearest []int64, kept string) {
+	endsAt, startsAt := map[int64]int64{}, map[int64]int64{}
+	for _, p := range pruned {
+		endsAt[p.To], startsAt[p.From] = p.From, p.To
+	}
+	if in != nil {
+		below := in.From - 1
+		for from, ok := endsAt[below]; ok; from, ok = endsAt[below] {
+			below = from - 1
+		}
+		above := in.To + 1
+		for to, ok := startsAt[above]; ok; to, ok = startsAt[above] {
+			above = to + 1
+		}
+		if below >= first {
+			nearest = append(nearest, below)
+		}
+		if above <= latest {
+			nearest = append(nearest, above)
+		}
+	}
+	var runs []string
+	gaps := false
+	for n := first; n <= latest; {
+		end := n
+		for end < latest {
+			if _, ok := startsAt[end+1]; ok {
+				gaps = true
+				break
+			}
+			end++
+		}
+		if end > n {
+			runs = append(runs, fmt.Sprintf("@%d…@%d", n, end))
+		} else {
+			runs = append(runs, fmt.Sprintf("@%d", n))
+		}
+		n = end + 1
+		for to, ok := startsAt[n]; ok; to, ok = startsAt[n] {
+			n = to + 1
+		}
+	}
+	if !gaps {
+		return nearest, ""
+	}
+	if len(runs) > maxKeptRuns {
+		runs = append(append(runs[:maxKeptRuns/2:maxKeptRuns/2], "…"), runs[len(runs)-maxKeptRuns/2:]...)
+	}
+	return nearest, strings.Join(runs, ", ")
 }
 
 // versionRecord returns version number of a state: one probe of the

@@ -45,6 +45,10 @@ type ErrorBody struct {
 	Hard      *int64                `json:"hard,omitempty"`
 	LimitFrom string                `json:"limit_from,omitempty"`
 	Counts    []kilolock.QuotaCount `json:"counts,omitempty"`
+	// A pruned version asked for (version_pruned): the run retention
+	// pruned it in, and the versions still kept nearest to it.
+	Pruned  *kilolock.PrunedRange `json:"pruned,omitempty"`
+	Nearest []int64               `json:"nearest,omitempty"`
 }
 
 // LockedBody is the protocol routes' 423: the holder's LockInfo as the

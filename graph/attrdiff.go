@@ -97,11 +97,12 @@ type pathStep struct {
 	Value json.RawMessage `json:"value"`
 }
 
-// maskedObject decodes an instance object with every value named by its
-// own sensitive_attributes, or by extra (the other side's paths, in a
-// diff), replaced by SensitiveMask; the provider's private blob is masked
-// too. It returns the decoded object and its sensitive paths.
-func maskedObject(obj []byte, extra [][]pathStep) (map[string]any, [][]pathStep, error) {
+// maskedObject decodes an instance object masked as the views show it
+// (the rule above maskObject): every value named by its own
+// sensitive_attributes or by extra (the other side's paths, in a diff),
+// and its private blob. It returns the decoded object and the secrets it
+// hid; the caller masks what holds them (hideHolding).
+func maskedObject(obj []byte, extra [][]pathStep) (map[string]any, []any, error) {
 	v, err := decodeJSON(obj)
 	if err != nil {
 		return nil, nil, err
@@ -110,17 +111,7 @@ func maskedObject(obj []byte, extra [][]pathStep) (map[string]any, [][]pathStep,
 	if !ok {
 		return nil, nil, fmt.Errorf("instance object is not a JSON object")
 	}
-	paths := sensitivePaths(obj)
-	if attrs, ok := m["attributes"]; ok {
-		for _, p := range append(append([][]pathStep{}, paths...), extra...) {
-			attrs = maskPath(attrs, p)
-		}
-		m["attributes"] = attrs
-	}
-	if _, ok := m["private"]; ok {
-		m["private"] = maskOf(m["private"])
-	}
-	return m, paths, nil
+	return m, maskObject(m, obj, extra), nil
 }
 
 // sensitivePaths reads an object's sensitive_attributes: a list of cty
@@ -218,14 +209,18 @@ func stepIndex(s pathStep) (int, bool) {
 }
 
 // InstanceChanges returns the attribute-level differences between two
-// versions of an instance object, sensitive in either side masked in both.
-func InstanceChanges(a, b *Instance) []AttributeChange {
+// versions of an instance object, sensitive in either side masked in both,
+// and so is every value holding a secret of either side or of s.
+func InstanceChanges(a, b *Instance, s Secrets) []AttributeChange {
 	pa, pb := sensitivePaths(a.Object), sensitivePaths(b.Object)
-	ma, _, errA := maskedObject(a.Object, pb)
-	mb, _, errB := maskedObject(b.Object, pa)
+	ma, sa, errA := maskedObject(a.Object, pb)
+	mb, sb, errB := maskedObject(b.Object, pa)
 	if errA != nil || errB != nil {
 		return []AttributeChange{{Path: "", Kind: "changed", Before: "(unreadable object)", After: "(unreadable object)"}}
 	}
+	secrets := append(append(append([]any(nil), s.values...), sa...), sb...)
+	hideHolding(ma, secrets)
+	hideHolding(mb, secrets)
 	out := []AttributeChange{}
 	// The resource header is outside the object.
 	if a.Resource.Provider != b.Resource.Provider {
@@ -236,12 +231,13 @@ func InstanceChanges(a, b *Instance) []AttributeChange {
 }
 
 // OutputChanges is InstanceChanges for output objects: a value sensitive on
-// either side is masked on both.
-func OutputChanges(a, b *Output) []AttributeChange {
+// either side is masked on both, and a value holding one of s.
+func OutputChanges(a, b *Output, s Secrets) []AttributeChange {
 	ma, mb := maskedOutput(a.Object), maskedOutput(b.Object)
 	if isSensitive(ma) || isSensitive(mb) {
 		ma["value"], mb["value"] = maskOf(ma["value"]), maskOf(mb["value"])
 	}
+	ma["value"], mb["value"] = maskHolding(ma["value"], s.values), maskHolding(mb["value"], s.values)
 	out := []AttributeChange{}
 	diffValues("", ma, mb, &out)
 	return out
@@ -432,11 +428,16 @@ func sensitiveTreePaths(tree json.RawMessage) [][]pathStep {
 }
 
 // MaskedObject decodes an instance object with every value its
-// sensitive_attributes name, and its private blob, replaced by
-// SensitiveMask: what the Engine shows of it.
-func MaskedObject(obj []byte) (map[string]any, error) {
-	m, _, err := maskedObject(obj, nil)
-	return m, err
+// sensitive_attributes name, its private blob, and every value holding a
+// secret of those or of s replaced by SensitiveMask: what the Engine shows
+// of it.
+func MaskedObject(obj []byte, s Secrets) (map[string]any, error) {
+	m, secrets, err := maskedObject(obj, nil)
+	if err != nil {
+		return nil, err
+	}
+	hideHolding(m, append(append([]any(nil), s.values...), secrets...))
+	return m, nil
 }
 
 // OutputSensitive reports whether an output object is marked sensitive.

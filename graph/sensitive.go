@@ -7,12 +7,10 @@ import (
 )
 
 // MaskedInstanceObject returns what a store keeps in the clear of an
-// instance object that holds sensitive values: the object with every value
-// its sensitive_attributes name replaced by SensitiveMask, and its private
-// blob too. sensitive is false (and masked nil) when the object marks
-// nothing sensitive. Paths this program cannot follow mask the whole value
-// they go into; sensitive_attributes it cannot read at all mask every
-// attribute.
+// instance object that holds sensitive values: the object masked by the
+// rule every view follows too (maskObject, hideHolding), encoded.
+// sensitive is false (and masked nil) when the object marks nothing
+// sensitive.
 func MaskedInstanceObject(obj []byte) (masked []byte, sensitive bool) {
 	if !marksSensitive(obj) {
 		return nil, false
@@ -24,31 +22,113 @@ func MaskedInstanceObject(obj []byte) (masked []byte, sensitive bool) {
 		// clear.
 		return []byte("{}"), true
 	}
-	if sa, has := m["sensitive_attributes"]; !has || sa == nil || isEmptyList(sa) {
+	if !hasMarks(m) {
 		return nil, false
 	}
-	paths := sensitivePaths(obj)
-	for _, key := range []string{"attributes", "attributes_flat"} {
-		attrs, has := m[key]
-		if !has {
-			continue
-		}
-		if paths == nil || key == "attributes_flat" {
-			m[key] = maskOf(attrs) // paths in an encoding this program does not read
-			continue
-		}
-		orig, _ := decodeJSON(obj) // a copy to read the secrets from
-		attrs, secrets := maskMarked(attrs, orig.(map[string]any)[key], paths)
-		m[key] = maskHolding(attrs, secrets)
-	}
-	if _, has := m["private"]; has {
-		m["private"] = maskOf(m["private"])
-	}
+	hideHolding(m, maskObject(m, obj, nil))
 	b, err := EncodeJSON(m)
 	if err != nil {
 		return []byte("{}"), true
 	}
 	return b, true
+}
+
+// The one masking rule, for the clear copy a store keeps and for every
+// view (kl show --address, kl diff, kl history --address, the web view):
+//
+//   - a value a path of the object's sensitive_attributes names is masked
+//     (in a diff, a path of either side's, on both sides);
+//   - marks this program cannot read mask every attribute, and
+//     attributes_flat (an encoding it does not follow) is masked whole
+//     when anything is marked;
+//   - the provider's private blob is masked;
+//   - then every value that holds a secret although nothing marks it is
+//     masked too (maskHolding): a secret is a leaf of a masked value of
+//     the object (or of the other side of a diff), or, in a view of a
+//     version, a string of a sensitive output of it (Secrets).
+
+// hasMarks reports whether decoded object m lists sensitive_attributes.
+func hasMarks(m map[string]any) bool {
+	sa, has := m["sensitive_attributes"]
+	return has && sa != nil && !isEmptyList(sa)
+}
+
+// maskObject masks in m (obj decoded, owned by the caller) what marks
+// name: the paths of obj's sensitive_attributes and extra, attributes_flat
+// whole when marked, the private blob. It returns the secrets it hid, for
+// hideHolding.
+func maskObject(m map[string]any, obj []byte, extra [][]pathStep) []any {
+	paths := sensitivePaths(obj)
+	marked := hasMarks(m)
+	if _, has := m["private"]; has {
+		m["private"] = maskOf(m["private"])
+	}
+	if attrs, has := m["attributes_flat"]; has && (marked || len(extra) > 0) {
+		m["attributes_flat"] = maskOf(attrs) // paths in an encoding this program does not read
+	}
+	attrs, has := m["attributes"]
+	if !has {
+		return nil
+	}
+	if marked && paths == nil {
+		m["attributes"] = maskOf(attrs) // marks in an encoding this program cannot read
+		return nil
+	}
+	all := append(append([][]pathStep{}, paths...), extra...)
+	if len(all) == 0 {
+		return nil
+	}
+	orig, _ := decodeJSON(obj) // a copy to read the secrets from
+	o, _ := orig.(map[string]any)
+	var secrets []any
+	m["attributes"], secrets = maskMarked(attrs, o["attributes"], all)
+	return secrets
+}
+
+// hideHolding masks in m's attributes every value holding one of secrets.
+func hideHolding(m map[string]any, secrets []any) {
+	for _, key := range []string{"attributes", "attributes_flat"} {
+		if v, has := m[key]; has {
+			m[key] = maskHolding(v, secrets)
+		}
+	}
+}
+
+// Secrets are what a view of a version hides wherever it appears
+// unmarked: the strings of the version's sensitive outputs (an output
+// marked sensitive whose value an instance holds in the clear, such as a
+// terraform_data input fed from a variable the output marks). Only strings
+// of minSecretInside bytes or more count: a sensitive output of true, 3 or
+// "eu" would otherwise mask every such value in the state. The zero value
+// hides nothing more than each object marks.
+type Secrets struct{ values []any }
+
+// OutputSecrets returns the Secrets of a version's outputs.
+func OutputSecrets(outs []Output) Secrets {
+	var s Secrets
+	for i := range outs {
+		if !bytes.Contains(outs[i].Object, []byte(`"sensitive"`)) {
+			continue
+		}
+		v, err := decodeJSON(outs[i].Object)
+		m, ok := v.(map[string]any)
+		if err != nil || !ok || !isSensitive(m) {
+			continue
+		}
+		var all []any
+		leaves(m["value"], &all)
+		for _, x := range all {
+			if str, ok := x.(string); ok && len(str) >= minSecretInside {
+				s.values = append(s.values, str)
+			}
+		}
+	}
+	return s
+}
+
+// Join returns the secrets of s and t.
+func (s Secrets) Join(t Secrets) Secrets {
+	return Secrets{values: append(append([]any(nil), s.values...), t.values...)}
 }
 
 // marksSensitive reports, without decoding obj, whether it may mark
@@ -84,8 +164,8 @@ func emptyList(b []byte) bool {
 // paths name, and returns it with the secrets it hid: the strings and
 // numbers inside them, read from orig, another decoding of attrs. Masking
 // what holds a secret (maskHolding) is the next step: the clear copy of
-// an instance (MaskedInstanceObject) and a drift record (driftChanges)
-// take both, so that neither keeps what the other hides.
+// an instance, the views (maskObject) and a drift record (RealChanges)
+// take both, so that none shows what another hides.
 func maskMarked(attrs, orig any, paths [][]pathStep) (any, []any) {
 	for _, p := range paths {
 		attrs = maskPath(attrs, p)

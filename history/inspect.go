@@ -87,21 +87,23 @@ func (c *ChangeSet) Empty() bool {
 }
 
 // Changes compares a with b at address level (graph.Diff) and, for what
-// changed, at attribute level.
+// changed, at attribute level, masked by graph's one rule with the
+// secrets of both versions' sensitive outputs.
 func Changes(a, b *graph.State) ChangeSet {
 	d := graph.Diff(a, b)
+	secrets := graph.OutputSecrets(a.Outputs).Join(graph.OutputSecrets(b.Outputs))
 	cs := ChangeSet{Added: nonNilStrings(d.Added), Removed: nonNilStrings(d.Removed), Changed: []InstanceDiff{},
 		OutputsAdded: nonNilStrings(d.OutputsAdded), OutputsRemoved: nonNilStrings(d.OutputsRemoved), OutputsChanged: []OutputDiff{}}
 	if len(d.Changed) > 0 {
 		ai, bi := a.Index(), b.Index()
 		for _, id := range d.Changed {
-			cs.Changed = append(cs.Changed, InstanceDiff{Address: id, Changes: graph.InstanceChanges(&a.Instances[ai[id]], &b.Instances[bi[id]])})
+			cs.Changed = append(cs.Changed, InstanceDiff{Address: id, Changes: graph.InstanceChanges(&a.Instances[ai[id]], &b.Instances[bi[id]], secrets)})
 		}
 	}
 	if len(d.OutputsChanged) > 0 {
 		ao, bo := a.OutputIndex(), b.OutputIndex()
 		for _, n := range d.OutputsChanged {
-			cs.OutputsChanged = append(cs.OutputsChanged, OutputDiff{Name: n, Changes: graph.OutputChanges(&a.Outputs[ao[n]], &b.Outputs[bo[n]])})
+			cs.OutputsChanged = append(cs.OutputsChanged, OutputDiff{Name: n, Changes: graph.OutputChanges(&a.Outputs[ao[n]], &b.Outputs[bo[n]], secrets)})
 		}
 	}
 	return cs
@@ -171,7 +173,7 @@ func ShowInstance(ctx context.Context, e *kilolock.Engine, name string, ref kilo
 		return nil, fmt.Errorf("version @%d of state %s holds no instance %s (see `kl state list`): %w", d.Version.Number, name, address, kilolock.ErrNotFound)
 	}
 	in := &g.Instances[i]
-	m, err := graph.MaskedObject(in.Object)
+	m, err := graph.MaskedObject(in.Object, graph.OutputSecrets(g.Outputs))
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: %w", address, err)
 	}
@@ -225,8 +227,11 @@ type AddressChange struct {
 
 // AddressHistory lists every version that added, changed or removed the
 // instance at address — or, for a resource address, any of its instances
-// — newest first, with the attribute paths that changed. Its cost is that
-// of the intervals of the address, not of the state or its history.
+// — newest first, with the attribute paths that changed, masked by graph's
+// one rule with the secrets of the sensitive outputs of the versions
+// either side of each change. Its cost is that of the intervals of the
+// address and of the outputs (and instance hashes) of those versions, not
+// of their instances' objects.
 // ErrNotFound when the state does not exist or no version ever held
 // address.
 func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address string) ([]AddressChange, error) {
@@ -240,6 +245,11 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 	if len(ivs) == 0 {
 		return nil, fmt.Errorf("no version of state %s ever held %s: %w", name, address, kilolock.ErrNotFound)
 	}
+	st, err := e.State(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	secrets := versionSecrets(ctx, e, name)
 	// Intervals of one ID never overlap: an interval that begins where the
 	// ID's previous one ended is a change, else an addition; one that ends
 	// where no other begins is a removal.
@@ -259,7 +269,11 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 			continue
 		}
 		if j, ok := starts[key{id, iv.ValidTo}]; ok {
-			out = append(out, AddressChange{Version: kilolock.Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: graph.InstanceChanges(&iv.Instance, &ivs[j].Instance)})
+			s, err := secrets(iv.ValidTo)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, AddressChange{Version: kilolock.Version{Number: iv.ValidTo}, Address: id, Kind: "changed", Changes: graph.InstanceChanges(&iv.Instance, &ivs[j].Instance, s)})
 			delete(starts, key{id, iv.ValidTo})
 		} else {
 			out = append(out, AddressChange{Version: kilolock.Version{Number: iv.ValidTo}, Address: id, Kind: "removed"})
@@ -275,14 +289,8 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 		return out[i].Address < out[j].Address
 	})
 	records := map[int64]*kilolock.Version{}
-	var st *kilolock.State
 	for i := range out {
 		n := out[i].Version.Number
-		if st == nil {
-			if st, err = e.State(ctx, name); err != nil {
-				return nil, err
-			}
-		}
 		if records[n] == nil {
 			if records[n], err = e.Resolve(ctx, st, kilolock.VersionRef{Kind: kilolock.RefNumber, N: uint64(n)}); err != nil {
 				return nil, err
@@ -291,6 +299,45 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 		out[i].Version = *records[n]
 	}
 	return out, nil
+}
+
+// versionSecrets returns what gives the secrets (graph.OutputSecrets) of
+// the version that made a change and of the one before it, each version's
+// read once: its outputs without its instances' objects where the store
+// can (kilolock.IndexReader). A version retention pruned has no secrets
+// left to read.
+func versionSecrets(ctx context.Context, e *kilolock.Engine, name string) func(changedAt int64) (graph.Secrets, error) {
+	read := map[int64]graph.Secrets{}
+	of := func(n int64) (graph.Secrets, error) {
+		if s, ok := read[n]; ok || n < 1 {
+			return s, nil
+		}
+		var (
+			snap *kilolock.Snapshot
+			err  error
+		)
+		if ir, ok := e.Store().(kilolock.IndexReader); ok {
+			snap, _, err = ir.SnapshotHashes(ctx, name, n)
+		} else {
+			snap, err = e.Store().Snapshot(ctx, name, n)
+		}
+		if errors.Is(err, kilolock.ErrNotFound) {
+			return graph.Secrets{}, nil
+		}
+		if err != nil {
+			return graph.Secrets{}, err
+		}
+		read[n] = graph.OutputSecrets(snap.Outputs)
+		return read[n], nil
+	}
+	return func(at int64) (graph.Secrets, error) {
+		before, err := of(at - 1)
+		if err != nil {
+			return before, err
+		}
+		after, err := of(at)
+		return before.Join(after), err
+	}
 }
 
 // Rejections lists a state's refused commits, newest first: what the store

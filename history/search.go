@@ -58,6 +58,7 @@ func Search(ctx context.Context, e *kilolock.Engine, name string, q SearchQuery)
 	match := addressMatcher(q.Address)
 	nameLower, text := strings.ToLower(q.Name), []byte(strings.ToLower(q.Text))
 	res := &SearchResult{Version: *v, Matches: []InstanceSummary{}}
+	secrets := graph.OutputSecrets(g.Outputs)
 	for i := range g.Instances {
 		in := &g.Instances[i]
 		if q.Type != "" && in.Resource.Type != q.Type ||
@@ -65,7 +66,7 @@ func Search(ctx context.Context, e *kilolock.Engine, name string, q SearchQuery)
 			!match(in.Address()) {
 			continue
 		}
-		if len(text) > 0 && !attributesContain(in, text) {
+		if len(text) > 0 && !attributesContain(in, secrets, text) {
 			continue
 		}
 		res.Total++
@@ -76,10 +77,11 @@ func Search(ctx context.Context, e *kilolock.Engine, name string, q SearchQuery)
 	return res, nil
 }
 
-// attributesContain reports whether the masked attributes of in, as JSON,
-// contain lower (lowercase).
-func attributesContain(in *graph.Instance, lower []byte) bool {
-	m, err := graph.MaskedObject(in.Object)
+// attributesContain reports whether the attributes of in, as JSON and
+// masked as the views show them, contain lower (lowercase): a search never
+// finds an instance by a secret it would not show.
+func attributesContain(in *graph.Instance, secrets graph.Secrets, lower []byte) bool {
+	m, err := graph.MaskedObject(in.Object, secrets)
 	if err != nil {
 		return false
 	}

@@ -33,6 +33,19 @@ func (e *httpError) Error() string { return e.message }
 // client, which decodes it into the root's errors.
 type errorBody = client.ErrorBody
 
+// prunedHint says what to read instead of a version retention pruned.
+func prunedHint(nf *kilolock.VersionNotFoundError) string {
+	refs := make([]string, len(nf.Nearest))
+	for i, n := range nf.Nearest {
+		refs[i] = fmt.Sprintf("@%d", n)
+	}
+	read := "read a version still kept"
+	if len(refs) > 0 {
+		read = "read the nearest version still kept, " + strings.Join(refs, " or ")
+	}
+	return fmt.Sprintf("%s; `kl retention pruned %s` lists what was pruned, when and by which policy (`kl retention list` shows the policies); only a backup taken before has the pruned version", read, nf.State)
+}
+
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
 // fields every answer carries.
 type lockedBody = client.LockedBody
@@ -169,6 +182,9 @@ func classify(err error) answer {
 	case errors.As(err, &noVer) && noVer.Ref.Kind == kilolock.RefTag:
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(),
 			Hint: fmt.Sprintf("`kl tag list %s` lists its tags (kl tag set %s TAG @N makes one); versions are also @N, @latest, @-K and serial:S", noVer.State, noVer.State)}}
+	case errors.As(err, &noVer) && noVer.Pruned != nil:
+		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_pruned", Message: err.Error(), Hint: prunedHint(noVer),
+			Pruned: noVer.Pruned, Nearest: noVer.Nearest}}
 	case errors.As(err, &noVer):
 		return answer{status: http.StatusNotFound, body: errorBody{Error: "version_not_found", Message: err.Error(), Hint: fmt.Sprintf("pick a version in that range; `kl history %s` lists them", noVer.State)}}
 	case errors.Is(err, kilolock.ErrNotFound):

@@ -3,9 +3,13 @@ package httpbackend
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
@@ -59,4 +63,45 @@ func TestBackupAPI(t *testing.T) {
 	if err != nil || sum.Store != "sqlite" || sum.Format != retention.BackupFormat {
 		t.Fatalf("the backup served: %+v, %v", sum, err)
 	}
+}
+
+// TestRetentionAPIPruned: on each store, a dry run through the API says
+// why each version it keeps is kept, and a pruned version asked for is a
+// 404 version_pruned that names the run, its policy and the nearest
+// version kept, with a hint to read it.
+func TestRetentionAPIPruned(t *testing.T) {
+	eachEnv(t, Options{}, func(t *testing.T, env *testEnv) {
+		for i := 1; i <= 5; i++ {
+			env.post("net", "", stateDoc(t, "lin", uint64(i), inputs(i)))
+		}
+		if w := env.do("PUT", "/v1/api/retention/policies", []byte(`{"scope":"state","target":"net","keep_last":2}`)); w.Code != http.StatusOK {
+			t.Fatalf("PUT policy: %d %s", w.Code, w.Body)
+		}
+		w := env.do("POST", "/v1/api/retention/apply", []byte(`{"dry_run":true}`))
+		dry := answerOf[retention.RetentionReport](t, w.Body.Bytes())
+		if w.Code != http.StatusOK || len(dry.States) != 1 || !slices.Equal(dry.States[0].Versions, []int64{1, 2, 3}) ||
+			!slices.Equal(dry.States[0].Kept, []retention.KeptRange{
+				{From: 5, To: 5, Reason: retention.KeptCurrent, Detail: "the state's current version"},
+				{From: 4, To: 5, Reason: retention.KeptKeepLast, Detail: "state:net keep_last=2: the newest 2"},
+			}) {
+			t.Fatalf("dry run: %d %s", w.Code, w.Body)
+		}
+		if w := env.do("POST", "/v1/api/retention/apply", []byte(`{}`)); w.Code != http.StatusOK {
+			t.Fatalf("apply: %d %s", w.Code, w.Body)
+		}
+		w = env.do("GET", "/v1/api/states/net/export?ref=@2", nil)
+		b := errorOf(t, w)
+		var body struct {
+			Pruned  *kilolock.PrunedRange `json:"pruned"`
+			Nearest []int64               `json:"nearest"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != http.StatusNotFound || b.Error != "version_pruned" || !strings.Contains(b.Message, "retention pruned @1…@3") ||
+			!strings.Contains(b.Message, "policy state:net keep_last=2") || !strings.Contains(b.Hint, "@4") ||
+			body.Pruned == nil || body.Pruned.From != 1 || body.Pruned.To != 3 || !slices.Equal(body.Nearest, []int64{4}) {
+			t.Errorf("GET a pruned version: %d %s", w.Code, w.Body)
+		}
+	})
 }

@@ -171,6 +171,43 @@ type PruneResult struct {
 	Moved     int `json:"moved"`
 	// Payloads are the objects deleted: those only pruned versions held.
 	Payloads int `json:"payloads"`
+	// Kept says, for a dry run, why each version not listed is kept: one
+	// range per reason, a version in several ranges kept for each.
+	Kept []KeptRange `json:"kept,omitempty"`
+}
+
+// Why a version is kept (KeptRange.Reason).
+const (
+	KeptCurrent  = "current"        // the state's current version
+	KeptKeepLast = "keep_last"      // among the newest the policy keeps
+	KeptKeepDays = "keep_days"      // younger than the policy's days
+	KeptLockBase = "lock_base"      // a held lock's base, and what followed
+	KeptRunBase  = "apply_run_base" // an apply run in flight's base, and what followed
+	KeptTag      = "tag"            // tagged
+	KeptPin      = "pin"            // pinned (a rollback plan's target)
+)
+
+// KeptRange is a run of versions retention keeps, and why: Reason one of
+// the Kept… codes, Detail what holds it ("tag pre-migration", "lock 6f93…
+// by bob, plan").
+type KeptRange struct {
+	From   int64  `json:"from"`
+	To     int64  `json:"to"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// String renders the range as `kl retention apply --dry-run` lists it:
+// "@9-@12 lock_base: lock 6f93… by bob (plan)".
+func (k KeptRange) String() string {
+	at := fmt.Sprintf("@%d", k.From)
+	if k.To != k.From {
+		at = fmt.Sprintf("@%d-@%d", k.From, k.To)
+	}
+	if k.Detail == "" {
+		return at + " " + k.Reason
+	}
+	return at + " " + k.Reason + ": " + k.Detail
 }
 
 // RetentionStore is the optional capability of a Store that keeps
@@ -190,7 +227,8 @@ type RetentionStore interface {
 	// protected one (see RetentionPolicy), with the intervals and payloads
 	// only they held, and records each as pruned and the whole in the
 	// audit log (retention.prune). Its cost is proportional to what it
-	// prunes. ErrNotFound when the state does not exist.
+	// prunes. A dry run lists what it would prune and, in Kept, why every
+	// other version is kept. ErrNotFound when the state does not exist.
 	Prune(ctx context.Context, r PruneRequest) (*PruneResult, error)
 	// PinVersion keeps a version of a state from retention until
 	// pin.Expires (a later pin of the same reason replaces it).
@@ -353,6 +391,9 @@ func ApplyRetention(ctx context.Context, e *kilolock.Engine, o RetentionOptions)
 			req.Before = now.Add(-time.Duration(p.KeepDays) * 24 * time.Hour)
 		}
 		sp := StatePruning{State: name, Policy: req.Policy, PruneResult: PruneResult{Versions: []int64{}}}
+		if o.DryRun {
+			sp.Kept = []KeptRange{}
+		}
 		for {
 			if !o.DryRun {
 				req.Max = o.Batch
@@ -368,6 +409,7 @@ func ApplyRetention(ctx context.Context, e *kilolock.Engine, o RetentionOptions)
 			sp.Intervals += res.Intervals
 			sp.Moved += res.Moved
 			sp.Payloads += res.Payloads
+			sp.Kept = append(sp.Kept, res.Kept...)
 			if o.DryRun || len(res.Versions) < o.Batch {
 				break
 			}

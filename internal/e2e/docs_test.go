@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,16 +24,93 @@ type docBlock struct {
 	file string // relative to the module root
 	line int    // of the opening fence
 	body string
-	// skip is the reason given by a <!-- docs-test: skip REASON --> line
-	// right before the fence; "" runs the block.
-	skip string
+	// skip is what a <!-- docs-test: skip KINDS: REASON --> line right
+	// before the fence says the block needs that this test does not have:
+	// the kinds (skipKinds), each checked against the block, and why.
+	skip   string
+	kinds  []string
+	follow *docBlock // the block before in the same file
 }
 
 func (b docBlock) where() string { return b.file + ":" + strconv.Itoa(b.line) }
 
-var skipMarker = regexp.MustCompile(`^<!-- docs-test: skip (.*?) ?-->$`)
+var skipMarker = regexp.MustCompile(`^<!-- docs-test: skip ([a-z,]+): (.+?) ?-->$`)
 
-// docBlocks extracts every command block of README.md and docs/**/*.md.
+// skipKinds are what a block may need that the docs test cannot give it,
+// each with what in the block shows the need: a block is marked not
+// runnable only for a kind its text bears out, so a marker cannot hide a
+// block that would run.
+var skipKinds = map[string]*regexp.Regexp{
+	// a server started in the foreground: kld, the examples that serve
+	"foreground": regexp.MustCompile(`(?m)^\s*(\w+=\S+\s+)*(kld|bin/kld|go run \./cmd/kld|make run|go run \./examples/(embed|tenancy))\b([^\n#]*[^&\s#])?\s*(#[^\n]*)?$`),
+	// a machine other than this one: a remote kld, PostgreSQL hosts
+	"host": regexp.MustCompile(`\b[a-z0-9-]+\.example(\.com)?\b|@db[0-9]*[:/]|--hostname\b`),
+	// system paths and services
+	"system": regexp.MustCompile(`/etc/|/usr/local/|/var/lib/|\bsystemctl\b`),
+	// containers and clusters
+	"container": regexp.MustCompile(`\b(podman|docker|kubectl)\b|\bmake image\b`),
+	// values the reader fills in from what a command before printed
+	"placeholder": regexp.MustCompile(`[a-z]+_…`),
+	// a transcript of another machine's run: prompts and its output
+	"transcript": regexp.MustCompile(`(?m)^\$ `),
+	// a demo, build or test run of minutes, often in several terminals
+	"demo": regexp.MustCompile(`\bmake (demo|parallel|wait|test|build|tofu)|\bgo test\b`),
+	// the server the block before it in the same file starts
+	"follows": regexp.MustCompile(`127\.0\.0\.1:\d+`),
+	// run by an end-to-end test the reason names (checked to exist)
+	"covered": regexp.MustCompile(``),
+}
+
+// checkSkip fails t unless each kind b's marker gives is known and borne
+// out: by the block's text, a named test that exists (covered), or a block
+// before it that starts a server (follows).
+func checkSkip(t *testing.T, root string, b docBlock) {
+	t.Helper()
+	for _, k := range b.kinds {
+		re, ok := skipKinds[k]
+		switch {
+		case !ok:
+			t.Errorf("%s: marked not runnable for %q, not a kind the docs test knows (%s)", b.where(), k, strings.Join(slices.Sorted(maps.Keys(skipKinds)), ", "))
+		case k == "covered":
+			name := regexp.MustCompile(`\bTest\w+`).FindString(b.skip)
+			if name == "" || !testExists(t, root, name) {
+				t.Errorf("%s: marked covered by a test, but its reason %q names no test that exists", b.where(), b.skip)
+			}
+		case k == "follows":
+			if b.follow == nil || !slices.Contains(b.follow.kinds, "foreground") || !re.MatchString(b.body) {
+				t.Errorf("%s: marked as needing the server the block before starts, but there is none", b.where())
+			}
+		case !re.MatchString(b.body):
+			t.Errorf("%s: marked not runnable for %q, but the block shows no such need (%s):\n%s", b.where(), k, re, b.body)
+		}
+	}
+}
+
+// testExists reports whether a Go test named name is declared under root.
+func testExists(t *testing.T, root, name string) bool {
+	t.Helper()
+	found := false
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".cache" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			found = err == nil && bytes.Contains(b, []byte("func "+name+"("))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// docBlocks extracts every command block of README.md, docs/**/*.md and
+// the examples' READMEs.
 func docBlocks(t *testing.T, root string) []docBlock {
 	t.Helper()
 	files := []string{"README.md"}
@@ -44,6 +123,14 @@ func docBlocks(t *testing.T, root string) []docBlock {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	examples, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range examples {
+		rel, _ := filepath.Rel(root, path)
+		files = append(files, rel)
 	}
 	var blocks []docBlock
 	for _, f := range files {
@@ -69,11 +156,13 @@ func docBlocks(t *testing.T, root string) []docBlock {
 				info := strings.TrimSpace(strings.TrimPrefix(trimmed, "```"))
 				command = info == "sh" || info == "console"
 				cur, body = docBlock{file: f, line: n}, strings.Builder{}
+				if len(blocks) > 0 && blocks[len(blocks)-1].file == f {
+					cur.follow = &blocks[len(blocks)-1]
+				}
 				if m := skipMarker.FindStringSubmatch(strings.TrimSpace(prev)); m != nil {
-					cur.skip = m[1]
-					if cur.skip == "" {
-						t.Errorf("%s:%d: a skip marker without a reason", f, n-1)
-					}
+					cur.kinds, cur.skip = strings.Split(m[1], ","), m[2]
+				} else if strings.HasPrefix(strings.TrimSpace(prev), "<!-- docs-test") {
+					t.Errorf("%s:%d: %s: write <!-- docs-test: skip KINDS: REASON -->", f, n-1, prev)
 				}
 			case strings.HasPrefix(trimmed, "```") && in:
 				in = false
@@ -107,13 +196,14 @@ func TestDocsCommandBlocks(t *testing.T) {
 	var run []docBlock
 	for _, b := range blocks {
 		if b.skip != "" {
-			t.Logf("not run: %s: %s", b.where(), b.skip)
+			checkSkip(t, root, b)
+			t.Logf("not run: %s: %s: %s", b.where(), strings.Join(b.kinds, ","), b.skip)
 			continue
 		}
 		run = append(run, b)
 	}
 	t.Logf("%d command blocks: %d run, %d marked as not runnable here", len(blocks), len(run), len(blocks)-len(run))
-	if len(run) < 6 {
+	if len(run) < 8 {
 		t.Errorf("only %d command blocks run: the docs test no longer tests the docs", len(run))
 	}
 

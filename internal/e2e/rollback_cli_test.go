@@ -37,7 +37,7 @@ func TestRollbackCLI(t *testing.T) {
 			k("import", "prod", filepath.Join(testdata, "prod-2.tfstate"))
 
 			dry := k("rollback", "prod", "--to", "@1")
-			if !strings.Contains(dry, "would") || !strings.Contains(dry, "This was a dry run") {
+			if !strings.Contains(dry, "would") || !strings.Contains(dry, "Dry run: nothing was changed. To do it: kl rollback") {
 				t.Errorf("dry run:\n%s", dry)
 			}
 			res := k("rollback", "resource", "prod", "aws_instance.web", "--to", "@1")

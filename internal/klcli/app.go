@@ -310,15 +310,19 @@ type RollbackCmds struct {
 // rollbackFlags are the flags every rollback takes.
 type rollbackFlags struct {
 	JSONFlag
-	To    string `required:"" help:"The version to roll back to: ${version_ref}" placeholder:"REF"`
-	Apply bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run that writes nothing."`
-	Yes   bool   `help:"Confirm --apply."`
+	To     string `required:"" help:"The version to roll back to: ${version_ref}" placeholder:"REF"`
+	Apply  bool   `help:"Append the rollback as a new version (needs --yes). Without it, a dry run that writes nothing."`
+	Yes    bool   `help:"Confirm --apply."`
+	DryRun bool   `name:"dry-run" help:"Show what the rollback would do; write nothing (the default of kl rollback; the flag every writing command takes)."`
 }
 
 func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address string) error {
 	ref, err := refArg(f.To)
 	if err != nil {
 		return err
+	}
+	if f.Apply && f.DryRun {
+		return &UsageError{Message: "--dry-run and --apply contradict each other", Hint: "drop --apply to preview, or --dry-run to write (with --yes)"}
 	}
 	if f.Apply && !f.Yes { // refused before anything is dialed
 		return (&CLI{}).Rollback(ctx, name, RollbackRequest{Apply: true}, false)

@@ -136,9 +136,7 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 			}
 		}
 	}
-	if res.DryRun {
-		b.WriteString("Dry run: nothing was moved.\n")
-	} else if v := res.Versions; v != nil {
+	if v := res.Versions; !res.DryRun && v != nil {
 		fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
 			res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
 		if res.Archived {
@@ -148,6 +146,9 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 	b.WriteString("What the configurations must do:\n")
 	for i, s := range res.Config {
 		fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
+	}
+	if res.DryRun {
+		writeDryRunEnd(&b, withoutDryRun)
 	}
 	_, err = fmt.Fprint(c.Out, b.String())
 	return err

@@ -30,7 +30,7 @@ func TestMoveStates(t *testing.T) {
 			return out.String(), err
 		}
 		out, err := run(false, httpbackend.MoveRequest{Operation: history.OperationSplit, From: "app", To: "app-net", Addresses: []history.MovePair{{From: "terraform_data.a"}}, DryRun: true})
-		if err != nil || !strings.Contains(out, "Would move 1 instance(s) from app to app-net") || !strings.Contains(out, "Dry run: nothing was moved.") {
+		if err != nil || !strings.Contains(out, "Would move 1 instance(s) from app to app-net") || !strings.Contains(out, "Dry run: nothing was changed. To do it: run the same command without --dry-run.") {
 			t.Fatalf("split dry run: %v\n%s", err, out)
 		}
 		out, err = run(false, httpbackend.MoveRequest{Operation: history.OperationSplit, From: "app", To: "app-net", Addresses: []history.MovePair{{From: "terraform_data.a"}}})

@@ -380,8 +380,18 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 		return err
 	}
 	if dryRun {
-		_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
-		return err
+		for _, sp := range rep.States {
+			if len(sp.Kept) == 0 {
+				continue
+			}
+			fmt.Fprintf(c.Out, "%s keeps:\n", sp.State)
+			for _, k := range sp.Kept {
+				fmt.Fprintf(c.Out, "  %s\n", k)
+			}
+		}
+		fmt.Fprintf(c.Out, "%s %s.\n", verb, plural(rep.Versions, "version", "versions"))
+		writeDryRunEnd(c.Out, withoutDryRun)
+		return nil
 	}
 	_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
 		verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),

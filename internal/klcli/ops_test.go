@@ -62,7 +62,8 @@ func TestRetentionCommands(t *testing.T) {
 			t.Errorf("policies: %q", got)
 		}
 		dry := run(func() error { return c.ApplyRetention(ctx, true, "", 0) })
-		if !strings.Contains(dry, "@1-@2") || !strings.Contains(dry, "nothing was changed") {
+		if !strings.Contains(dry, "@1-@2") || !strings.Contains(dry, "nothing was changed") ||
+			!strings.Contains(dry, "prod keeps:\n  @3 current: the state's current version\n  @3 keep_last: state:prod keep_last=1: the newest 1\n") {
 			t.Errorf("dry run:\n%s", dry)
 		}
 		if _, err := h.engine.ReadVersion(ctx, "prod", 1); err != nil {
@@ -75,6 +76,13 @@ func TestRetentionCommands(t *testing.T) {
 		var nf *kilolock.VersionNotFoundError
 		if _, err := h.engine.ReadVersion(ctx, "prod", 1); !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 3 || !strings.Contains(err.Error(), "retention pruned @1…@2") {
 			t.Errorf("@1 after pruning: %v; want it said pruned, @3 the first", err)
+		}
+		// kl show of a pruned version, on each lane: not found, said
+		// pruned, under which policy, with the nearest version kept.
+		if err := c.Show(ctx, "prod", kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, ""); !errors.Is(err, kilolock.ErrNotFound) ||
+			!strings.Contains(err.Error(), "retention pruned @1…@2") || !strings.Contains(err.Error(), "state:prod keep_last=1") ||
+			!strings.Contains(err.Error(), "nearest kept are @3") {
+			t.Errorf("kl show of a pruned version: %v", err)
 		}
 		if doc, err := h.engine.ReadVersion(ctx, "prod", 3); err != nil || !bytes.Equal(doc.Bytes, seedDoc(t, "prod-3")) {
 			t.Errorf("the current version after pruning: %v", err)

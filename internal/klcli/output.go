@@ -15,6 +15,16 @@ import (
 // Tabs and newlines pass; every other C0 control, DEL and the C1 controls
 // become \u00XX, which keeps JSON output valid and equal in meaning.
 //
+// writeDryRunEnd ends what a dry run printed, the same for every command
+// that writes (kl state rm/mv, moves between states, kl rollback, kl
+// retention apply): nothing was changed, and how to do it.
+func writeDryRunEnd(w io.Writer, howToDo string) {
+	fmt.Fprintf(w, "Dry run: nothing was changed. To do it: %s.\n", howToDo)
+}
+
+// withoutDryRun is the howToDo of a command that writes without --dry-run.
+const withoutDryRun = "run the same command without --dry-run"
+
 // What a reader that went away (EPIPE) would have read is dropped: the
 // IaC CLI's output copied to kl's stderr keeps draining, so that the CLI,
 // interrupted (SignalContext), can stop gracefully rather than block on a

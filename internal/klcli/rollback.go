@@ -34,7 +34,7 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 	if p.Address != "" {
 		what = fmt.Sprintf("%s in state %s", p.Address, name)
 	}
-	mode := "dry run, nothing written"
+	mode := "dry run"
 	if r.Apply {
 		mode = "applied"
 	}
@@ -60,7 +60,7 @@ func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes 
 		if r.Address != "" {
 			cmd = fmt.Sprintf("kl rollback resource %s %s --to %s", name, r.Address, r.To)
 		}
-		fmt.Fprintf(c.Out, "This was a dry run. To append this rollback as a new version: %s --apply --yes\n", cmd)
+		writeDryRunEnd(c.Out, cmd+" --apply --yes (appends the rollback as a new version)")
 	case res.Version == nil:
 		fmt.Fprintf(c.Out, "The current version already has the content of %s: nothing was written.\n", versionText(&p.Target))
 	default:

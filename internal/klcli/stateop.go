@@ -69,7 +69,7 @@ func (c *CLI) writeStateOp(res *history.StateOpResult) error {
 	writeChangeSet(c.Out, &p.ChangeSet, verbs)
 	switch {
 	case res.DryRun:
-		fmt.Fprintln(c.Out, "Dry run: nothing was written.")
+		writeDryRunEnd(c.Out, withoutDryRun)
 	case res.Version == nil:
 		fmt.Fprintln(c.Out, "Nothing changed: no version was written.")
 	default:

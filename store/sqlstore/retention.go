@@ -192,6 +192,92 @@ func candidates(ctx context.Context, tx Tx, stateID, current int64, r *retention
 	return out, skipped, err
 }
 
+// keptRanges says why retention keeps the versions of the state (id
+// stateID, current version current) that r does not prune, reading what
+// candidates reads (SQLProtectedFrom, SQLProtectedVersions, r's limits)
+// with who holds each: one batch of index reads, for a dry run.
+func keptRanges(ctx context.Context, tx Tx, stateID, current int64, r *retention.PruneRequest, now time.Time) ([]retention.KeptRange, error) {
+	if current == 0 {
+		return []retention.KeptRange{}, nil
+	}
+	kept := []retention.KeptRange{{From: current, To: current, Reason: retention.KeptCurrent, Detail: "the state's current version"}}
+	var policy, locks, runs, tags, pins []retention.KeptRange
+	var keepAt, young *int64
+	b := &Batch{}
+	if r.KeepLast > 0 {
+		b.Query(func(rows Rows) error { return rows.Scan(&keepAt) },
+			`SELECT number FROM state_versions WHERE state_id = $1 ORDER BY number DESC LIMIT 1 OFFSET $2`, stateID, r.KeepLast-1)
+	}
+	if !r.Before.IsZero() {
+		b.Query(func(rows Rows) error { return rows.Scan(&young) },
+			`SELECT min(number) FROM state_versions WHERE state_id = $1 AND created_at >= $2`, stateID, r.Before.UTC())
+	}
+	b.Query(func(rows Rows) error {
+		var (
+			id, who, op string
+			base        int64
+		)
+		err := rows.Scan(&id, &who, &op, &base)
+		locks = append(locks, retention.KeptRange{From: base, To: current, Reason: retention.KeptLockBase,
+			Detail: fmt.Sprintf("lock %s by %s (%s) reads from its base", id, who, op)})
+		return err
+	}, `SELECT lock_id, who, operation, base_version FROM locks WHERE state_id = $1 AND base_version > 0 ORDER BY base_version, lock_id`, stateID)
+	b.Query(func(rows Rows) error {
+		var (
+			id, actor string
+			base      *int64
+		)
+		err := rows.Scan(&id, &actor, &base)
+		if base != nil {
+			runs = append(runs, retention.KeptRange{From: *base, To: current, Reason: retention.KeptRunBase,
+				Detail: fmt.Sprintf("apply run %s by %s planned from it", id, actor)})
+		}
+		return err
+	}, `SELECT a.id, a.actor, (SELECT max(v.number) FROM state_versions v WHERE v.state_id = a.state_id AND v.serial = a.source_serial)
+		FROM apply_runs a WHERE a.state_id = $1 AND a.status IN ('waiting', 'active') AND a.expires_at > $2 ORDER BY a.id`, stateID, now)
+	b.Query(func(rows Rows) error {
+		var (
+			name string
+			n    int64
+		)
+		err := rows.Scan(&name, &n)
+		tags = append(tags, retention.KeptRange{From: n, To: n, Reason: retention.KeptTag, Detail: "tag " + name})
+		return err
+	}, `SELECT name, version FROM state_tags WHERE state_id = $1 ORDER BY version, name{C}`, stateID)
+	b.Query(func(rows Rows) error {
+		var (
+			n             int64
+			reason, actor string
+			expires       time.Time
+		)
+		err := rows.Scan(&n, &reason, &actor, &expires)
+		if actor != "" {
+			reason += " by " + actor
+		}
+		pins = append(pins, retention.KeptRange{From: n, To: n, Reason: retention.KeptPin,
+			Detail: fmt.Sprintf("%s, pinned until %s", reason, expires.UTC().Format(time.RFC3339))})
+		return err
+	}, `SELECT number, reason, actor, expires_at FROM version_pins WHERE state_id = $1 AND expires_at > $2 ORDER BY number, reason`, stateID, now)
+	if err := tx.Send(ctx, b); err != nil {
+		return nil, err
+	}
+	if keepAt != nil {
+		policy = append(policy, retention.KeptRange{From: *keepAt, To: current, Reason: retention.KeptKeepLast,
+			Detail: fmt.Sprintf("%s: the newest %d", r.Policy, r.KeepLast)})
+	} else if r.KeepLast > 0 {
+		policy = append(policy, retention.KeptRange{From: 1, To: current, Reason: retention.KeptKeepLast,
+			Detail: fmt.Sprintf("%s: the state has fewer versions than it keeps", r.Policy)})
+	}
+	if young != nil {
+		policy = append(policy, retention.KeptRange{From: *young, To: current, Reason: retention.KeptKeepDays,
+			Detail: fmt.Sprintf("%s: made after %s", r.Policy, r.Before.UTC().Format(time.RFC3339))})
+	}
+	for _, part := range [][]retention.KeptRange{policy, locks, runs, tags, pins} {
+		kept = append(kept, part...)
+	}
+	return kept, nil
+}
+
 // errEnough ends a scan early.
 var errEnough = errors.New("enough rows")
 
@@ -217,9 +303,13 @@ func (s *Store) Prune(ctx context.Context, r retention.PruneRequest) (*retention
 				return err
 			}
 			cs, _, err := candidates(ctx, tx, id, current, &r, now)
+			if err != nil {
+				return err
+			}
 			for _, c := range cs {
 				res.Versions = append(res.Versions, c.number)
 			}
+			res.Kept, err = keptRanges(ctx, tx, id, current, &r, now)
 			return err
 		})
 		return res, err
