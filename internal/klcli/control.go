@@ -2,14 +2,11 @@ package klcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy"
@@ -74,34 +71,7 @@ func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error
 		return err
 	}
 	defer b.Close()
-	var api ControlAPI
-	switch b := b.(type) {
-	case *HTTPBackend:
-		api = serverControl{b}
-	case *EngineBackend:
-		ts, ok := b.engine.Store().(tenancy.TenantStore)
-		if !ok {
-			return &UsageError{Message: "this database keeps no workspaces", Hint: "use a SQLite or PostgreSQL store"}
-		}
-		api = databaseControl{c: tenancy.NewControl(ts), by: databaseCaller(g.Actor)}
-	default:
-		return fmt.Errorf("no control API on a %T", b)
-	}
-	return f(&Control{API: api, Out: g.out(), JSON: json})
-}
-
-// databaseCaller is who a change made on a database directly is audited
-// as: "db:" and the actor (kl when none), so that the audit log tells it
-// from a change made through a server; from kl on this host.
-func databaseCaller(actor string) kilolock.Caller {
-	if actor == "" {
-		actor = "kl"
-	}
-	from := "kl"
-	if host, err := os.Hostname(); err == nil && host != "" {
-		from += "@" + host
-	}
-	return kilolock.Caller{Actor: "db:" + actor, From: from}
+	return f(&Control{API: serverControl{b}, Out: g.out(), JSON: json})
 }
 
 func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
@@ -416,113 +386,6 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 		row(tw, formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From))
 	}
 	return tw.Flush()
-}
-
-// databaseControl is the ControlAPI of a database opened directly: the
-// library's Control, its changes audited as by.
-type databaseControl struct {
-	c  *tenancy.Control
-	by kilolock.Caller
-}
-
-var _ ControlAPI = databaseControl{}
-
-func (d databaseControl) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error) {
-	return d.c.CreateWorkspace(ctx, d.by, name, kind, owner)
-}
-
-func (d databaseControl) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
-	return d.c.Workspaces(ctx)
-}
-
-func (d databaseControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error) {
-	if suspend {
-		return d.c.SuspendWorkspace(ctx, d.by, id)
-	}
-	return d.c.ResumeWorkspace(ctx, d.by, id)
-}
-
-func (d databaseControl) CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error) {
-	return d.c.CreateEnvironment(ctx, d.by, ws, slug)
-}
-
-func (d databaseControl) Environments(ctx context.Context, ws string) ([]tenancy.Environment, error) {
-	return d.c.Environments(ctx, ws)
-}
-
-func (d databaseControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error) {
-	return d.c.ConfigureEnvironment(ctx, d.by, ws, env, cfg)
-}
-
-func (d databaseControl) IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error) {
-	tok, secret, err := d.c.IssueToken(ctx, d.by, req)
-	if err != nil {
-		return nil, err
-	}
-	return &IssuedToken{Token: *tok, Secret: secret}, nil
-}
-
-func (d databaseControl) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
-	return d.c.Tokens(ctx, kind)
-}
-
-func (d databaseControl) RevokeToken(ctx context.Context, id string) error {
-	return d.c.RevokeToken(ctx, d.by, id)
-}
-
-func (d databaseControl) AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error) {
-	return d.c.AddGrant(ctx, d.by, token, env)
-}
-
-func (d databaseControl) RevokeGrant(ctx context.Context, token, env string) error {
-	return d.c.RevokeGrant(ctx, d.by, token, env)
-}
-
-func (d databaseControl) Grants(ctx context.Context, token string) ([]tenancy.Grant, error) {
-	return d.c.Grants(ctx, token)
-}
-
-func (d databaseControl) PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error) {
-	m, err := d.c.PutMember(ctx, d.by, ws, user, role)
-	if err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-func (d databaseControl) RemoveMember(ctx context.Context, ws, user string) error {
-	return d.c.RemoveMember(ctx, d.by, ws, user)
-}
-
-func (d databaseControl) Members(ctx context.Context, ws string) ([]tenancy.Member, error) {
-	return d.c.Members(ctx, ws)
-}
-
-func (d databaseControl) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
-	if archive {
-		return d.c.ArchiveState(ctx, d.by, ws, env, state)
-	}
-	return d.c.RestoreState(ctx, d.by, ws, env, state)
-}
-
-func (d databaseControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
-	return d.c.Audit(ctx, f)
-}
-
-func (d databaseControl) Reach(ctx context.Context, secret string) (*tenancy.Reach, error) {
-	r, err := d.c.Reach(ctx, tenancy.HashSecret(secret), time.Now())
-	if errors.Is(err, kilolock.ErrNotFound) {
-		return nil, &UsageError{Message: "the token is unknown or revoked", Hint: "ask for a new token (kl token issue, kl pat create)"}
-	}
-	return r, err
-}
-
-func (d databaseControl) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	return d.c.SetQuota(ctx, d.by, ch)
-}
-
-func (d databaseControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
-	return d.c.Quotas(ctx)
 }
 
 // serverControl is the ControlAPI of a server: its operator control API

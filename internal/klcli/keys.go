@@ -136,16 +136,6 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 }
 
 // KeyUsage implements KeyOps.
-func (b *EngineBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
-	return b.engine.KeyUsage(ctx)
-}
-
-// RotateKeys implements KeyOps: in this process, to the end.
-func (b *EngineBackend) RotateKeys(ctx context.Context, _ bool, _ time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	return b.engine.RotateKeys(ctx, progress)
-}
-
-// KeyUsage implements KeyOps.
 func (b *HTTPBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
 	var out struct {
 		Keys []kilolock.KeyUsage `json:"keys"`

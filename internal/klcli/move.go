@@ -28,15 +28,6 @@ func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.M
 	return res.Moves, nil
 }
 
-// StateMoves implements MoveLister.
-func (b *EngineBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
-	ms, ok := b.engine.Store().(kilolock.MoveStore)
-	if !ok {
-		return nil, nil
-	}
-	return ms.Moves(ctx, name)
-}
-
 // moveNotes are what kl history says of name's versions a move made, by
 // version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
 func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []kilolock.MoveRecord, error) {
@@ -68,7 +59,6 @@ type StateMover interface {
 
 var (
 	_ StateMover = (*HTTPBackend)(nil)
-	_ StateMover = (*EngineBackend)(nil)
 )
 
 // MoveStates implements StateMover.
@@ -78,22 +68,6 @@ func (b *HTTPBackend) MoveStates(ctx context.Context, req httpbackend.MoveReques
 		return nil, err
 	}
 	return &res, nil
-}
-
-// MoveStates implements StateMover.
-func (b *EngineBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
-	o := history.MoveOptions{Actor: actorOr(b.Actor), DryRun: req.DryRun}
-	switch req.Operation {
-	case history.OperationSplit:
-		addrs := make([]string, len(req.Addresses))
-		for i, p := range req.Addresses {
-			addrs[i] = p.From
-		}
-		return sameAsServer(history.Split(ctx, b.engine, req.From, req.To, addrs, o))
-	case history.OperationMerge:
-		return sameAsServer(history.Merge(ctx, b.engine, req.From, req.To, o))
-	}
-	return sameAsServer(history.Move(ctx, b.engine, req.From, req.To, req.Addresses, o))
 }
 
 // MoveStates runs a move between states and prints what moved, the edges

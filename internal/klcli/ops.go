@@ -35,7 +35,6 @@ type Operations interface {
 
 var (
 	_ Operations = (*HTTPBackend)(nil)
-	_ Operations = (*EngineBackend)(nil)
 )
 
 // operations returns the CLI's backend as Operations.
@@ -45,43 +44,6 @@ func (c *CLI) operations() (Operations, error) {
 		return nil, &UsageError{Message: "this backend has no backups or retention", Hint: "use --server or --database"}
 	}
 	return ops, nil
-}
-
-// caller is who kl on a database prunes or sets a policy as (see
-// databaseCaller).
-func (b *EngineBackend) caller() kilolock.Caller { return databaseCaller(b.Actor) }
-
-// Backup implements Operations.
-func (b *EngineBackend) Backup(ctx context.Context, w io.Writer) error {
-	_, err := retention.Backup(ctx, b.engine, w)
-	return err
-}
-
-// RetentionPolicies implements Operations.
-func (b *EngineBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
-	return retention.RetentionPolicies(ctx, b.engine)
-}
-
-// SetRetentionPolicy implements Operations.
-func (b *EngineBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
-	return retention.SetRetentionPolicy(ctx, b.engine, b.caller(), p)
-}
-
-// UnsetRetentionPolicy implements Operations.
-func (b *EngineBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	return retention.UnsetRetentionPolicy(ctx, b.engine, b.caller(), scope, target)
-}
-
-// ApplyRetention implements Operations.
-func (b *EngineBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
-	rep, err := retention.ApplyRetention(ctx, b.engine, retention.RetentionOptions{DryRun: dryRun, State: state, Batch: batch, By: b.caller()})
-	return rep, stateError(state, err)
-}
-
-// PrunedVersions implements Operations.
-func (b *EngineBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
-	out, err := retention.PrunedVersions(ctx, b.engine, name, before, limit)
-	return out, stateError(name, err)
 }
 
 // untimed is the answer of a request that has no bound on its whole time

@@ -24,39 +24,7 @@ type SearchBackend interface {
 
 var (
 	_ SearchBackend = (*HTTPBackend)(nil)
-	_ SearchBackend = (*EngineBackend)(nil)
 )
-
-// inventoryStore is the engine's store as an inventory.Store.
-func (b *EngineBackend) inventoryStore() (inventory.Store, error) {
-	is, ok := b.engine.Store().(inventory.Store)
-	if !ok {
-		return nil, fmt.Errorf("no search across states on a %T", b.engine.Store())
-	}
-	return is, nil
-}
-
-// Search implements SearchBackend.
-func (b *EngineBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
-	is, err := b.inventoryStore()
-	if err != nil {
-		return nil, err
-	}
-	q, err := inventory.ParseQuery(f)
-	if err != nil {
-		return nil, err
-	}
-	return inventory.Search(ctx, is, q)
-}
-
-// Duplicates implements SearchBackend.
-func (b *EngineBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
-	is, err := b.inventoryStore()
-	if err != nil {
-		return nil, err
-	}
-	return inventory.Duplicates(ctx, is, nil, typ)
-}
 
 // Search implements SearchBackend through the JSON API.
 func (b *HTTPBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {

@@ -23,23 +23,6 @@ type TagOps interface {
 	UnsetTag(ctx context.Context, state, name string) error
 }
 
-// SetTag implements TagOps, audited as db:ACTOR.
-func (b *EngineBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
-	t, err := history.SetTag(ctx, b.engine, state, name, ref, history.TagOptions{By: databaseCaller(b.Actor), Description: description})
-	return t, stateError(state, err)
-}
-
-// Tags implements TagOps.
-func (b *EngineBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
-	ts, err := history.Tags(ctx, b.engine, state)
-	return ts, stateError(state, err)
-}
-
-// UnsetTag implements TagOps, audited as db:ACTOR.
-func (b *EngineBackend) UnsetTag(ctx context.Context, state, name string) error {
-	return stateError(state, history.UnsetTag(ctx, b.engine, state, name, history.TagOptions{By: databaseCaller(b.Actor)}))
-}
-
 func tagPath(state, name string) string { return statePath(state) + "/tags/" + url.PathEscape(name) }
 
 // SetTag implements TagOps.

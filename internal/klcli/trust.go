@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -120,20 +119,7 @@ func (g *Globals) trust(ctx context.Context, asJSON bool, f func(*Trust) error) 
 		return err
 	}
 	defer b.Close()
-	var api TrustAPI
-	switch b := b.(type) {
-	case *HTTPBackend:
-		api = serverTrust{b}
-	case *EngineBackend:
-		c, err := trust.NewControl(b.engine.Store())
-		if err != nil {
-			return &UsageError{Message: "this database keeps no trust policies", Hint: "use a SQLite or PostgreSQL store"}
-		}
-		api = databaseTrust{c: c, by: databaseCaller(g.Actor)}
-	default:
-		return fmt.Errorf("no control API on a %T", b)
-	}
-	return f(&Trust{API: api, cli: &CLI{Out: g.out(), JSON: asJSON}, json: asJSON})
+	return f(&Trust{API: serverTrust{b}, cli: &CLI{Out: g.out(), JSON: asJSON}, json: asJSON})
 }
 
 // Add adds a policy and prints its id.
@@ -200,26 +186,6 @@ func statesText(pattern string) string {
 		return "every state"
 	}
 	return "states " + pattern
-}
-
-// databaseTrust is the TrustAPI of a database opened directly.
-type databaseTrust struct {
-	c  *trust.Control
-	by kilolock.Caller
-}
-
-var _ TrustAPI = databaseTrust{}
-
-func (d databaseTrust) AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error) {
-	return d.c.Add(ctx, d.by, p)
-}
-
-func (d databaseTrust) TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error) {
-	return d.c.Policies(ctx, env)
-}
-
-func (d databaseTrust) RemoveTrustPolicy(ctx context.Context, id string) error {
-	return d.c.Remove(ctx, d.by, id)
 }
 
 // serverTrust is the TrustAPI of a server: /v1/api/trust-policies.

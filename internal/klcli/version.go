@@ -20,7 +20,7 @@ func (c *CLI) Version(ctx context.Context, client VersionInfo) error {
 		if err != nil {
 			return err
 		}
-		out.Server = v
+		out.Server = v // nil for a database
 	}
 	if c.JSON {
 		return c.writeJSON(out)
