@@ -36,21 +36,20 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(ConflictsJSON{State: name, Rejections: rs})
-	}
-	if len(rs) == 0 {
-		_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
-		return err
-	}
-	fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
-	for _, r := range rs {
-		fmt.Fprintln(c.Out)
-		if err := c.writeRejection(&r); err != nil {
+	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
+		if len(rs) == 0 {
+			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
 			return err
 		}
-	}
-	return nil
+		fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
+		for _, r := range rs {
+			fmt.Fprintln(c.Out)
+			if err := c.writeRejection(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // writeRejection writes one rejection as a block of labelled lines.

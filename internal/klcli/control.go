@@ -83,11 +83,7 @@ func (c *Control) CreateWorkspace(ctx context.Context, name string, kind tenancy
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(ws)
-	}
-	fmt.Fprintf(c.Out, "Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
-	return nil
+	return c.cli().say(ws, "Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
 }
 
 // Workspaces lists the workspaces.
@@ -96,18 +92,9 @@ func (c *Control) Workspaces(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Workspace{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "NAME", "KIND", "LIFECYCLE", "CREATED")
-	for _, ws := range out {
-		row(tw, ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "NAME", "KIND", "LIFECYCLE", "CREATED"}, func(ws tenancy.Workspace) []string {
+		return []string{ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created)}
+	})
 }
 
 // SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
@@ -116,11 +103,7 @@ func (c *Control) SetWorkspaceLifecycle(ctx context.Context, id string, suspend 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(ws)
-	}
-	fmt.Fprintf(c.Out, "Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
-	return nil
+	return c.cli().say(ws, "Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
 }
 
 // CreateEnvironment creates an environment in workspace ws.
@@ -129,11 +112,7 @@ func (c *Control) CreateEnvironment(ctx context.Context, ws, slug string) error 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(e)
-	}
-	fmt.Fprintf(c.Out, "Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
-	return nil
+	return c.cli().say(e, "Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
 }
 
 // Environments lists the environments of workspace ws.
@@ -142,18 +121,9 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Environment{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED")
-	for _, e := range out {
-		row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED"}, func(e tenancy.Environment) []string {
+		return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created)}
+	})
 }
 
 // ConfigureEnvironment changes the settings cfg sets of environment env of
@@ -167,15 +137,14 @@ func (c *Control) ConfigureEnvironment(ctx context.Context, ws, env string, cfg 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(e)
-	}
-	if e.RequireClientEncryption {
-		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
-	} else {
-		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
-	}
-	return nil
+	return c.cli().show(e, func() error {
+		if e.RequireClientEncryption {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
+		} else {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
+		}
+		return nil
+	})
 }
 
 // requiredOrDash is "required" for a requirement that holds, else "-".
@@ -193,27 +162,26 @@ func (c *Control) IssueToken(ctx context.Context, req tenancy.TokenRequest) erro
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(tok)
-	}
-	what := "token"
-	if tok.Kind == tenancy.TokenPersonal {
-		what = "personal access token"
-	}
-	fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
-	switch {
-	case tok.EnvironmentID != "":
-		fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
-	case tok.UserID != "":
-		fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
-	}
-	if !tok.Expires.IsZero() {
-		fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
-	}
-	fmt.Fprintln(c.Out, ".")
-	fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
-	fmt.Fprintln(c.Out, "Store this secret now: it will not be shown again.")
-	return nil
+	return c.cli().show(tok, func() error {
+		what := "token"
+		if tok.Kind == tenancy.TokenPersonal {
+			what = "personal access token"
+		}
+		fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
+		switch {
+		case tok.EnvironmentID != "":
+			fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
+		case tok.UserID != "":
+			fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
+		}
+		if !tok.Expires.IsZero() {
+			fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
+		}
+		fmt.Fprintln(c.Out, ".")
+		fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
+		fmt.Fprintln(c.Out, "Store this secret now: it will not be shown again.")
+		return nil
+	})
 }
 
 // Tokens lists the tokens of kind ("" for every kind), without secrets.
@@ -222,18 +190,9 @@ func (c *Control) Tokens(ctx context.Context, kind tenancy.TokenKind) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Token{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES")
-	for _, t := range out {
-		row(tw, t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES"}, func(t tenancy.Token) []string {
+		return []string{t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires)}
+	})
 }
 
 // DeleteToken revokes a token (automation or personal).
@@ -241,11 +200,7 @@ func (c *Control) DeleteToken(ctx context.Context, id string) error {
 	if err := c.API.RevokeToken(ctx, id); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"revoked": id})
-	}
-	fmt.Fprintf(c.Out, "Revoked token %s.\n", cell(id))
-	return nil
+	return c.cli().say(map[string]string{"revoked": id}, "Revoked token %s.\n", cell(id))
 }
 
 // AddGrant grants a personal access token access to an environment.
@@ -254,11 +209,7 @@ func (c *Control) AddGrant(ctx context.Context, token, env string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(g)
-	}
-	fmt.Fprintf(c.Out, "Granted %s access to %s.\n", g.TokenID, g.EnvironmentID)
-	return nil
+	return c.cli().say(g, "Granted %s access to %s.\n", g.TokenID, g.EnvironmentID)
 }
 
 // RevokeGrant takes a grant away.
@@ -266,11 +217,7 @@ func (c *Control) RevokeGrant(ctx context.Context, token, env string) error {
 	if err := c.API.RevokeGrant(ctx, token, env); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"revoked": token + "->" + env})
-	}
-	fmt.Fprintf(c.Out, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
-	return nil
+	return c.cli().say(map[string]string{"revoked": token + "->" + env}, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
 }
 
 // Grants lists a token's grants.
@@ -279,18 +226,9 @@ func (c *Control) Grants(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Grant{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "TOKEN", "ENVIRONMENT", "CREATED")
-	for _, g := range out {
-		row(tw, g.TokenID, g.EnvironmentID, formatTime(g.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(g tenancy.Grant) []string {
+		return []string{g.TokenID, g.EnvironmentID, formatTime(g.Created)}
+	})
 }
 
 // PutMember adds a user to a workspace, or changes their role.
@@ -299,11 +237,7 @@ func (c *Control) PutMember(ctx context.Context, ws, user string, role tenancy.R
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(m)
-	}
-	fmt.Fprintf(c.Out, "%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(ws))
-	return nil
+	return c.cli().say(m, "%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(ws))
 }
 
 func article(word string) string {
@@ -318,11 +252,7 @@ func (c *Control) RemoveMember(ctx context.Context, ws, user string) error {
 	if err := c.API.RemoveMember(ctx, ws, user); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"removed": user})
-	}
-	fmt.Fprintf(c.Out, "Removed %s from workspace %s.\n", cell(user), cell(ws))
-	return nil
+	return c.cli().say(map[string]string{"removed": user}, "Removed %s from workspace %s.\n", cell(user), cell(ws))
 }
 
 // Members lists a workspace's members.
@@ -331,18 +261,9 @@ func (c *Control) Members(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Member{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "USER", "ROLE")
-	for _, m := range out {
-		row(tw, cell(m.UserID), string(m.Role))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"USER", "ROLE"}, func(m tenancy.Member) []string {
+		return []string{cell(m.UserID), string(m.Role)}
+	})
 }
 
 // SetStateLifecycle archives (archive true) or restores a tenant's state.
@@ -354,11 +275,7 @@ func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, 
 	if archive {
 		l = tenancy.LifecycleArchived
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"state": state, "lifecycle": string(l)})
-	}
-	fmt.Fprintf(c.Out, "State %s is %s.\n", cell(state), l)
-	return nil
+	return c.cli().say(map[string]string{"state": state, "lifecycle": string(l)}, "State %s is %s.\n", cell(state), l)
 }
 
 // Audit lists the audit log, newest first; denied only lists refusals.
@@ -367,15 +284,7 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []kilolock.AuditEntry{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "AT", "ACTOR", "ACTION", "TARGET", "RESULT", "FROM")
-	for _, e := range out {
+	return list(c.cli(), out, []string{"AT", "ACTOR", "ACTION", "TARGET", "RESULT", "FROM"}, func(e kilolock.AuditEntry) []string {
 		result := "ok"
 		if e.Denied {
 			result = "denied"
@@ -383,9 +292,8 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 				result += ": " + e.Reason
 			}
 		}
-		row(tw, formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From))
-	}
-	return tw.Flush()
+		return []string{formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From)}
+	})
 }
 
 // serverControl is the ControlAPI of a server: its operator control API
@@ -578,42 +486,41 @@ func (c *Control) Whoami(ctx context.Context, secret string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(r)
-	}
-	what := "automation token, " + string(r.Token.Scope)
-	if r.Token.Kind == tenancy.TokenPersonal {
-		what = "personal access token of " + cell(r.Token.UserID)
-	}
-	expiry := "never expires"
-	switch {
-	case r.Expired:
-		expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
-	case !r.Token.Expires.IsZero():
-		expiry = "expires " + formatTime(r.Token.Expires)
-	}
-	fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
-	if len(r.Environments) == 0 {
-		fmt.Fprintln(c.Out, "It reaches no environment.")
-	} else {
-		tw := c.cli().table()
-		row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
-		for _, e := range r.Environments {
-			access := "read"
-			switch {
-			case e.Writable:
-				access = "read-write"
-			case e.OutputsOnly:
-				access = "outputs"
+	return c.cli().show(r, func() error {
+		what := "automation token, " + string(r.Token.Scope)
+		if r.Token.Kind == tenancy.TokenPersonal {
+			what = "personal access token of " + cell(r.Token.UserID)
+		}
+		expiry := "never expires"
+		switch {
+		case r.Expired:
+			expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
+		case !r.Token.Expires.IsZero():
+			expiry = "expires " + formatTime(r.Token.Expires)
+		}
+		fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
+		if len(r.Environments) == 0 {
+			fmt.Fprintln(c.Out, "It reaches no environment.")
+		} else {
+			tw := c.cli().table()
+			row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
+			for _, e := range r.Environments {
+				access := "read"
+				switch {
+				case e.Writable:
+					access = "read-write"
+				case e.OutputsOnly:
+					access = "outputs"
+				}
+				row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
 			}
-			row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		for _, u := range r.Unusable {
+			fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
 		}
-	}
-	for _, u := range r.Unusable {
-		fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
-	}
-	return nil
+		return nil
+	})
 }

@@ -69,10 +69,9 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 	if ds == nil {
 		ds = []drift.DriftRecord{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"drift": ds})
-	}
-	return c.driftTable(ds)
+	return c.show(map[string]any{"drift": ds}, func() error {
+		return c.driftTable(ds)
+	})
 }
 
 func (c *CLI) driftTable(ds []drift.DriftRecord) error {

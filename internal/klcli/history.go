@@ -49,39 +49,38 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves})
-	}
-	if len(vs) == 0 && len(pruned) == 0 {
-		if opts.Before > 0 {
-			_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
+	return c.show(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
+		if len(vs) == 0 && len(pruned) == 0 {
+			if opts.Before > 0 {
+				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
+				return err
+			}
+			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", s.Name)
 			return err
 		}
-		_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", s.Name)
-		return err
-	}
-	w := c.table()
-	row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
-	for _, v := range vs {
-		for len(pruned) > 0 && pruned[0].From > v.Number {
-			prunedRow(w, pruned[0])
-			pruned = pruned[1:]
+		w := c.table()
+		row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
+		for _, v := range vs {
+			for len(pruned) > 0 && pruned[0].From > v.Number {
+				prunedRow(w, pruned[0])
+				pruned = pruned[1:]
+			}
+			number := strconv.FormatInt(v.Number, 10)
+			if v.Number == current {
+				number = "*" + number
+			}
+			changes := changesText(&v)
+			if n := notes[v.Number]; n != "" {
+				changes += " (" + n + ")"
+			}
+			row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
+				orDash(v.Actor), orDash(v.LockID), changes)
 		}
-		number := strconv.FormatInt(v.Number, 10)
-		if v.Number == current {
-			number = "*" + number
+		for _, p := range pruned {
+			prunedRow(w, p)
 		}
-		changes := changesText(&v)
-		if n := notes[v.Number]; n != "" {
-			changes += " (" + n + ")"
-		}
-		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
-			orDash(v.Actor), orDash(v.LockID), changes)
-	}
-	for _, p := range pruned {
-		prunedRow(w, p)
-	}
-	return w.Flush()
+		return w.Flush()
+	})
 }
 
 // prunedRow is the marker kl history shows where retention pruned a run

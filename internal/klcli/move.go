@@ -81,50 +81,49 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	var b strings.Builder
-	verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
-	if res.DryRun {
-		verb = "Would move"
-	}
-	fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
-	for _, mv := range res.Moved {
-		if mv.From == mv.To {
-			fmt.Fprintf(&b, "  %s\n", cell(mv.From))
-		} else {
-			fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
+	return c.show(res, func() error {
+		var b strings.Builder
+		verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
+		if res.DryRun {
+			verb = "Would move"
 		}
-	}
-	if len(res.Edges) > 0 {
-		b.WriteString("Dependencies that will cross the two states:\n")
-		for _, e := range res.Edges {
-			switch e.Kind {
-			case history.EdgeLeftOnMoved:
-				fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
-			case history.EdgeMovedOnLeft:
-				fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
-			default:
-				fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+		fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
+		for _, mv := range res.Moved {
+			if mv.From == mv.To {
+				fmt.Fprintf(&b, "  %s\n", cell(mv.From))
+			} else {
+				fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
 			}
 		}
-	}
-	if res.DryRun {
-		b.WriteString("Dry run: nothing was moved.\n")
-	} else if v := res.Versions; v != nil {
-		fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
-			res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
-		if res.Archived {
-			fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+		if len(res.Edges) > 0 {
+			b.WriteString("Dependencies that will cross the two states:\n")
+			for _, e := range res.Edges {
+				switch e.Kind {
+				case history.EdgeLeftOnMoved:
+					fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
+				case history.EdgeMovedOnLeft:
+					fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
+				default:
+					fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+				}
+			}
 		}
-	}
-	b.WriteString("What the configurations must do:\n")
-	for i, s := range res.Config {
-		fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
-	}
-	_, err = fmt.Fprint(c.Out, b.String())
-	return err
+		if res.DryRun {
+			b.WriteString("Dry run: nothing was moved.\n")
+		} else if v := res.Versions; v != nil {
+			fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
+				res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
+			if res.Archived {
+				fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+			}
+		}
+		b.WriteString("What the configurations must do:\n")
+		for i, s := range res.Config {
+			fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
+		}
+		_, err = fmt.Fprint(c.Out, b.String())
+		return err
+	})
 }
 
 // StateSplitCmd is kl state split.

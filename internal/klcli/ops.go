@@ -163,14 +163,13 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 		os.Remove(tmp)
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(sum)
-	}
-	abs, _ := filepath.Abs(output)
-	fmt.Fprintf(c.Out, "Backed up %s of a %s store (schema %d), taken %s, to %s (%s).\n",
-		plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), abs, byteSize(sum.Bytes))
-	c.backupTables(sum)
-	return nil
+	return c.show(sum, func() error {
+		abs, _ := filepath.Abs(output)
+		fmt.Fprintf(c.Out, "Backed up %s of a %s store (schema %d), taken %s, to %s (%s).\n",
+			plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), abs, byteSize(sum.Bytes))
+		c.backupTables(sum)
+		return nil
+	})
 }
 
 // backupTables lists the tables of a backup and their rows, and what was
@@ -259,19 +258,18 @@ func (c *CLI) RetentionPolicies(ctx context.Context) error {
 	if ps == nil {
 		ps = []retention.RetentionPolicy{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"policies": ps})
-	}
-	if len(ps) == 0 {
-		_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
-		return err
-	}
-	w := c.table()
-	row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
-	for _, p := range ps {
-		row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
-	}
-	return w.Flush()
+	return c.show(map[string]any{"policies": ps}, func() error {
+		if len(ps) == 0 {
+			_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
+			return err
+		}
+		w := c.table()
+		row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
+		for _, p := range ps {
+			row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
+		}
+		return w.Flush()
+	})
 }
 
 func limitText(n int64) string {
@@ -291,11 +289,10 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolic
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(out)
-	}
-	_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
-	return err
+	return c.show(out, func() error {
+		_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
+		return err
+	})
 }
 
 // UnsetRetentionPolicy removes a policy.
@@ -322,33 +319,32 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(rep)
-	}
-	verb := "Pruned"
-	if dryRun {
-		verb = "Would prune"
-	}
-	if len(rep.States) == 0 {
-		_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
+	return c.show(rep, func() error {
+		verb := "Pruned"
+		if dryRun {
+			verb = "Would prune"
+		}
+		if len(rep.States) == 0 {
+			_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
+			return err
+		}
+		w := c.table()
+		row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
+		for _, sp := range rep.States {
+			row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if dryRun {
+			_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
+			verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
+			plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
 		return err
-	}
-	w := c.table()
-	row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
-	for _, sp := range rep.States {
-		row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if dryRun {
-		_, err = fmt.Fprintf(c.Out, "%s %s; nothing was changed.\n", verb, plural(rep.Versions, "version", "versions"))
-		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
-		verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
-		plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
-	return err
+	})
 }
 
 // Pruned lists the runs of pruned versions of state name below before (0:
@@ -368,19 +364,18 @@ func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) 
 	if out == nil {
 		out = []kilolock.PrunedRange{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"state": name, "pruned": out})
-	}
-	if len(out) == 0 {
-		_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
-		return err
-	}
-	w := c.table()
-	row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
-	for _, p := range out {
-		row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
-	}
-	return w.Flush()
+	return c.show(map[string]any{"state": name, "pruned": out}, func() error {
+		if len(out) == 0 {
+			_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
+			return err
+		}
+		w := c.table()
+		row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
+		for _, p := range out {
+			row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
+		}
+		return w.Flush()
+	})
 }
 
 // rangeText shows a run of versions: "@3-@9", or "@3" alone.

@@ -27,29 +27,28 @@ func (c *CLI) Query(ctx context.Context, sql string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	w := c.table()
-	if len(res.Columns) > 0 {
-		cols := make([]string, len(res.Columns))
-		for i, col := range res.Columns {
-			cols[i] = cell(col)
+	return c.show(res, func() error {
+		w := c.table()
+		if len(res.Columns) > 0 {
+			cols := make([]string, len(res.Columns))
+			for i, col := range res.Columns {
+				cols[i] = cell(col)
+			}
+			row(w, cols...)
 		}
-		row(w, cols...)
-	}
-	for _, r := range res.Rows {
-		cells := make([]string, len(r))
-		for i, v := range r {
-			cells[i] = formatValue(v)
+		for _, r := range res.Rows {
+			cells := make([]string, len(r))
+			for i, v := range r {
+				cells[i] = formatValue(v)
+			}
+			row(w, cells...)
 		}
-		row(w, cells...)
-	}
-	if err := w.Flush(); err != nil {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "(%s)\n", plural(len(res.Rows), "row", "rows"))
 		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "(%s)\n", plural(len(res.Rows), "row", "rows"))
-	return err
+	})
 }
 
 // formatValue shows a query value the same way whichever backend produced

@@ -16,16 +16,15 @@ func (c *CLI) StateList(ctx context.Context, name, pattern string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"state": name, "instances": list})
-	}
-	var b strings.Builder
-	for _, in := range list {
-		b.WriteString(cell(in.ID))
-		b.WriteByte('\n')
-	}
-	_, err = fmt.Fprint(c.Out, b.String())
-	return err
+	return c.show(map[string]any{"state": name, "instances": list}, func() error {
+		var b strings.Builder
+		for _, in := range list {
+			b.WriteString(cell(in.ID))
+			b.WriteByte('\n')
+		}
+		_, err = fmt.Fprint(c.Out, b.String())
+		return err
+	})
 }
 
 // StateShow prints one instance of the current version.
@@ -57,23 +56,22 @@ func (c *CLI) StateMv(ctx context.Context, name, from, to string, dryRun bool) e
 }
 
 func (c *CLI) writeStateOp(res *history.StateOpResult) error {
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	p := &res.Plan
-	verbs := diffVerbs
-	if res.DryRun {
-		verbs = planVerbs
-	}
-	fmt.Fprintf(c.Out, "%s on state %s, from %s:\n", p.Operation, p.State, versionText(&p.Base))
-	writeChangeSet(c.Out, &p.ChangeSet, verbs)
-	switch {
-	case res.DryRun:
-		fmt.Fprintln(c.Out, "Dry run: nothing was written.")
-	case res.Version == nil:
-		fmt.Fprintln(c.Out, "Nothing changed: no version was written.")
-	default:
-		fmt.Fprintf(c.Out, "Written as version %s (source state-op).\n", versionText(res.Version))
-	}
-	return nil
+	return c.show(res, func() error {
+		p := &res.Plan
+		verbs := diffVerbs
+		if res.DryRun {
+			verbs = planVerbs
+		}
+		fmt.Fprintf(c.Out, "%s on state %s, from %s:\n", p.Operation, p.State, versionText(&p.Base))
+		writeChangeSet(c.Out, &p.ChangeSet, verbs)
+		switch {
+		case res.DryRun:
+			fmt.Fprintln(c.Out, "Dry run: nothing was written.")
+		case res.Version == nil:
+			fmt.Fprintln(c.Out, "Nothing changed: no version was written.")
+		default:
+			fmt.Fprintf(c.Out, "Written as version %s (source state-op).\n", versionText(res.Version))
+		}
+		return nil
+	})
 }

@@ -84,11 +84,7 @@ func (c *TagSetCmd) Run(ctx context.Context, g *Globals) error {
 		if err != nil {
 			return err
 		}
-		if cli.JSON {
-			return cli.writeJSON(t)
-		}
-		_, err = fmt.Fprintf(cli.Out, "tag %s names @%d of state %s\n", t.Name, t.Version, c.Name)
-		return err
+		return cli.say(t, "tag %s names @%d of state %s\n", t.Name, t.Version, c.Name)
 	})
 }
 
@@ -108,15 +104,14 @@ func (c *TagListCmd) Run(ctx context.Context, g *Globals) error {
 		if tags == nil {
 			tags = []history.Tag{}
 		}
-		if cli.JSON {
-			return cli.writeJSON(map[string]any{"tags": tags})
-		}
-		w := cli.table()
-		row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
-		for _, t := range tags {
-			row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
-		}
-		return w.Flush()
+		return cli.show(map[string]any{"tags": tags}, func() error {
+			w := cli.table()
+			row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
+			for _, t := range tags {
+				row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
+			}
+			return w.Flush()
+		})
 	})
 }
 

@@ -22,14 +22,13 @@ func (c *CLI) Version(ctx context.Context, client VersionInfo) error {
 		}
 		out.Server = v // nil for a database
 	}
-	if c.JSON {
-		return c.writeJSON(out)
-	}
-	w := c.table()
-	row(w, "", "VERSION", "COMMIT", "DATE", "GO")
-	row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.Date), orDash(client.GoVersion))
-	if out.Server != nil {
-		row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.Date), orDash(out.Server.GoVersion))
-	}
-	return w.Flush()
+	return c.show(out, func() error {
+		w := c.table()
+		row(w, "", "VERSION", "COMMIT", "DATE", "GO")
+		row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.Date), orDash(client.GoVersion))
+		if out.Server != nil {
+			row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.Date), orDash(out.Server.GoVersion))
+		}
+		return w.Flush()
+	})
 }
