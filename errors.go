@@ -41,6 +41,9 @@ var (
 	// ErrQuotaExceeded: the write would grow a state, or its environment,
 	// past a hard limit (see *QuotaError).
 	ErrQuotaExceeded = errors.New("quota exceeded")
+	// ErrUnauthorized: the request carries no credentials, or ones the
+	// server does not accept (an HTTP 401; see the client package).
+	ErrUnauthorized = errors.New("unauthorized")
 )
 
 // LockedError is returned when a lock or write meets another holder, or

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/reserve"
+	"github.com/kilolock/kilolock/client"
 )
 
 // retryAfterSeconds is what a 503 asks clients to wait.
@@ -29,50 +29,13 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.message }
 
-// errorBody is the JSON body of every error answer. Fields beyond error,
-// message and hint appear where they help the client decide what to do
-// next. A refused optimistic write (error "conflict") carries exactly
-// conflicting_addresses, latest_serial, base_serial and winner besides them.
-type errorBody struct {
-	Error        string              `json:"error"`
-	Message      string              `json:"message"`
-	Holder       *kilolock.LockInfo  `json:"holder,omitempty"`
-	Holders      []kilolock.LockInfo `json:"holders,omitempty"`
-	Addresses    []string            `json:"conflicting_addresses,omitempty"`
-	LatestSerial *uint64             `json:"latest_serial,omitempty"`
-	BaseSerial   *uint64             `json:"base_serial,omitempty"`
-	Winner       *kilolock.Winner    `json:"winner,omitempty"`
-	Lineage      string              `json:"lineage,omitempty"`
-	GotLineage   string              `json:"got_lineage,omitempty"`
-	Hint         string              `json:"hint"`
-	RequestID    string              `json:"request_id,omitempty"`
-	Allow        []string            `json:"allow,omitempty"`
-	// Blockers are who holds what a run asked to reserve (423 reserved).
-	Blockers []reserve.Blocker `json:"blockers,omitempty"`
-	// Run is the apply run an answer is about (409 run_ended).
-	Run *kilolock.ApplyRun `json:"run,omitempty"`
-	// A quota's refusal (quota_exceeded): the scope that refused, how many
-	// managed instances it holds and would hold, its limits and where they
-	// come from, and every scope counted.
-	Scope     string                `json:"scope,omitempty"`
-	Target    string                `json:"target,omitempty"`
-	Current   *int64                `json:"current,omitempty"`
-	Result    *int64                `json:"result,omitempty"`
-	Soft      *int64                `json:"soft,omitempty"`
-	Hard      *int64                `json:"hard,omitempty"`
-	LimitFrom string                `json:"limit_from,omitempty"`
-	Counts    []kilolock.QuotaCount `json:"counts,omitempty"`
-}
+// errorBody is the JSON body of every error answer: one type with the
+// client, which decodes it into the root's errors.
+type errorBody = client.ErrorBody
 
 // lockedBody is the protocol's 423: the holder's LockInfo, with the error
 // fields every answer carries.
-type lockedBody struct {
-	kilolock.LockInfo
-	Error     string `json:"error"`
-	Message   string `json:"message"`
-	Hint      string `json:"hint"`
-	RequestID string `json:"request_id,omitempty"`
-}
+type lockedBody = client.LockedBody
 
 // answer is an error translated for HTTP.
 type answer struct {

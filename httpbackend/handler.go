@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/buildinfo"
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
@@ -24,13 +25,7 @@ const DefaultBodyLimit int64 = 64 << 20
 const lockBodyLimit int64 = 1 << 20
 
 // VersionInfo is what GET /versionz reports.
-type VersionInfo struct {
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
-	// Date is the build date, or the commit's (see buildinfo.BuildInfo).
-	Date      string `json:"date,omitempty"`
-	GoVersion string `json:"go_version"`
-}
+type VersionInfo = client.VersionInfo
 
 // Options configure a Handler. The zero value is usable.
 type Options struct {

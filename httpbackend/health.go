@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // readyTimeout bounds the store ping of /readyz.
@@ -16,7 +17,7 @@ const readyTimeout = 2 * time.Second
 
 // healthz answers 200 while the process serves.
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, client.Status{Status: "ok"})
 	return nil
 }
 
@@ -31,7 +32,7 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, client.Status{Status: "ready"})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // lockState answers LOCK /v1/states/{name} (and POST …/lock): the body is the
@@ -87,10 +88,7 @@ func decodeLockInfo(body []byte) (*kilolock.LockInfo, error) {
 }
 
 // unlockAnswer is the body of a successful unlock.
-type unlockAnswer struct {
-	Released []kilolock.Lock `json:"released"`
-	Forced   bool            `json:"forced"`
-}
+type unlockAnswer = client.UnlockAnswer
 
 // unlockState answers UNLOCK /v1/states/{name} (and POST …/unlock, DELETE
 // …/lock). Three bodies reach it:

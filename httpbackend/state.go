@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // getState answers GET /v1/states/{name}: the current version's bytes, or
@@ -115,22 +116,7 @@ func setVersionHeaders(hdr http.Header, v *kilolock.Version) {
 // optimistic write was merged onto versions committed since its lock's
 // base serial (its source stays apply); rows and bytes are what the commit
 // wrote to the database.
-type writeAnswer struct {
-	State      string          `json:"state"`
-	Version    int64           `json:"version"`
-	Serial     uint64          `json:"serial"`
-	Source     kilolock.Source `json:"source"`
-	BaseSerial uint64          `json:"base_serial"`
-	Merged     bool            `json:"merged"`
-	Unchanged  bool            `json:"unchanged"`
-	Added      int             `json:"added"`
-	Changed    int             `json:"changed"`
-	Removed    int             `json:"removed"`
-	Rows       int             `json:"rows"`
-	Bytes      int             `json:"bytes"`
-	// QuotaWarnings are the scopes the write left above a soft limit.
-	QuotaWarnings []kilolock.QuotaCount `json:"quota_warnings,omitempty"`
-}
+type writeAnswer = client.WriteAnswer
 
 // postState answers POST /v1/states/{name}?ID=<lock id>: it stores the body
 // as a new version. The lock, lineage and serial rules are the store's.
@@ -222,7 +208,7 @@ func (h *Handler) deleteState(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.log.Warn("state deleted", "state", name, "request_id", info(r).id, "versions", versions)
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": name, "versions": versions})
+	writeJSON(w, http.StatusOK, client.DeleteAnswer{Deleted: name, Versions: versions})
 	return nil
 }
 

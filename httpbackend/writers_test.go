@@ -49,7 +49,7 @@ func TestOptimisticWriters(t *testing.T) {
 			env := newEnvOn(t, st, Options{})
 			srv := httptest.NewServer(env.h)
 			t.Cleanup(srv.Close)
-			c := &client{t: t, url: srv.URL + "/v1/states/big", http: srv.Client()}
+			c := &protocolClient{t: t, url: srv.URL + "/v1/states/big", http: srv.Client()}
 
 			env.optimistic("big")
 			if code, body := c.do("POST", "", base); code != http.StatusOK {
@@ -137,15 +137,15 @@ func TestOptimisticWriters(t *testing.T) {
 	}
 }
 
-// client speaks the backend protocol to one state over real HTTP.
-type client struct {
+// protocolClient speaks the backend protocol to one state over real HTTP.
+type protocolClient struct {
 	t    testing.TB
 	url  string
 	http *http.Client
 }
 
 // do sends one request and returns the status and body.
-func (c *client) do(method, query string, body []byte) (int, []byte) {
+func (c *protocolClient) do(method, query string, body []byte) (int, []byte) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -171,7 +171,7 @@ func (c *client) do(method, query string, body []byte) (int, []byte) {
 // write is one writer: LOCK, wait until everyone holds a lock, GET, change
 // its instances, wait until everyone has read, POST under its lock,
 // UNLOCK. The barriers are released by the test.
-func (c *client) write(i int, which []int, locked *sync.WaitGroup, allLocked <-chan struct{}, read *sync.WaitGroup, allRead <-chan struct{}) error {
+func (c *protocolClient) write(i int, which []int, locked *sync.WaitGroup, allLocked <-chan struct{}, read *sync.WaitGroup, allRead <-chan struct{}) error {
 	li := lockInfo(fmt.Sprintf("lock-%02d", i), fmt.Sprintf("writer-%02d", i))
 	code, body := c.do("LOCK", "", mustJSON(c.t, li))
 	locked.Done()
