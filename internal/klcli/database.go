@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"sync"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
 )
@@ -43,7 +41,7 @@ func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
 // Close does not close e's store: it belongs to the caller.
 func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1})
-	tr := &handlerTransport{h: h, by: databaseCaller(actor)}
+	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
 	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor})
 	if err != nil {
 		panic(err) // the URL above is valid
@@ -89,71 +87,14 @@ func databaseCaller(actor string) kilolock.Caller {
 	return kilolock.Caller{Actor: "db:" + actor, From: from}
 }
 
-// handlerTransport serves each request with h in this process, as the
-// in-process operator by (httpbackend.AsOperator): the answer's body
-// streams through a pipe as h writes it, so that an export or a backup
-// is never held whole.
-type handlerTransport struct {
-	h  http.Handler
-	by kilolock.Caller
+// operatorTransport sends each request through next (client.InProcess)
+// as the in-process operator by (httpbackend.AsOperator).
+type operatorTransport struct {
+	next http.RoundTripper
+	by   kilolock.Caller
 }
 
 // RoundTrip implements http.RoundTripper.
-func (t *handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(httpbackend.AsOperator(req.Context(), t.by))
-	switch {
-	case r.Body == nil:
-		r.Body = http.NoBody
-	case r.ContentLength == 0 && r.Body != http.NoBody:
-		r.ContentLength = -1 // a client's 0 with a body is "unknown"
-	}
-	r.RequestURI = (&url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}).RequestURI()
-	pr, pw := io.Pipe()
-	w := &pipeWriter{header: http.Header{}, body: pw, started: make(chan struct{})}
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				// http.ErrAbortHandler: the handler cut its answer short.
-				pw.CloseWithError(fmt.Errorf("the answer was cut short: %v", p))
-				w.start(http.StatusInternalServerError)
-				return
-			}
-			w.start(http.StatusOK)
-			pw.Close()
-		}()
-		t.h.ServeHTTP(w, r)
-	}()
-	<-w.started
-	return &http.Response{Status: fmt.Sprintf("%d %s", w.status, http.StatusText(w.status)), StatusCode: w.status,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: w.sent, Body: pr, ContentLength: -1, Request: req}, nil
-}
-
-// pipeWriter is the http.ResponseWriter of an in-process request.
-type pipeWriter struct {
-	header  http.Header
-	sent    http.Header // the header as it was when the status was written
-	status  int
-	body    *io.PipeWriter
-	once    sync.Once
-	started chan struct{}
-}
-
-func (w *pipeWriter) Header() http.Header { return w.header }
-
-func (w *pipeWriter) WriteHeader(status int) { w.start(status) }
-
-func (w *pipeWriter) Write(p []byte) (int, error) {
-	w.start(http.StatusOK)
-	return w.body.Write(p)
-}
-
-// Flush implements http.Flusher: every write goes through at once.
-func (w *pipeWriter) Flush() {}
-
-// start sends the status and header once.
-func (w *pipeWriter) start(status int) {
-	w.once.Do(func() {
-		w.status, w.sent = status, w.header.Clone()
-		close(w.started)
-	})
+func (t operatorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(req.WithContext(httpbackend.AsOperator(req.Context(), t.by)))
 }
