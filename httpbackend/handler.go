@@ -12,6 +12,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/webui"
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -108,6 +109,7 @@ type Handler struct {
 	// (inprocess.go): mux with the routes the operator token guards. Nil
 	// in AuthToken mode, where mux has them.
 	operatorMux *http.ServeMux
+	ui          *webui.UI // the web view, parsed once for both muxes
 	metrics     *metrics
 	// metricsHandler serves the registry at /metrics; metricsSummed
 	// serves it with the series by state summed.

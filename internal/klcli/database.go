@@ -11,6 +11,7 @@ import (
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inProcessBodyLimit is the largest request body kl sends a database it
@@ -40,7 +41,12 @@ func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
 // databaseCaller(actor); the versions it makes name actor (kl when "").
 // Close does not close e's store: it belongs to the caller.
 func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
-	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1})
+	// What kl never asks of a database is not set up for every command:
+	// a registry of its own, empty (no /metrics, no Go and process
+	// collectors), and a version of its own (no /versionz: ServerVersion
+	// answers nil), so that the build information is not read.
+	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
+		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
 	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
 	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor})
 	if err != nil {
