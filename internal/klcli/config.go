@@ -7,6 +7,25 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// StateConfigCmd is kl state config.
+type StateConfigCmd struct {
+	JSONFlag
+	Name               string `arg:"" help:"State name." predictor:"state"`
+	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
+	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
+	SharedPlanLocks    *bool  `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `negatable:"" help:"Refuse plaintext writes: the state takes only OpenTofu client-side encrypted ones (terraform { encryption { … } }); =false lifts it. Its environment may require it too (kl env config)."`
+}
+
+// Run runs the command.
+func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
+			SharedPlanLocks: c.SharedPlanLocks, RequireClientEncryption: c.RequireClientEncryption})
+	})
+}
+
 // StateConfigJSON is the JSON output of ConfigureState: the settings it
 // changed (the others are absent).
 type StateConfigJSON struct {

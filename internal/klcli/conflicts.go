@@ -8,6 +8,18 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// ConflictsCmd is kl conflicts.
+type ConflictsCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name." predictor:"state"`
+	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *ConflictsCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Conflicts(ctx, c.Name, c.Limit) })
+}
+
 // ConflictsJSON is the JSON output of Conflicts, as the server's API
 // answers it.
 type ConflictsJSON struct {

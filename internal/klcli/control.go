@@ -22,11 +22,10 @@ type Control struct {
 }
 
 // ControlAPI is what the tenancy commands need: the operations of
-// tenancy.Control, reached through a server's operator control API under
-// /v1/api/ (--server with the operator token), or on a database directly
-// (--database), where kl validates and audits each change itself. Both
-// answer with the root package's types and errors (ErrNotFound,
-// ErrConflict, ErrInvalid).
+// tenancy.Control, reached through the operator control API under /v1/api/
+// (a server's, with the operator token, or a database's in-process, as its
+// operator). It answers with the root package's types and errors
+// (ErrNotFound, ErrConflict, ErrInvalid).
 type ControlAPI interface {
 	CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error)
 	Workspaces(ctx context.Context) ([]tenancy.Workspace, error)

@@ -9,6 +9,35 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// HistoryCmd is kl history.
+type HistoryCmd struct {
+	JSONFlag
+	Name     string `arg:"" help:"State name." predictor:"state"`
+	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
+	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
+	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
+	Address  string `help:"List the versions that added, changed or removed this instance or resource, with what changed." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Rejected && c.Before != 0 {
+		return &UsageError{Message: "--before pages versions, not rejected commits", Hint: "use kl history NAME --rejected --limit N"}
+	}
+	if c.Address != "" && (c.Rejected || c.Before != 0) {
+		return &UsageError{Message: "--address lists every change of one address; it takes neither --rejected nor --before", Hint: "use kl history NAME --address ADDR"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		switch {
+		case c.Rejected:
+			return cli.Conflicts(ctx, c.Name, c.Limit)
+		case c.Address != "":
+			return cli.AddressHistory(ctx, c.Name, c.Address)
+		}
+		return cli.History(ctx, c.Name, kilolock.HistoryOptions{Limit: c.Limit, Before: c.Before})
+	})
+}
+
 // HistoryJSON is the JSON output of History.
 type HistoryJSON struct {
 	State string `json:"state"`

@@ -12,6 +12,45 @@ import (
 	"github.com/kilolock/kilolock/history"
 )
 
+// ShowCmd is kl show.
+type ShowCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
+	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Show(ctx, c.Name, ref, c.Address) })
+}
+
+// DiffCmd is kl diff.
+type DiffCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+	From string `arg:"" help:"The older version: ${version_ref}"`
+	To   string `arg:"" optional:"" help:"The newer version (default latest)."`
+}
+
+// Run runs the command.
+func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
+	from, err := refArg(c.From)
+	if err != nil {
+		return err
+	}
+	to, err := refArg(c.To)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Diff(ctx, c.Name, from, to) })
+}
+
 // versionText names a version for people: "@3 (serial 3)".
 func versionText(v *kilolock.Version) string {
 	return fmt.Sprintf("@%d (serial %d)", v.Number, v.Serial)

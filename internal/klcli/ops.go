@@ -18,8 +18,8 @@ import (
 
 // Operations are what kl backup and kl retention need: a backup of the
 // whole store, retention policies, pruning and the markers of pruned
-// versions. Both backends implement them: a server's JSON API (its backup
-// only with the operator token) or the database directly.
+// versions, from the JSON API (a server's backup only with the operator
+// token; a database's in-process always).
 type Operations interface {
 	// Backup writes a backup of the whole store to w.
 	Backup(ctx context.Context, w io.Writer) error

@@ -9,6 +9,16 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// StatesCmd is kl states.
+type StatesCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.States(ctx) })
+}
+
 // StatesJSON is the JSON output of States, as the server's API answers it.
 type StatesJSON struct {
 	States []kilolock.State `json:"states"`

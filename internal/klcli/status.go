@@ -8,6 +8,17 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// StatusCmd is kl status.
+type StatusCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Status(ctx, c.Name) })
+}
+
 // Status shows a state: its current version and serial, lineage, lock mode,
 // the holders of its locks, the apply runs in flight with their
 // reservations and lease left, its instances counted by resource type,

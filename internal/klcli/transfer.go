@@ -4,11 +4,53 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/progress"
 )
+
+// ExportCmd is kl export.
+type ExportCmd struct {
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
+}
+
+// Run runs the command.
+func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.Export(ctx, c.Name, ref) })
+}
+
+// ImportCmd is kl import.
+type ImportCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name (created when missing)." predictor:"state"`
+	File  string `arg:"" help:"State file to import; - reads stdin." type:"path"`
+	Force bool   `help:"Import a state of another lineage over a non-empty state (its history is kept)."`
+}
+
+// Run runs the command.
+func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
+	var (
+		data []byte
+		err  error
+	)
+	if c.File == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = readFile(c.File, g.progress(c.JSON))
+	}
+	if err != nil {
+		return withHint(err, "name a state file, e.g. one written by `tofu state pull` or `kl export`")
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Import(ctx, c.Name, c.File, data, c.Force) })
+}
 
 // Export writes version ref of a state to Documents as a state file that `tofu
 // state push` accepts.

@@ -102,8 +102,8 @@ type Trust struct {
 	cli *CLI
 }
 
-// TrustAPI is what kl trust needs: trust.Control, reached through a
-// server's control API or on a database directly.
+// TrustAPI is what kl trust needs: trust.Control, reached through the
+// control API of a server or, in-process, of a database.
 type TrustAPI interface {
 	AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error)
 	TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error)

@@ -2,7 +2,26 @@ package klcli
 
 import (
 	"context"
+
+	"github.com/kilolock/kilolock/internal/buildinfo"
 )
+
+// VersionCmd is kl version.
+type VersionCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
+	info := buildinfo.Info()
+	client := VersionInfo{Version: info.Version, Commit: info.Commit, Date: info.Date, GoVersion: info.GoVersion}
+	if g.Server == "" {
+		// No server named: show kl's own version without dialing anyone.
+		cli := &CLI{Out: g.out(), JSON: c.JSON}
+		return cli.Version(ctx, client)
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Version(ctx, client) })
+}
 
 // VersionJSON is the JSON output of Version. Server is nil when kl was not
 // pointed at a server.
