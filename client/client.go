@@ -23,6 +23,7 @@ type Client struct {
 	maxWait time.Duration
 	strict  bool
 	agent   string
+	actor   string
 }
 
 // Option configures a Client.
@@ -66,6 +67,18 @@ func WithRetries(n int, maxWait time.Duration) Option {
 // know, for tests that pin a server and its client to one version.
 func WithStrictDecoding() Option {
 	return func(c *Client) { c.strict = true }
+}
+
+// ActorHeader names who asks for a server-made version (rollback, state
+// operation, import, an apply run) when the request carries no identity
+// of its own.
+const ActorHeader = "X-Kilolock-Actor"
+
+// WithActor names who the client acts for (ActorHeader), as history
+// records it on the versions the server makes for it; the default is the
+// server's ("kl"). A credential's identity takes precedence.
+func WithActor(name string) Option {
+	return func(c *Client) { c.actor = name }
 }
 
 // WithUserAgent sets the User-Agent header of every request.
@@ -177,6 +190,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 			req.Header.Set("Content-Type", r.ctype)
 		}
 		req.Header.Set("User-Agent", c.agent)
+		if c.actor != "" {
+			req.Header.Set(ActorHeader, c.actor)
+		}
 		if c.creds != nil {
 			if err := c.creds.Authorize(ctx, req); err != nil {
 				return nil, err

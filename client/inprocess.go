@@ -33,8 +33,15 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	pr, pw := io.Pipe()
 	w := &pipeWriter{header: make(http.Header), pr: pr, pw: pw, ready: make(chan struct{}), req: req}
 	go w.serve(t.h, r)
-	<-w.ready
-	return w.resp, nil
+	select {
+	case <-w.ready:
+		return w.resp, nil
+	case <-req.Context().Done():
+		// The handler has the same context: it stops, and a write it
+		// still makes fails rather than blocks.
+		pr.CloseWithError(req.Context().Err())
+		return nil, req.Context().Err()
+	}
 }
 
 // pipeWriter is the handler's ResponseWriter: the status and headers are

@@ -150,3 +150,29 @@ func TestInProcessCloseStopsTheHandler(t *testing.T) {
 		t.Fatal("the handler still writes after the caller closed the body")
 	}
 }
+
+// WithTimeout bounds a call in process too: a handler that never answers
+// ends the call with the deadline, and sees its context end.
+func TestInProcessTimeout(t *testing.T) {
+	stopped := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+		close(stopped)
+	})
+	c, err := client.New("http://kld.invalid", client.WithTransport(client.InProcess(h)), client.WithTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Health(context.Background()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Health of a handler that never answers: %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the call took %v past a 100ms timeout", d)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler's context did not end")
+	}
+}

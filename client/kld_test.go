@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -44,3 +46,7 @@ func inProcess(t testing.TB, h *httpbackend.Handler, opts ...client.Option) *cli
 	}
 	return c
 }
+
+func TestMain(m *testing.M) { testpg.Main(m) }
+
+func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -9,6 +9,7 @@ import (
 	"github.com/kilolock/kilolock/tenancy"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // maxHistoryLimit bounds one page of GET …/versions.
@@ -23,7 +24,7 @@ func (h *Handler) listStates(w http.ResponseWriter, r *http.Request) error {
 	if states == nil {
 		states = []kilolock.State{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"states": states})
+	writeJSON(w, http.StatusOK, client.StateList{States: states})
 	return nil
 }
 
@@ -56,7 +57,7 @@ func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request) error {
 	if versions == nil {
 		versions = []kilolock.Version{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"versions": versions})
+	writeJSON(w, http.StatusOK, client.VersionList{Versions: versions})
 	return nil
 }
 
@@ -78,10 +79,7 @@ func (h *Handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return h.serveBody(w, r, body)
 }
 
-// queryRequest is the body of POST /v1/api/query.
-type queryRequest struct {
-	SQL string `json:"sql"`
-}
+type queryRequest = client.QueryRequest
 
 // query answers POST /v1/api/query with the result of a read-only query.
 func (h *Handler) query(w http.ResponseWriter, r *http.Request) error {

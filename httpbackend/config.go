@@ -4,38 +4,12 @@ import (
 	"net/http"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
-// stateConfig is the body of POST /v1/api/states/{name}/config. Each
-// setting is a pointer: absent means unchanged.
-type stateConfig struct {
-	// ExclusiveLocks picks the lock mode: true is classic Terraform
-	// locking (one holder), false is optimistic (many holders, writes
-	// merged at commit or refused with 409).
-	ExclusiveLocks     *bool `json:"exclusive_locks"`
-	AllowLineageChange *bool `json:"allow_lineage_change"`
-	// SharedPlanLocks true lets plans take shared read locks (granted
-	// beside an apply); false makes them lock like applies (classic).
-	SharedPlanLocks *bool `json:"shared_plan_locks"`
-	// RequireClientEncryption true refuses plaintext writes: the state
-	// takes only OpenTofu client-side encrypted ones.
-	RequireClientEncryption *bool `json:"require_client_encryption"`
-}
+type stateConfig = client.StateConfig
 
-// configAnswer is the body of a successful POST …/config: the state's
-// settings after the change.
-type configAnswer struct {
-	OK                 bool              `json:"ok"`
-	State              string            `json:"state"`
-	LockMode           kilolock.LockMode `json:"lock_mode"`
-	ExclusiveLocks     bool              `json:"exclusive_locks"`
-	AllowLineageChange bool              `json:"allow_lineage_change"`
-	SharedPlanLocks    bool              `json:"shared_plan_locks"`
-	// RequireClientEncryption is the state's own setting;
-	// EnvironmentRequiresClientEncryption its environment's.
-	RequireClientEncryption             bool `json:"require_client_encryption"`
-	EnvironmentRequiresClientEncryption bool `json:"environment_requires_client_encryption,omitempty"`
-}
+type configAnswer = client.ConfigAnswer
 
 // setConfig answers POST /v1/api/states/{name}/config. Setting the lock
 // mode creates a missing state (so a state can be made optimistic before

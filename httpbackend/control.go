@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -49,7 +50,7 @@ func (h *Handler) controlRoutes() {
 	h.control("PUT "+ws+"/members/{user}", h.putMember)
 	h.control("DELETE "+ws+"/members/{user}", func(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 		err := c.RemoveMember(r.Context(), by, r.PathValue("ws"), r.PathValue("user"))
-		return http.StatusOK, map[string]string{"removed": r.PathValue("user")}, err
+		return http.StatusOK, client.Removed{Removed: r.PathValue("user")}, err
 	})
 	h.control("GET "+ws+"/members", func(r *http.Request, c *tenancy.Control, _ kilolock.Caller) (int, any, error) {
 		out, err := c.Members(r.Context(), r.PathValue("ws"))
@@ -64,7 +65,7 @@ func (h *Handler) controlRoutes() {
 	})
 	h.control("DELETE /v1/api/tokens/{id}", func(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 		err := c.RevokeToken(r.Context(), by, r.PathValue("id"))
-		return http.StatusOK, map[string]string{"revoked": r.PathValue("id")}, err
+		return http.StatusOK, client.Revoked{Revoked: r.PathValue("id")}, err
 	})
 	h.control("PUT /v1/api/tokens/{id}/grants/{env}", func(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 		out, err := c.AddGrant(r.Context(), by, r.PathValue("id"), r.PathValue("env"))
@@ -72,7 +73,7 @@ func (h *Handler) controlRoutes() {
 	})
 	h.control("DELETE /v1/api/tokens/{id}/grants/{env}", func(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 		err := c.RevokeGrant(r.Context(), by, r.PathValue("id"), r.PathValue("env"))
-		return http.StatusOK, map[string]string{"revoked": r.PathValue("id") + "->" + r.PathValue("env")}, err
+		return http.StatusOK, client.Revoked{Revoked: r.PathValue("id") + "->" + r.PathValue("env")}, err
 	})
 	h.control("GET /v1/api/tokens/{id}/grants", func(r *http.Request, c *tenancy.Control, _ kilolock.Caller) (int, any, error) {
 		out, err := c.Grants(r.Context(), r.PathValue("id"))
@@ -114,11 +115,7 @@ func (h *Handler) controlRequest(r *http.Request, v any) error {
 }
 
 func (h *Handler) createWorkspace(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
-	var req struct {
-		Name  string                `json:"name"`
-		Kind  tenancy.WorkspaceKind `json:"kind"`
-		Owner string                `json:"owner"`
-	}
+	var req client.WorkspaceRequest
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
@@ -130,14 +127,12 @@ func (h *Handler) createWorkspace(r *http.Request, c *tenancy.Control, by kilolo
 func stateLifecycle(l tenancy.Lifecycle, set func(*tenancy.Control, context.Context, kilolock.Caller, string, string, string) error) controlFunc {
 	return func(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
 		err := set(c, r.Context(), by, r.PathValue("ws"), r.PathValue("env"), r.PathValue("state"))
-		return http.StatusOK, map[string]string{"state": r.PathValue("state"), "lifecycle": string(l)}, err
+		return http.StatusOK, client.LifecycleAnswer{State: r.PathValue("state"), Lifecycle: l}, err
 	}
 }
 
 func (h *Handler) createEnvironment(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
-	var req struct {
-		Slug string `json:"slug"`
-	}
+	var req client.EnvironmentRequest
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
@@ -146,9 +141,7 @@ func (h *Handler) createEnvironment(r *http.Request, c *tenancy.Control, by kilo
 }
 
 func (h *Handler) putMember(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
-	var req struct {
-		Role tenancy.Role `json:"role"`
-	}
+	var req client.MemberRequest
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
 	}
@@ -156,23 +149,12 @@ func (h *Handler) putMember(r *http.Request, c *tenancy.Control, by kilolock.Cal
 	return http.StatusOK, m, err
 }
 
-// issuedToken is a token with its secret: the only time the secret is shown.
-type issuedToken struct {
-	*tenancy.Token
-	Secret string `json:"secret"`
-}
+type issuedToken = client.IssuedToken
 
 // issueToken issues an automation token (environment_id, scope) or a PAT
 // (user_id), expiring after expires_in when given.
 func (h *Handler) issueToken(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {
-	var req struct {
-		Kind          tenancy.TokenKind `json:"kind"`
-		Name          string            `json:"name"`
-		EnvironmentID string            `json:"environment_id"`
-		Scope         tenancy.Scope     `json:"scope"`
-		UserID        string            `json:"user_id"`
-		ExpiresIn     string            `json:"expires_in"` // "90d", "720h"; empty: never
-	}
+	var req client.TokenRequest
 	if err := h.controlRequest(r, &req); err != nil {
 		return 0, nil, err
 	}

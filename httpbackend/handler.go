@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/charmbracelet/log"
@@ -110,6 +111,7 @@ type Handler struct {
 	// in AuthToken mode, where mux has them.
 	operatorMux *http.ServeMux
 	ui          *webui.UI // the web view, parsed once for both muxes
+	routeTable  []Route   // what register registered, for Routes
 	metrics     *metrics
 	// metricsHandler serves the registry at /metrics; metricsSummed
 	// serves it with the series by state summed.
@@ -185,10 +187,10 @@ func New(e *kilolock.Engine, o Options) *Handler {
 		// The in-process operator (inprocess.go) is served the routes the
 		// operator token guards, on a mux of its own: no request from a
 		// socket reaches them on an open server.
-		open := h.mux
+		open, table := h.mux, h.routeTable
 		h.mux = http.NewServeMux()
 		h.routes(true)
-		h.operatorMux, h.mux = h.mux, open
+		h.operatorMux, h.mux, h.routeTable = h.mux, open, table
 	}
 	return h
 }
@@ -202,7 +204,7 @@ func (h *Handler) routes(guarded bool) {
 	// The Terraform/OpenTofu HTTP backend protocol.
 	h.protocol("GET "+state, h.getState)
 	h.protocol("POST "+state, h.postState)
-	h.protocol("PUT "+state, h.postState) // update_method = "PUT"
+	h.alias("PUT "+state, "POST "+state, h.postState) // update_method = "PUT"
 	h.protocol("DELETE "+state, h.deleteState)
 	// Outputs only, for terraform_remote_state (slice.go).
 	h.protocol("GET "+state+"/outputs", h.getOutputs)
@@ -210,11 +212,11 @@ func (h *Handler) routes(guarded bool) {
 	h.protocol("UNLOCK "+state, h.unlockState)
 	// lock_method/unlock_method = "POST" with lock_address/unlock_address
 	// pointing here; DELETE on /lock is the GitLab-style unlock.
-	h.protocol("POST "+state+"/lock", h.lockState)
-	h.protocol("LOCK "+state+"/lock", h.lockState)
-	h.protocol("DELETE "+state+"/lock", h.unlockState)
-	h.protocol("POST "+state+"/unlock", h.unlockState)
-	h.protocol("UNLOCK "+state+"/unlock", h.unlockState)
+	h.alias("POST "+state+"/lock", "LOCK "+state, h.lockState)
+	h.alias("LOCK "+state+"/lock", "LOCK "+state, h.lockState)
+	h.alias("DELETE "+state+"/lock", "UNLOCK "+state, h.unlockState)
+	h.alias("POST "+state+"/unlock", "UNLOCK "+state, h.unlockState)
+	h.alias("UNLOCK "+state+"/unlock", "UNLOCK "+state, h.unlockState)
 	// For proxies that drop the body of an UNLOCK.
 	h.protocol("POST /v1/state-unlock/{name}", h.stateUnlock)
 
@@ -286,11 +288,53 @@ func (h *Handler) routes(guarded bool) {
 // by the one error writer.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
-func (h *Handler) protocol(pattern string, fn handlerFunc) { h.register(pattern, fn, true) }
-func (h *Handler) api(pattern string, fn handlerFunc)      { h.register(pattern, fn, false) }
+func (h *Handler) protocol(pattern string, fn handlerFunc) {
+	h.register(Route{Pattern: pattern, Protocol: true}, fn)
+}
 
-func (h *Handler) register(pattern string, fn handlerFunc, protocol bool) {
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) api(pattern string, fn handlerFunc) { h.register(Route{Pattern: pattern}, fn) }
+
+// alias registers a protocol route that spells the route of another
+// again, for clients configured to use it.
+func (h *Handler) alias(pattern, of string, fn handlerFunc) {
+	h.register(Route{Pattern: pattern, Protocol: true, AliasOf: of}, fn)
+}
+
+// Route is one route the Handler serves: the JSON API, the backend
+// protocol, health, version and metrics (the web view's pages are not
+// among them). The client package calls each, AliasOf excepted; its
+// round-trip test holds it to that.
+type Route struct {
+	// Pattern is the route's http.ServeMux pattern: "GET /v1/api/states".
+	Pattern string
+	// Protocol marks the Terraform/OpenTofu backend protocol's routes,
+	// whose 423 carries the holder's LockInfo as the whole body.
+	Protocol bool
+	// AliasOf is the route this one spells again (Terraform's
+	// update_method = "PUT", lock_address, unlock_address): same handler,
+	// another method or path; a client calls AliasOf.
+	AliasOf string
+}
+
+// Routes lists the routes the Handler serves, as they were registered.
+func (h *Handler) Routes() []Route { return slices.Clone(h.routeTable) }
+
+// Pattern is the pattern of the route that serves r, "" when none does
+// (the web view, or an unknown path the fallback answers).
+func (h *Handler) Pattern(r *http.Request) string {
+	_, p := h.mux.Handler(r)
+	for _, rt := range h.routeTable {
+		if rt.Pattern == p {
+			return p
+		}
+	}
+	return ""
+}
+
+func (h *Handler) register(rt Route, fn handlerFunc) {
+	h.routeTable = append(h.routeTable, rt)
+	protocol := rt.Protocol
+	h.mux.HandleFunc(rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
 		info(r).protocol = protocol
 		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)

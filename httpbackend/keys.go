@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // Encryption at rest: the keys the store's data keys are wrapped by, and
@@ -19,11 +20,7 @@ import (
 // database all the same, as keys' "states" count what every process
 // re-wrapped.
 
-// keysAnswer is the body of GET /v1/api/keys.
-type keysAnswer struct {
-	Keys     []kilolock.KeyUsage   `json:"keys"`
-	Rotation *kilolock.KeyRotation `json:"rotation"`
-}
+type keysAnswer = client.KeysAnswer
 
 // rotation is a process's key rotation: at most one runs at a time.
 type rotation struct {
@@ -71,7 +68,7 @@ func (h *Handler) rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	if rt.running {
 		last := *rt.last
 		rt.mu.Unlock()
-		writeJSON(w, http.StatusAccepted, map[string]any{"rotation": last})
+		writeJSON(w, http.StatusAccepted, client.RotationAnswer{Rotation: last})
 		return nil
 	}
 	// Refuse at once what cannot start: no keys, or not a key store.
@@ -107,6 +104,6 @@ func (h *Handler) rotateKeys(w http.ResponseWriter, r *http.Request) error {
 		}
 		h.log.Info("key rotation done", "request_id", id, "active_key", res.Active, "rewrapped", res.Done, "took", res.Finished.Sub(res.Started))
 	}()
-	writeJSON(w, http.StatusAccepted, map[string]any{"rotation": <-started})
+	writeJSON(w, http.StatusAccepted, client.RotationAnswer{Rotation: <-started})
 	return nil
 }

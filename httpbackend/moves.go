@@ -7,28 +7,13 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
-// MoveRequest is the body of POST /v1/api/moves: a move of instances
-// between two states, a split or a merge.
-//
-// From and To name states as the caller reaches them: the operator (and
-// an open server) by their names; an automation token or a PAT as
-// "ws_…/env_…/NAME", the path of the authenticated lane, and it needs
-// write on both environments.
-type MoveRequest struct {
-	// Operation is "mv" (the default), "split" (To is made) or "merge"
-	// (everything of From moves, From is archived).
-	Operation string `json:"operation,omitempty"`
-	From      string `json:"from"`
-	To        string `json:"to"`
-	// Addresses are what moves for mv and split: for mv each with an
-	// optional new address; split takes From only.
-	Addresses []history.MovePair `json:"addresses,omitempty"`
-	DryRun    bool               `json:"dry_run"`
-}
+// MoveRequest is the wire type the client shares.
+type MoveRequest = client.MoveRequest
 
 // moveRoutes registers the moves between states.
 func (h *Handler) moveRoutes() {
@@ -51,7 +36,7 @@ func (h *Handler) stateMoves(w http.ResponseWriter, r *http.Request) error {
 		}
 		recs = append(recs, got...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"moves": recs})
+	writeJSON(w, http.StatusOK, client.MoveList{Moves: recs})
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/retention"
 )
 
@@ -52,7 +53,7 @@ func (h *Handler) listRetentionPolicies(w http.ResponseWriter, r *http.Request) 
 	if ps == nil {
 		ps = []retention.RetentionPolicy{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"policies": ps})
+	writeJSON(w, http.StatusOK, client.RetentionPolicyList{Policies: ps})
 	return nil
 }
 
@@ -78,16 +79,12 @@ func (h *Handler) deleteRetentionPolicy(w http.ResponseWriter, r *http.Request) 
 	if err := retention.UnsetRetentionPolicy(r.Context(), h.engine, caller(r), scope, target); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"scope": string(scope), "target": target})
+	writeJSON(w, http.StatusOK, client.RetentionPolicyDeleted{Scope: scope, Target: target})
 	return nil
 }
 
-// RetentionRequest is the body of POST /v1/api/retention/apply.
-type RetentionRequest struct {
-	DryRun bool   `json:"dry_run"`
-	State  string `json:"state,omitempty"`
-	Batch  int    `json:"batch,omitempty"`
-}
+// RetentionRequest is the wire type the client shares.
+type RetentionRequest = client.RetentionRequest
 
 // maxPruneBatch bounds the versions one transaction of a request prunes.
 const maxPruneBatch = 10_000
@@ -129,7 +126,7 @@ func (h *Handler) listPruned(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"pruned": out})
+	writeJSON(w, http.StatusOK, client.PrunedList{Pruned: out})
 	return nil
 }
 

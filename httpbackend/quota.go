@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -19,7 +20,9 @@ import (
 // set through the control API: on an open server (AuthNone) a state's
 // only.
 func (h *Handler) quotaRoutes() {
-	h.api("GET /v1/states/{name}/quota", h.stateQuota)
+	// The same answer on the protocol lane, where a tenant's token reaches
+	// its own states (/v1/states/{ws}/{env}/{state}/quota).
+	h.register(Route{Pattern: "GET /v1/states/{name}/quota", AliasOf: "GET /v1/api/states/{name}/quota"}, h.stateQuota)
 	h.api("GET /v1/api/states/{name}/quota", h.stateQuota)
 	h.control("GET /v1/api/quotas", func(r *http.Request, c *tenancy.Control, _ kilolock.Caller) (int, any, error) {
 		out, err := c.Quotas(r.Context())
@@ -31,13 +34,8 @@ func (h *Handler) quotaRoutes() {
 	h.control("PUT /v1/api/quotas", h.setQuota)
 }
 
-// QuotaRequest is the body of PUT /v1/api/quotas: a target (scope and
-// target, with the workspace an environment must belong to) and the
-// limit to set, or clear true to clear the target's own limit.
-type QuotaRequest struct {
-	tenancy.QuotaChange
-	Clear bool `json:"clear,omitempty"`
-}
+// QuotaRequest is the wire type the client shares.
+type QuotaRequest = client.QuotaRequest
 
 // setQuota answers PUT /v1/api/quotas with the change made.
 func (h *Handler) setQuota(r *http.Request, c *tenancy.Control, by kilolock.Caller) (int, any, error) {

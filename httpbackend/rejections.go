@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -26,6 +27,6 @@ func (h *Handler) listRejections(w http.ResponseWriter, r *http.Request) error {
 	if rs == nil {
 		rs = []kilolock.Rejection{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rejections": rs})
+	writeJSON(w, http.StatusOK, client.RejectionList{Rejections: rs})
 	return nil
 }

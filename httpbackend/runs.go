@@ -11,6 +11,7 @@ import (
 	"github.com/kilolock/kilolock/applyrun"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -34,29 +35,14 @@ func (h *Handler) runRoutes() {
 	h.api("POST /v1/api/runs/{id}/abort", h.abortRun)
 }
 
-// RunRequest is the body of POST /v1/api/states/{name}/runs. Lease is a Go
-// duration ("15m", "90s"); empty means kilolock.DefaultLease. Actor empty
-// means the X-Kilolock-Actor header (else "kl").
-type RunRequest struct {
-	Actor        string                 `json:"actor"`
-	Info         string                 `json:"info,omitempty"`
-	Reservations []kilolock.Reservation `json:"reservations"`
-	SourceSerial uint64                 `json:"source_serial"`
-	Lease        string                 `json:"lease,omitempty"`
-}
+// RunRequest is the wire type the client shares.
+type RunRequest = client.RunRequest
 
-// RunEndRequest is the body of POST /v1/api/runs/{id}/end.
-type RunEndRequest struct {
-	Status kilolock.RunStatus `json:"status"`
-	Reason string             `json:"reason,omitempty"`
-}
+// RunEndRequest is the wire type the client shares.
+type RunEndRequest = client.RunEndRequest
 
-// ChangedSinceRequest is the body of POST
-// /v1/api/states/{name}/changed-since.
-type ChangedSinceRequest struct {
-	Serial   uint64            `json:"serial"`
-	Patterns []reserve.Pattern `json:"patterns"`
-}
+// ChangedSinceRequest is the wire type the client shares.
+type ChangedSinceRequest = client.ChangedSinceRequest
 
 // startRun answers POST /v1/api/states/{name}/runs with 201 and the run,
 // waiting: take its reservations with …/acquire.
@@ -117,7 +103,7 @@ func (h *Handler) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if runs == nil {
 		runs = []kilolock.ApplyRun{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	writeJSON(w, http.StatusOK, client.RunList{Runs: runs})
 	return nil
 }
 
@@ -214,7 +200,7 @@ func (h *Handler) changedSince(w http.ResponseWriter, r *http.Request) error {
 	if addrs == nil {
 		addrs = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"addresses": addrs})
+	writeJSON(w, http.StatusOK, client.ChangedAddresses{Addresses: addrs})
 	return nil
 }
 

@@ -5,12 +5,13 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
 
 // ActorHeader names who asks for a server-made version (rollback, state
 // operation, import) when the request carries no identity of its own.
-const ActorHeader = "X-Kilolock-Actor"
+const ActorHeader = client.ActorHeader
 
 // defaultActor is recorded on a server-made version when the request names
 // nobody.
@@ -110,23 +111,15 @@ func (h *Handler) addressHistory(w http.ResponseWriter, r *http.Request) error {
 	if changes == nil {
 		changes = []history.AddressChange{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"changes": changes})
+	writeJSON(w, http.StatusOK, client.AddressChanges{Changes: changes})
 	return nil
 }
 
-// RollbackRequest is the body of POST /v1/api/states/{name}/rollback.
-type RollbackRequest struct {
-	To      string `json:"to"`                // a version reference: @3, @-1, serial:7
-	Apply   bool   `json:"apply"`             // false is a dry run
-	Address string `json:"address,omitempty"` // roll back one instance or resource only
-}
+// RollbackRequest is the wire type the client shares.
+type RollbackRequest = client.RollbackRequest
 
-// RollbackResponse is the answer to POST …/rollback: the plan, and for an
-// applied rollback the new version (absent when nothing changed).
-type RollbackResponse struct {
-	history.RollbackResult
-	DryRun bool `json:"dry_run"`
-}
+// RollbackResponse is the wire type the client shares.
+type RollbackResponse = client.RollbackResponse
 
 // rollback answers POST /v1/api/states/{name}/rollback.
 func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) error {
@@ -170,11 +163,8 @@ func (h *Handler) rollback(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// StateRmRequest is the body of POST /v1/api/states/{name}/state/rm.
-type StateRmRequest struct {
-	Addresses []string `json:"addresses"`
-	DryRun    bool     `json:"dry_run"`
-}
+// StateRmRequest is the wire type the client shares.
+type StateRmRequest = client.StateRmRequest
 
 // stateRm answers POST /v1/api/states/{name}/state/rm.
 func (h *Handler) stateRm(w http.ResponseWriter, r *http.Request) error {
@@ -194,12 +184,8 @@ func (h *Handler) stateRm(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// StateMvRequest is the body of POST /v1/api/states/{name}/state/mv.
-type StateMvRequest struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	DryRun bool   `json:"dry_run"`
-}
+// StateMvRequest is the wire type the client shares.
+type StateMvRequest = client.StateMvRequest
 
 // stateMv answers POST /v1/api/states/{name}/state/mv.
 func (h *Handler) stateMv(w http.ResponseWriter, r *http.Request) error {
@@ -228,7 +214,7 @@ func (h *Handler) stateList(w http.ResponseWriter, r *http.Request) error {
 	if list == nil {
 		list = []history.InstanceSummary{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"instances": list})
+	writeJSON(w, http.StatusOK, client.InstanceList{Instances: list})
 	return nil
 }
 
@@ -250,12 +236,8 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ImportResponse is the answer to POST /v1/api/states/{name}/import.
-type ImportResponse struct {
-	Version   kilolock.Version    `json:"version"`
-	Stats     kilolock.WriteStats `json:"stats"`
-	Unchanged bool                `json:"unchanged"`
-}
+// ImportResponse is the wire type the client shares.
+type ImportResponse = client.ImportResponse
 
 // importState answers POST /v1/api/states/{name}/import?force=true|false;
 // the body is the state file.

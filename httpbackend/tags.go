@@ -3,15 +3,13 @@ package httpbackend
 import (
 	"net/http"
 
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/history"
 )
 
-// TagRequest is the body of PUT /v1/api/states/{name}/tags/{tag}.
-type TagRequest struct {
-	Ref         string `json:"ref"` // a version reference; empty is @latest
-	Description string `json:"description,omitempty"`
-}
+// TagRequest is the wire type the client shares.
+type TagRequest = client.TagRequest
 
 // listTags answers GET /v1/api/states/{name}/tags.
 func (h *Handler) listTags(w http.ResponseWriter, r *http.Request) error {
@@ -19,7 +17,7 @@ func (h *Handler) listTags(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tags": tags})
+	writeJSON(w, http.StatusOK, client.TagList{Tags: tags})
 	return nil
 }
 
@@ -51,7 +49,7 @@ func (h *Handler) deleteTag(w http.ResponseWriter, r *http.Request) error {
 	if err := history.UnsetTag(r.Context(), h.engine, r.PathValue("name"), r.PathValue("tag"), history.TagOptions{By: caller(r)}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	writeJSON(w, http.StatusOK, client.OK{OK: true})
 	return nil
 }
 
@@ -61,7 +59,7 @@ func (h *Handler) listDrift(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"drift": drift})
+	writeJSON(w, http.StatusOK, client.DriftList{Drift: drift})
 	return nil
 }
 
@@ -97,6 +95,6 @@ func (h *Handler) acceptRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"version": v})
+	writeJSON(w, http.StatusOK, client.RefreshAnswer{Version: v})
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
@@ -42,7 +43,7 @@ func (h *Handler) trustRoutes() {
 	})
 	h.trustControl("DELETE /v1/api/trust-policies/{id}", func(r *http.Request, c *trust.Control, by kilolock.Caller) (int, any, error) {
 		err := c.Remove(r.Context(), by, r.PathValue("id"))
-		return http.StatusOK, map[string]string{"removed": r.PathValue("id")}, err
+		return http.StatusOK, client.Removed{Removed: r.PathValue("id")}, err
 	})
 }
 

@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// The API's wire: GET /v1/api/search takes Filters as query parameters
-// (Values, FiltersOf) and answers a Page; GET /v1/api/search/duplicates
-// takes type and answers a DuplicateList.
+// The API's wire: a search (client.Search) takes Filters as query
+// parameters (Values, FiltersOf) and answers a Page; duplicates
+// (client.Duplicates) takes type and answers a DuplicateList.
 
-// DuplicateList is the answer of GET /v1/api/search/duplicates.
+// DuplicateList is the answer of the duplicates route (client.Duplicates).
 type DuplicateList struct {
 	Duplicates []Duplicate `json:"duplicates"`
 }

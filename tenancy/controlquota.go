@@ -10,7 +10,7 @@ import (
 )
 
 // QuotaChange is a limit to set on a target, or to clear from it, as kl
-// quota set and PUT /v1/api/quotas name it.
+// quota set and the API (client.SetQuota) name it.
 type QuotaChange struct {
 	kilolock.QuotaTarget
 	// Workspace, when set, is the workspace an environment target must

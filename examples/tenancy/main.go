@@ -11,7 +11,7 @@
 //	TENANCY_ADDR            listen address (default 127.0.0.1:8091)
 //	TENANCY_TEAM            the workspace's name (default platform)
 //	TENANCY_OWNER           the workspace's owner when it is created (default admin)
-//	TENANCY_OPERATOR_TOKEN  klo_… secret opening the control API under /v1/api/; unset keeps it closed
+//	TENANCY_OPERATOR_TOKEN  klo_… secret opening the control API (the client package); unset keeps it closed
 package main
 
 import (

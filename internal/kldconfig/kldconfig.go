@@ -29,7 +29,7 @@ import (
 
 // Limits are the flags of users' SQL and of optimistic holders.
 type Limits struct {
-	QueryTimeout    time.Duration        `default:"30s" env:"KL_QUERY_TIMEOUT" help:"How long one query of users' SQL (kl query, POST /v1/api/query) may run, on either store."`
+	QueryTimeout    time.Duration        `default:"30s" env:"KL_QUERY_TIMEOUT" help:"How long one query of users' SQL (kl query, the API's query route) may run, on either store."`
 	QueryMaxRows    int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
 	QueryMaxBytes   httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
 	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
@@ -122,7 +122,7 @@ func (l *Limits) StoreOptions() []store.Option {
 // Serving are the flags of how kld serves: authentication and TLS.
 type Serving struct {
 	Auth          string `default:"none" env:"KL_AUTH" enum:"none,token" help:"none: serve /v1/states/NAME to anyone (local use); token: serve only /v1/states/WORKSPACE/ENV/NAME to tokens, and the API to the operator token."`
-	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token for the control API under /v1/api/ with --auth=token: klo_ and at least 32 characters, as kl token operator makes them; only its hash is kept."`
+	OperatorToken string `env:"KL_OPERATOR_TOKEN" help:"The operator's bootstrap token for the JSON API and its control routes with --auth=token: klo_ and at least 32 characters, as kl token operator makes them; only its hash is kept."`
 	TLSCert       string `env:"KL_TLS_CERT" help:"PEM certificate (chain) file: serve HTTPS with --tls-key." type:"existingfile"`
 	TLSKey        string `env:"KL_TLS_KEY" help:"PEM private key file of --tls-cert." type:"existingfile"`
 	PublicURL     string `name:"public-url" env:"KL_PUBLIC_URL" placeholder:"URL" help:"The URL clients reach kld at, when a proxy in front of it terminates TLS, e.g. https://kl.example.com: with https the web view's cookies are Secure and answers carry Strict-Transport-Security, as with --tls-cert."`
