@@ -49,6 +49,7 @@ func TestInProcessOperator(t *testing.T) {
 			} else {
 				r = httptest.NewRequest(method, path, bytes.NewReader(body))
 			}
+			r.Header.Set(ActorHeader, "ci")
 			w := httptest.NewRecorder()
 			env.h.ServeHTTP(w, r.WithContext(AsOperator(context.Background(), by)))
 			return w
@@ -66,6 +67,16 @@ func TestInProcessOperator(t *testing.T) {
 		}
 		if w := serve(http.MethodGet, "/v1/api/backup", nil); w.Code != http.StatusOK || w.Body.Len() == 0 {
 			t.Errorf("backup in-process: %d (%d bytes)", w.Code, w.Body.Len())
+		}
+		// The versions it makes name the client's actor, not the caller
+		// its changes are audited as.
+		if _, err := env.engine.Write(context.Background(), "app", stateDoc(t, "lin-1", 1, map[string]string{"a": "v0"}), kilolock.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		w = serve(http.MethodPost, "/v1/api/states/app/refresh", stateDoc(t, "lin-1", 1, map[string]string{"a": "v1"}))
+		var refreshed struct{ Version *kilolock.Version }
+		if err := json.Unmarshal(w.Body.Bytes(), &refreshed); err != nil || refreshed.Version == nil || refreshed.Version.Actor != "ci" {
+			t.Errorf("refresh in-process: %d %s, want a version by ci", w.Code, w.Body)
 		}
 	})
 }
