@@ -427,7 +427,7 @@ func localName(path string) error {
 // reaches (tenancy.Reach), for its holder — tofu prints only a status
 // when the lane refuses it. An expired token is answered, marked expired.
 func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) error {
-	if h.auth != AuthToken {
+	if h.auth != AuthToken && !info(r).inProcess {
 		return errTenancyDisabled
 	}
 	ts, ok := h.engine.Store().(tenancy.TenantStore)

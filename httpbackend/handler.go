@@ -13,6 +13,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/internal/webui"
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -105,7 +106,12 @@ type Handler struct {
 	version     VersionInfo
 	ready       func(ctx context.Context) error
 	mux         *http.ServeMux
-	routeTable  []Route // what register registered, for Routes
+	// operatorMux serves the in-process operator of an open server
+	// (inprocess.go): mux with the routes the operator token guards. Nil
+	// in AuthToken mode, where mux has them.
+	operatorMux *http.ServeMux
+	ui          *webui.UI // the web view, parsed once for both muxes
+	routeTable  []Route   // what register registered, for Routes
 	metrics     *metrics
 	// metricsHandler serves the registry at /metrics; metricsSummed
 	// serves it with the series by state summed.
@@ -176,13 +182,24 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	h.registerServerGauges(reg)
 	h.metricsHandler = h.newMetricsHandler(reg)
 	h.metricsSummed = h.newMetricsHandler(anonymousGatherer{reg})
-	h.routes()
+	h.routes(h.auth == AuthToken)
+	if h.auth != AuthToken {
+		// The in-process operator (inprocess.go) is served the routes the
+		// operator token guards, on a mux of its own: no request from a
+		// socket reaches them on an open server.
+		open, table := h.mux, h.routeTable
+		h.mux = http.NewServeMux()
+		h.routes(true)
+		h.operatorMux, h.mux, h.routeTable = h.mux, open, table
+	}
 	return h
 }
 
-// routes registers every route. Protocol routes answer a held lock with the
-// holder's LockInfo as the body, as Terraform and OpenTofu decode it.
-func (h *Handler) routes() {
+// routes registers every route on h.mux; guarded, the routes the operator
+// token guards (tenancy, trust, backups) too, else answers that they are
+// closed. Protocol routes answer a held lock with the holder's LockInfo as
+// the body, as Terraform and OpenTofu decode it.
+func (h *Handler) routes(guarded bool) {
 	const state = "/v1/states/{name}"
 	// The Terraform/OpenTofu HTTP backend protocol.
 	h.protocol("GET "+state, h.getState)
@@ -235,7 +252,7 @@ func (h *Handler) routes() {
 	// Apply runs and their reservations (runs.go).
 	h.runRoutes()
 	// Backups and retention (ops.go).
-	h.opsRoutes()
+	h.opsRoutes(guarded)
 	// Encryption at rest: keys and their rotation (keys.go).
 	h.keyRoutes()
 	// The inventory across states (search.go).
@@ -244,7 +261,7 @@ func (h *Handler) routes() {
 	// Workspaces, environments, tokens, grants and the audit log
 	// (control.go), only where the operator token guards them: on an open
 	// server anyone could mint tokens that a later --auth=token would honour.
-	if h.auth == AuthToken {
+	if guarded {
 		h.controlRoutes()
 		h.trustRoutes()
 	} else {

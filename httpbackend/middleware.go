@@ -59,6 +59,8 @@ type reqInfo struct {
 	spooled   []*spooledBody
 	// host is the client's address, without its port.
 	host string
+	// inProcess is a request of the in-process operator (inprocess.go).
+	inProcess bool
 }
 
 // closeAfter asks the server to close the connection after the answer: a
@@ -112,6 +114,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if name, bad := badPath(r.URL.Path); bad {
 		h.writeError(rec, r, invalidName(name))
+		return
+	}
+	if by, ok := r.Context().Value(operatorKey{}).(kilolock.Caller); ok {
+		h.serveOperator(rec, r, ri, by)
 		return
 	}
 	if h.auth == AuthToken {

@@ -14,13 +14,13 @@ import (
 // writes of the JSON API are), and the backup only where the operator
 // token guards it: a backup holds every tenant's states, token hashes and
 // the audit log.
-func (h *Handler) opsRoutes() {
+func (h *Handler) opsRoutes(guarded bool) {
 	h.api("GET /v1/api/retention/policies", h.listRetentionPolicies)
 	h.api("PUT /v1/api/retention/policies", h.putRetentionPolicy)
 	h.api("DELETE /v1/api/retention/policies", h.deleteRetentionPolicy)
 	h.api("POST /v1/api/retention/apply", h.applyRetention)
 	h.api("GET /v1/api/states/{name}/pruned", h.listPruned)
-	if h.auth == AuthToken {
+	if guarded {
 		h.api("GET /v1/api/backup", h.backup)
 	} else {
 		h.api("GET /v1/api/backup", func(http.ResponseWriter, *http.Request) error { return errBackupClosed })

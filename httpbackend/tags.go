@@ -91,7 +91,11 @@ func (h *Handler) acceptRefresh(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := drift.AcceptRefresh(r.Context(), h.engine, r.PathValue("name"), body, caller(r).Actor)
+	by := caller(r).Actor
+	if info(r).inProcess {
+		by = actor(r) // a version names the client's actor, as AsOperator says
+	}
+	v, err := drift.AcceptRefresh(r.Context(), h.engine, r.PathValue("name"), body, by)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,10 @@ import (
 // uiRoutes mounts the read-only web view at /ui/: in AuthToken mode it
 // sees what the authenticated lane lets a token read, decided by decide.
 func (h *Handler) uiRoutes() {
+	if h.ui != nil { // the in-process operator's mux: the same pages
+		h.ui.Routes(h.mux.HandleFunc)
+		return
+	}
 	o := webui.Options{Describe: h.describe, Extras: webui.Extras{
 		DriftCounts: func(ctx context.Context, names []string) (map[string]int, error) {
 			return drift.DriftCounts(ctx, h.engine, names)
@@ -29,7 +33,8 @@ func (h *Handler) uiRoutes() {
 	if h.auth == AuthToken {
 		o.Gate = uiGate{h}
 	}
-	webui.New(h.engine, o).Routes(h.mux.HandleFunc)
+	h.ui = webui.New(h.engine, o)
+	h.ui.Routes(h.mux.HandleFunc)
 }
 
 // describe is the one error mapping (classify) as the web view shows it;

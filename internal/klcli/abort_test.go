@@ -44,7 +44,7 @@ func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]R
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hb.Close() })
-	return e, run, map[string]RunBackend{"engine": NewEngineBackend(e), "http": hb}
+	return e, run, map[string]RunBackend{"engine": NewDatabaseBackend(e, ""), "http": hb}
 }
 
 // TestWatchRunSeesAbort: a running orchestrated apply learns that its run

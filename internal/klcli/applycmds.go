@@ -243,10 +243,9 @@ func (c *CLI) Abort(ctx context.Context, id, state string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(run)
-	}
-	fmt.Fprintf(c.Out, "aborted apply run %s on state %q (%s by %s); its reservations are released, and its kl stops the apply within seconds\n",
-		run.ID, run.State, cell(run.Info), orDash(run.Actor))
-	return nil
+	return c.show(run, func() error {
+		fmt.Fprintf(c.Out, "aborted apply run %s on state %q (%s by %s); its reservations are released, and its kl stops the apply within seconds\n",
+			run.ID, run.State, cell(run.Info), orDash(run.Actor))
+		return nil
+	})
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/keyring"
-	"github.com/kilolock/kilolock/store"
 )
 
 // Backend is what kl's commands need from KiloLock. Both implementations
@@ -114,9 +113,9 @@ func loadKeyring(keyFile string) (*keyring.Ring, error) {
 }
 
 // Open returns the Backend for t: HTTPBackend for a server (DefaultServer
-// when t names nothing), EngineBackend for a database. Naming both is a
-// *UsageError.
-func Open(ctx context.Context, t Target) (Backend, error) {
+// when t names nothing) or, in-process, for a database (openDatabase).
+// Naming both is a *UsageError.
+func Open(ctx context.Context, t Target) (*HTTPBackend, error) {
 	switch {
 	case t.Server != "" && t.Database != "":
 		return nil, &UsageError{
@@ -124,16 +123,7 @@ func Open(ctx context.Context, t Target) (Backend, error) {
 			Hint:    "use either --server (KL_SERVER) or --database (KL_DATABASE_URL), not both",
 		}
 	case t.Database != "":
-		ring, err := loadKeyring(t.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		b, err := OpenEngineBackend(ctx, t.Database, store.WithKeyring(ring))
-		if err != nil {
-			return nil, err
-		}
-		b.Actor = t.Actor
-		return b, nil
+		return openDatabase(ctx, t)
 	}
 	server := t.Server
 	if server == "" {

@@ -62,6 +62,40 @@ func (c *CLI) writeJSON(v any) error {
 	return enc.Encode(v)
 }
 
+// show writes a command's result v, kl's one choice of output: JSON with
+// --json, else what text writes to Out for people.
+func (c *CLI) show(v any, text func() error) error {
+	if c.JSON {
+		return c.writeJSON(v)
+	}
+	return text()
+}
+
+// say is show of one line of text: format with args.
+func (c *CLI) say(v any, format string, args ...any) error {
+	return c.show(v, func() error {
+		_, err := fmt.Fprintf(c.Out, format, args...)
+		return err
+	})
+}
+
+// list writes items, as JSON with --json (an empty list, never null),
+// else as a table: header, then cells of each item.
+func list[T any](c *CLI, items []T, header []string, cells func(T) []string) error {
+	if items == nil {
+		items = []T{}
+	}
+	if c.JSON {
+		return c.writeJSON(items)
+	}
+	tw := c.table()
+	row(tw, header...)
+	for _, it := range items {
+		row(tw, cells(it)...)
+	}
+	return tw.Flush()
+}
+
 // table returns a tabwriter on Out with kl's layout: columns two spaces
 // apart. Flush it.
 func (c *CLI) table() *tabwriter.Writer {

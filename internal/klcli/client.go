@@ -55,6 +55,12 @@ type HTTPBackend struct {
 	// user and password are basic auth, sent when token is empty.
 	user, password string
 	headers        map[string]string
+	// closer is closed by Close: the store of a database opened
+	// in-process (openDatabase); nil for a server.
+	closer io.Closer
+	// database is a database served in-process (NewDatabaseBackend): no
+	// server, so no server version.
+	database bool
 }
 
 var (
@@ -207,8 +213,12 @@ func (b *HTTPBackend) ReadVersion(ctx context.Context, name string, number int64
 	return buf.Bytes(), nil
 }
 
-// ServerVersion implements ServerVersioner.
+// ServerVersion implements ServerVersioner: nil for a database served
+// in-process, which has no server.
 func (b *HTTPBackend) ServerVersion(ctx context.Context) (*VersionInfo, error) {
+	if b.database {
+		return nil, nil
+	}
 	var v VersionInfo
 	if err := b.do(ctx, http.MethodGet, "/versionz", nil, nil, &v); err != nil {
 		return nil, err
@@ -219,6 +229,9 @@ func (b *HTTPBackend) ServerVersion(ctx context.Context) (*VersionInfo, error) {
 // Close implements Backend.
 func (b *HTTPBackend) Close() error {
 	b.client.CloseIdleConnections()
+	if b.closer != nil {
+		return b.closer.Close()
+	}
 	return nil
 }
 
@@ -251,6 +264,9 @@ func (b *HTTPBackend) do(ctx context.Context, method, path string, q url.Values,
 	req, err := http.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return err
+	}
+	if raw, ok := in.([]byte); ok {
+		req.ContentLength = int64(len(raw)) // announced: a large state is spooled
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", b.agent)

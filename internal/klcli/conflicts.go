@@ -8,6 +8,18 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// ConflictsCmd is kl conflicts.
+type ConflictsCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name." predictor:"state"`
+	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *ConflictsCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Conflicts(ctx, c.Name, c.Limit) })
+}
+
 // ConflictsJSON is the JSON output of Conflicts, as the server's API
 // answers it.
 type ConflictsJSON struct {
@@ -36,21 +48,20 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(ConflictsJSON{State: name, Rejections: rs})
-	}
-	if len(rs) == 0 {
-		_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
-		return err
-	}
-	fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
-	for _, r := range rs {
-		fmt.Fprintln(c.Out)
-		if err := c.writeRejection(&r); err != nil {
+	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
+		if len(rs) == 0 {
+			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
 			return err
 		}
-	}
-	return nil
+		fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
+		for _, r := range rs {
+			fmt.Fprintln(c.Out)
+			if err := c.writeRejection(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // writeRejection writes one rejection as a block of labelled lines.

@@ -2,14 +2,11 @@ package klcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy"
@@ -25,11 +22,10 @@ type Control struct {
 }
 
 // ControlAPI is what the tenancy commands need: the operations of
-// tenancy.Control, reached through a server's operator control API under
-// /v1/api/ (--server with the operator token), or on a database directly
-// (--database), where kl validates and audits each change itself. Both
-// answer with the root package's types and errors (ErrNotFound,
-// ErrConflict, ErrInvalid).
+// tenancy.Control, reached through the operator control API under /v1/api/
+// (a server's, with the operator token, or a database's in-process, as its
+// operator). It answers with the root package's types and errors
+// (ErrNotFound, ErrConflict, ErrInvalid).
 type ControlAPI interface {
 	CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error)
 	Workspaces(ctx context.Context) ([]tenancy.Workspace, error)
@@ -74,34 +70,7 @@ func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error
 		return err
 	}
 	defer b.Close()
-	var api ControlAPI
-	switch b := b.(type) {
-	case *HTTPBackend:
-		api = serverControl{b}
-	case *EngineBackend:
-		ts, ok := b.engine.Store().(tenancy.TenantStore)
-		if !ok {
-			return &UsageError{Message: "this database keeps no workspaces", Hint: "use a SQLite or PostgreSQL store"}
-		}
-		api = databaseControl{c: tenancy.NewControl(ts), by: databaseCaller(g.Actor)}
-	default:
-		return fmt.Errorf("no control API on a %T", b)
-	}
-	return f(&Control{API: api, Out: g.out(), JSON: json})
-}
-
-// databaseCaller is who a change made on a database directly is audited
-// as: "db:" and the actor (kl when none), so that the audit log tells it
-// from a change made through a server; from kl on this host.
-func databaseCaller(actor string) kilolock.Caller {
-	if actor == "" {
-		actor = "kl"
-	}
-	from := "kl"
-	if host, err := os.Hostname(); err == nil && host != "" {
-		from += "@" + host
-	}
-	return kilolock.Caller{Actor: "db:" + actor, From: from}
+	return f(&Control{API: serverControl{b}, Out: g.out(), JSON: json})
 }
 
 func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
@@ -113,11 +82,7 @@ func (c *Control) CreateWorkspace(ctx context.Context, name string, kind tenancy
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(ws)
-	}
-	fmt.Fprintf(c.Out, "Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
-	return nil
+	return c.cli().say(ws, "Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
 }
 
 // Workspaces lists the workspaces.
@@ -126,18 +91,9 @@ func (c *Control) Workspaces(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Workspace{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "NAME", "KIND", "LIFECYCLE", "CREATED")
-	for _, ws := range out {
-		row(tw, ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "NAME", "KIND", "LIFECYCLE", "CREATED"}, func(ws tenancy.Workspace) []string {
+		return []string{ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created)}
+	})
 }
 
 // SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
@@ -146,11 +102,7 @@ func (c *Control) SetWorkspaceLifecycle(ctx context.Context, id string, suspend 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(ws)
-	}
-	fmt.Fprintf(c.Out, "Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
-	return nil
+	return c.cli().say(ws, "Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
 }
 
 // CreateEnvironment creates an environment in workspace ws.
@@ -159,11 +111,7 @@ func (c *Control) CreateEnvironment(ctx context.Context, ws, slug string) error 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(e)
-	}
-	fmt.Fprintf(c.Out, "Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
-	return nil
+	return c.cli().say(e, "Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
 }
 
 // Environments lists the environments of workspace ws.
@@ -172,18 +120,9 @@ func (c *Control) Environments(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Environment{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED")
-	for _, e := range out {
-		row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED"}, func(e tenancy.Environment) []string {
+		return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created)}
+	})
 }
 
 // ConfigureEnvironment changes the settings cfg sets of environment env of
@@ -197,15 +136,14 @@ func (c *Control) ConfigureEnvironment(ctx context.Context, ws, env string, cfg 
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(e)
-	}
-	if e.RequireClientEncryption {
-		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
-	} else {
-		fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
-	}
-	return nil
+	return c.cli().show(e, func() error {
+		if e.RequireClientEncryption {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
+		} else {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
+		}
+		return nil
+	})
 }
 
 // requiredOrDash is "required" for a requirement that holds, else "-".
@@ -223,27 +161,26 @@ func (c *Control) IssueToken(ctx context.Context, req tenancy.TokenRequest) erro
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(tok)
-	}
-	what := "token"
-	if tok.Kind == tenancy.TokenPersonal {
-		what = "personal access token"
-	}
-	fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
-	switch {
-	case tok.EnvironmentID != "":
-		fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
-	case tok.UserID != "":
-		fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
-	}
-	if !tok.Expires.IsZero() {
-		fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
-	}
-	fmt.Fprintln(c.Out, ".")
-	fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
-	fmt.Fprintln(c.Out, "Store this secret now: it will not be shown again.")
-	return nil
+	return c.cli().show(tok, func() error {
+		what := "token"
+		if tok.Kind == tenancy.TokenPersonal {
+			what = "personal access token"
+		}
+		fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
+		switch {
+		case tok.EnvironmentID != "":
+			fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
+		case tok.UserID != "":
+			fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
+		}
+		if !tok.Expires.IsZero() {
+			fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
+		}
+		fmt.Fprintln(c.Out, ".")
+		fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
+		fmt.Fprintln(c.Out, "Store this secret now: it will not be shown again.")
+		return nil
+	})
 }
 
 // Tokens lists the tokens of kind ("" for every kind), without secrets.
@@ -252,18 +189,9 @@ func (c *Control) Tokens(ctx context.Context, kind tenancy.TokenKind) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Token{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES")
-	for _, t := range out {
-		row(tw, t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES"}, func(t tenancy.Token) []string {
+		return []string{t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires)}
+	})
 }
 
 // DeleteToken revokes a token (automation or personal).
@@ -271,11 +199,7 @@ func (c *Control) DeleteToken(ctx context.Context, id string) error {
 	if err := c.API.RevokeToken(ctx, id); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"revoked": id})
-	}
-	fmt.Fprintf(c.Out, "Revoked token %s.\n", cell(id))
-	return nil
+	return c.cli().say(map[string]string{"revoked": id}, "Revoked token %s.\n", cell(id))
 }
 
 // AddGrant grants a personal access token access to an environment.
@@ -284,11 +208,7 @@ func (c *Control) AddGrant(ctx context.Context, token, env string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(g)
-	}
-	fmt.Fprintf(c.Out, "Granted %s access to %s.\n", g.TokenID, g.EnvironmentID)
-	return nil
+	return c.cli().say(g, "Granted %s access to %s.\n", g.TokenID, g.EnvironmentID)
 }
 
 // RevokeGrant takes a grant away.
@@ -296,11 +216,7 @@ func (c *Control) RevokeGrant(ctx context.Context, token, env string) error {
 	if err := c.API.RevokeGrant(ctx, token, env); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"revoked": token + "->" + env})
-	}
-	fmt.Fprintf(c.Out, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
-	return nil
+	return c.cli().say(map[string]string{"revoked": token + "->" + env}, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
 }
 
 // Grants lists a token's grants.
@@ -309,18 +225,9 @@ func (c *Control) Grants(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Grant{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "TOKEN", "ENVIRONMENT", "CREATED")
-	for _, g := range out {
-		row(tw, g.TokenID, g.EnvironmentID, formatTime(g.Created))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(g tenancy.Grant) []string {
+		return []string{g.TokenID, g.EnvironmentID, formatTime(g.Created)}
+	})
 }
 
 // PutMember adds a user to a workspace, or changes their role.
@@ -329,11 +236,7 @@ func (c *Control) PutMember(ctx context.Context, ws, user string, role tenancy.R
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(m)
-	}
-	fmt.Fprintf(c.Out, "%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(ws))
-	return nil
+	return c.cli().say(m, "%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(ws))
 }
 
 func article(word string) string {
@@ -348,11 +251,7 @@ func (c *Control) RemoveMember(ctx context.Context, ws, user string) error {
 	if err := c.API.RemoveMember(ctx, ws, user); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"removed": user})
-	}
-	fmt.Fprintf(c.Out, "Removed %s from workspace %s.\n", cell(user), cell(ws))
-	return nil
+	return c.cli().say(map[string]string{"removed": user}, "Removed %s from workspace %s.\n", cell(user), cell(ws))
 }
 
 // Members lists a workspace's members.
@@ -361,18 +260,9 @@ func (c *Control) Members(ctx context.Context, ws string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []tenancy.Member{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "USER", "ROLE")
-	for _, m := range out {
-		row(tw, cell(m.UserID), string(m.Role))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"USER", "ROLE"}, func(m tenancy.Member) []string {
+		return []string{cell(m.UserID), string(m.Role)}
+	})
 }
 
 // SetStateLifecycle archives (archive true) or restores a tenant's state.
@@ -384,11 +274,7 @@ func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, 
 	if archive {
 		l = tenancy.LifecycleArchived
 	}
-	if c.JSON {
-		return c.cli().writeJSON(map[string]string{"state": state, "lifecycle": string(l)})
-	}
-	fmt.Fprintf(c.Out, "State %s is %s.\n", cell(state), l)
-	return nil
+	return c.cli().say(map[string]string{"state": state, "lifecycle": string(l)}, "State %s is %s.\n", cell(state), l)
 }
 
 // Audit lists the audit log, newest first; denied only lists refusals.
@@ -397,15 +283,7 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []kilolock.AuditEntry{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "AT", "ACTOR", "ACTION", "TARGET", "RESULT", "FROM")
-	for _, e := range out {
+	return list(c.cli(), out, []string{"AT", "ACTOR", "ACTION", "TARGET", "RESULT", "FROM"}, func(e kilolock.AuditEntry) []string {
 		result := "ok"
 		if e.Denied {
 			result = "denied"
@@ -413,116 +291,8 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 				result += ": " + e.Reason
 			}
 		}
-		row(tw, formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From))
-	}
-	return tw.Flush()
-}
-
-// databaseControl is the ControlAPI of a database opened directly: the
-// library's Control, its changes audited as by.
-type databaseControl struct {
-	c  *tenancy.Control
-	by kilolock.Caller
-}
-
-var _ ControlAPI = databaseControl{}
-
-func (d databaseControl) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error) {
-	return d.c.CreateWorkspace(ctx, d.by, name, kind, owner)
-}
-
-func (d databaseControl) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
-	return d.c.Workspaces(ctx)
-}
-
-func (d databaseControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error) {
-	if suspend {
-		return d.c.SuspendWorkspace(ctx, d.by, id)
-	}
-	return d.c.ResumeWorkspace(ctx, d.by, id)
-}
-
-func (d databaseControl) CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error) {
-	return d.c.CreateEnvironment(ctx, d.by, ws, slug)
-}
-
-func (d databaseControl) Environments(ctx context.Context, ws string) ([]tenancy.Environment, error) {
-	return d.c.Environments(ctx, ws)
-}
-
-func (d databaseControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error) {
-	return d.c.ConfigureEnvironment(ctx, d.by, ws, env, cfg)
-}
-
-func (d databaseControl) IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error) {
-	tok, secret, err := d.c.IssueToken(ctx, d.by, req)
-	if err != nil {
-		return nil, err
-	}
-	return &IssuedToken{Token: *tok, Secret: secret}, nil
-}
-
-func (d databaseControl) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
-	return d.c.Tokens(ctx, kind)
-}
-
-func (d databaseControl) RevokeToken(ctx context.Context, id string) error {
-	return d.c.RevokeToken(ctx, d.by, id)
-}
-
-func (d databaseControl) AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error) {
-	return d.c.AddGrant(ctx, d.by, token, env)
-}
-
-func (d databaseControl) RevokeGrant(ctx context.Context, token, env string) error {
-	return d.c.RevokeGrant(ctx, d.by, token, env)
-}
-
-func (d databaseControl) Grants(ctx context.Context, token string) ([]tenancy.Grant, error) {
-	return d.c.Grants(ctx, token)
-}
-
-func (d databaseControl) PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error) {
-	m, err := d.c.PutMember(ctx, d.by, ws, user, role)
-	if err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-func (d databaseControl) RemoveMember(ctx context.Context, ws, user string) error {
-	return d.c.RemoveMember(ctx, d.by, ws, user)
-}
-
-func (d databaseControl) Members(ctx context.Context, ws string) ([]tenancy.Member, error) {
-	return d.c.Members(ctx, ws)
-}
-
-func (d databaseControl) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
-	if archive {
-		return d.c.ArchiveState(ctx, d.by, ws, env, state)
-	}
-	return d.c.RestoreState(ctx, d.by, ws, env, state)
-}
-
-func (d databaseControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
-	return d.c.Audit(ctx, f)
-}
-
-func (d databaseControl) Reach(ctx context.Context, secret string) (*tenancy.Reach, error) {
-	r, err := d.c.Reach(ctx, tenancy.HashSecret(secret), time.Now())
-	if errors.Is(err, kilolock.ErrNotFound) {
-		return nil, &UsageError{Message: "the token is unknown or revoked", Hint: "ask for a new token (kl token issue, kl pat create)"}
-	}
-	return r, err
-}
-
-func (d databaseControl) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	return d.c.SetQuota(ctx, d.by, ch)
-}
-
-func (d databaseControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
-	return d.c.Quotas(ctx)
+		return []string{formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From)}
+	})
 }
 
 // serverControl is the ControlAPI of a server: its operator control API
@@ -715,42 +485,41 @@ func (c *Control) Whoami(ctx context.Context, secret string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(r)
-	}
-	what := "automation token, " + string(r.Token.Scope)
-	if r.Token.Kind == tenancy.TokenPersonal {
-		what = "personal access token of " + cell(r.Token.UserID)
-	}
-	expiry := "never expires"
-	switch {
-	case r.Expired:
-		expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
-	case !r.Token.Expires.IsZero():
-		expiry = "expires " + formatTime(r.Token.Expires)
-	}
-	fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
-	if len(r.Environments) == 0 {
-		fmt.Fprintln(c.Out, "It reaches no environment.")
-	} else {
-		tw := c.cli().table()
-		row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
-		for _, e := range r.Environments {
-			access := "read"
-			switch {
-			case e.Writable:
-				access = "read-write"
-			case e.OutputsOnly:
-				access = "outputs"
+	return c.cli().show(r, func() error {
+		what := "automation token, " + string(r.Token.Scope)
+		if r.Token.Kind == tenancy.TokenPersonal {
+			what = "personal access token of " + cell(r.Token.UserID)
+		}
+		expiry := "never expires"
+		switch {
+		case r.Expired:
+			expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
+		case !r.Token.Expires.IsZero():
+			expiry = "expires " + formatTime(r.Token.Expires)
+		}
+		fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
+		if len(r.Environments) == 0 {
+			fmt.Fprintln(c.Out, "It reaches no environment.")
+		} else {
+			tw := c.cli().table()
+			row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
+			for _, e := range r.Environments {
+				access := "read"
+				switch {
+				case e.Writable:
+					access = "read-write"
+				case e.OutputsOnly:
+					access = "outputs"
+				}
+				row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
 			}
-			row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
-		if err := tw.Flush(); err != nil {
-			return err
+		for _, u := range r.Unusable {
+			fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
 		}
-	}
-	for _, u := range r.Unusable {
-		fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
-	}
-	return nil
+		return nil
+	})
 }

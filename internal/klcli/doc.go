@@ -4,11 +4,11 @@
 //
 // # Basics
 //
-// A Backend is either a kld server reached over HTTP (HTTPBackend, the
-// server's JSON API under /v1/api) or a database opened in-process
-// (EngineBackend, store.Open plus kilolock.NewEngine). The commands do not
-// know which: the library and the server answer the same questions the same
-// way.
+// A Backend is kld's JSON API under /v1/api, reached by HTTPBackend: over
+// HTTP from a kld server, or in-process from a database (--database: kld's
+// handler over an Engine on it, reached through client.InProcess with no
+// socket, as that database's operator). Each command is so written once,
+// and behaves the same whichever kl reaches.
 //
 //	b, err := klcli.Open(ctx, klcli.Target{Database: "kilolock.db"})
 //	if err != nil {

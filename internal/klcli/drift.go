@@ -24,31 +24,6 @@ type DriftOps interface {
 	AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error)
 }
 
-// RecordDrift implements DriftOps, recording the check as made by db:ACTOR.
-func (b *EngineBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
-	c, err := drift.RecordDrift(ctx, b.engine, state, r, databaseCaller(b.Actor))
-	return sameAsServer(c, stateError(state, err))
-}
-
-// Drift implements DriftOps.
-func (b *EngineBackend) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
-	ds, err := drift.Drift(ctx, b.engine, state)
-	if err != nil {
-		return nil, stateError(state, err)
-	}
-	out, err := sameAsServer(&ds, nil)
-	if err != nil {
-		return nil, err
-	}
-	return *out, nil
-}
-
-// AcceptRefresh implements DriftOps.
-func (b *EngineBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
-	v, err := drift.AcceptRefresh(ctx, b.engine, state, refreshed, actorOr(b.Actor))
-	return v, stateError(state, err)
-}
-
 // RecordDrift implements DriftOps.
 func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
 	var c drift.DriftCheck
@@ -94,10 +69,9 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 	if ds == nil {
 		ds = []drift.DriftRecord{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"drift": ds})
-	}
-	return c.driftTable(ds)
+	return c.show(map[string]any{"drift": ds}, func() error {
+		return c.driftTable(ds)
+	})
 }
 
 func (c *CLI) driftTable(ds []drift.DriftRecord) error {

@@ -144,29 +144,28 @@ func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 			return fmt.Errorf("drift recorded (check %d), but accepting the refresh failed: %w", check.ID, err)
 		}
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	scope := "the whole state"
-	if targets != nil {
-		scope = plural(len(targets), "address", "addresses") + " (" + strings.Join(targets[:min(len(targets), 5)], ", ")
-		if len(targets) > 5 {
-			scope += ", …"
+	return c.show(res, func() error {
+		scope := "the whole state"
+		if targets != nil {
+			scope = plural(len(targets), "address", "addresses") + " (" + strings.Join(targets[:min(len(targets), 5)], ", ")
+			if len(targets) > 5 {
+				scope += ", …"
+			}
+			scope += ")"
 		}
-		scope += ")"
-	}
-	fmt.Fprintf(c.Out, "checked @%d of %s, %s: %s\n", check.Version, r.State, scope, plural(len(check.Drifted), "instance drifted", "instances drifted"))
-	if len(check.Drifted) > 0 {
-		if err := c.driftTable(check.Drifted); err != nil {
-			return err
+		fmt.Fprintf(c.Out, "checked @%d of %s, %s: %s\n", check.Version, r.State, scope, plural(len(check.Drifted), "instance drifted", "instances drifted"))
+		if len(check.Drifted) > 0 {
+			if err := c.driftTable(check.Drifted); err != nil {
+				return err
+			}
 		}
-	}
-	if res.Accepted != nil {
-		_, err = fmt.Fprintf(c.Out, "accepted: @%d (serial %d, source refresh) holds what the real infrastructure holds\n", res.Accepted.Number, res.Accepted.Serial)
-	} else if len(check.Drifted) > 0 && !r.Accept {
-		_, err = fmt.Fprintf(c.Out, "nothing was written; kl drift check --accept writes the refreshed state as a version\n")
-	}
-	return err
+		if res.Accepted != nil {
+			_, err = fmt.Fprintf(c.Out, "accepted: @%d (serial %d, source refresh) holds what the real infrastructure holds\n", res.Accepted.Number, res.Accepted.Serial)
+		} else if len(check.Drifted) > 0 && !r.Accept {
+			_, err = fmt.Fprintf(c.Out, "nothing was written; kl drift check --accept writes the refreshed state as a version\n")
+		}
+		return err
+	})
 }
 
 // refreshOnlyPlan runs plan -refresh-only -out in r.Dir and reads the

@@ -9,6 +9,35 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// HistoryCmd is kl history.
+type HistoryCmd struct {
+	JSONFlag
+	Name     string `arg:"" help:"State name." predictor:"state"`
+	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
+	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
+	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
+	Address  string `help:"List the versions that added, changed or removed this instance or resource, with what changed." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *HistoryCmd) Run(ctx context.Context, g *Globals) error {
+	if c.Rejected && c.Before != 0 {
+		return &UsageError{Message: "--before pages versions, not rejected commits", Hint: "use kl history NAME --rejected --limit N"}
+	}
+	if c.Address != "" && (c.Rejected || c.Before != 0) {
+		return &UsageError{Message: "--address lists every change of one address; it takes neither --rejected nor --before", Hint: "use kl history NAME --address ADDR"}
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		switch {
+		case c.Rejected:
+			return cli.Conflicts(ctx, c.Name, c.Limit)
+		case c.Address != "":
+			return cli.AddressHistory(ctx, c.Name, c.Address)
+		}
+		return cli.History(ctx, c.Name, kilolock.HistoryOptions{Limit: c.Limit, Before: c.Before})
+	})
+}
+
 // HistoryJSON is the JSON output of History.
 type HistoryJSON struct {
 	State string `json:"state"`
@@ -49,39 +78,38 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves})
-	}
-	if len(vs) == 0 && len(pruned) == 0 {
-		if opts.Before > 0 {
-			_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
+	return c.show(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
+		if len(vs) == 0 && len(pruned) == 0 {
+			if opts.Before > 0 {
+				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
+				return err
+			}
+			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", s.Name)
 			return err
 		}
-		_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", s.Name)
-		return err
-	}
-	w := c.table()
-	row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
-	for _, v := range vs {
-		for len(pruned) > 0 && pruned[0].From > v.Number {
-			prunedRow(w, pruned[0])
-			pruned = pruned[1:]
+		w := c.table()
+		row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
+		for _, v := range vs {
+			for len(pruned) > 0 && pruned[0].From > v.Number {
+				prunedRow(w, pruned[0])
+				pruned = pruned[1:]
+			}
+			number := strconv.FormatInt(v.Number, 10)
+			if v.Number == current {
+				number = "*" + number
+			}
+			changes := changesText(&v)
+			if n := notes[v.Number]; n != "" {
+				changes += " (" + n + ")"
+			}
+			row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
+				orDash(v.Actor), orDash(v.LockID), changes)
 		}
-		number := strconv.FormatInt(v.Number, 10)
-		if v.Number == current {
-			number = "*" + number
+		for _, p := range pruned {
+			prunedRow(w, p)
 		}
-		changes := changesText(&v)
-		if n := notes[v.Number]; n != "" {
-			changes += " (" + n + ")"
-		}
-		row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
-			orDash(v.Actor), orDash(v.LockID), changes)
-	}
-	for _, p := range pruned {
-		prunedRow(w, p)
-	}
-	return w.Flush()
+		return w.Flush()
+	})
 }
 
 // prunedRow is the marker kl history shows where retention pruned a run

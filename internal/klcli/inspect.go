@@ -12,6 +12,45 @@ import (
 	"github.com/kilolock/kilolock/history"
 )
 
+// ShowCmd is kl show.
+type ShowCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
+	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
+}
+
+// Run runs the command.
+func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Show(ctx, c.Name, ref, c.Address) })
+}
+
+// DiffCmd is kl diff.
+type DiffCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+	From string `arg:"" help:"The older version: ${version_ref}"`
+	To   string `arg:"" optional:"" help:"The newer version (default latest)."`
+}
+
+// Run runs the command.
+func (c *DiffCmd) Run(ctx context.Context, g *Globals) error {
+	from, err := refArg(c.From)
+	if err != nil {
+		return err
+	}
+	to, err := refArg(c.To)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Diff(ctx, c.Name, from, to) })
+}
+
 // versionText names a version for people: "@3 (serial 3)".
 func versionText(v *kilolock.Version) string {
 	return fmt.Sprintf("@%d (serial %d)", v.Number, v.Serial)
@@ -107,21 +146,20 @@ func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRe
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(d)
-	}
-	fmt.Fprintf(c.Out, "State %s: %s → %s\n", d.State, versionText(&d.From), versionText(&d.To))
-	if d.Opaque {
-		verdict := "differ"
-		if d.Identical != nil && *d.Identical {
-			verdict = "are identical"
+	return c.show(d, func() error {
+		fmt.Fprintf(c.Out, "State %s: %s → %s\n", d.State, versionText(&d.From), versionText(&d.To))
+		if d.Opaque {
+			verdict := "differ"
+			if d.Identical != nil && *d.Identical {
+				verdict = "are identical"
+			}
+			_, err := fmt.Fprintf(c.Out, "  @%d or @%d is client-side encrypted: compared as whole documents, they %s; what changed in them cannot be listed.\n",
+				d.From.Number, d.To.Number, verdict)
+			return err
 		}
-		_, err := fmt.Fprintf(c.Out, "  @%d or @%d is client-side encrypted: compared as whole documents, they %s; what changed in them cannot be listed.\n",
-			d.From.Number, d.To.Number, verdict)
-		return err
-	}
-	writeChangeSet(c.Out, &d.ChangeSet, diffVerbs)
-	return nil
+		writeChangeSet(c.Out, &d.ChangeSet, diffVerbs)
+		return nil
+	})
 }
 
 // AddressHistoryJSON is the JSON output of AddressHistory.
@@ -139,23 +177,22 @@ func (c *CLI) AddressHistory(ctx context.Context, name, address string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(AddressHistoryJSON{State: name, Address: address, Changes: cs})
-	}
-	fmt.Fprintf(c.Out, "History of %s in state %s, newest first:\n", address, name)
-	marks := map[string]string{"added": "+", "changed": "~", "removed": "-"}
-	last := int64(-1)
-	for _, ch := range cs {
-		v := &ch.Version
-		if v.Number != last {
-			last = v.Number
-			fmt.Fprintf(c.Out, "\n@%d  serial %d  %s  %s by %s  lock %s\n", v.Number, v.Serial, formatTime(v.Created),
-				sourceText(v), orDash(v.Actor), orDash(v.LockID))
+	return c.show(AddressHistoryJSON{State: name, Address: address, Changes: cs}, func() error {
+		fmt.Fprintf(c.Out, "History of %s in state %s, newest first:\n", address, name)
+		marks := map[string]string{"added": "+", "changed": "~", "removed": "-"}
+		last := int64(-1)
+		for _, ch := range cs {
+			v := &ch.Version
+			if v.Number != last {
+				last = v.Number
+				fmt.Fprintf(c.Out, "\n@%d  serial %d  %s  %s by %s  lock %s\n", v.Number, v.Serial, formatTime(v.Created),
+					sourceText(v), orDash(v.Actor), orDash(v.LockID))
+			}
+			fmt.Fprintf(c.Out, "  %s %s %s\n", marks[ch.Kind], cell(ch.Address), ch.Kind)
+			writeAttributeChanges(c.Out, "      ", ch.Changes)
 		}
-		fmt.Fprintf(c.Out, "  %s %s %s\n", marks[ch.Kind], cell(ch.Address), ch.Kind)
-		writeAttributeChanges(c.Out, "      ", ch.Changes)
-	}
-	return nil
+		return nil
+	})
 }
 
 // Show prints a version's summary and its instances and outputs; with an
@@ -169,37 +206,36 @@ func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, ad
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(v)
-	}
-	current := ""
-	if v.Current {
-		current = ", the current version"
-	}
-	ver := &v.Version
-	fmt.Fprintf(c.Out, "State %s %s%s\n", ver.State, versionText(ver), current)
-	fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), sourceText(ver),
-		orDash(ver.LockID), ver.Added, ver.Changed, ver.Removed)
-	fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Instances), "instance", "instances"))
-	w := c.table()
-	row(w, "ADDRESS", "TYPE", "STATUS")
-	for _, in := range v.Instances {
-		row(w, cell(in.ID), cell(in.Type), orDash(in.Status))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if len(v.Outputs) > 0 {
-		fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Outputs), "output", "outputs"))
-		for _, o := range v.Outputs {
-			s := ""
-			if o.Sensitive {
-				s = " (sensitive)"
-			}
-			fmt.Fprintf(c.Out, "  %s%s\n", cell(o.Name), s)
+	return c.show(v, func() error {
+		current := ""
+		if v.Current {
+			current = ", the current version"
 		}
-	}
-	return nil
+		ver := &v.Version
+		fmt.Fprintf(c.Out, "State %s %s%s\n", ver.State, versionText(ver), current)
+		fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), sourceText(ver),
+			orDash(ver.LockID), ver.Added, ver.Changed, ver.Removed)
+		fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Instances), "instance", "instances"))
+		w := c.table()
+		row(w, "ADDRESS", "TYPE", "STATUS")
+		for _, in := range v.Instances {
+			row(w, cell(in.ID), cell(in.Type), orDash(in.Status))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if len(v.Outputs) > 0 {
+			fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Outputs), "output", "outputs"))
+			for _, o := range v.Outputs {
+				s := ""
+				if o.Sensitive {
+					s = " (sensitive)"
+				}
+				fmt.Fprintf(c.Out, "  %s%s\n", cell(o.Name), s)
+			}
+		}
+		return nil
+	})
 }
 
 func (c *CLI) showInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) error {
@@ -207,23 +243,22 @@ func (c *CLI) showInstance(ctx context.Context, name string, ref kilolock.Versio
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(in)
-	}
-	fmt.Fprintf(c.Out, "%s in state %s %s\n", in.ID, in.Version.State, versionText(&in.Version))
-	fmt.Fprintf(c.Out, "provider: %s\n", in.Provider)
-	if in.Status != "" {
-		fmt.Fprintf(c.Out, "status: %s\n", in.Status)
-	}
-	deps := "-"
-	if len(in.Dependencies) > 0 {
-		deps = strings.Join(in.Dependencies, ", ")
-	}
-	fmt.Fprintf(c.Out, "dependencies: %s\n", deps)
-	attrs, err := json.MarshalIndent(in.Attributes, "", "  ")
-	if err != nil {
+	return c.show(in, func() error {
+		fmt.Fprintf(c.Out, "%s in state %s %s\n", in.ID, in.Version.State, versionText(&in.Version))
+		fmt.Fprintf(c.Out, "provider: %s\n", in.Provider)
+		if in.Status != "" {
+			fmt.Fprintf(c.Out, "status: %s\n", in.Status)
+		}
+		deps := "-"
+		if len(in.Dependencies) > 0 {
+			deps = strings.Join(in.Dependencies, ", ")
+		}
+		fmt.Fprintf(c.Out, "dependencies: %s\n", deps)
+		attrs, err := json.MarshalIndent(in.Attributes, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "attributes: %s\n", attrs)
 		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "attributes: %s\n", attrs)
-	return err
+	})
 }

@@ -83,19 +83,18 @@ func (c *CLI) KeyStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(KeysJSON{Keys: usage})
-	}
-	if len(usage) == 0 {
-		_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
-		return err
-	}
-	w := c.table()
-	row(w, "KEY", "ACTIVE", "CONFIGURED", "STATES")
-	for _, u := range usage {
-		row(w, u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10))
-	}
-	return w.Flush()
+	return c.show(KeysJSON{Keys: usage}, func() error {
+		if len(usage) == 0 {
+			_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
+			return err
+		}
+		w := c.table()
+		row(w, "KEY", "ACTIVE", "CONFIGURED", "STATES")
+		for _, u := range usage {
+			row(w, u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10))
+		}
+		return w.Flush()
+	})
 }
 
 func yesNo(b bool) string {
@@ -123,26 +122,15 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	if !wait && res.Finished.IsZero() {
-		_, err := fmt.Fprintf(c.Out, "rotation to key %s started on the server: %d data keys to re-wrap; kl keys status shows what is left\n", res.Active, res.Total)
+	return c.show(res, func() error {
+		if !wait && res.Finished.IsZero() {
+			_, err := fmt.Fprintf(c.Out, "rotation to key %s started on the server: %d data keys to re-wrap; kl keys status shows what is left\n", res.Active, res.Total)
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "done: %d data keys re-wrapped to key %s in %s; a key that wraps none (kl keys status) can leave the key file\n",
+			res.Done, res.Active, res.Finished.Sub(res.Started).Round(time.Millisecond))
 		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "done: %d data keys re-wrapped to key %s in %s; a key that wraps none (kl keys status) can leave the key file\n",
-		res.Done, res.Active, res.Finished.Sub(res.Started).Round(time.Millisecond))
-	return err
-}
-
-// KeyUsage implements KeyOps.
-func (b *EngineBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
-	return b.engine.KeyUsage(ctx)
-}
-
-// RotateKeys implements KeyOps: in this process, to the end.
-func (b *EngineBackend) RotateKeys(ctx context.Context, _ bool, _ time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	return b.engine.RotateKeys(ctx, progress)
+	})
 }
 
 // KeyUsage implements KeyOps.

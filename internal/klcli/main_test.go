@@ -51,8 +51,8 @@ var backends = []struct {
 	name string
 	open func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string)
 }{
-	{"engine", func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string) {
-		return klcli.NewEngineBackend(e), ""
+	{"database", func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string) {
+		return klcli.NewDatabaseBackend(e, ""), ""
 	}},
 	{"http", func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string) {
 		srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{

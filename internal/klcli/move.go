@@ -28,15 +28,6 @@ func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.M
 	return res.Moves, nil
 }
 
-// StateMoves implements MoveLister.
-func (b *EngineBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
-	ms, ok := b.engine.Store().(kilolock.MoveStore)
-	if !ok {
-		return nil, nil
-	}
-	return ms.Moves(ctx, name)
-}
-
 // moveNotes are what kl history says of name's versions a move made, by
 // version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
 func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []kilolock.MoveRecord, error) {
@@ -68,7 +59,6 @@ type StateMover interface {
 
 var (
 	_ StateMover = (*HTTPBackend)(nil)
-	_ StateMover = (*EngineBackend)(nil)
 )
 
 // MoveStates implements StateMover.
@@ -78,22 +68,6 @@ func (b *HTTPBackend) MoveStates(ctx context.Context, req httpbackend.MoveReques
 		return nil, err
 	}
 	return &res, nil
-}
-
-// MoveStates implements StateMover.
-func (b *EngineBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
-	o := history.MoveOptions{Actor: actorOr(b.Actor), DryRun: req.DryRun}
-	switch req.Operation {
-	case history.OperationSplit:
-		addrs := make([]string, len(req.Addresses))
-		for i, p := range req.Addresses {
-			addrs[i] = p.From
-		}
-		return sameAsServer(history.Split(ctx, b.engine, req.From, req.To, addrs, o))
-	case history.OperationMerge:
-		return sameAsServer(history.Merge(ctx, b.engine, req.From, req.To, o))
-	}
-	return sameAsServer(history.Move(ctx, b.engine, req.From, req.To, req.Addresses, o))
 }
 
 // MoveStates runs a move between states and prints what moved, the edges
@@ -107,51 +81,50 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	var b strings.Builder
-	verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
-	if res.DryRun {
-		verb = "Would move"
-	}
-	fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
-	for _, mv := range res.Moved {
-		if mv.From == mv.To {
-			fmt.Fprintf(&b, "  %s\n", cell(mv.From))
-		} else {
-			fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
+	return c.show(res, func() error {
+		var b strings.Builder
+		verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
+		if res.DryRun {
+			verb = "Would move"
 		}
-	}
-	if len(res.Edges) > 0 {
-		b.WriteString("Dependencies that will cross the two states:\n")
-		for _, e := range res.Edges {
-			switch e.Kind {
-			case history.EdgeLeftOnMoved:
-				fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
-			case history.EdgeMovedOnLeft:
-				fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
-			default:
-				fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+		fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
+		for _, mv := range res.Moved {
+			if mv.From == mv.To {
+				fmt.Fprintf(&b, "  %s\n", cell(mv.From))
+			} else {
+				fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
 			}
 		}
-	}
-	if v := res.Versions; !res.DryRun && v != nil {
-		fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
-			res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
-		if res.Archived {
-			fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+		if len(res.Edges) > 0 {
+			b.WriteString("Dependencies that will cross the two states:\n")
+			for _, e := range res.Edges {
+				switch e.Kind {
+				case history.EdgeLeftOnMoved:
+					fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
+				case history.EdgeMovedOnLeft:
+					fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
+				default:
+					fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+				}
+			}
 		}
-	}
-	b.WriteString("What the configurations must do:\n")
-	for i, s := range res.Config {
-		fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
-	}
-	if res.DryRun {
-		writeDryRunEnd(&b, withoutDryRun)
-	}
-	_, err = fmt.Fprint(c.Out, b.String())
-	return err
+		if v := res.Versions; !res.DryRun && v != nil {
+			fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
+				res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
+			if res.Archived {
+				fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+			}
+		}
+		b.WriteString("What the configurations must do:\n")
+		for i, s := range res.Config {
+			fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
+		}
+		if res.DryRun {
+			writeDryRunEnd(&b, withoutDryRun)
+		}
+		_, err = fmt.Fprint(c.Out, b.String())
+		return err
+	})
 }
 
 // StateSplitCmd is kl state split.

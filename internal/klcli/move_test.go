@@ -43,8 +43,7 @@ func TestMoveStates(t *testing.T) {
 			t.Fatalf("mv --json: %v\n%s", err, out)
 		}
 		_, err = run(false, httpbackend.MoveRequest{From: "app", To: "app-net", Addresses: []history.MovePair{{From: "terraform_data.nope"}}})
-		var inv *kilolock.InvalidError
-		if err == nil || (h.url == "" && !errors.As(err, &inv)) || klcli.ExitCode(err) == 0 {
+		if err == nil || !errors.Is(err, kilolock.ErrInvalid) || klcli.ExitCode(err) != klcli.ExitUsage {
 			t.Errorf("unknown address: %v", err)
 		}
 		// kl history names the other side of each move.

@@ -18,8 +18,8 @@ import (
 
 // Operations are what kl backup and kl retention need: a backup of the
 // whole store, retention policies, pruning and the markers of pruned
-// versions. Both backends implement them: a server's JSON API (its backup
-// only with the operator token) or the database directly.
+// versions, from the JSON API (a server's backup only with the operator
+// token; a database's in-process always).
 type Operations interface {
 	// Backup writes a backup of the whole store to w.
 	Backup(ctx context.Context, w io.Writer) error
@@ -35,7 +35,6 @@ type Operations interface {
 
 var (
 	_ Operations = (*HTTPBackend)(nil)
-	_ Operations = (*EngineBackend)(nil)
 )
 
 // operations returns the CLI's backend as Operations.
@@ -45,43 +44,6 @@ func (c *CLI) operations() (Operations, error) {
 		return nil, &UsageError{Message: "this backend has no backups or retention", Hint: "use --server or --database"}
 	}
 	return ops, nil
-}
-
-// caller is who kl on a database prunes or sets a policy as (see
-// databaseCaller).
-func (b *EngineBackend) caller() kilolock.Caller { return databaseCaller(b.Actor) }
-
-// Backup implements Operations.
-func (b *EngineBackend) Backup(ctx context.Context, w io.Writer) error {
-	_, err := retention.Backup(ctx, b.engine, w)
-	return err
-}
-
-// RetentionPolicies implements Operations.
-func (b *EngineBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
-	return retention.RetentionPolicies(ctx, b.engine)
-}
-
-// SetRetentionPolicy implements Operations.
-func (b *EngineBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
-	return retention.SetRetentionPolicy(ctx, b.engine, b.caller(), p)
-}
-
-// UnsetRetentionPolicy implements Operations.
-func (b *EngineBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	return retention.UnsetRetentionPolicy(ctx, b.engine, b.caller(), scope, target)
-}
-
-// ApplyRetention implements Operations.
-func (b *EngineBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
-	rep, err := retention.ApplyRetention(ctx, b.engine, retention.RetentionOptions{DryRun: dryRun, State: state, Batch: batch, By: b.caller()})
-	return rep, stateError(state, err)
-}
-
-// PrunedVersions implements Operations.
-func (b *EngineBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
-	out, err := retention.PrunedVersions(ctx, b.engine, name, before, limit)
-	return out, stateError(name, err)
 }
 
 // untimed is the answer of a request that has no bound on its whole time
@@ -201,14 +163,13 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 		os.Remove(tmp)
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(sum)
-	}
-	abs, _ := filepath.Abs(output)
-	fmt.Fprintf(c.Out, "Backed up %s of a %s store (schema %d), taken %s, to %s (%s).\n",
-		plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), abs, byteSize(sum.Bytes))
-	c.backupTables(sum)
-	return nil
+	return c.show(sum, func() error {
+		abs, _ := filepath.Abs(output)
+		fmt.Fprintf(c.Out, "Backed up %s of a %s store (schema %d), taken %s, to %s (%s).\n",
+			plural(int(sum.Rows()), "row", "rows"), sum.Store, sum.Schema, formatTime(sum.Created), abs, byteSize(sum.Bytes))
+		c.backupTables(sum)
+		return nil
+	})
 }
 
 // backupTables lists the tables of a backup and their rows, and what was
@@ -297,19 +258,18 @@ func (c *CLI) RetentionPolicies(ctx context.Context) error {
 	if ps == nil {
 		ps = []retention.RetentionPolicy{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"policies": ps})
-	}
-	if len(ps) == 0 {
-		_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
-		return err
-	}
-	w := c.table()
-	row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
-	for _, p := range ps {
-		row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
-	}
-	return w.Flush()
+	return c.show(map[string]any{"policies": ps}, func() error {
+		if len(ps) == 0 {
+			_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
+			return err
+		}
+		w := c.table()
+		row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
+		for _, p := range ps {
+			row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
+		}
+		return w.Flush()
+	})
 }
 
 func limitText(n int64) string {
@@ -329,11 +289,10 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolic
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(out)
-	}
-	_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
-	return err
+	return c.show(out, func() error {
+		_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
+		return err
+	})
 }
 
 // UnsetRetentionPolicy removes a policy.
@@ -360,43 +319,42 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(rep)
-	}
-	verb := "Pruned"
-	if dryRun {
-		verb = "Would prune"
-	}
-	if len(rep.States) == 0 {
-		_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
-		return err
-	}
-	w := c.table()
-	row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
-	for _, sp := range rep.States {
-		row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if dryRun {
-		for _, sp := range rep.States {
-			if len(sp.Kept) == 0 {
-				continue
-			}
-			fmt.Fprintf(c.Out, "%s keeps:\n", sp.State)
-			for _, k := range sp.Kept {
-				fmt.Fprintf(c.Out, "  %s\n", k)
-			}
+	return c.show(rep, func() error {
+		verb := "Pruned"
+		if dryRun {
+			verb = "Would prune"
 		}
-		fmt.Fprintf(c.Out, "%s %s.\n", verb, plural(rep.Versions, "version", "versions"))
-		writeDryRunEnd(c.Out, withoutDryRun)
-		return nil
-	}
-	_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
-		verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
-		plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
-	return err
+		if len(rep.States) == 0 {
+			_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
+			return err
+		}
+		w := c.table()
+		row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
+		for _, sp := range rep.States {
+			row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		if dryRun {
+			for _, sp := range rep.States {
+				if len(sp.Kept) == 0 {
+					continue
+				}
+				fmt.Fprintf(c.Out, "%s keeps:\n", sp.State)
+				for _, k := range sp.Kept {
+					fmt.Fprintf(c.Out, "  %s\n", k)
+				}
+			}
+			fmt.Fprintf(c.Out, "%s %s.\n", verb, plural(rep.Versions, "version", "versions"))
+			writeDryRunEnd(c.Out, withoutDryRun)
+			return nil
+		}
+		_, err = fmt.Fprintf(c.Out, "%s %s: %s and %s deleted, %s moved onto kept versions. kl history shows where they were.\n",
+			verb, plural(rep.Versions, "version", "versions"), plural(rep.Intervals, "interval", "intervals"),
+			plural(rep.Payloads, "object", "objects"), plural(rep.Moved, "interval", "intervals"))
+		return err
+	})
 }
 
 // Pruned lists the runs of pruned versions of state name below before (0:
@@ -416,19 +374,18 @@ func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) 
 	if out == nil {
 		out = []kilolock.PrunedRange{}
 	}
-	if c.JSON {
-		return c.writeJSON(map[string]any{"state": name, "pruned": out})
-	}
-	if len(out) == 0 {
-		_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
-		return err
-	}
-	w := c.table()
-	row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
-	for _, p := range out {
-		row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
-	}
-	return w.Flush()
+	return c.show(map[string]any{"state": name, "pruned": out}, func() error {
+		if len(out) == 0 {
+			_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
+			return err
+		}
+		w := c.table()
+		row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
+		for _, p := range out {
+			row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
+		}
+		return w.Flush()
+	})
 }
 
 // rangeText shows a run of versions: "@3-@9", or "@3" alone.

@@ -143,7 +143,7 @@ func TestBackupCommand(t *testing.T) {
 		if !strings.Contains(out.String(), "Restored") {
 			t.Errorf("kl restore:\n%s", out.String())
 		}
-		restored := klcli.NewEngineBackend(openEngine(t, target))
+		restored := klcli.NewDatabaseBackend(openEngine(t, target), "")
 		for _, name := range []string{"prod", "staging"} {
 			want, _ := h.raw.History(ctx, name, kilolock.HistoryOptions{})
 			got, err := restored.History(ctx, name, kilolock.HistoryOptions{})

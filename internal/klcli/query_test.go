@@ -82,5 +82,5 @@ func TestQueryRefusesWritesPostgres(t *testing.T) {
 		t.Skip("PostgreSQL in -short mode")
 	}
 	e := seededEngine(t, testpg.URL(t))
-	checkWritesRefused(t, klcli.NewEngineBackend(e))
+	checkWritesRefused(t, klcli.NewDatabaseBackend(e, ""))
 }

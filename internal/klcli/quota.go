@@ -28,14 +28,8 @@ type QuotaBackend interface {
 
 var (
 	_ QuotaBackend = (*HTTPBackend)(nil)
-	_ QuotaBackend = (*EngineBackend)(nil)
 	_ QuotaBackend = (*laneQuota)(nil)
 )
-
-// QuotaStatus implements QuotaBackend.
-func (b *EngineBackend) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	return b.engine.QuotaStatus(ctx, name, delta)
-}
 
 // QuotaStatus implements QuotaBackend through the JSON API.
 func (b *HTTPBackend) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
@@ -146,12 +140,7 @@ func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (QuotaBac
 		if err != nil {
 			return nil, "", nil, err
 		}
-		qb, ok := b.(QuotaBackend)
-		if !ok {
-			b.Close()
-			return nil, "", nil, fmt.Errorf("no quotas on a %T", b)
-		}
-		return qb, state, func() { b.Close() }, nil
+		return b, state, func() { b.Close() }, nil
 	}
 	b, err := ReadTFBackend(dir)
 	if err != nil {
@@ -231,7 +220,7 @@ func verdictLine(c kilolock.QuotaCount) string {
 // releases what it opened.
 func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, prefix string) (*Admission, func(), error) {
 	if g.Database != "" {
-		eb, err := OpenEngineBackend(ctx, g.Database)
+		eb, err := Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -126,7 +126,7 @@ func TestQuotaCommands(t *testing.T) {
 		if s.target != "server" {
 			var cli klcli.CLI
 			var b strings.Builder
-			cli.Backend, cli.Out = klcli.NewEngineBackend(e), &b
+			cli.Backend, cli.Out = klcli.NewDatabaseBackend(e, ""), &b
 			if err := cli.Status(ctx, name); err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +246,7 @@ func TestAdmissionQuiet(t *testing.T) {
 	if _, err := e.Write(ctx, "demo", sized(t, 2, 1), kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eb, err := klcli.OpenEngineBackend(ctx, url)
+	eb, err := klcli.Open(ctx, klcli.Target{Database: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -318,15 +318,14 @@ func (c *Control) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 	if err := c.API.SetQuota(ctx, ch); err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.cli().writeJSON(ch)
-	}
-	if ch.Limit == nil {
-		fmt.Fprintf(c.Out, "Cleared the limit of %s %s: it inherits its default again.\n", ch.Scope, cell(ch.Target))
+	return c.cli().show(ch, func() error {
+		if ch.Limit == nil {
+			fmt.Fprintf(c.Out, "Cleared the limit of %s %s: it inherits its default again.\n", ch.Scope, cell(ch.Target))
+			return nil
+		}
+		fmt.Fprintf(c.Out, "The limit of %s %s is %s.\n", ch.Scope, cell(ch.Target), ch.Limit)
 		return nil
-	}
-	fmt.Fprintf(c.Out, "The limit of %s %s is %s.\n", ch.Scope, cell(ch.Target), ch.Limit)
-	return nil
+	})
 }
 
 // Quotas lists the limits set.
@@ -335,16 +334,7 @@ func (c *Control) Quotas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []kilolock.QuotaSetting{}
-	}
-	if c.JSON {
-		return c.cli().writeJSON(out)
-	}
-	tw := c.cli().table()
-	row(tw, "SCOPE", "TARGET", "LIMIT", "UPDATED")
-	for _, q := range out {
-		row(tw, string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated))
-	}
-	return tw.Flush()
+	return list(c.cli(), out, []string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
+		return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
+	})
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kilolock/kilolock/applyrun"
-
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
 )
@@ -41,7 +39,6 @@ type RunBackend interface {
 
 var (
 	_ RunBackend = (*HTTPBackend)(nil)
-	_ RunBackend = (*EngineBackend)(nil)
 )
 
 func runPath(id string) string { return "/v1/api/runs/" + url.PathEscape(id) }
@@ -157,59 +154,6 @@ func (b *HTTPBackend) ChangedSince(ctx context.Context, name string, serial uint
 		return nil, err
 	}
 	return out.Addresses, nil
-}
-
-// StartRun implements RunBackend.
-func (b *EngineBackend) StartRun(ctx context.Context, name string, req kilolock.RunRequest) (*kilolock.ApplyRun, error) {
-	run, err := applyrun.StartRun(ctx, b.engine, name, req)
-	return run, stateError(name, err)
-}
-
-// AcquireRun implements RunBackend.
-func (b *EngineBackend) AcquireRun(ctx context.Context, id string) (*kilolock.ApplyRun, []reserve.Blocker, error) {
-	run, bs, err := applyrun.AcquireRun(ctx, b.engine, id)
-	if err != nil || len(bs) > 0 {
-		return nil, bs, err
-	}
-	return run, nil, nil
-}
-
-// RenewRun implements RunBackend.
-func (b *EngineBackend) RenewRun(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return applyrun.RenewRun(ctx, b.engine, id)
-}
-
-// EndRun implements RunBackend.
-func (b *EngineBackend) EndRun(ctx context.Context, id string, status kilolock.RunStatus, reason string) (*kilolock.ApplyRun, error) {
-	return applyrun.EndRun(ctx, b.engine, id, kilolock.RunEnd{Status: status, By: actorOr(b.Actor), Reason: reason})
-}
-
-// AbortRun implements RunBackend.
-func (b *EngineBackend) AbortRun(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return applyrun.AbortRun(ctx, b.engine, id, actorOr(b.Actor))
-}
-
-// Run implements RunBackend.
-func (b *EngineBackend) Run(ctx context.Context, id string) (*kilolock.ApplyRun, error) {
-	return applyrun.Run(ctx, b.engine, id)
-}
-
-// Runs implements RunBackend.
-func (b *EngineBackend) Runs(ctx context.Context, name string, inFlight bool, limit int) ([]kilolock.ApplyRun, error) {
-	runs, err := applyrun.Runs(ctx, b.engine, kilolock.RunFilter{State: name, InFlight: inFlight, Limit: limit})
-	if err != nil {
-		return nil, stateError(name, err)
-	}
-	if runs == nil {
-		runs = []kilolock.ApplyRun{}
-	}
-	return runs, nil
-}
-
-// ChangedSince implements RunBackend.
-func (b *EngineBackend) ChangedSince(ctx context.Context, name string, serial uint64, patterns []reserve.Pattern) ([]string, error) {
-	addrs, err := applyrun.ChangedSince(ctx, b.engine, name, serial, patterns)
-	return addrs, stateError(name, err)
 }
 
 // leaseLeft is how long a run's lease holds from now; 0 once it ran out.

@@ -24,39 +24,7 @@ type SearchBackend interface {
 
 var (
 	_ SearchBackend = (*HTTPBackend)(nil)
-	_ SearchBackend = (*EngineBackend)(nil)
 )
-
-// inventoryStore is the engine's store as an inventory.Store.
-func (b *EngineBackend) inventoryStore() (inventory.Store, error) {
-	is, ok := b.engine.Store().(inventory.Store)
-	if !ok {
-		return nil, fmt.Errorf("no search across states on a %T", b.engine.Store())
-	}
-	return is, nil
-}
-
-// Search implements SearchBackend.
-func (b *EngineBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
-	is, err := b.inventoryStore()
-	if err != nil {
-		return nil, err
-	}
-	q, err := inventory.ParseQuery(f)
-	if err != nil {
-		return nil, err
-	}
-	return inventory.Search(ctx, is, q)
-}
-
-// Duplicates implements SearchBackend.
-func (b *EngineBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
-	is, err := b.inventoryStore()
-	if err != nil {
-		return nil, err
-	}
-	return inventory.Duplicates(ctx, is, nil, typ)
-}
 
 // Search implements SearchBackend through the JSON API.
 func (b *HTTPBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
@@ -137,27 +105,26 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 		}
 		f.Cursor = p.Next
 	}
-	if c.JSON {
-		return c.writeJSON(all)
-	}
-	w := c.table()
-	row(w, "STATE", "VERSION", "ADDRESS", "MATCHED")
-	for _, h := range all.Hits {
-		addr := h.Address
-		if h.Deposed != "" {
-			addr += " (deposed " + h.Deposed + ")"
+	return c.show(all, func() error {
+		w := c.table()
+		row(w, "STATE", "VERSION", "ADDRESS", "MATCHED")
+		for _, h := range all.Hits {
+			addr := h.Address
+			if h.Deposed != "" {
+				addr += " (deposed " + h.Deposed + ")"
+			}
+			row(w, cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", ")))
 		}
-		row(w, cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", ")))
-	}
-	if err := w.Flush(); err != nil {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		more := ""
+		if all.Next != "" {
+			more = fmt.Sprintf("; more follow (--limit %d or more shows them)", limit*2)
+		}
+		_, err = fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
 		return err
-	}
-	more := ""
-	if all.Next != "" {
-		more = fmt.Sprintf("; more follow (--limit %d or more shows them)", limit*2)
-	}
-	_, err = fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
-	return err
+	})
 }
 
 // Duplicates shows the objects more than one state records: per object
@@ -174,23 +141,22 @@ func (c *CLI) Duplicates(ctx context.Context, typ string) error {
 	if dups == nil {
 		dups = []inventory.Duplicate{}
 	}
-	if c.JSON {
-		return c.writeJSON(inventory.DuplicateList{Duplicates: dups})
-	}
-	w := c.table()
-	row(w, "TYPE", "KEY", "VALUE", "STATE", "VERSION", "ADDRESS")
-	for _, d := range dups {
-		for i, o := range d.Objects {
-			typ, key, value := cell(d.Type), d.Key, cell(d.Value)
-			if i > 0 {
-				typ, key, value = "", "", ""
+	return c.show(inventory.DuplicateList{Duplicates: dups}, func() error {
+		w := c.table()
+		row(w, "TYPE", "KEY", "VALUE", "STATE", "VERSION", "ADDRESS")
+		for _, d := range dups {
+			for i, o := range d.Objects {
+				typ, key, value := cell(d.Type), d.Key, cell(d.Value)
+				if i > 0 {
+					typ, key, value = "", "", ""
+				}
+				row(w, typ, key, value, cell(o.State), strconv.FormatInt(o.Version, 10), cell(o.Address))
 			}
-			row(w, typ, key, value, cell(o.State), strconv.FormatInt(o.Version, 10), cell(o.Address))
 		}
-	}
-	if err := w.Flush(); err != nil {
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "(%s managed by more than one state)\n", plural(len(dups), "object", "objects"))
 		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "(%s managed by more than one state)\n", plural(len(dups), "object", "objects"))
-	return err
+	})
 }

@@ -56,11 +56,3 @@ type ImportResult struct {
 	Stats     kilolock.WriteStats `json:"stats"`
 	Unchanged bool                `json:"unchanged"`
 }
-
-// actorOr is who a version kl makes is recorded as made by.
-func actorOr(a string) string {
-	if a == "" {
-		return "kl"
-	}
-	return a
-}

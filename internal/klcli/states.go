@@ -9,6 +9,16 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// StatesCmd is kl states.
+type StatesCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.States(ctx) })
+}
+
 // StatesJSON is the JSON output of States, as the server's API answers it.
 type StatesJSON struct {
 	States []kilolock.State `json:"states"`
@@ -21,23 +31,22 @@ func (c *CLI) States(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(StatesJSON{States: sts})
-	}
-	if len(sts) == 0 {
-		_, err := fmt.Fprintln(c.Out, "no states yet")
-		return err
-	}
-	w := c.table()
-	row(w, "NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED")
-	for _, s := range sts {
-		version, serial := "-", "-"
-		if s.Current > 0 {
-			version, serial = strconv.FormatInt(s.Current, 10), strconv.FormatUint(s.Serial, 10)
+	return c.show(StatesJSON{States: sts}, func() error {
+		if len(sts) == 0 {
+			_, err := fmt.Fprintln(c.Out, "no states yet")
+			return err
 		}
-		row(w, cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created))
-	}
-	return w.Flush()
+		w := c.table()
+		row(w, "NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED")
+		for _, s := range sts {
+			version, serial := "-", "-"
+			if s.Current > 0 {
+				version, serial = strconv.FormatInt(s.Current, 10), strconv.FormatUint(s.Serial, 10)
+			}
+			row(w, cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created))
+		}
+		return w.Flush()
+	})
 }
 
 // encryptionCell is what kl states says of a state's client-side

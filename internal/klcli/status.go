@@ -8,6 +8,17 @@ import (
 	"github.com/kilolock/kilolock"
 )
 
+// StatusCmd is kl status.
+type StatusCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Status(ctx, c.Name) })
+}
+
 // Status shows a state: its current version and serial, lineage, lock mode,
 // the holders of its locks, the apply runs in flight with their
 // reservations and lease left, its instances counted by resource type,
@@ -19,105 +30,104 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(s)
-	}
-	now := c.now()
-	w := c.table()
-	row(w, "state:", s.Name)
-	if s.Version == nil {
-		row(w, "version:", "none yet (the state was locked, never written)")
-	} else {
-		source := string(s.Version.Source)
-		if mergedWrite(s.Version) {
-			source += " (merged)"
-		}
-		row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",
-			s.Version.Number, s.Version.Serial, source, orDash(s.Version.Actor), formatTime(s.Version.Created)))
-	}
-	row(w, "lineage:", orDash(s.Lineage))
-	row(w, "lock mode:", string(s.LockMode))
-	if s.AllowLineageChange {
-		row(w, "lineage change:", "allowed for the next write")
-	}
-	if enc := clientEncryption(&s.State); enc != "" {
-		row(w, "encryption:", enc)
-	}
-	readers := 0
-	for _, l := range s.Locks {
-		if l.Shared {
-			readers++
-		}
-	}
-	switch {
-	case len(s.Locks) == 0:
-		row(w, "locked:", "no")
-	case readers == len(s.Locks):
-		row(w, "locked:", "no writer; "+plural(readers, "plan reads", "plans read")+" (shared read locks)")
-	case readers > 0:
-		row(w, "locked:", "yes, "+plural(len(s.Locks)-readers, "writer", "writers")+"; "+plural(readers, "plan reads", "plans read")+" beside")
-	default:
-		row(w, "locked:", "yes, "+plural(len(s.Locks), "holder", "holders"))
-	}
-	switch {
-	case s.Encrypted:
-		row(w, "instances:", "unknown: the state is client-side encrypted")
-	case s.Version != nil:
-		row(w, "instances:", strconv.Itoa(s.Instances))
-	}
-	switch {
-	case s.Drifted == nil: // never checked
-	case *s.Drifted == 0:
-		row(w, "drift:", "none open")
-	default:
-		row(w, "drift:", plural(*s.Drifted, "instance differs", "instances differ")+" from the real infrastructure (kl drift list "+cell(s.Name)+")")
-	}
-	if q := s.Quota; q != nil {
-		for _, c := range q.Counts {
-			if c.From != kilolock.LimitFromNone {
-				row(w, "quota:", cell(c.Message()))
+	return c.show(s, func() error {
+		now := c.now()
+		w := c.table()
+		row(w, "state:", s.Name)
+		if s.Version == nil {
+			row(w, "version:", "none yet (the state was locked, never written)")
+		} else {
+			source := string(s.Version.Source)
+			if mergedWrite(s.Version) {
+				source += " (merged)"
 			}
+			row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",
+				s.Version.Number, s.Version.Serial, source, orDash(s.Version.Actor), formatTime(s.Version.Created)))
 		}
-		if q.LatestRefusal != nil {
-			row(w, "quota refused:", quotaEventText(q.LatestRefusal)+"; kl quota status "+s.Name)
+		row(w, "lineage:", orDash(s.Lineage))
+		row(w, "lock mode:", string(s.LockMode))
+		if s.AllowLineageChange {
+			row(w, "lineage change:", "allowed for the next write")
 		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-
-	if len(s.Locks) > 0 {
-		fmt.Fprintln(c.Out)
-		w = c.table()
-		row(w, "WHO", "KIND", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
+		if enc := clientEncryption(&s.State); enc != "" {
+			row(w, "encryption:", enc)
+		}
+		readers := 0
 		for _, l := range s.Locks {
-			kind := "write"
-			switch {
-			case l.Shared:
-				kind = "read"
-			case l.Run != "":
-				kind = "run " + l.Run
+			if l.Shared {
+				readers++
 			}
-			row(w, orDash(l.Info.Who), kind, orDash(l.Info.Operation), orDash(l.Info.ID),
-				formatAge(now.Sub(l.Acquired)), strconv.FormatUint(l.BaseSerial, 10))
+		}
+		switch {
+		case len(s.Locks) == 0:
+			row(w, "locked:", "no")
+		case readers == len(s.Locks):
+			row(w, "locked:", "no writer; "+plural(readers, "plan reads", "plans read")+" (shared read locks)")
+		case readers > 0:
+			row(w, "locked:", "yes, "+plural(len(s.Locks)-readers, "writer", "writers")+"; "+plural(readers, "plan reads", "plans read")+" beside")
+		default:
+			row(w, "locked:", "yes, "+plural(len(s.Locks), "holder", "holders"))
+		}
+		switch {
+		case s.Encrypted:
+			row(w, "instances:", "unknown: the state is client-side encrypted")
+		case s.Version != nil:
+			row(w, "instances:", strconv.Itoa(s.Instances))
+		}
+		switch {
+		case s.Drifted == nil: // never checked
+		case *s.Drifted == 0:
+			row(w, "drift:", "none open")
+		default:
+			row(w, "drift:", plural(*s.Drifted, "instance differs", "instances differ")+" from the real infrastructure (kl drift list "+cell(s.Name)+")")
+		}
+		if q := s.Quota; q != nil {
+			for _, c := range q.Counts {
+				if c.From != kilolock.LimitFromNone {
+					row(w, "quota:", cell(c.Message()))
+				}
+			}
+			if q.LatestRefusal != nil {
+				row(w, "quota refused:", quotaEventText(q.LatestRefusal)+"; kl quota status "+s.Name)
+			}
 		}
 		if err := w.Flush(); err != nil {
 			return err
 		}
-	}
-	if err := c.writeRuns(s.Runs, now); err != nil {
-		return err
-	}
-	if len(s.Types) > 0 {
-		fmt.Fprintln(c.Out)
-		w = c.table()
-		row(w, "TYPE", "INSTANCES")
-		for _, t := range s.Types {
-			row(w, cell(t.Type), strconv.Itoa(t.Count))
+
+		if len(s.Locks) > 0 {
+			fmt.Fprintln(c.Out)
+			w = c.table()
+			row(w, "WHO", "KIND", "OPERATION", "LOCK ID", "AGE", "BASE SERIAL")
+			for _, l := range s.Locks {
+				kind := "write"
+				switch {
+				case l.Shared:
+					kind = "read"
+				case l.Run != "":
+					kind = "run " + l.Run
+				}
+				row(w, orDash(l.Info.Who), kind, orDash(l.Info.Operation), orDash(l.Info.ID),
+					formatAge(now.Sub(l.Acquired)), strconv.FormatUint(l.BaseSerial, 10))
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
 		}
-		return w.Flush()
-	}
-	return nil
+		if err := c.writeRuns(s.Runs, now); err != nil {
+			return err
+		}
+		if len(s.Types) > 0 {
+			fmt.Fprintln(c.Out)
+			w = c.table()
+			row(w, "TYPE", "INSTANCES")
+			for _, t := range s.Types {
+				row(w, cell(t.Type), strconv.Itoa(t.Count))
+			}
+			return w.Flush()
+		}
+		return nil
+	})
 }
 
 // statusVersion is the current version number of a state, 0 for none.

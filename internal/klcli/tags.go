@@ -23,23 +23,6 @@ type TagOps interface {
 	UnsetTag(ctx context.Context, state, name string) error
 }
 
-// SetTag implements TagOps, audited as db:ACTOR.
-func (b *EngineBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
-	t, err := history.SetTag(ctx, b.engine, state, name, ref, history.TagOptions{By: databaseCaller(b.Actor), Description: description})
-	return t, stateError(state, err)
-}
-
-// Tags implements TagOps.
-func (b *EngineBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
-	ts, err := history.Tags(ctx, b.engine, state)
-	return ts, stateError(state, err)
-}
-
-// UnsetTag implements TagOps, audited as db:ACTOR.
-func (b *EngineBackend) UnsetTag(ctx context.Context, state, name string) error {
-	return stateError(state, history.UnsetTag(ctx, b.engine, state, name, history.TagOptions{By: databaseCaller(b.Actor)}))
-}
-
 func tagPath(state, name string) string { return statePath(state) + "/tags/" + url.PathEscape(name) }
 
 // SetTag implements TagOps.
@@ -101,11 +84,7 @@ func (c *TagSetCmd) Run(ctx context.Context, g *Globals) error {
 		if err != nil {
 			return err
 		}
-		if cli.JSON {
-			return cli.writeJSON(t)
-		}
-		_, err = fmt.Fprintf(cli.Out, "tag %s names @%d of state %s\n", t.Name, t.Version, c.Name)
-		return err
+		return cli.say(t, "tag %s names @%d of state %s\n", t.Name, t.Version, c.Name)
 	})
 }
 
@@ -125,15 +104,14 @@ func (c *TagListCmd) Run(ctx context.Context, g *Globals) error {
 		if tags == nil {
 			tags = []history.Tag{}
 		}
-		if cli.JSON {
-			return cli.writeJSON(map[string]any{"tags": tags})
-		}
-		w := cli.table()
-		row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
-		for _, t := range tags {
-			row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
-		}
-		return w.Flush()
+		return cli.show(map[string]any{"tags": tags}, func() error {
+			w := cli.table()
+			row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
+			for _, t := range tags {
+				row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
+			}
+			return w.Flush()
+		})
 	})
 }
 

@@ -4,11 +4,53 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/progress"
 )
+
+// ExportCmd is kl export.
+type ExportCmd struct {
+	Name string `arg:"" help:"State name." predictor:"state"`
+	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	VersionFlag
+}
+
+// Run runs the command.
+func (c *ExportCmd) Run(ctx context.Context, g *Globals) error {
+	ref, err := versionRef(c.Ref, c.Version)
+	if err != nil {
+		return err
+	}
+	return g.with(ctx, false, func(cli *CLI) error { return cli.Export(ctx, c.Name, ref) })
+}
+
+// ImportCmd is kl import.
+type ImportCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name (created when missing)." predictor:"state"`
+	File  string `arg:"" help:"State file to import; - reads stdin." type:"path"`
+	Force bool   `help:"Import a state of another lineage over a non-empty state (its history is kept)."`
+}
+
+// Run runs the command.
+func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
+	var (
+		data []byte
+		err  error
+	)
+	if c.File == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = readFile(c.File, g.progress(c.JSON))
+	}
+	if err != nil {
+		return withHint(err, "name a state file, e.g. one written by `tofu state pull` or `kl export`")
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Import(ctx, c.Name, c.File, data, c.Force) })
+}
 
 // Export writes version ref of a state to Documents as a state file that `tofu
 // state push` accepts.
@@ -28,16 +70,15 @@ func (c *CLI) Import(ctx context.Context, name, source string, data []byte, forc
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return c.writeJSON(res)
-	}
-	if res.Unchanged {
-		_, err = fmt.Fprintf(c.Out, "%s is identical to the current version %s of state %s: nothing was written\n", source, versionText(&res.Version), name)
+	return c.show(res, func() error {
+		if res.Unchanged {
+			_, err = fmt.Fprintf(c.Out, "%s is identical to the current version %s of state %s: nothing was written\n", source, versionText(&res.Version), name)
+			return err
+		}
+		_, err = fmt.Fprintf(c.Out, "Imported %s into state %s as version %s: %s; read %s, stored %s in %s\n", source, name, versionText(&res.Version),
+			plural(res.Version.Instances, "instance", "instances"), exactBytes(len(data)), byteCount(res.Stats.Bytes), plural(res.Stats.Rows, "row", "rows"))
 		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "Imported %s into state %s as version %s: %s; read %s, stored %s in %s\n", source, name, versionText(&res.Version),
-		plural(res.Version.Instances, "instance", "instances"), exactBytes(len(data)), byteCount(res.Stats.Bytes), plural(res.Stats.Rows, "row", "rows"))
-	return err
+	})
 }
 
 // byteCount shows a size in bytes for people.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -99,13 +98,12 @@ func (c *TrustRemoveCmd) Run(ctx context.Context, g *Globals) error {
 
 // Trust runs kl trust's commands on a TrustAPI and prints their results.
 type Trust struct {
-	API  TrustAPI
-	cli  *CLI
-	json bool
+	API TrustAPI
+	cli *CLI
 }
 
-// TrustAPI is what kl trust needs: trust.Control, reached through a
-// server's control API or on a database directly.
+// TrustAPI is what kl trust needs: trust.Control, reached through the
+// control API of a server or, in-process, of a database.
 type TrustAPI interface {
 	AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error)
 	TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error)
@@ -120,20 +118,7 @@ func (g *Globals) trust(ctx context.Context, asJSON bool, f func(*Trust) error) 
 		return err
 	}
 	defer b.Close()
-	var api TrustAPI
-	switch b := b.(type) {
-	case *HTTPBackend:
-		api = serverTrust{b}
-	case *EngineBackend:
-		c, err := trust.NewControl(b.engine.Store())
-		if err != nil {
-			return &UsageError{Message: "this database keeps no trust policies", Hint: "use a SQLite or PostgreSQL store"}
-		}
-		api = databaseTrust{c: c, by: databaseCaller(g.Actor)}
-	default:
-		return fmt.Errorf("no control API on a %T", b)
-	}
-	return f(&Trust{API: api, cli: &CLI{Out: g.out(), JSON: asJSON}, json: asJSON})
+	return f(&Trust{API: serverTrust{b}, cli: &CLI{Out: g.out(), JSON: asJSON}})
 }
 
 // Add adds a policy and prints its id.
@@ -142,13 +127,8 @@ func (t *Trust) Add(ctx context.Context, p trust.Policy) error {
 	if err != nil {
 		return err
 	}
-	if t.json {
-		return t.cli.writeJSON(out)
-	}
-	fmt.Fprintf(t.cli.Out, "%s\n", out.ID)
-	fmt.Fprintf(t.cli.Out, "Trust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
-		out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
-	return nil
+	return t.cli.say(out, "%s\nTrust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
+		out.ID, out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
 }
 
 // List prints the policies (of env, when given).
@@ -157,18 +137,9 @@ func (t *Trust) List(ctx context.Context, env string) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []trust.Policy{}
-	}
-	if t.json {
-		return t.cli.writeJSON(out)
-	}
-	tw := t.cli.table()
-	row(tw, "ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED")
-	for _, p := range out {
-		row(tw, p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created))
-	}
-	return tw.Flush()
+	return list(t.cli, out, []string{"ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED"}, func(p trust.Policy) []string {
+		return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created)}
+	})
 }
 
 // Remove removes a policy.
@@ -176,11 +147,7 @@ func (t *Trust) Remove(ctx context.Context, id string) error {
 	if err := t.API.RemoveTrustPolicy(ctx, id); err != nil {
 		return err
 	}
-	if t.json {
-		return t.cli.writeJSON(map[string]string{"removed": id})
-	}
-	fmt.Fprintf(t.cli.Out, "Removed trust policy %s.\n", cell(id))
-	return nil
+	return t.cli.say(map[string]string{"removed": id}, "Removed trust policy %s.\n", cell(id))
 }
 
 // claimsText spells a policy's claims: exact ones as K=V, globs as K~P.
@@ -200,26 +167,6 @@ func statesText(pattern string) string {
 		return "every state"
 	}
 	return "states " + pattern
-}
-
-// databaseTrust is the TrustAPI of a database opened directly.
-type databaseTrust struct {
-	c  *trust.Control
-	by kilolock.Caller
-}
-
-var _ TrustAPI = databaseTrust{}
-
-func (d databaseTrust) AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error) {
-	return d.c.Add(ctx, d.by, p)
-}
-
-func (d databaseTrust) TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error) {
-	return d.c.Policies(ctx, env)
-}
-
-func (d databaseTrust) RemoveTrustPolicy(ctx context.Context, id string) error {
-	return d.c.Remove(ctx, d.by, id)
 }
 
 // serverTrust is the TrustAPI of a server: /v1/api/trust-policies.

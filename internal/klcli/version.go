@@ -2,7 +2,26 @@ package klcli
 
 import (
 	"context"
+
+	"github.com/kilolock/kilolock/internal/buildinfo"
 )
+
+// VersionCmd is kl version.
+type VersionCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *VersionCmd) Run(ctx context.Context, g *Globals) error {
+	info := buildinfo.Info()
+	client := VersionInfo{Version: info.Version, Commit: info.Commit, Date: info.Date, GoVersion: info.GoVersion}
+	if g.Server == "" {
+		// No server named: show kl's own version without dialing anyone.
+		cli := &CLI{Out: g.out(), JSON: c.JSON}
+		return cli.Version(ctx, client)
+	}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Version(ctx, client) })
+}
 
 // VersionJSON is the JSON output of Version. Server is nil when kl was not
 // pointed at a server.
@@ -20,16 +39,15 @@ func (c *CLI) Version(ctx context.Context, client VersionInfo) error {
 		if err != nil {
 			return err
 		}
-		out.Server = v
+		out.Server = v // nil for a database
 	}
-	if c.JSON {
-		return c.writeJSON(out)
-	}
-	w := c.table()
-	row(w, "", "VERSION", "COMMIT", "DATE", "GO")
-	row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.Date), orDash(client.GoVersion))
-	if out.Server != nil {
-		row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.Date), orDash(out.Server.GoVersion))
-	}
-	return w.Flush()
+	return c.show(out, func() error {
+		w := c.table()
+		row(w, "", "VERSION", "COMMIT", "DATE", "GO")
+		row(w, "client", orDash(client.Version), orDash(client.Commit), orDash(client.Date), orDash(client.GoVersion))
+		if out.Server != nil {
+			row(w, "server", orDash(out.Server.Version), orDash(out.Server.Commit), orDash(out.Server.Date), orDash(out.Server.GoVersion))
+		}
+		return w.Flush()
+	})
 }

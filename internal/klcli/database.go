@@ -1,0 +1,106 @@
+package klcli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/store"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// inProcessBodyLimit is the largest request body kl sends a database it
+// opened itself: any state, as the library takes it.
+const inProcessBodyLimit = 1 << 40
+
+// openDatabase opens the database t names and returns an HTTPBackend on
+// kld's handler over an Engine on it, reached in-process (no socket) as
+// the operator of that database, audited as databaseCaller(t.Actor). Every
+// command is so written once, over the API. Close closes the store.
+func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
+	ring, err := loadKeyring(t.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openStore(ctx, t.Database, store.WithKeyring(ring))
+	if err != nil {
+		return nil, err
+	}
+	b := NewDatabaseBackend(kilolock.NewEngine(s, kilolock.Options{}), t.Actor)
+	b.closer, b.token = s, t.Token // the token kl whoami looks at
+	return b, nil
+}
+
+// NewDatabaseBackend returns an HTTPBackend on kld's handler over e, reached
+// in-process as the operator of e's database, audited as
+// databaseCaller(actor); the versions it makes name actor (kl when "").
+// Close does not close e's store: it belongs to the caller.
+func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
+	// What kl never asks of a database is not set up for every command:
+	// a registry of its own, empty (no /metrics, no Go and process
+	// collectors), and a version of its own (no /versionz: ServerVersion
+	// answers nil), so that the build information is not read.
+	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
+		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
+	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
+	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor})
+	if err != nil {
+		panic(err) // the URL above is valid
+	}
+	b.database = true
+	return b
+}
+
+// openStore opens the store at url with opts, its error hinted for kl.
+func openStore(ctx context.Context, url string, opts ...store.Option) (kilolock.Store, error) {
+	s, err := store.Open(ctx, url, opts...)
+	if err != nil {
+		return nil, keyHint(fmt.Errorf("open database: %w", err),
+			"--database (KL_DATABASE_URL) takes a postgres:// URL or the path of a SQLite file")
+	}
+	return s, nil
+}
+
+// keyHint is err with what to do: a *kilolock.KeyError's own hint, naming
+// kl's flag for the keys, else hint (none when "").
+func keyHint(err error, hint string) error {
+	var ke *kilolock.KeyError
+	switch {
+	case errors.As(err, &ke):
+		return withHint(err, ke.Hint+" (kl: --encryption-key-file)")
+	case hint == "":
+		return err
+	}
+	return withHint(err, hint)
+}
+
+// databaseCaller is who a change made on a database directly is audited
+// as: "db:" and the actor (kl when none), so that the audit log tells it
+// from a change made through a server; from kl on this host.
+func databaseCaller(actor string) kilolock.Caller {
+	if actor == "" {
+		actor = "kl"
+	}
+	from := "kl"
+	if host, err := os.Hostname(); err == nil && host != "" {
+		from += "@" + host
+	}
+	return kilolock.Caller{Actor: "db:" + actor, From: from}
+}
+
+// operatorTransport sends each request through next (client.InProcess)
+// as the in-process operator by (httpbackend.AsOperator).
+type operatorTransport struct {
+	next http.RoundTripper
+	by   kilolock.Caller
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t operatorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return t.next.RoundTrip(req.WithContext(httpbackend.AsOperator(req.Context(), t.by)))
+}
