@@ -29,6 +29,9 @@ func (h *Handler) uiRoutes() {
 		Tags: func(ctx context.Context, name string) (map[int64][]string, error) {
 			return history.TagsByVersion(ctx, h.engine, name)
 		},
+		Drift: func(ctx context.Context, name string) ([]drift.DriftRecord, error) {
+			return drift.Drift(ctx, h.engine, name)
+		},
 	}, PublicURL: h.publicURL}
 	if h.auth == AuthToken {
 		o.Gate = uiGate{h}

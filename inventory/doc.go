@@ -8,6 +8,12 @@
 // rows one at a time to a callback, and a search stops reading at its
 // limit, so memory does not grow with the fleet.
 //
+// The duplicates do not read every object: each commit records, on the
+// objects it writes, their IdentityKey (the type, and a hash of the
+// identity the duplicates rule picks, from the masked object), and a
+// store groups those keys through an index and reads only the objects of
+// the keys more than one state holds.
+//
 // # Basics
 //
 //	q, err := inventory.ParseQuery(inventory.Filters{Type: "aws_instance", Attr: []string{"ami=ami-123"}})
@@ -21,4 +27,8 @@
 // A scope (Query.Scope) of nil is the operator's: every state. A tenant's
 // scope lists its environments' state-name prefixes, and the store
 // applies it in SQL, so rows of other tenants never leave the database.
+//
+// A search by text still reads the current objects of the states in
+// scope that its other filters leave (no text index yet): narrow it with
+// --type or --state on a large fleet.
 package inventory

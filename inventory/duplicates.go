@@ -1,12 +1,11 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
-	"sort"
+	"slices"
 	"strings"
 
-	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -33,49 +32,20 @@ type Object struct {
 // than one state of scope (nil: every state) records, by type then key.
 // The same object is the same type and, in order of preference, the
 // same identity object, ARN or self_link, else id. Data sources, deposed
-// objects and masked values are never counted. The store is read by type,
-// so memory holds one type's objects at a time.
+// objects and masked values are never counted. The store reads only the
+// objects another state records too (by the IdentityKey of each, recorded
+// at commit), so memory holds the answer and no more.
 func Duplicates(ctx context.Context, st Store, scope *tenancy.QueryScope, typ string) ([]Duplicate, error) {
-	out := []Duplicate{}
-	var (
-		cur   string
-		byKey = map[[2]string]*Duplicate{}
-	)
-	flush := func() {
-		var found []*Duplicate
-		for _, d := range byKey {
-			states := map[string]bool{}
-			for _, o := range d.Objects {
-				states[o.State] = true
-			}
-			if len(states) > 1 {
-				found = append(found, d)
-			}
-		}
-		sort.Slice(found, func(i, j int) bool {
-			if found[i].Key != found[j].Key {
-				return found[i].Key < found[j].Key
-			}
-			return found[i].Value < found[j].Value
-		})
-		for _, d := range found {
-			out = append(out, *d)
-		}
-		clear(byKey)
-	}
-	err := st.ScanCurrent(ctx, ScanFilter{Scope: scope, Type: typ, NoDeposed: true, ByType: true}, func(r *Row) bool {
-		if r.Mode != "managed" || r.Deposed != "" {
-			return true
-		}
-		if r.Type != cur {
-			flush()
-			cur = r.Type
-		}
-		key, value, ok := identityOf(r.Object)
+	byKey := map[[3]string]*Duplicate{}
+	err := st.ScanDuplicates(ctx, scope, typ, func(r *Row) bool {
+		// The store groups by a hash of the identity: grouped again by
+		// the identity itself, so that a collision of hashes never joins
+		// two objects.
+		key, value, ok := Identity(r.Object)
 		if !ok {
 			return true
 		}
-		k := [2]string{key, value}
+		k := [3]string{r.Type, key, value}
 		d := byKey[k]
 		if d == nil {
 			d = &Duplicate{Type: r.Type, Key: key, Value: value}
@@ -87,41 +57,18 @@ func Duplicates(ctx context.Context, st Store, scope *tenancy.QueryScope, typ st
 	if err != nil {
 		return nil, err
 	}
-	flush()
+	out := []Duplicate{}
+	for _, d := range byKey {
+		states := map[string]bool{}
+		for _, o := range d.Objects {
+			states[o.State] = true
+		}
+		if len(states) > 1 {
+			out = append(out, *d)
+		}
+	}
+	slices.SortFunc(out, func(a, b Duplicate) int {
+		return cmp.Or(strings.Compare(a.Type, b.Type), strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+	})
 	return out, nil
-}
-
-// identityOf is what tells an instance object's real object apart: its
-// identity object, else its arn or self_link, else its id; ok is false
-// when it has none, or a masked one.
-func identityOf(obj []byte) (key, value string, ok bool) {
-	if m, sensitive := graph.MaskedInstanceObject(obj); sensitive {
-		obj = m
-	}
-	var o struct {
-		Identity   map[string]any `json:"identity"`
-		Attributes struct {
-			ARN      any `json:"arn"`
-			SelfLink any `json:"self_link"`
-			ID       any `json:"id"`
-		} `json:"attributes"`
-	}
-	if err := json.Unmarshal(obj, &o); err != nil {
-		return "", "", false
-	}
-	if len(o.Identity) > 0 {
-		b, err := json.Marshal(o.Identity) // keys sorted: canonical enough to compare
-		if err == nil && !strings.Contains(string(b), graph.SensitiveMask) {
-			return "identity", string(b), true
-		}
-	}
-	for _, c := range []struct {
-		key string
-		v   any
-	}{{"arn", o.Attributes.ARN}, {"self_link", o.Attributes.SelfLink}, {"id", o.Attributes.ID}} {
-		if s, isString := c.v.(string); isString && s != "" && s != graph.SensitiveMask {
-			return c.key, s, true
-		}
-	}
-	return "", "", false
 }

@@ -1,6 +1,9 @@
 package inventory
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 func TestGlobMatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,7 +39,7 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 }
 
-func TestIdentityOf(t *testing.T) {
+func TestIdentity(t *testing.T) {
 	for _, tc := range []struct{ obj, key, value string }{
 		{`{"identity":{"region":"eu","id":"b"},"attributes":{"id":"x","arn":"a"}}`, "identity", `{"id":"b","region":"eu"}`},
 		{`{"attributes":{"id":"x","arn":"arn:1"}}`, "arn", "arn:1"},
@@ -45,9 +48,28 @@ func TestIdentityOf(t *testing.T) {
 		{`{"attributes":{"id":"s3cr3t-value-1234"},"sensitive_attributes":[[{"type":"get_attr","value":"id"}]]}`, "", ""},
 		{`{"attributes":{}}`, "", ""},
 	} {
-		k, v, ok := identityOf([]byte(tc.obj))
+		k, v, ok := Identity([]byte(tc.obj))
 		if k != tc.key || v != tc.value || ok != (tc.key != "") {
-			t.Errorf("identityOf(%s) = %q %q %v", tc.obj, k, v, ok)
+			t.Errorf("Identity(%s) = %q %q %v", tc.obj, k, v, ok)
 		}
+		// What a store records: the key and a hash of the value, for a
+		// managed object that is not deposed only.
+		if k, h := IdentityKey("managed", "t", "", []byte(tc.obj)); k != tc.key || (len(h) == 16) != (tc.key != "") {
+			t.Errorf("IdentityKey(%s) = %q %x", tc.obj, k, h)
+		}
+		for _, other := range [][2]string{{"data", ""}, {"managed", "00000001"}} {
+			if k, h := IdentityKey(other[0], "t", other[1], []byte(tc.obj)); k != "" || h != nil {
+				t.Errorf("IdentityKey(%s, %q, %s) = %q %x, want none", other[0], other[1], tc.obj, k, h)
+			}
+		}
+	}
+	// Equal identities hash equal; another value, key or type does not.
+	_, a := IdentityKey("managed", "t", "", []byte(`{"attributes":{"id":"x"}}`))
+	_, b := IdentityKey("managed", "t", "", []byte(`{"attributes":{"id":"x","ami":"other"}}`))
+	_, c := IdentityKey("managed", "t", "", []byte(`{"attributes":{"id":"y"}}`))
+	_, d := IdentityKey("managed", "t", "", []byte(`{"attributes":{"id":"y","arn":"x"}}`))
+	_, e := IdentityKey("managed", "u", "", []byte(`{"attributes":{"id":"x"}}`))
+	if !bytes.Equal(a, b) || bytes.Equal(a, c) || bytes.Equal(c, d) || bytes.Equal(a, e) {
+		t.Errorf("hashes of t x, t x, t y, t arn x, u x: %x %x %x %x %x", a, b, c, d, e)
 	}
 }

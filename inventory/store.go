@@ -17,6 +17,14 @@ type Store interface {
 	// the store seals them, in the clear otherwise: callers mask). No
 	// state in scope, or none that matches, is no call and no error.
 	ScanCurrent(ctx context.Context, f ScanFilter, each func(*Row) bool) error
+	// ScanDuplicates calls each, as ScanCurrent does, with the current
+	// managed objects, not deposed, of type typ ("" for every type) of the
+	// states of scope (nil: every state) whose IdentityKey another state of
+	// scope records too, the objects of one key together, in order of
+	// (Row.StateID, Row.InstanceID) within it. It reads the IdentityKey
+	// each commit recorded, through an index, so that it reads the objects
+	// of the duplicates only, not every object.
+	ScanDuplicates(ctx context.Context, scope *tenancy.QueryScope, typ string, each func(*Row) bool) error
 }
 
 // ScanFilter is what a store narrows a scan by, with its indexes. Each
@@ -34,11 +42,8 @@ type ScanFilter struct {
 	Name string
 	// Module is a module address (`module.a`): objects in it or below.
 	Module string
-	// Data reads data sources too; NoDeposed skips deposed objects.
-	Data, NoDeposed bool
-	// ByType orders the scan by (Row.Type, Row.StateID, Row.InstanceID),
-	// and After is then ignored.
-	ByType bool
+	// Data reads data sources too.
+	Data bool
 	// Text, when not "", is lowercase ASCII that the lowercased object's
 	// JSON contains, LIKE's wildcards in it meaning themselves (a
 	// prefilter: the caller checks the masked object).

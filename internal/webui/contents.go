@@ -2,10 +2,12 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sort"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -29,19 +31,50 @@ type typeNode struct {
 	More      int
 }
 
-// contents is the tree of what the current version of state name holds:
-// modules, in each the types, in each the instances (treeListed at most).
-// A client-side encrypted state, or one with no version, has none.
-func (u *UI) contents(ctx context.Context, name string) ([]moduleNode, error) {
-	// The tree counts every instance but lists only a few of each type:
-	// walk the graph and summarize just those.
+// outputRow is an output of the state page: its value as JSON, or
+// SensitiveMask when Terraform marks it sensitive.
+type outputRow struct {
+	Name      string
+	Sensitive bool
+	Value     string
+}
+
+// currentGraph is the current version's graph of state name; nil for a
+// client-side encrypted state, or one with no version.
+func (u *UI) currentGraph(ctx context.Context, name string) (*graph.State, error) {
 	g, _, err := u.engine.Graph(ctx, name)
 	if errors.Is(err, kilolock.ErrEncrypted) || errors.Is(err, kilolock.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	return g, err
+}
+
+// outputs are g's outputs in its order, sensitive values masked.
+func outputs(g *graph.State) []outputRow {
+	out := make([]outputRow, 0, len(g.Outputs))
+	for _, o := range g.Outputs {
+		obj := o.Object
+		masked, sensitive := graph.MaskedOutputObject(obj)
+		if sensitive {
+			obj = masked
+		}
+		var v struct {
+			Value json.RawMessage `json:"value"`
+		}
+		row := outputRow{Name: o.Name, Sensitive: sensitive, Value: graph.SensitiveMask}
+		if json.Unmarshal(obj, &v) == nil && !sensitive {
+			row.Value = short(200, string(v.Value))
+		}
+		out = append(out, row)
 	}
+	return out
+}
+
+// contents is the tree of what g holds: modules, in each the types, in
+// each the instances (treeListed at most).
+func contents(g *graph.State) []moduleNode {
+	// The tree counts every instance but lists only a few of each type:
+	// walk the graph and summarize just those.
 	modules := map[string]*moduleNode{}
 	types := map[[2]string]*typeNode{}
 	for i := range g.Instances {
@@ -78,5 +111,5 @@ func (u *UI) contents(ctx context.Context, name string) ([]moduleNode, error) {
 		out = append(out, *m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Module < out[j].Module })
-	return out, nil
+	return out
 }

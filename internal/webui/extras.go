@@ -1,6 +1,10 @@
 package webui
 
-import "context"
+import (
+	"context"
+
+	"github.com/kilolock/kilolock/drift"
+)
 
 // Extras are what other parts of the engine add to the pages. Each is a
 // small function the page calls when it is set; a nil one hides its
@@ -14,4 +18,7 @@ type Extras struct {
 	// Tags returns a state's tags by the version number they name, shown
 	// on the versions of the timeline.
 	Tags func(ctx context.Context, name string) (map[int64][]string, error)
+	// Drift returns a state's open drift records (masked), shown on its
+	// page.
+	Drift func(ctx context.Context, name string) ([]drift.DriftRecord, error)
 }

@@ -57,7 +57,7 @@ func (u *UI) graph(w http.ResponseWriter, r *http.Request, v *visit) (*view, err
 	}
 	d.Drawn = len(cone.Nodes)
 	d.Drawing = layOut(cone)
-	return &view{Template: "graph", Title: "Cone of " + address, Crumbs: []crumb{{d.Label, stateURL(name)}, {address, stateURL(name) + "/instance?address=" + urlQueryEscape(address)}, {Label: "graph"}}, Data: d}, nil
+	return &view{Template: "graph", Title: "Cone of " + address, Crumbs: []crumb{{d.Label, stateURL(name)}, {address, instanceURL(name, address)}, {Label: "graph"}}, Data: d}, nil
 }
 
 // truncate keeps the first n nodes of c (they are ordered by depth) and

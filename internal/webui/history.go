@@ -1,13 +1,16 @@
 package webui
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -41,10 +44,34 @@ type historyData struct {
 	// Older is the ?before= of the next page; 0 when this is the last.
 	Older    int64
 	ShowTags bool
-	// Contents are the current version's instances by module and type
-	// (the first page only).
+	// Overview is set on the first page, which shows what the state
+	// holds and what is happening to it above the timeline.
+	Overview bool
+	// Contents are the current version's instances by module and type;
+	// Outputs its outputs.
 	Contents []moduleNode
+	Outputs  []outputRow
+	// InFlight are the locks held on the state and its apply runs in
+	// flight.
+	InFlight inFlight
+	// Drift are the open drift records (ShowDrift: the server keeps
+	// them); Tags the tags, newest version first.
+	ShowDrift bool
+	Drift     []drift.DriftRecord
+	Tags      []tagRow
+	// Activity are the newest events of the timeline.
+	Activity []event
 }
+
+// tagRow is a tag of the state and the version it names.
+type tagRow struct {
+	Name    string
+	Version int64
+}
+
+// activityListed is how many events the state page's recent activity
+// shows.
+const activityListed = 5
 
 // history serves GET /ui/states/{name}: the state's versions newest first
 // (source, actor, lock, merges with the serial they read, rollbacks) with
@@ -71,9 +98,9 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 	if err != nil {
 		return nil, err
 	}
-	d := historyData{Name: name, Label: v.label(name), Info: st}
-	if before == 0 {
-		if d.Contents, err = u.contents(ctx, name); err != nil {
+	d := historyData{Name: name, Label: v.label(name), Info: st, Overview: before == 0}
+	if d.Overview {
+		if err := u.overview(r, v, &d); err != nil {
 			return nil, err
 		}
 	}
@@ -83,6 +110,9 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 			return nil, err
 		}
 		d.ShowTags = true
+		if d.Overview {
+			d.Tags = tagRows(tags)
+		}
 	}
 	moves, err := u.moveNotes(r, name, vs)
 	if err != nil {
@@ -112,7 +142,48 @@ func (u *UI) history(w http.ResponseWriter, r *http.Request, v *visit) (*view, e
 		d.Events = append(d.Events, event{At: at, Rejection: &rejs[i]})
 	}
 	sort.SliceStable(d.Events, func(i, j int) bool { return d.Events[i].At.After(d.Events[j].At) })
+	if d.Overview {
+		d.Activity = d.Events[:min(activityListed, len(d.Events))]
+	}
 	return &view{Template: "history", Title: d.Label, Crumbs: []crumb{{Label: d.Label}}, Data: d}, nil
+}
+
+// tagRows lists tags by version number, newest version first.
+func tagRows(tags map[int64][]string) []tagRow {
+	var out []tagRow
+	for n, names := range tags {
+		for _, t := range names {
+			out = append(out, tagRow{Name: t, Version: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b tagRow) int {
+		return cmp.Or(cmp.Compare(b.Version, a.Version), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// overview reads what the state page shows above the timeline: the
+// current version's contents and outputs, the locks and apply runs in
+// flight, and the open drift records.
+func (u *UI) overview(r *http.Request, v *visit, d *historyData) error {
+	ctx := r.Context()
+	g, err := u.currentGraph(ctx, d.Name)
+	if err != nil {
+		return err
+	}
+	if g != nil {
+		d.Contents, d.Outputs = contents(g), outputs(g)
+	}
+	if d.InFlight, err = u.inFlight(r, v, []kilolock.State{*d.Info}, d.Name, u.now()); err != nil {
+		return err
+	}
+	if f := u.o.Extras.Drift; f != nil {
+		if d.Drift, err = f(ctx, d.Name); err != nil {
+			return err
+		}
+		d.ShowDrift = true
+	}
+	return nil
 }
 
 // moveNotes reads, when vs holds a version of a move between states, each

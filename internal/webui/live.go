@@ -38,13 +38,44 @@ type runRow struct {
 	Lease time.Duration // left
 }
 
-// liveData is the in-flight page.
-type liveData struct {
+// inFlight are the locks held and the apply runs in flight of some
+// states: the in-flight page's, and a state page's.
+type inFlight struct {
 	Holders []holderRow
 	Runs    []runRow
 	// RunsUnsupported says the store keeps no apply runs (yet).
 	RunsUnsupported bool
-	At              time.Time
+}
+
+// liveData is the in-flight page.
+type liveData struct {
+	InFlight inFlight
+	At       time.Time
+}
+
+// inFlight reads the locks held on sts and the apply runs in flight of
+// the states the viewer sees, of state only when it is not "".
+func (u *UI) inFlight(r *http.Request, v *visit, sts []kilolock.State, state string, now time.Time) (inFlight, error) {
+	var f inFlight
+	for _, st := range sts {
+		for _, l := range st.Locks {
+			f.Holders = append(f.Holders, holderRow{Name: st.Name, Label: v.label(st.Name), Mode: st.LockMode, Lock: l, Held: now.Sub(l.Acquired).Round(time.Second)})
+		}
+	}
+	runs, err := applyrun.Runs(r.Context(), u.engine, kilolock.RunFilter{State: state, InFlight: true, Limit: maxListed})
+	var ie *kilolock.InvalidError
+	switch {
+	case errors.As(err, &ie) && ie.Code == "runs_unsupported":
+		f.RunsUnsupported = true
+	case err != nil:
+		return f, err
+	}
+	for _, run := range runs {
+		if u.sees(v, run.State) {
+			f.Runs = append(f.Runs, runRow{Label: v.label(run.State), Run: run, Lease: run.Expires.Sub(now).Round(time.Second)})
+		}
+	}
+	return f, nil
 }
 
 // live serves GET /ui/live: every lock held on a state the viewer sees
@@ -55,25 +86,9 @@ func (u *UI) live(w http.ResponseWriter, r *http.Request, v *visit) (*view, erro
 	if err != nil {
 		return nil, err
 	}
-	now := u.now()
-	d := liveData{At: now}
-	for _, st := range sts {
-		for _, l := range st.Locks {
-			d.Holders = append(d.Holders, holderRow{Name: st.Name, Label: v.label(st.Name), Mode: st.LockMode, Lock: l, Held: now.Sub(l.Acquired).Round(time.Second)})
-		}
-	}
-	runs, err := applyrun.Runs(r.Context(), u.engine, kilolock.RunFilter{InFlight: true, Limit: maxListed})
-	var ie *kilolock.InvalidError
-	switch {
-	case errors.As(err, &ie) && ie.Code == "runs_unsupported":
-		d.RunsUnsupported = true
-	case err != nil:
+	d := liveData{At: u.now()}
+	if d.InFlight, err = u.inFlight(r, v, sts, "", d.At); err != nil {
 		return nil, err
-	}
-	for _, run := range runs {
-		if u.sees(v, run.State) {
-			d.Runs = append(d.Runs, runRow{Label: v.label(run.State), Run: run, Lease: run.Expires.Sub(now).Round(time.Second)})
-		}
 	}
 	return &view{Template: "live", Title: "In flight", Refresh: liveRefresh, Crumbs: []crumb{{Label: "in flight"}}, Data: d}, nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -180,6 +181,12 @@ func literal(a any) string {
 			quoted[i] = literal(s)
 		}
 		return "ARRAY[" + strings.Join(quoted, ", ") + "]::text[]"
+	case [][]byte:
+		quoted := make([]string, len(a))
+		for i, b := range a {
+			quoted[i] = `'\x` + hex.EncodeToString(b) + `'`
+		}
+		return "ARRAY[" + strings.Join(quoted, ", ") + "]::bytea[]"
 	}
 	return fmt.Sprint(a)
 }

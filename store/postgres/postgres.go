@@ -113,6 +113,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	if err := s.FillIdentityKeys(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
 	if o.queryURL == "" && role.refusal != nil {
 		s.queryRefusal = role.refusal
 		return s, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -420,31 +421,49 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 19 (state moves), 18 (trust policies) and 17 (client-side
+// undoClientEncryption takes a database back from schema 22 (identity keys), 19 (state moves), 18 (trust policies) and 17 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
-var undoClientEncryption = []string{
+var undoClientEncryption = append(slices.Clone(storetest.UndoIdentityKeys),
 	`DROP TABLE state_moves`,    // schema 19
 	`DROP TABLE trust_policies`, // schema 18, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,
 	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
-}
+)
 
 // Upgrading a database to schema 17 marks a state whose current version is
 // client-side encrypted as such (its key providers unknown until its next
 // write), and requires encryption of no state or environment.
 func TestMigrateClientEncryption(t *testing.T) {
 	const version = 17 // migrations/0017_client_encryption.sql
-	ctx := context.Background()
 	url := testpg.URL(t)
 	s := openURL(t, url)
 	storetest.CommitFormats(t, s)
-	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
-		if _, err := s.pool.Exec(ctx, q); err != nil {
+	downgrade(t, s, undoClientEncryption, version)
+	storetest.CheckClientEncryptionUpgrade(t, openURL(t, url))
+}
+
+// Upgrading a database to schema 22 works out the identity keys of the
+// current intervals as the store opens: the duplicates find what states
+// recorded before.
+func TestMigrateIdentityKeys(t *testing.T) {
+	const version = 22 // migrations/0022_identity_keys.sql
+	url := testpg.URL(t)
+	s := openURL(t, url)
+	storetest.SeedIdentityKeys(t, s)
+	downgrade(t, s, storetest.UndoIdentityKeys, version)
+	storetest.CheckIdentityKeys(t, openURL(t, url))
+}
+
+// downgrade runs undo on s, forgets the migrations from version on, so
+// that the next open runs them again, and closes s.
+func downgrade(t *testing.T, s *Store, undo []string, version int) {
+	t.Helper()
+	for _, q := range append(slices.Clone(undo), fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.pool.Exec(context.Background(), q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	s.Close()
-	storetest.CheckClientEncryptionUpgrade(t, openURL(t, url))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,16 +266,16 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoClientEncryption takes a database back from schema 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
-var undoClientEncryption = []string{
+var undoClientEncryption = append(slices.Clone(storetest.UndoIdentityKeys),
 	`DROP TABLE state_moves`,    // schema 17
 	`DROP TABLE trust_policies`, // schema 16, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,
 	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
-}
+)
 
 // Upgrading a database to schema 15 marks a state whose current version is
 // client-side encrypted as such (its key providers unknown until its next
@@ -291,4 +292,21 @@ func TestMigrateClientEncryption(t *testing.T) {
 	}
 	s.Close()
 	storetest.CheckClientEncryptionUpgrade(t, openAt(t, path))
+}
+
+// Upgrading a database to schema 20 works out the identity keys of the
+// current intervals as the store opens: the duplicates find what states
+// recorded before.
+func TestMigrateIdentityKeys(t *testing.T) {
+	const version = 20 // migrations/0020_identity_keys.sql
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s := openAt(t, path)
+	storetest.SeedIdentityKeys(t, s)
+	for _, q := range append(slices.Clone(storetest.UndoIdentityKeys), fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.d.write.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	storetest.CheckIdentityKeys(t, openAt(t, path))
 }

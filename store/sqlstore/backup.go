@@ -273,6 +273,10 @@ func (s *Store) Restore(ctx context.Context, r io.Reader, lim retention.RestoreL
 	if err != nil {
 		return nil, err
 	}
+	// A backup of an older release has intervals without identity keys.
+	if err := s.FillIdentityKeys(ctx); err != nil {
+		return nil, err
+	}
 	sum.Bytes = cr.n
 	return sum, nil
 }

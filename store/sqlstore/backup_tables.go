@@ -24,7 +24,7 @@ var BackupTables = []BackupTable{
 	table("payloads", "state_id, hash", "state_id int", "hash bytes", "body text", "sealed bytes"),
 	table("instance_intervals", "state_id, instance_id, valid_from", "state_id int", "instance_id text", "address text",
 		"module text", "mode text", "type text", "name text", "index_key text", "deposed text", "each text",
-		"provider text", "status text", "hash bytes", "valid_from int", "valid_to int"),
+		"provider text", "status text", "hash bytes", "valid_from int", "valid_to int", "ident_key text", "ident_hash bytes"),
 	table("output_intervals", "state_id, name, valid_from", "state_id int", "name text", "hash bytes", "sensitive bool",
 		"valid_from int", "valid_to int"),
 	table("rejected_commits", "id", "id int", "state_id int", "created_at time", "lock_id text", "actor text",

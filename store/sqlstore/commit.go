@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/inventory"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/store/storekit"
 )
@@ -436,7 +437,7 @@ var (
 	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
 		"base_serial", "merged", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
 	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
-		"index_key", "deposed", "each", "provider", "status", "hash"}
+		"index_key", "deposed", "each", "provider", "status", "hash", "ident_key", "ident_hash"}
 	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
 	payloadColumns = []string{"state_id", "hash", "body"}
 )
@@ -513,11 +514,24 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	// The opened intervals' rows are made as they are sent: a first write
 	// of a large state would otherwise hold them all at once beside its
 	// graph (about 600 bytes an instance).
+	// Each opened object's identity key, which the duplicates across
+	// states group by (inventory.IdentityKey), is worked out once, here.
 	insert(b, stats, "instance_intervals", openColumns, stateID, len(ch.opens), func(i int) []any {
 		in := ch.opens[i]
 		r := &in.Resource
+		var (
+			identKey  string
+			identHash []byte
+		)
+		if r.Mode == "managed" && in.Deposed == "" {
+			obj, err := c.Object(in)
+			if err != nil && readErr == nil {
+				readErr = err
+			}
+			identKey, identHash = inventory.IdentityKey(r.Mode, r.Type, in.Deposed, obj)
+		}
 		return []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
-			r.Each, r.Provider, in.Status, cur.address(in.Hash)}
+			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash}
 	})
 	insert(b, stats, "output_intervals", outputColumns, stateID, len(ch.outputs), func(i int) []any {
 		o := ch.outputs[i]

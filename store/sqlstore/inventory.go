@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock/inventory"
+	"github.com/kilolock/kilolock/tenancy"
 )
 
 var _ inventory.Store = (*Store)(nil)
@@ -28,44 +29,137 @@ func (s *Store) ScanCurrent(ctx context.Context, f inventory.ScanFilter, each fu
 	}
 	for {
 		sql, args := ScanSQL(f)
-		if !f.ByType {
-			sql += " LIMIT " + strconv.Itoa(scanBatch)
-		}
 		var (
 			n    int
 			last inventory.Cursor
-			stop bool
 		)
-		err := s.read(ctx, "scan current objects", func(tx Tx) error {
-			n, stop = 0, false
-			rows, err := tx.Query(ctx, sql, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			var (
-				r    inventory.Row
-				body string
-			)
-			for rows.Next() {
-				if err := rows.Scan(&r.StateID, &r.State, &r.Version, &r.InstanceID, &r.Address, &r.Module, &r.Mode, &r.Type, &r.Name, &r.Deposed, &body); err != nil {
-					return err
-				}
-				n++
-				last = inventory.Cursor{StateID: r.StateID, InstanceID: r.InstanceID}
-				r.Object = []byte(body)
-				if !each(&r) {
-					stop = true
-					return nil
-				}
-			}
-			return rows.Err()
+		stop, err := s.scanRows(ctx, "scan current objects", sql+" LIMIT "+strconv.Itoa(scanBatch), args, func(r *inventory.Row) bool {
+			n++
+			last = inventory.Cursor{StateID: r.StateID, InstanceID: r.InstanceID}
+			return each(r)
 		})
-		if err != nil || stop || f.ByType || n < scanBatch {
+		if err != nil || stop || n < scanBatch {
 			return err
 		}
 		f.After = last
 	}
+}
+
+// scanRows runs sql, whose columns are rowColumns, in a read transaction,
+// calling each with every row until it returns false (stop).
+func (s *Store) scanRows(ctx context.Context, op, sql string, args []any, each func(*inventory.Row) bool) (stop bool, err error) {
+	err = s.read(ctx, op, func(tx Tx) error {
+		stop = false
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var (
+			r    inventory.Row
+			body string
+		)
+		for rows.Next() {
+			if err := rows.Scan(&r.StateID, &r.State, &r.Version, &r.InstanceID, &r.Address, &r.Module, &r.Mode, &r.Type, &r.Name, &r.Deposed, &body); err != nil {
+				return err
+			}
+			r.Object = []byte(body)
+			if !each(&r) {
+				stop = true
+				return nil
+			}
+		}
+		return rows.Err()
+	})
+	return stop, err
+}
+
+// rowColumns are the columns of an inventory.Row, from the current
+// intervals i, their states s and payloads p.
+const rowColumns = `i.state_id, s.name, s.current_version, i.instance_id, i.address, i.module, i.mode, i.type, i.name, i.deposed, p.body`
+
+// duplicatesBatch is how many identity hashes one statement of
+// ScanDuplicates reads the objects of.
+const duplicatesBatch = 500
+
+// ScanDuplicates reads the current objects another state records too
+// (see inventory.Store) in two steps, each through
+// instance_intervals_identity: the identity hashes each commit recorded
+// that more than one state holds, grouped in the index's order, then the
+// objects of those hashes, a batch at a time.
+func (s *Store) ScanDuplicates(ctx context.Context, scope *tenancy.QueryScope, typ string, each func(*inventory.Row) bool) error {
+	if scope != nil && len(scope.Prefixes) == 0 {
+		return nil
+	}
+	var hashes [][]byte
+	sql, args := DuplicatesSQL(scope, typ, nil)
+	err := s.read(ctx, "group identity keys", func(tx Tx) error {
+		hashes = hashes[:0]
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h []byte
+			if err := rows.Scan(&h); err != nil {
+				return err
+			}
+			hashes = append(hashes, h)
+		}
+		return rows.Err()
+	})
+	for len(hashes) > 0 && err == nil {
+		batch := hashes[:min(duplicatesBatch, len(hashes))]
+		hashes = hashes[len(batch):]
+		sql, args := DuplicatesSQL(scope, typ, batch)
+		var stop bool
+		if stop, err = s.scanRows(ctx, "scan duplicated objects", sql, args, each); stop {
+			return err
+		}
+	}
+	return err
+}
+
+// DuplicatesSQL is a statement of ScanDuplicates, in the shared SQL, and
+// its arguments: with hashes nil, the identity hashes more than one state
+// of scope records; else the objects of those hashes (for the dialects'
+// tests of its plans).
+func DuplicatesSQL(scope *tenancy.QueryScope, typ string, hashes [][]byte) (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	// The index's own predicate, which each read of it repeats so that
+	// the planner may use it.
+	where := "i.valid_to IS NULL AND i.ident_key <> ''"
+	if typ != "" {
+		where += " AND i.type = " + arg(typ)
+	}
+	join := ""
+	if scope != nil {
+		where += " AND " + scopeWhere(scope, arg)
+		join = " JOIN states s ON s.id = i.state_id"
+	}
+	if hashes == nil {
+		return `SELECT i.ident_hash FROM instance_intervals i` + join + ` WHERE ` + where + `
+			GROUP BY i.ident_hash HAVING count(DISTINCT i.state_id) > 1 ORDER BY i.ident_hash`, args
+	}
+	return `SELECT ` + rowColumns + ` FROM instance_intervals i
+		JOIN states s ON s.id = i.state_id
+		JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+		WHERE ` + where + ` AND i.ident_hash IN (SELECT k FROM {bytes ` + arg(hashes) + `} AS h)
+		ORDER BY i.ident_hash, i.state_id, i.instance_id{C}`, args
+}
+
+// scopeWhere is the condition that a state s is in scope.
+func scopeWhere(scope *tenancy.QueryScope, arg func(any) string) string {
+	prefixes := make([]string, len(scope.Prefixes))
+	for i, p := range scope.Prefixes {
+		prefixes[i] = likeEscape(p) + "%"
+	}
+	return `EXISTS (SELECT 1 FROM {texts ` + arg(prefixes) + `} AS sc WHERE s.name LIKE sc.k ESCAPE '\')`
 }
 
 // ScanSQL is the statement ScanCurrent runs for f, in the shared SQL, and
@@ -91,9 +185,6 @@ func ScanSQL(f inventory.ScanFilter) (string, []any) {
 	if !f.Data {
 		where = append(where, "i.mode = 'managed'")
 	}
-	if f.NoDeposed {
-		where = append(where, "i.deposed = ''")
-	}
 	if f.Text != "" {
 		where = append(where, "lower(p.body) LIKE "+arg("%"+likeEscape(f.Text)+"%")+` ESCAPE '\'`)
 	}
@@ -105,22 +196,16 @@ func ScanSQL(f inventory.ScanFilter) (string, []any) {
 		where = append(where, "("+strings.Join(or, " OR ")+")")
 	}
 	if f.Scope != nil {
-		prefixes := make([]string, len(f.Scope.Prefixes))
-		for i, p := range f.Scope.Prefixes {
-			prefixes[i] = likeEscape(p) + "%"
-		}
-		where = append(where, `EXISTS (SELECT 1 FROM {texts `+arg(prefixes)+`} AS sc WHERE s.name LIKE sc.k ESCAPE '\')`)
+		where = append(where, scopeWhere(f.Scope, arg))
 	}
 	order := "i.state_id, i.instance_id{C}"
-	if f.ByType {
-		order = "i.type{C}, " + order
-	} else if f.After.StateID > 0 {
+	if f.After.StateID > 0 {
 		sid, iid := arg(f.After.StateID), arg(f.After.InstanceID)
 		// A row value, which both databases bound an index range by (an
 		// OR of the two comparisons PostgreSQL reads as a filter).
 		where = append(where, "(i.state_id, i.instance_id{C}) > ("+sid+", "+iid+")")
 	}
-	sql := `SELECT i.state_id, s.name, s.current_version, i.instance_id, i.address, i.module, i.mode, i.type, i.name, i.deposed, p.body
+	sql := `SELECT ` + rowColumns + `
 		FROM instance_intervals i
 		JOIN states s ON s.id = i.state_id
 		JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
@@ -134,4 +219,58 @@ func ScanSQL(f inventory.ScanFilter) (string, []any) {
 // likeEscape escapes LIKE's wildcards (and its escape, '\') in s.
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// fillBatch is how many intervals one transaction of FillIdentityKeys
+// fills.
+const fillBatch = 1000
+
+// FillIdentityKeys works out the identity key (inventory.IdentityKey) of
+// every current interval that has none yet: those current when the
+// migration that added the keys ran, and those a backup of an older
+// release restored. A store calls it when it opens and after a restore;
+// with nothing to fill it is one look at an empty index.
+func (s *Store) FillIdentityKeys(ctx context.Context) error {
+	type pending struct {
+		stateID                    int64
+		instanceID, mode, typ, dep string
+		body                       string
+	}
+	var rows []pending
+	for {
+		err := s.read(ctx, "read intervals without identity keys", func(tx Tx) error {
+			rows = rows[:0]
+			q, err := tx.Query(ctx, `SELECT i.state_id, i.instance_id, i.mode, i.type, i.deposed, p.body
+				FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
+				WHERE i.valid_to IS NULL AND i.ident_key IS NULL LIMIT `+strconv.Itoa(fillBatch))
+			if err != nil {
+				return err
+			}
+			defer q.Close()
+			for q.Next() {
+				var r pending
+				if err := q.Scan(&r.stateID, &r.instanceID, &r.mode, &r.typ, &r.dep, &r.body); err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			return q.Err()
+		})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		err = s.write(ctx, "fill identity keys", func(tx Tx) error {
+			b := &Batch{}
+			for _, r := range rows {
+				key, hash := inventory.IdentityKey(r.mode, r.typ, r.dep, []byte(r.body))
+				// An interval closed since it was read keeps no key.
+				b.Exec(nil, `UPDATE instance_intervals SET ident_key = $3, ident_hash = $4
+					WHERE state_id = $1 AND instance_id = $2 AND valid_to IS NULL AND ident_key IS NULL`, r.stateID, r.instanceID, key, hash)
+			}
+			return tx.Send(ctx, b)
+		})
+		if err != nil {
+			return err
+		}
+	}
 }

@@ -371,3 +371,40 @@ func testInventoryLeaks(t *testing.T, s kilolock.Store, is inventory.Store, pass
 		}
 	}
 }
+
+// UndoIdentityKeys takes a database back from the schema that added
+// identity keys (SQLite's 20, PostgreSQL's 22) to the one before, in the
+// SQL of both.
+var UndoIdentityKeys = []string{
+	`DROP INDEX instance_intervals_identity`,
+	`DROP INDEX instance_intervals_identity_pending`,
+	`ALTER TABLE instance_intervals DROP COLUMN ident_key`,
+	`ALTER TABLE instance_intervals DROP COLUMN ident_hash`,
+}
+
+// SeedIdentityKeys commits two states that record the same bucket and one
+// that records another, for a test of the migration that adds identity
+// keys: undo it, open the store again, and CheckIdentityKeys finds the
+// duplicate from the keys the store filled in as it opened.
+func SeedIdentityKeys(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	for name, id := range map[string]string{"keys-a": "bucket-1", "keys-b": "bucket-1", "keys-c": "bucket-2"} {
+		c := &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: lineage, Source: kilolock.SourcePush, Format: "compact"}}
+		c.Upserts = append(c.Upserts, instance(t, resource("aws_s3_bucket", "b"), graph.IndexKey{}, fmt.Sprintf(`{"id":%q}`, id)))
+		if _, _, err := s.Commit(context.Background(), name, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// CheckIdentityKeys checks the duplicates of SeedIdentityKeys' states.
+func CheckIdentityKeys(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	got, err := inventory.Duplicates(context.Background(), inventoryStore(t, s), nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Value != "bucket-1" || len(got[0].Objects) != 2 || got[0].Objects[0].State != "keys-a" || got[0].Objects[1].State != "keys-b" {
+		t.Errorf("duplicates after the upgrade = %+v, want bucket-1 in keys-a and keys-b", got)
+	}
+}
