@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -138,7 +139,7 @@ func classify(err error) answer {
 		keyErr   *kilolock.KeyError
 		ended    *kilolock.RunEndedError
 		quotaErr *kilolock.QuotaError
-		moveErr  *kilolock.MoveError
+		moveErr  *history.MoveError
 	)
 	switch {
 	case errors.As(err, &moveErr):
