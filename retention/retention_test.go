@@ -1,4 +1,4 @@
-package kilolock_test
+package retention_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/retention"
 )
 
@@ -72,12 +73,12 @@ func TestValidRetentionPolicy(t *testing.T) {
 // the run then prunes.
 func TestApplyRetention(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	by := kilolock.Caller{Actor: "ops"}
 	for _, name := range []string{"a", "b", "exempt"} {
 		for i := 1; i <= 8; i++ {
-			write(t, e, name, tfstate(t, true, i, "L", fmt.Sprint(i)))
+			enginetest.Write(t, e, name, enginetest.TFState(t, true, i, "L", fmt.Sprint(i)))
 		}
 	}
 	for _, p := range []retention.RetentionPolicy{
@@ -93,7 +94,7 @@ func TestApplyRetention(t *testing.T) {
 		t.Errorf("a negative keep_last = %v, want ErrInvalid", err)
 	}
 	// A rollback plan of a to @2 pins @2.
-	if _, err := history.PlanRollback(ctx, e, "a", mustRef(t, "@2")); err != nil {
+	if _, err := history.PlanRollback(ctx, e, "a", enginetest.MustRef(t, "@2")); err != nil {
 		t.Fatal(err)
 	}
 	dry, err := retention.ApplyRetention(ctx, e, retention.RetentionOptions{DryRun: true, By: by})
@@ -123,19 +124,19 @@ func TestApplyRetention(t *testing.T) {
 		t.Errorf("pruned %d versions in all, want 6", rep.Versions)
 	}
 	// The plan can still be applied, and every kept version reads back.
-	if _, err := history.Rollback(ctx, e, "a", mustRef(t, "@2"), history.RollbackOptions{Actor: "alice"}); err != nil {
+	if _, err := history.Rollback(ctx, e, "a", enginetest.MustRef(t, "@2"), history.RollbackOptions{Actor: "alice"}); err != nil {
 		t.Errorf("the rollback planned before retention ran: %v", err)
 	}
 	if _, err := e.ReadVersion(ctx, "a", 3); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("a pruned version reads %v, want ErrNotFound", err)
 	}
-	_, err = history.Show(ctx, e, "a", mustRef(t, "@4"))
+	_, err = history.Show(ctx, e, "a", enginetest.MustRef(t, "@4"))
 	var nf *kilolock.VersionNotFoundError
 	if !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 2 ||
 		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") || !strings.HasSuffix(err.Error(), "policy server keep_last=3); it has versions @2…@9 (serials 2…9)") {
 		t.Errorf("Show(@4) of a pruned version = %v", err)
 	}
-	if _, err := history.Show(ctx, e, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
+	if _, err := history.Show(ctx, e, "b", enginetest.MustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !strings.HasSuffix(err.Error(), "it has versions @3…@8 (serials 3…8)") {
 		t.Errorf("Show(@1) of a pruned first version = %v", err)
 	}
 	marks, err := retention.PrunedVersions(ctx, e, "a", 0, 0)
