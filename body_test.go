@@ -15,6 +15,7 @@ import (
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // readBody returns what b writes plain and gzip-compressed (decompressed),
@@ -56,10 +57,10 @@ func checkBody(t *testing.T, b *kilolock.Body, want []byte) {
 // store, not the cache) are each served exactly, plain and compressed.
 func TestOpenServesEveryKindOfVersion(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	posted := tfstate(t, false, 1, "lin", "a", "b", "c")
-	respelled := bytes.ReplaceAll(tfstate(t, false, 2, "lin", "a", "b", "d"), []byte("\n      "), []byte("\n\t"))
+	posted := enginetest.TFState(t, false, 1, "lin", "a", "b", "c")
+	respelled := bytes.ReplaceAll(enginetest.TFState(t, false, 2, "lin", "a", "b", "d"), []byte("\n      "), []byte("\n\t"))
 	blob := []byte(`{"serial":1,"lineage":"enc-lin","meta":{"key_provider.pbkdf2.k":"e30="},"encrypted_data":"AAAA","encryption_version":"v0"}`)
 	for _, w := range []struct {
 		name, state string
@@ -110,7 +111,7 @@ func TestOpenServesEveryKindOfVersion(t *testing.T) {
 // compression (run with -race).
 func TestOpenGzipOnceForManyReaders(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	doc := graphtest.Generate(2000, 600, graph.FormatIndent)
 	if _, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{}); err != nil {
@@ -159,7 +160,7 @@ func TestWriteDropsTheSupersededGzip(t *testing.T) {
 	}{{"in memory", 300, false}, {"in a file", 2000, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			st, _ := openSQLite(t)
+			st, _ := enginetest.OpenSQLite(t)
 			e := kilolock.NewEngine(st, kilolock.Options{})
 			doc := graphtest.Generate(tc.instances, 600, graph.FormatIndent)
 			if large := len(doc) >= 1<<20; large != tc.kept {
@@ -205,7 +206,7 @@ func TestWriteDropsTheSupersededGzip(t *testing.T) {
 // each get exactly the version they opened.
 func TestGzipReadersDuringWrites(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	series, err := graphtest.NewSeries(graphtest.Generate(300, 300, graph.FormatIndent))
 	if err != nil {
@@ -278,7 +279,7 @@ func gunzip(b []byte) ([]byte, error) {
 // posted document (the caller's memory) nor anything referring into it.
 func TestWriteKeepsNoPostedBytes(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	series, err := graphtest.NewSeries(graphtest.Generate(3000, 512, graph.FormatIndent))
 	if err != nil {
@@ -327,18 +328,18 @@ func TestWriteKeepsNoPostedBytes(t *testing.T) {
 // Verify's error, whatever else is wrong with the body.
 func TestWriteVerify(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	first := tfstate(t, false, 1, "lin", "a")
+	first := enginetest.TFState(t, false, 1, "lin", "a")
 	if _, err := e.Write(ctx, "s", first, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	bad := errors.New("checksum mismatch")
 	for name, doc := range map[string][]byte{
-		"a change":          tfstate(t, false, 2, "lin", "b"),
+		"a change":          enginetest.TFState(t, false, 2, "lin", "b"),
 		"the current bytes": first,
 		"malformed":         first[:10],
-		"another lineage":   tfstate(t, false, 2, "other", "b"),
+		"another lineage":   enginetest.TFState(t, false, 2, "other", "b"),
 	} {
 		calls := 0
 		_, err := e.Write(ctx, "s", doc, kilolock.WriteOptions{Verify: func() error { calls++; return bad }})
@@ -350,7 +351,7 @@ func TestWriteVerify(t *testing.T) {
 		t.Errorf("%d versions after refused writes, want 1", len(h))
 	}
 	ok := 0
-	if _, err := e.Write(ctx, "s", tfstate(t, false, 2, "lin", "b"), kilolock.WriteOptions{Verify: func() error { ok++; return nil }}); err != nil || ok != 1 {
+	if _, err := e.Write(ctx, "s", enginetest.TFState(t, false, 2, "lin", "b"), kilolock.WriteOptions{Verify: func() error { ok++; return nil }}); err != nil || ok != 1 {
 		t.Errorf("a verified write: %v, Verify called %d times", err, ok)
 	}
 }

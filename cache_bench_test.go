@@ -7,6 +7,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // BenchmarkCacheMiss measures what the cache of current versions saves:
@@ -20,7 +21,7 @@ import (
 // for what it is.
 func BenchmarkCacheMiss(b *testing.B) {
 	base := graphtest.Generate(500, 560, graph.FormatIndent)
-	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		return b.Run(store, func(b *testing.B) {
 			for _, c := range []struct {
 				name  string

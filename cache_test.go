@@ -11,6 +11,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // TestCacheFleet: under a fleet of states that outgrows it, the cache of
@@ -22,7 +23,7 @@ import (
 // reads only its current version's hashes and the 2 instances it changes
 // (kilolock.IndexReader), never the whole version. On both stores.
 func TestCacheFleet(t *testing.T) {
-	eachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
 			ctx := context.Background()
 			base := graphtest.Generate(60, 200, graph.FormatIndent)
@@ -205,7 +206,7 @@ func (r *readCounter) SnapshotSome(ctx context.Context, name string, number int6
 // byte, the posted bytes for a POST. On both stores.
 func TestColdWritesExact(t *testing.T) {
 	ctx := context.Background()
-	eachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
 			warmStore, coldStore := open(t), newReadCounter(t, open(t))
 			warm := kilolock.NewEngine(warmStore, kilolock.Options{})
@@ -242,9 +243,9 @@ func TestColdWritesExact(t *testing.T) {
 			s5.Outputs["cold"] = graphtest.OutputV4{Value: []byte(`"y"`), Type: []byte(`"string"`)}
 			v5 := graphtest.Encode(s5, graph.FormatIndent)
 			for i, doc := range [][]byte{v1, v2, v3, v4, v5} {
-				want := write(t, warm, "s", doc)
+				want := enginetest.Write(t, warm, "s", doc)
 				before := coldStore.counts()
-				got := write(t, kilolock.NewEngine(coldStore, kilolock.Options{}), "s", doc)
+				got := enginetest.Write(t, kilolock.NewEngine(coldStore, kilolock.Options{}), "s", doc)
 				d := coldStore.counts().minus(before)
 				wv, gv := want.Version, got.Version
 				if gv.Added != wv.Added || gv.Changed != wv.Changed || gv.Removed != wv.Removed || gv.Instances != wv.Instances || gv.Serial != wv.Serial || got.Stats.Rows != want.Stats.Rows {
@@ -257,10 +258,10 @@ func TestColdWritesExact(t *testing.T) {
 				assertServes(t, warm, warmStore, "s", wv.Number, doc)
 				assertServes(t, kilolock.NewEngine(coldStore, kilolock.Options{}), coldStore, "s", gv.Number, doc)
 			}
-			if w := write(t, warm, "s", v5); !w.Unchanged {
+			if w := enginetest.Write(t, warm, "s", v5); !w.Unchanged {
 				t.Fatal("a warm re-POST of the same bytes added a version")
 			}
-			if c := write(t, kilolock.NewEngine(coldStore, kilolock.Options{}), "s", v5); !c.Unchanged {
+			if c := enginetest.Write(t, kilolock.NewEngine(coldStore, kilolock.Options{}), "s", v5); !c.Unchanged {
 				t.Fatal("a cold re-POST of the same bytes added a version")
 			}
 
@@ -277,7 +278,7 @@ func TestColdWritesExact(t *testing.T) {
 				if err := e().SetLockMode(ctx, "opt", kilolock.LockOptimistic); err != nil {
 					t.Fatal(err)
 				}
-				write(t, e(), "opt", v5)
+				enginetest.Write(t, e(), "opt", v5)
 				lockFor(t, e(), "opt", "a")
 				lockFor(t, e(), "opt", "b")
 				if _, err := e().Write(ctx, "opt", va, kilolock.WriteOptions{LockID: "a"}); err != nil {

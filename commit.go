@@ -15,18 +15,8 @@ import (
 // commit commits c to state name with the engine's default state limit,
 // recording and logging a quota's refusal or warning.
 func (e *Engine) commit(ctx context.Context, name string, c *Commit) (*Version, WriteStats, error) {
-	c.DefaultQuota = e.defaultQuota
-	if _, ok := e.store.(LeanUpserts); !ok {
-		// A store that reads upserts' Object: give them theirs.
-		ups := slices.Clone(c.Upserts)
-		for i := range ups {
-			obj, err := c.Object(&ups[i])
-			if err != nil {
-				return nil, WriteStats{}, err
-			}
-			ups[i].Object = obj
-		}
-		c.Upserts = ups
+	if err := e.ready(c); err != nil {
+		return nil, WriteStats{}, err
 	}
 	v, stats, err := e.store.Commit(ctx, name, c)
 	var qe *QuotaError
@@ -39,6 +29,25 @@ func (e *Engine) commit(ctx context.Context, name string, c *Commit) (*Version, 
 		}
 	}
 	return v, stats, err
+}
+
+// ready readies c for the store: the engine's default state limit, and
+// upserts' objects for a store that reads them.
+func (e *Engine) ready(c *Commit) error {
+	c.DefaultQuota = e.defaultQuota
+	if _, ok := e.store.(LeanUpserts); ok {
+		return nil
+	}
+	ups := slices.Clone(c.Upserts)
+	for i := range ups {
+		obj, err := c.Object(&ups[i])
+		if err != nil {
+			return err
+		}
+		ups[i].Object = obj
+	}
+	c.Upserts = ups
+	return nil
 }
 
 // refuseQuota records and logs a commit a quota refused.
@@ -130,29 +139,16 @@ func (e *Engine) editOnce(ctx context.Context, name string, ed Edit) (*Version, 
 	if err != nil {
 		return nil, WriteStats{}, err
 	}
-	next.Version = 4
-	next.Serial = st.Serial + 1
-	next.Format = cur.Format
-	next.Outputs = append([]graph.Output(nil), next.Outputs...)
-	next.Sort()
+	settle(next, cur, st)
 	if ed.Plan != nil && !ed.Plan(doc.Version, cur, next) {
 		return nil, WriteStats{}, nil
 	}
-	c := &Commit{Parent: st.Current}
-	next, _ = diffInto(c, cur, next)
-	c.Version.Source = ed.Source
-	c.Version.Actor = ed.Actor
-	c.Version.Format = next.Format.String()
+	c, held := commitOf(st, cur, next, ed.Source, ed.Actor)
 	v, stats, err := e.commit(ctx, name, c)
 	if err != nil {
 		return nil, WriteStats{}, err
 	}
-	if b, index, err := e.keepRendering(*v, next); err != nil {
-		e.log.Error("keeping a committed version failed; it is read from the store next time", "state", name, "version", v.Number, "err", err)
-		e.cache.drop(name)
-	} else {
-		e.cache.put(name, b, index)
-	}
+	e.keep(v, held)
 	e.log.Info("server-side write", "state", name, "operation", ed.Operation, "version", v.Number, "serial", v.Serial, "actor", ed.Actor,
 		"added", v.Added, "changed", v.Changed, "removed", v.Removed)
 	return v, stats, nil
@@ -161,3 +157,91 @@ func (e *Engine) editOnce(ctx context.Context, name string, ed Edit) (*Version, 
 // ParseError turns an error of graph.Parse into the *InvalidError a write
 // answers, with its hint.
 func ParseError(err error) error { return parseError(err) }
+
+// settle gives next, a server-side edit of cur (the current version of
+// st), what every version the server makes has: the next serial, cur's
+// layout, its own outputs and the canonical order.
+func settle(next, cur *graph.State, st *State) {
+	next.Version = 4
+	next.Serial = st.Serial + 1
+	next.Format = cur.Format
+	next.Outputs = append([]graph.Output(nil), next.Outputs...)
+	next.Sort()
+}
+
+// commitOf is the commit of next against prev (nil: everything is added)
+// on top of st's current version, and the graph to keep of it.
+func commitOf(st *State, prev, next *graph.State, source Source, actor string) (*Commit, *graph.State) {
+	c := &Commit{Parent: st.Current}
+	held, _ := diffInto(c, prev, next)
+	c.Version.Source = source
+	c.Version.Actor = actor
+	c.Version.Format = next.Format.String()
+	return c, held
+}
+
+// keep keeps a version the server committed, rendered from held, for the
+// next read.
+func (e *Engine) keep(v *Version, held *graph.State) {
+	if b, index, err := e.keepRendering(*v, held); err != nil {
+		e.log.Error("keeping a committed version failed; it is read from the store next time", "state", v.State, "version", v.Number, "err", err)
+		e.cache.drop(v.State)
+	} else {
+		e.cache.put(v.State, b, index)
+	}
+}
+
+// NextVersion is one state's next content in a write of several states
+// together (Engine.CommitTogether).
+type NextVersion struct {
+	State *State // as read: the new version's parent is its current one
+	// Cur is the state's current content; for a state the write makes,
+	// an empty graph with the lineage and layout to write.
+	Cur *Graph
+	// Next is computed from Cur; CommitTogether gives it the next serial,
+	// Cur's layout and the canonical order.
+	Next *Graph
+	// New marks a state the write makes: everything in Next is added.
+	New    bool
+	Source Source
+	Actor  string
+}
+
+// CommitTogether commits new versions of several states in one store
+// transaction, as history's moves between states do: it builds each one's
+// commit against its current content and hands them, in order, to write,
+// which commits all of them or none and returns the versions made, in
+// order. The versions are kept for the next read, as Edit's are; a
+// *QuotaError from write is recorded as a refusal of the state it names.
+func (e *Engine) CommitTogether(ctx context.Context, next []NextVersion, write func([]*Commit) ([]*Version, WriteStats, error)) ([]*Version, WriteStats, error) {
+	cs := make([]*Commit, len(next))
+	held := make([]*graph.State, len(next))
+	for i := range next {
+		n := &next[i]
+		settle(n.Next, n.Cur, n.State)
+		prev := n.Cur
+		if n.New {
+			prev = nil
+		}
+		cs[i], held[i] = commitOf(n.State, prev, n.Next, n.Source, n.Actor)
+		if err := e.ready(cs[i]); err != nil {
+			return nil, WriteStats{}, err
+		}
+	}
+	vs, stats, err := write(cs)
+	if err != nil {
+		var qe *QuotaError
+		if errors.As(err, &qe) {
+			for i := range next {
+				if next[i].State.Name == qe.State {
+					e.refuseQuota(ctx, qe.State, cs[i], qe)
+				}
+			}
+		}
+		return nil, WriteStats{}, err
+	}
+	for i, v := range vs {
+		e.keep(v, held[i])
+	}
+	return vs, stats, nil
+}

@@ -34,7 +34,8 @@ Every feature has a folder of its own:
 graph, merge, reserve, quota and keyring import nothing of this package;
 it composes them. The feature packages sit on the Engine through a small
 exported surface, as httpbackend does: Engine.State, Resolve, VersionGraph
-and DepGraph read a version, Engine.Edit commits a server-side edit,
+and DepGraph read a version, Engine.Edit commits a server-side edit
+(CommitTogether several states' at once, as a move between states),
 Engine.Store, Logger and Now give the rest. They call the engine as
 functions taking it after ctx: history.Rollback(ctx, e, name, ref, opts).
 docs/architecture.md draws the layers and the way of a POST body.

@@ -3,89 +3,25 @@ package kilolock_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
-
-// openSQLite opens a store in a fresh temp dir.
-func openSQLite(tb testing.TB) (kilolock.Store, string) {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "kilolock.db")
-	st, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		tb.Fatalf("open sqlite: %v", err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st, path
-}
-
-// tfstate writes a small state the way OpenTofu does (compact=true) or
-// Terraform does (json.MarshalIndent with two spaces and a newline);
-// OpenTofu's layout is compact with a newline: one
-// terraform_data resource with count = len(values).
-func tfstate(tb testing.TB, compact bool, serial int, lineage string, values ...string) []byte {
-	tb.Helper()
-	type instance struct {
-		IndexKey            int             `json:"index_key"`
-		SchemaVersion       int             `json:"schema_version"`
-		Attributes          json.RawMessage `json:"attributes"`
-		SensitiveAttributes []any           `json:"sensitive_attributes"`
-	}
-	type resource struct {
-		Mode      string     `json:"mode"`
-		Type      string     `json:"type"`
-		Name      string     `json:"name"`
-		Provider  string     `json:"provider"`
-		Instances []instance `json:"instances"`
-	}
-	type state struct {
-		Version          int             `json:"version"`
-		TerraformVersion string          `json:"terraform_version"`
-		Serial           int             `json:"serial"`
-		Lineage          string          `json:"lineage"`
-		Outputs          map[string]any  `json:"outputs"`
-		Resources        []resource      `json:"resources"`
-		CheckResults     json.RawMessage `json:"check_results"`
-	}
-	r := resource{Mode: "managed", Type: "terraform_data", Name: "item", Provider: `provider["terraform.io/builtin/terraform"]`, Instances: []instance{}}
-	for i, v := range values {
-		attrs, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("id-%d", i), "input": map[string]any{"value": v, "type": "string"}, "output": nil, "triggers_replace": nil})
-		r.Instances = append(r.Instances, instance{IndexKey: i, Attributes: attrs, SensitiveAttributes: []any{}})
-	}
-	s := state{Version: 4, TerraformVersion: "1.10.10", Serial: serial, Lineage: lineage,
-		Outputs:   map[string]any{"count": map[string]any{"value": len(values), "type": "number"}},
-		Resources: []resource{r}, CheckResults: json.RawMessage("null")}
-	if compact {
-		b, err := json.Marshal(s)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return append(b, '\n')
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return append(b, '\n')
-}
 
 func TestEngineServesTheWrittenBytes(t *testing.T) {
 	ctx := context.Background()
 	for _, compact := range []bool{true, false} {
 		t.Run(fmt.Sprintf("compact=%v", compact), func(t *testing.T) {
-			st, path := openSQLite(t)
-			storeURLs.Store(st, path)
+			st, _ := enginetest.OpenSQLite(t)
 			e := kilolock.NewEngine(st, kilolock.Options{})
 			var last []byte
 			for serial := 1; serial <= 3; serial++ {
-				last = tfstate(t, compact, serial, "lin-1", "a", fmt.Sprint(serial), "c")
+				last = enginetest.TFState(t, compact, serial, "lin-1", "a", fmt.Sprint(serial), "c")
 				if _, err := e.Write(ctx, "example", last, kilolock.WriteOptions{}); err != nil {
 					t.Fatalf("write serial %d: %v", serial, err)
 				}
@@ -101,11 +37,11 @@ func TestEngineServesTheWrittenBytes(t *testing.T) {
 			if err != nil || !bytes.Equal(doc.Bytes, last) {
 				t.Fatalf("fresh Read = %q, %v; want the written bytes", doc.Bytes, err)
 			}
-			if n := rawVersions(t, st); n != 0 {
+			if n := enginetest.RawVersions(t, st); n != 0 {
 				t.Fatalf("%d versions kept raw bytes; rendering should reproduce the CLI's layout", n)
 			}
 			old, err := fresh.ReadVersion(ctx, "example", 2)
-			if want := tfstate(t, compact, 2, "lin-1", "a", "2", "c"); err != nil || !bytes.Equal(old.Bytes, want) {
+			if want := enginetest.TFState(t, compact, 2, "lin-1", "a", "2", "c"); err != nil || !bytes.Equal(old.Bytes, want) {
 				t.Fatalf("ReadVersion(2) = %q, %v; want %q", old.Bytes, err, want)
 			}
 		})
@@ -114,9 +50,9 @@ func TestEngineServesTheWrittenBytes(t *testing.T) {
 
 func TestEngineKeepsUnusualBytes(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	body := bytes.ReplaceAll(tfstate(t, true, 1, "lin", "x"), []byte(`,"serial"`), []byte(` ,  "serial"`))
+	body := bytes.ReplaceAll(enginetest.TFState(t, true, 1, "lin", "x"), []byte(`,"serial"`), []byte(` ,  "serial"`))
 	if _, err := e.Write(ctx, "odd", body, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +64,7 @@ func TestEngineKeepsUnusualBytes(t *testing.T) {
 
 func TestEngineTwoEnginesOneStore(t *testing.T) {
 	ctx := context.Background()
-	st, path := openSQLite(t)
+	st, path := enginetest.OpenSQLite(t)
 	st2, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +77,7 @@ func TestEngineTwoEnginesOneStore(t *testing.T) {
 		if serial%2 == 0 {
 			w = b
 		}
-		if _, err := w.Write(ctx, "shared", tfstate(t, true, serial, "lin", "v", fmt.Sprint(serial)), kilolock.WriteOptions{}); err != nil {
+		if _, err := w.Write(ctx, "shared", enginetest.TFState(t, true, serial, "lin", "v", fmt.Sprint(serial)), kilolock.WriteOptions{}); err != nil {
 			t.Fatalf("write %d: %v", serial, err)
 		}
 	}
@@ -151,7 +87,7 @@ func TestEngineTwoEnginesOneStore(t *testing.T) {
 	}
 	for _, e := range []*kilolock.Engine{a, b} {
 		doc, err := e.Read(ctx, "shared")
-		if err != nil || !bytes.Equal(doc.Bytes, tfstate(t, true, 6, "lin", "v", "6")) {
+		if err != nil || !bytes.Equal(doc.Bytes, enginetest.TFState(t, true, 6, "lin", "v", "6")) {
 			t.Fatalf("Read after writes from two engines = %v; want serial 6", err)
 		}
 	}
@@ -159,7 +95,7 @@ func TestEngineTwoEnginesOneStore(t *testing.T) {
 
 func TestEngineLockRules(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	if _, err := e.Lock(ctx, "s", kilolock.LockInfo{ID: "L1", Who: "alice", Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
@@ -169,7 +105,7 @@ func TestEngineLockRules(t *testing.T) {
 	if !errors.As(err, &le) || le.Holder.Who != "alice" {
 		t.Fatalf("second lock = %v, want LockedError naming alice", err)
 	}
-	body := tfstate(t, true, 1, "lin", "x")
+	body := enginetest.TFState(t, true, 1, "lin", "x")
 	if _, err := e.Write(ctx, "s", body, kilolock.WriteOptions{}); !errors.Is(err, kilolock.ErrLocked) {
 		t.Fatalf("write without id = %v, want ErrLocked", err)
 	}
@@ -186,7 +122,7 @@ func TestEngineLockRules(t *testing.T) {
 	if _, err := e.Unlock(ctx, "s", "L1", false); err != nil {
 		t.Fatal(err)
 	}
-	other := tfstate(t, true, 2, "another-lineage", "x")
+	other := enginetest.TFState(t, true, 2, "another-lineage", "x")
 	_, err = e.Write(ctx, "s", other, kilolock.WriteOptions{})
 	var ce *kilolock.ConflictError
 	if !errors.As(err, &ce) || ce.Reason != kilolock.ReasonLineage || ce.Lineage != "lin" || ce.GotLineage != "another-lineage" {
@@ -200,9 +136,9 @@ func TestEngineLockRules(t *testing.T) {
 
 func TestEngineRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	good := tfstate(t, true, 1, "lin", "x")
+	good := enginetest.TFState(t, true, 1, "lin", "x")
 	if _, err := e.Write(ctx, "s", good, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +164,9 @@ func TestEngineRefusesBadInput(t *testing.T) {
 
 func TestEngineOpaqueEncryptedState(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	if _, err := e.Write(ctx, "enc", tfstate(t, true, 1, "lin", "x"), kilolock.WriteOptions{}); err != nil {
+	if _, err := e.Write(ctx, "enc", enginetest.TFState(t, true, 1, "lin", "x"), kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	blob := []byte(`{"serial":2,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -57,12 +58,12 @@ func serials(t *testing.T, e *kilolock.Engine, name string) []uint64 {
 // serial and lineage the envelope carries in the clear, and the state
 // knows which key providers encrypted it.
 func TestEncryptedWritesRecordSerialAndLineage(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			e := kilolock.NewEngine(open(t), kilolock.Options{})
-			write(t, e, "enc", envelope(1, "lin-a", "first"))
-			write(t, e, "enc", envelope(2, "lin-a", "second"))
+			enginetest.Write(t, e, "enc", envelope(1, "lin-a", "first"))
+			enginetest.Write(t, e, "enc", envelope(2, "lin-a", "second"))
 			if got := serials(t, e, "enc"); !cmp.Equal(got, []uint64{2, 1}) {
 				t.Errorf("serials = %v, want [2 1]", got)
 			}
@@ -79,7 +80,7 @@ func TestEncryptedWritesRecordSerialAndLineage(t *testing.T) {
 			}
 			// Back to plaintext (OpenTofu's unencrypted method with the
 			// old key as fallback): the state is no longer encrypted.
-			write(t, e, "enc", tfstate(t, true, 3, "lin-a", "x"))
+			enginetest.Write(t, e, "enc", enginetest.TFState(t, true, 3, "lin-a", "x"))
 			if st, _ := e.Store().State(ctx, "enc"); st.ClientEncryption != nil {
 				t.Errorf("after a plaintext write the state still says %+v", st.ClientEncryption)
 			}
@@ -100,24 +101,24 @@ func TestEncryptedWritesAreGuarded(t *testing.T) {
 		hint    string // in the refusal's hint
 	}{
 		{"unlocked stale serial", envelope(5, "lin", "current"), envelope(3, "lin", "stale"), kilolock.ReasonStaleSerial, "older"},
-		{"another lineage over plaintext", tfstate(t, true, 5, "lin", "x"), envelope(6, "other", "theirs"), kilolock.ReasonLineage, "fallback"},
+		{"another lineage over plaintext", enginetest.TFState(t, true, 5, "lin", "x"), envelope(6, "other", "theirs"), kilolock.ReasonLineage, "fallback"},
 		{"another lineage over encrypted", envelope(5, "lin", "ours"), envelope(6, "other", "theirs"), kilolock.ReasonLineage, "--allow-lineage-change"},
-		{"plaintext of another lineage over encrypted", envelope(5, "lin", "ours"), tfstate(t, true, 6, "other", "x"), kilolock.ReasonLineage, "unencrypted"},
-		{"stale plaintext over encrypted", envelope(5, "lin", "ours"), tfstate(t, true, 4, "lin", "x"), kilolock.ReasonStaleSerial, "unencrypted"},
-		{"stale envelope over plaintext", tfstate(t, true, 5, "lin", "x"), envelope(4, "lin", "old"), kilolock.ReasonStaleSerial, "method.unencrypted"},
+		{"plaintext of another lineage over encrypted", envelope(5, "lin", "ours"), enginetest.TFState(t, true, 6, "other", "x"), kilolock.ReasonLineage, "unencrypted"},
+		{"stale plaintext over encrypted", envelope(5, "lin", "ours"), enginetest.TFState(t, true, 4, "lin", "x"), kilolock.ReasonStaleSerial, "unencrypted"},
+		{"stale envelope over plaintext", enginetest.TFState(t, true, 5, "lin", "x"), envelope(4, "lin", "old"), kilolock.ReasonStaleSerial, "method.unencrypted"},
 	}
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			e := kilolock.NewEngine(open(t), kilolock.Options{})
 			for i, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					state := fmt.Sprintf("s%d", i)
-					write(t, e, state, tt.current)
+					enginetest.Write(t, e, state, tt.current)
 					_, err := e.Write(context.Background(), state, tt.write, kilolock.WriteOptions{})
 					if ce := conflictOf(t, err, tt.reason); !strings.Contains(ce.Hint, tt.hint) {
 						t.Errorf("hint %q does not mention %q", ce.Hint, tt.hint)
 					}
-					if got := mustRead(t, e, state); !bytes.Equal(got, tt.current) {
+					if got := enginetest.MustRead(t, e, state); !bytes.Equal(got, tt.current) {
 						t.Errorf("the refused write replaced the state: %s", got)
 					}
 					if h := serials(t, e, state); len(h) != 1 {
@@ -131,9 +132,9 @@ func TestEncryptedWritesAreGuarded(t *testing.T) {
 			}
 			// Migrations in place keep the lineage and take the next
 			// serial: both ways accepted.
-			write(t, e, "m", tfstate(t, true, 1, "lin", "x"))
-			write(t, e, "m", envelope(2, "lin", "encrypted"))
-			write(t, e, "m", tfstate(t, true, 3, "lin", "y"))
+			enginetest.Write(t, e, "m", enginetest.TFState(t, true, 1, "lin", "x"))
+			enginetest.Write(t, e, "m", envelope(2, "lin", "encrypted"))
+			enginetest.Write(t, e, "m", enginetest.TFState(t, true, 3, "lin", "y"))
 			if got := serials(t, e, "m"); !cmp.Equal(got, []uint64{3, 2, 1}) {
 				t.Errorf("migration serials = %v", got)
 			}
@@ -147,11 +148,11 @@ func TestEncryptedWritesAreGuarded(t *testing.T) {
 // 409 on record, where before it silently replaced the first. A lock's own
 // checkpoints still go in, and a lock-less write must be a fast-forward.
 func TestEncryptedOptimisticHolders(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			e := kilolock.NewEngine(open(t), kilolock.Options{DefaultLockMode: kilolock.LockOptimistic})
-			write(t, e, "shared", envelope(1, "lin", "base"))
+			enginetest.Write(t, e, "shared", envelope(1, "lin", "base"))
 			for _, id := range []string{"A", "B"} {
 				if _, err := e.Lock(ctx, "shared", kilolock.LockInfo{ID: id, Who: "holder-" + id, Operation: "OperationTypeApply"}); err != nil {
 					t.Fatal(err)
@@ -166,15 +167,15 @@ func TestEncryptedOptimisticHolders(t *testing.T) {
 					t.Fatalf("A's checkpoint %d: %v", serial, err)
 				}
 			}
-			current := mustRead(t, e, "shared")
-			for _, body := range [][]byte{envelope(2, "lin", "B's apply"), envelope(9, "lin", "B's apply, higher serial"), tfstate(t, true, 5, "lin", "B's plaintext")} {
+			current := enginetest.MustRead(t, e, "shared")
+			for _, body := range [][]byte{envelope(2, "lin", "B's apply"), envelope(9, "lin", "B's apply, higher serial"), enginetest.TFState(t, true, 5, "lin", "B's plaintext")} {
 				_, err := e.Write(ctx, "shared", body, kilolock.WriteOptions{LockID: "B"})
 				ce := conflictOf(t, err, kilolock.ReasonWriteConflict)
 				if ce.Winner == nil || ce.Winner.LockID != "A" || ce.Winner.Version != 4 || ce.BaseSerial != 1 || !strings.Contains(ce.Message, "encrypted") {
 					t.Errorf("refusal = %+v (winner %+v); want A's version 4 named, base serial 1", ce, ce.Winner)
 				}
 			}
-			if got := mustRead(t, e, "shared"); !bytes.Equal(got, current) {
+			if got := enginetest.MustRead(t, e, "shared"); !bytes.Equal(got, current) {
 				t.Errorf("B replaced A's state: %s", got)
 			}
 			if got := serials(t, e, "shared"); !cmp.Equal(got, []uint64{4, 3, 2, 1}) {
@@ -198,7 +199,7 @@ func TestEncryptedOptimisticHolders(t *testing.T) {
 // client-side encryption refuses plaintext writes, forced ones too, with
 // nothing stored; envelopes go in.
 func TestRequireClientEncryption(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			store := open(t)
@@ -208,7 +209,7 @@ func TestRequireClientEncryption(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, o := range []kilolock.WriteOptions{{}, {Force: true}} {
-				_, err := e.Write(ctx, "secret", tfstate(t, true, 1, "lin", "x"), o)
+				_, err := e.Write(ctx, "secret", enginetest.TFState(t, true, 1, "lin", "x"), o)
 				if ce := conflictOf(t, err, kilolock.ReasonClientEncryptionRequired); !strings.Contains(ce.Message, `state "secret" requires`) || !strings.Contains(ce.Hint, "encryption") {
 					t.Errorf("refusal = %+v", ce)
 				}
@@ -217,8 +218,8 @@ func TestRequireClientEncryption(t *testing.T) {
 			if err != nil || st.Current != 0 || !st.RequireClientEncryption {
 				t.Fatalf("state after refused writes = %+v, %v; want no version, requiring encryption", st, err)
 			}
-			write(t, e, "secret", envelope(1, "lin", "encrypted"))
-			_, err = e.Write(ctx, "secret", tfstate(t, true, 2, "lin", "x"), kilolock.WriteOptions{})
+			enginetest.Write(t, e, "secret", envelope(1, "lin", "encrypted"))
+			_, err = e.Write(ctx, "secret", enginetest.TFState(t, true, 2, "lin", "x"), kilolock.WriteOptions{})
 			conflictOf(t, err, kilolock.ReasonClientEncryptionRequired)
 			if got := serials(t, e, "secret"); !cmp.Equal(got, []uint64{1}) {
 				t.Errorf("serials = %v, want [1]", got)
@@ -229,10 +230,10 @@ func TestRequireClientEncryption(t *testing.T) {
 			if err := e.SetRequireClientEncryption(ctx, "secret", false); err != nil {
 				t.Fatal(err)
 			}
-			write(t, e, "secret", tfstate(t, true, 2, "lin", "x"))
+			enginetest.Write(t, e, "secret", enginetest.TFState(t, true, 2, "lin", "x"))
 			// A plaintext version the server would make (a rollback to
 			// the plaintext past) is refused too.
-			write(t, e, "secret", envelope(3, "lin", "encrypted again"))
+			enginetest.Write(t, e, "secret", envelope(3, "lin", "encrypted again"))
 			if err := e.SetRequireClientEncryption(ctx, "secret", true); err != nil {
 				t.Fatal(err)
 			}
@@ -265,11 +266,11 @@ func TestRequireClientEncryption(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.Write(ctx, tenant, tfstate(t, true, 1, "lin", "x"), kilolock.WriteOptions{})
+			_, err = e.Write(ctx, tenant, enginetest.TFState(t, true, 1, "lin", "x"), kilolock.WriteOptions{})
 			if ce := conflictOf(t, err, kilolock.ReasonClientEncryptionRequired); !strings.Contains(ce.Message, "environment") {
 				t.Errorf("refusal %q does not name the environment", ce.Message)
 			}
-			write(t, e, tenant, envelope(1, "lin", "encrypted"))
+			enginetest.Write(t, e, tenant, envelope(1, "lin", "encrypted"))
 			st, err = store.State(ctx, tenant)
 			if err != nil || !st.EnvironmentRequiresClientEncryption || st.RequireClientEncryption {
 				t.Errorf("tenant state = %+v, %v; want its environment's requirement", st, err)
@@ -277,12 +278,12 @@ func TestRequireClientEncryption(t *testing.T) {
 			if err := e.SetRequireClientEncryption(ctx, tenant, false); err != nil {
 				t.Fatal(err)
 			}
-			_, err = e.Write(ctx, tenant, tfstate(t, true, 2, "lin", "x"), kilolock.WriteOptions{})
+			_, err = e.Write(ctx, tenant, enginetest.TFState(t, true, 2, "lin", "x"), kilolock.WriteOptions{})
 			conflictOf(t, err, kilolock.ReasonClientEncryptionRequired)
 			if envs, err := c.Environments(ctx, ws.ID); err != nil || len(envs) != 1 || !envs[0].RequireClientEncryption {
 				t.Errorf("Environments = %+v, %v", envs, err)
 			}
-			_, log := auditLog(t, c)
+			_, log := enginetest.AuditLog(t, c)
 			if !strings.Contains(strings.Join(log, "\n"), "environment.config "+env.PublicID) {
 				t.Errorf("audit log lacks the change:\n%s", strings.Join(log, "\n"))
 			}
@@ -294,9 +295,9 @@ func TestRequireClientEncryption(t *testing.T) {
 // be guarded, so it is refused (400), unless forced.
 func TestIncompleteEnvelope(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "enc", envelope(3, "lin", "current"))
+	enginetest.Write(t, e, "enc", envelope(3, "lin", "current"))
 	for _, doc := range []string{
 		`{"meta":{},"encrypted_data":"YQ==","encryption_version":"v0"}`,
 		`{"serial":null,"lineage":"lin","meta":{},"encrypted_data":"YQ==","encryption_version":"v0"}`,
@@ -320,7 +321,7 @@ func TestIncompleteEnvelope(t *testing.T) {
 // the current versions kept, each kept one reading back its bytes). Both
 // stores.
 func TestEncryptedStateHistory(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) { testEncryptedStateHistory(t, open(t)) })
 	})
 }
@@ -332,16 +333,16 @@ func testEncryptedStateHistory(t *testing.T, st kilolock.Store) {
 	docs := map[int64][]byte{}
 	for i := int64(1); i <= 6; i++ {
 		docs[i] = envelope(int(i), "lin", fmt.Sprint("apply ", i))
-		write(t, e, "vault", docs[i])
+		enginetest.Write(t, e, "vault", docs[i])
 	}
-	if _, err := history.SetTag(ctx, e, "vault", "before-rotation", mustRef(t, "serial:2"), history.TagOptions{By: by}); err != nil {
+	if _, err := history.SetTag(ctx, e, "vault", "before-rotation", enginetest.MustRef(t, "serial:2"), history.TagOptions{By: by}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := history.Diff(ctx, e, "vault", mustRef(t, "before-rotation"), kilolock.Latest)
+	d, err := history.Diff(ctx, e, "vault", enginetest.MustRef(t, "before-rotation"), kilolock.Latest)
 	if err != nil || !d.Opaque || d.Identical == nil || *d.Identical || d.From.Number != 2 || d.To.Number != 6 || !d.Empty() {
 		t.Fatalf("Diff(before-rotation, latest) = %+v, %v; want an opaque diff of @2 and @6 that differ", d, err)
 	}
-	if d, err := history.Diff(ctx, e, "vault", mustRef(t, "@6"), kilolock.Latest); err != nil || d.Identical == nil || !*d.Identical {
+	if d, err := history.Diff(ctx, e, "vault", enginetest.MustRef(t, "@6"), kilolock.Latest); err != nil || d.Identical == nil || !*d.Identical {
 		t.Errorf("Diff(@6, latest) = %+v, %v; want identical", d, err)
 	}
 	if _, err := retention.SetRetentionPolicy(ctx, e, by, retention.RetentionPolicy{Scope: retention.RetentionServer, KeepLast: 2}); err != nil {
@@ -357,13 +358,13 @@ func testEncryptedStateHistory(t *testing.T, st kilolock.Store) {
 			t.Errorf("ReadVersion(@%d) after retention = %v; want its envelope and serial", n, err)
 		}
 	}
-	res, err := history.Rollback(ctx, e, "vault", mustRef(t, "before-rotation"), history.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "vault", enginetest.MustRef(t, "before-rotation"), history.RollbackOptions{Actor: "alice"})
 	if err != nil || res.Version == nil || !res.Plan.Opaque || res.Version.Serial != 2 || res.Version.Source != kilolock.SourceRollback {
 		t.Fatalf("Rollback(before-rotation) = %+v, %v", res, err)
 	}
-	if got := mustRead(t, e, "vault"); !bytes.Equal(got, docs[2]) {
+	if got := enginetest.MustRead(t, e, "vault"); !bytes.Equal(got, docs[2]) {
 		t.Errorf("after the rollback the state is %s", got)
 	}
 	// tofu's next apply reads serial 2 and writes 3: above the rollback's.
-	write(t, e, "vault", envelope(3, "lin", "after the rollback"))
+	enginetest.Write(t, e, "vault", envelope(3, "lin", "after the rollback"))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -35,7 +36,7 @@ func benchInstance(tb testing.TB, i, rev int) graph.Instance {
 // counts). The check's cost is add=1 minus change=2. The counts come from
 // the commit's changes: the state's 10,000 instances are never counted.
 func BenchmarkQuotaCheck(b *testing.B) {
-	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		ctx := context.Background()
 		s := open(b)
 		ts, qs := s.(tenancy.TenantStore), s.(kilolock.QuotaStore)

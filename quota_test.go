@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -19,7 +20,7 @@ import (
 // numbers before anything is stored, and audits each change.
 func TestControlSetQuota(t *testing.T) {
 	ctx := context.Background()
-	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	c, _ := enginetest.NewControl(t, func(tb testing.TB) kilolock.Store { st, _ := enginetest.OpenSQLite(tb); return st })
 	by := kilolock.Caller{Actor: "alice", From: "10.0.0.7:4242"}
 	ws, err := c.CreateWorkspace(ctx, by, "acme", "", "alice")
 	if err != nil {
@@ -90,7 +91,7 @@ func TestControlSetQuota(t *testing.T) {
 	if err != nil || len(qs) != 4 {
 		t.Errorf("Quotas = %+v, %v; want 4 (net cleared)", qs, err)
 	}
-	entries, lines := auditLog(t, c)
+	entries, lines := enginetest.AuditLog(t, c)
 	want := []string{
 		"quota.set state net (soft 8, hard 10)",
 		"quota.set state " + tenant + " (unlimited)",
@@ -113,16 +114,16 @@ func TestControlSetQuota(t *testing.T) {
 // quota status and logged; a plan's admission decides the same way; a
 // rollback is a commit like any other.
 func TestEngineQuota(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			var logs bytes.Buffer
 			e := kilolock.NewEngine(open(t), kilolock.Options{Logger: log.New(&logs), DefaultStateQuota: &quota.Limit{Soft: 2, Hard: 3}})
 			const state = "limited"
-			if _, err := e.Write(ctx, state, tfstate(t, true, 1, "lin", "a", "b"), kilolock.WriteOptions{}); err != nil {
+			if _, err := e.Write(ctx, state, enginetest.TFState(t, true, 1, "lin", "a", "b"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := e.Write(ctx, state, tfstate(t, true, 2, "lin", "a", "b", "c"), kilolock.WriteOptions{Actor: "alice"})
+			res, err := e.Write(ctx, state, enginetest.TFState(t, true, 2, "lin", "a", "b", "c"), kilolock.WriteOptions{Actor: "alice"})
 			if err != nil || len(res.QuotaWarnings) != 1 || res.QuotaWarnings[0].Result != 3 || res.QuotaWarnings[0].From != kilolock.LimitFromServer {
 				t.Fatalf("a write to exactly the hard limit = %+v, %v; want one warning at 3 from the server's default", res, err)
 			}
@@ -131,7 +132,7 @@ func TestEngineQuota(t *testing.T) {
 			}
 			before, _ := e.History(ctx, state, kilolock.HistoryOptions{})
 
-			_, err = e.Write(ctx, state, tfstate(t, true, 3, "lin", "a", "b", "c", "d"), kilolock.WriteOptions{Actor: "bob"})
+			_, err = e.Write(ctx, state, enginetest.TFState(t, true, 3, "lin", "a", "b", "c", "d"), kilolock.WriteOptions{Actor: "bob"})
 			var qe *kilolock.QuotaError
 			if !errors.As(err, &qe) || !errors.Is(err, kilolock.ErrQuotaExceeded) || qe.Refused.Result != 4 || qe.Refused.Limit.Hard != 3 {
 				t.Fatalf("a write past the hard limit = %v, want a QuotaError at 4 of 3", err)
@@ -176,13 +177,13 @@ func TestEngineQuota(t *testing.T) {
 			}
 
 			// A rollback to a larger version is refused as a write would be.
-			if _, err := e.Write(ctx, state, tfstate(t, true, 3, "lin", "a"), kilolock.WriteOptions{}); err != nil {
+			if _, err := e.Write(ctx, state, enginetest.TFState(t, true, 3, "lin", "a"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := history.Rollback(ctx, e, state, kilolock.VersionRef{Kind: kilolock.RefNumber, N: 2}, history.RollbackOptions{Actor: "carol"}); err != nil {
 				t.Errorf("a rollback to 3 managed: %v", err)
 			}
-			if _, err := e.Write(ctx, state, tfstate(t, true, 5, "lin", "a"), kilolock.WriteOptions{}); err != nil {
+			if _, err := e.Write(ctx, state, enginetest.TFState(t, true, 5, "lin", "a"), kilolock.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := tenancy.NewControl(e.Store().(tenancy.TenantStore)).SetQuota(ctx, kilolock.Caller{}, tenancy.QuotaChange{QuotaTarget: kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: state}, Limit: &quota.Limit{Hard: 2}}); err != nil {

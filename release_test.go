@@ -8,6 +8,7 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // TestWriteReleasesTheBody: Write hands the body back (WriteOptions.Release)
@@ -17,7 +18,7 @@ import (
 // recomputed from what it parsed, with the same result. A body that
 // rendering the version does not give back is kept, not released.
 func TestWriteReleasesTheBody(t *testing.T) {
-	eachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/internal/enginetest"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -45,7 +46,7 @@ func BenchmarkReserve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		ctx := context.Background()
 		e := kilolock.NewEngine(open(b), kilolock.Options{})
 		if _, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{}); err != nil {
@@ -93,7 +94,7 @@ func BenchmarkPostBesideRuns(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		ok := true
 		for _, withRun := range []bool{false, true} {
 			ok = ok && b.Run(fmt.Sprintf("%s/run=%v", store, withRun), func(b *testing.B) {

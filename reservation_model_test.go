@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/internal/enginetest"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
@@ -62,7 +63,7 @@ func TestReservationModel(t *testing.T) {
 		steps = 300
 	}
 	t.Logf("seed %d (rerun with -reserve.seed=%d), %d steps", seed, seed, steps)
-	eachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
 		for _, mode := range []kilolock.LockMode{kilolock.LockExclusive, kilolock.LockOptimistic} {
 			t.Run(kind+"/"+string(mode), func(t *testing.T) {
 				runReservationModel(t, open(t), mode, seed, steps)

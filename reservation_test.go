@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock/applyrun"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/reserve"
@@ -20,7 +21,7 @@ import (
 // is refused and kept for kl conflicts, and the state holds both runs'
 // changes.
 func TestRunsNarrowAnExclusiveState(t *testing.T) {
-	eachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			e := kilolock.NewEngine(open(t), kilolock.Options{})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -69,7 +70,7 @@ func assertServes(t testing.TB, e *kilolock.Engine, st kilolock.Store, name stri
 // keeps no bytes: what the rows hold is still the CLI's spelling.
 func TestRespelledPostIsUnchanged(t *testing.T) {
 	ctx := context.Background()
-	eachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
 			st := open(t)
 			e := kilolock.NewEngine(st, kilolock.Options{})
@@ -77,7 +78,7 @@ func TestRespelledPostIsUnchanged(t *testing.T) {
 				for _, rs := range graphtest.Respellings {
 					t.Run(docName+"/"+rs.Name, func(t *testing.T) {
 						name := docName + "-" + rs.Name
-						first := write(t, e, name, doc)
+						first := enginetest.Write(t, e, name, doc)
 						lockFor(t, e, name, "respell")
 						body := rs.Apply(t, graphtest.BumpSerial(t, doc))
 						if bytes.Equal(body, graphtest.BumpSerial(t, doc)) {
@@ -97,7 +98,7 @@ func TestRespelledPostIsUnchanged(t *testing.T) {
 						t.Logf("%s (%d instances, %d bytes) re-serialized by %s: %d rows, %d bytes (first write: %d rows)",
 							docName, first.Version.Instances, len(body), rs.Name, res.Stats.Rows, res.Stats.Bytes, first.Stats.Rows)
 						assertServes(t, e, st, name, v.Number, body)
-						diff, err := history.Diff(ctx, e, name, mustRef(t, "@1"), mustRef(t, fmt.Sprintf("@%d", v.Number)))
+						diff, err := history.Diff(ctx, e, name, enginetest.MustRef(t, "@1"), enginetest.MustRef(t, fmt.Sprintf("@%d", v.Number)))
 						if err != nil || !diff.Empty() {
 							t.Fatalf("kl diff @1 @%d: %+v (%v)", v.Number, diff, err)
 						}
@@ -105,11 +106,11 @@ func TestRespelledPostIsUnchanged(t *testing.T) {
 							t.Fatal(err)
 						}
 
-						raws := rawVersions(t, st)
+						raws := enginetest.RawVersions(t, st)
 						again := graphtest.BumpSerial(t, graphtest.BumpSerial(t, doc))
-						next := write(t, e, name, again)
-						if n := next.Version; n.Added+n.Changed+n.Removed != 0 || next.Stats.Rows > 2 || rawVersions(t, st) != raws {
-							t.Fatalf("the CLI's write after the re-serialized one: +%d ~%d -%d, %d rows, kept bytes %v", n.Added, n.Changed, n.Removed, next.Stats.Rows, rawVersions(t, st) != raws)
+						next := enginetest.Write(t, e, name, again)
+						if n := next.Version; n.Added+n.Changed+n.Removed != 0 || next.Stats.Rows > 2 || enginetest.RawVersions(t, st) != raws {
+							t.Fatalf("the CLI's write after the re-serialized one: +%d ~%d -%d, %d rows, kept bytes %v", n.Added, n.Changed, n.Removed, next.Stats.Rows, enginetest.RawVersions(t, st) != raws)
 						}
 						assertServes(t, e, st, name, next.Version.Number, again)
 						assertServes(t, e, st, name, v.Number, body)
@@ -128,24 +129,24 @@ func TestRespelledPostIsUnchanged(t *testing.T) {
 // is served in the bytes of the write that sent it. Every version reads
 // back byte for byte from a fresh engine.
 func TestRespelledPostWithChanges(t *testing.T) {
-	eachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
 			st := open(t)
 			e := kilolock.NewEngine(st, kilolock.Options{})
 			const n = 1000
 			v1 := graphtest.Generate(n, 1024, graph.FormatCompact)
-			write(t, e, "s", v1)
+			enginetest.Write(t, e, "s", v1)
 
 			five := []int{3, 250, 500, 750, 999}
 			v2 := graphtest.Python(t, graphtest.Change(v1, five, graph.FormatCompact))
-			res := write(t, e, "s", v2)
+			res := enginetest.Write(t, e, "s", v2)
 			if res.Version.Changed != 5 || res.Version.Added+res.Version.Removed != 0 {
 				t.Fatalf("re-serialized with 5 changes: +%d ~%d -%d", res.Version.Added, res.Version.Changed, res.Version.Removed)
 			}
 			t.Logf("re-serialized, 5 changed: %d rows, %d bytes", res.Stats.Rows, res.Stats.Bytes)
 
 			v3 := graphtest.Change(graphtest.Change(v1, five, graph.FormatCompact), []int{10, 20}, graph.FormatCompact)
-			res = write(t, e, "s", v3)
+			res = enginetest.Write(t, e, "s", v3)
 			if res.Version.Changed != 2 || res.Version.Added+res.Version.Removed != 0 {
 				t.Fatalf("the CLI's next write: +%d ~%d -%d, want ~2", res.Version.Added, res.Version.Changed, res.Version.Removed)
 			}
@@ -167,7 +168,7 @@ func TestRespelledPostWithChanges(t *testing.T) {
 			setInstance(t, s4, s1, 250)
 			s4.Serial++
 			v4 := graphtest.Encode(s4, graph.FormatIndent)
-			if res := write(t, e, "s", v4); res.Version.Changed != 1 {
+			if res := enginetest.Write(t, e, "s", v4); res.Version.Changed != 1 {
 				t.Fatalf("changing one instance back: ~%d, want 1", res.Version.Changed)
 			}
 			for i, doc := range [][]byte{v1, v2, v3, v4} {
@@ -198,7 +199,7 @@ func setInstance(t testing.TB, dst, src *graphtest.StateV4, i int) {
 // refused, and the result holds every writer's changes and nothing else.
 func TestOptimisticRespelledWriters(t *testing.T) {
 	ctx := context.Background()
-	eachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
 			st := open(t)
 			engines := []*kilolock.Engine{kilolock.NewEngine(st, kilolock.Options{}), kilolock.NewEngine(st, kilolock.Options{})}
@@ -207,7 +208,7 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 			if err := engines[0].SetLockMode(ctx, "shared", kilolock.LockOptimistic); err != nil {
 				t.Fatal(err)
 			}
-			write(t, engines[0], "shared", base)
+			enginetest.Write(t, engines[0], "shared", base)
 			mine := func(w int) []int {
 				var idx []int
 				for j := range 5 {
@@ -244,7 +245,7 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 				t.Fatalf("rejections: %v (%v)", rej, err)
 			}
 
-			got := readGraph(t, kilolock.NewEngine(st, kilolock.Options{}), "shared")
+			got := enginetest.ReadGraph(t, kilolock.NewEngine(st, kilolock.Options{}), "shared")
 			want, err := graph.Parse(base)
 			if err != nil {
 				t.Fatal(err)
@@ -270,7 +271,7 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 // what decoding into a float64 does, is one changed instance, and kl diff
 // names that one attribute, not the re-spelled number beside it.
 func TestNumberSpellings(t *testing.T) {
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	doc := func(serial int, big, small string) []byte {
 		return []byte(fmt.Sprintf(`{"version":4,"terraform_version":"1.10.10","serial":%d,"lineage":"l","outputs":{"n":{"value":%s,"type":"number"}},"resources":[`+
@@ -278,15 +279,15 @@ func TestNumberSpellings(t *testing.T) {
 			`{"mode":"managed","type":"terraform_data","name":"small","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"s","input":{"value":%s,"type":"number"}},"sensitive_attributes":[]}]}`+
 			`],"check_results":null}`+"\n", serial, small, big, small, small))
 	}
-	write(t, e, "n", doc(1, "9007199254740993", "1.0"))
-	if res := write(t, e, "n", doc(2, "9007199254740993.0", "1")); res.Version.Changed != 0 {
+	enginetest.Write(t, e, "n", doc(1, "9007199254740993", "1.0"))
+	if res := enginetest.Write(t, e, "n", doc(2, "9007199254740993.0", "1")); res.Version.Changed != 0 {
 		t.Fatalf("numbers spelled otherwise: ~%d, want no change", res.Version.Changed)
 	}
-	res := write(t, e, "n", doc(3, "9007199254740992", "1e0"))
+	res := enginetest.Write(t, e, "n", doc(3, "9007199254740992", "1e0"))
 	if res.Version.Changed != 1 {
 		t.Fatalf("2^53+1 written as 2^53: ~%d, want 1", res.Version.Changed)
 	}
-	diff, err := history.Diff(context.Background(), e, "n", mustRef(t, "@1"), mustRef(t, "@3"))
+	diff, err := history.Diff(context.Background(), e, "n", enginetest.MustRef(t, "@1"), enginetest.MustRef(t, "@3"))
 	if err != nil {
 		t.Fatal(err)
 	}

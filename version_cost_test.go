@@ -3,9 +3,7 @@ package kilolock_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,67 +12,11 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/internal/testpg"
-	"github.com/kilolock/kilolock/store/postgres"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
-
-// eachStore runs f on a fresh SQLite store and a fresh PostgreSQL database.
-func eachStore[T testing.TB](tb T, run func(T, string, func(testing.TB) kilolock.Store) bool) {
-	run(tb, "sqlite", func(tb testing.TB) kilolock.Store {
-		st, path := openSQLite(tb)
-		storeURLs.Store(st, path)
-		return st
-	})
-	run(tb, "postgres", func(tb testing.TB) kilolock.Store {
-		url := testpg.URL(tb)
-		st, err := postgres.Open(context.Background(), url)
-		if err != nil {
-			tb.Fatalf("open postgres: %v", err)
-		}
-		tb.Cleanup(func() { st.Close() })
-		storeURLs.Store(kilolock.Store(st), url)
-		return st
-	})
-}
-
-// storeURLs maps the stores eachStore opened to their database.
-var storeURLs sync.Map
-
-// rawVersions counts the rows of version_raw, which users' queries may not
-// read: on the store's database itself.
-func rawVersions(tb testing.TB, st kilolock.Store) int64 {
-	tb.Helper()
-	url, ok := storeURLs.Load(st)
-	if !ok {
-		tb.Fatalf("no database known for %T", st)
-	}
-	driver := "sqlite"
-	if _, ok := st.(*postgres.Store); ok {
-		driver = "pgx"
-	}
-	db, err := sql.Open(driver, url.(string))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	var c int64
-	if err := db.QueryRow("SELECT COUNT(*) FROM version_raw").Scan(&c); err != nil {
-		tb.Fatalf("count version_raw: %v", err)
-	}
-	return c
-}
-
-// changed returns the two instance positions version i changes: spread over
-// the state so no two neighbouring versions touch the same instances.
-func changed(i, n int) []int {
-	a, b := (i*7919)%n, (i*104729+n/2)%n
-	if a == b { // i = 50 (mod 100) for n = 1,000: change a neighbour instead
-		b = (b + 1) % n
-	}
-	return []int{a, b}
-}
 
 // TestVersionCostIsProportionalToChanges is the storage promise: after a
 // 10,000-instance state (about 1 KB of attributes each), every version that
@@ -85,7 +27,7 @@ func TestVersionCostIsProportionalToChanges(t *testing.T) {
 		t.Skip("writes 51 versions of a 10,000-instance state")
 	}
 	const n, versions = 10000, 50
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
@@ -100,7 +42,7 @@ func TestVersionCostIsProportionalToChanges(t *testing.T) {
 			var rows, size int
 			start = time.Now()
 			for i := 0; i < versions; i++ {
-				doc = graphtest.Change(doc, changed(i, n), graph.FormatIndent)
+				doc = graphtest.Change(doc, enginetest.Changed(i, n), graph.FormatIndent)
 				res, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{})
 				if err != nil {
 					t.Fatalf("version %d: %v", i+2, err)
@@ -115,7 +57,7 @@ func TestVersionCostIsProportionalToChanges(t *testing.T) {
 				size += res.Stats.Bytes
 			}
 			t.Logf("per 2-instance version: %.1f rows, %d bytes, %v", float64(rows)/versions, size/versions, (time.Since(start) / versions).Round(time.Microsecond))
-			if n := rawVersions(t, st); n != 0 {
+			if n := enginetest.RawVersions(t, st); n != 0 {
 				t.Fatalf("%d versions stored a copy of the posted bytes", n)
 			}
 			got, err := kilolock.NewEngine(st, kilolock.Options{}).Read(ctx, "big")
@@ -132,7 +74,7 @@ func TestVersionCostIsProportionalToChanges(t *testing.T) {
 // written per version.
 func BenchmarkVersionCost(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
-		eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+		enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 			ctx := context.Background()
 			doc := graphtest.Generate(n, 1024, graph.FormatIndent)
 			b.Run(fmt.Sprintf("%s/first/n=%d", store, n), func(b *testing.B) {
@@ -169,7 +111,7 @@ func BenchmarkVersionCost(b *testing.B) {
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						b.StopTimer()
-						cur = graphtest.Change(cur, changed(i, n), graph.FormatIndent)
+						cur = graphtest.Change(cur, enginetest.Changed(i, n), graph.FormatIndent)
 						body := v.spell(b, cur)
 						b.StartTimer()
 						res, err := e.Write(ctx, "big", body, kilolock.WriteOptions{})

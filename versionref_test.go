@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 func TestParseVersionRef(t *testing.T) {
@@ -66,11 +67,11 @@ func FuzzParseVersionRef(f *testing.F) {
 
 func TestResolveVersion(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	// serials 3, 5, 9: versions @1, @2, @3
 	for _, serial := range []int{3, 5, 9} {
-		if _, err := e.Write(ctx, "example", tfstate(t, true, serial, "L", "a", strings.Repeat("b", serial)), kilolock.WriteOptions{}); err != nil {
+		if _, err := e.Write(ctx, "example", enginetest.TFState(t, true, serial, "L", "a", strings.Repeat("b", serial)), kilolock.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

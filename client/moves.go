@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -30,7 +29,7 @@ type MoveRequest struct {
 // MoveList is the answer of GET /v1/api/states/NAME/moves: the moves the
 // state took part in, newest first.
 type MoveList struct {
-	Moves []kilolock.MoveRecord `json:"moves"`
+	Moves []history.MoveRecord `json:"moves"`
 }
 
 // Move moves resources between states, splits one or merges two (POST

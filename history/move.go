@@ -3,7 +3,9 @@ package history
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -81,12 +83,12 @@ type MovePair struct {
 }
 
 // Move moves instances from state from to the existing state to, in one
-// transaction (kilolock.Engine.Move): a new version of each with source
+// transaction (MoveStore): a new version of each with source
 // "move", or neither. Dependencies recorded on the moved objects are kept
 // (rewritten only by a rename). An *InvalidError when an address matches
-// nothing or does not parse; a *kilolock.MoveError (code
+// nothing or does not parse; a *MoveError (code
 // destination_exists) when the target already holds a moved address; the
-// store's refusals otherwise (see kilolock.MoveStore).
+// store's refusals otherwise (see MoveStore).
 func Move(ctx context.Context, e *kilolock.Engine, from, to string, pairs []MovePair, o MoveOptions) (*MoveResult, error) {
 	if len(pairs) == 0 {
 		return nil, &kilolock.InvalidError{Code: "address_missing", Message: "a move needs at least one address", Hint: "name instances, resources or modules as `kl state list " + from + "` shows them"}
@@ -133,33 +135,127 @@ func Merge(ctx context.Context, e *kilolock.Engine, from, into string, o MoveOpt
 }
 
 func move(ctx context.Context, e *kilolock.Engine, op, from, to string, pairs []MovePair, create, all bool, o MoveOptions) (*MoveResult, error) {
-	res := &MoveResult{Operation: op, From: from, To: to, DryRun: o.DryRun, Archived: all && !o.DryRun}
-	m := kilolock.MoveEdit{Operation: op, Actor: o.Actor, From: from, To: to, Create: create, ArchiveFrom: all,
-		Apply: func(cf, ct *graph.State) (*graph.State, *graph.State, []string, error) {
-			nf, nt, moved, err := moveBetween(cf, ct, from, to, pairs, all)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			res.Moved = moved
-			res.Edges = crossEdges(cf, nf, moved)
-			ids := make([]string, 0, len(moved))
-			for _, mv := range moved {
-				ids = append(ids, mv.From)
-			}
-			return nf, nt, ids, nil
-		},
-		Plan: func(_, _, _, _ *graph.State) bool { return !o.DryRun },
+	ms, ok := e.Store().(MoveStore)
+	if !ok {
+		return nil, &kilolock.RefusedError{Code: "moves_unsupported", Message: "this store cannot move instances between states in one transaction", Hint: "use the SQLite or PostgreSQL store"}
 	}
-	vFrom, vTo, stats, err := e.Move(ctx, m)
+	if from == to {
+		return nil, &MoveError{Code: MoveSameState, State: from, Message: fmt.Sprintf("state %q cannot move instances to itself between states", from), Hint: "to rename within one state use `kl state mv NAME FROM TO` without --to-state"}
+	}
+	m := &moveEdit{op: op, actor: o.Actor, from: from, to: to, create: create, all: all, pairs: pairs, dryRun: o.DryRun,
+		res: &MoveResult{Operation: op, From: from, To: to, DryRun: o.DryRun, Archived: all && !o.DryRun}}
+	for attempt := 0; ; attempt++ {
+		err := m.once(ctx, e, ms)
+		if errors.Is(err, kilolock.ErrStale) && attempt < staleRetries {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.res.Config = configSteps(m.res)
+		return m.res, nil
+	}
+}
+
+// staleRetries bounds how often a move is recomputed after another writer
+// committed to either state first, as the engine bounds its writes'.
+const staleRetries = 200
+
+// moveEdit is one move between states, recomputed from both states'
+// current versions until it commits (or is refused).
+type moveEdit struct {
+	op, actor, from, to string
+	create, all, dryRun bool
+	pairs               []MovePair
+	res                 *MoveResult
+}
+
+// current reads state name and its current content for a move: a plain
+// writer's lock refuses the move; an apply run's does not by itself (its
+// reservations, checked by the store, refuse only a move of what they
+// cover).
+func (m *moveEdit) current(ctx context.Context, e *kilolock.Engine, name string) (*kilolock.State, *graph.State, error) {
+	st, err := e.State(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if vFrom != nil {
-		res.Versions = &MoveVersions{From: vFrom, To: vTo}
+	for i := range st.Locks {
+		if l := &st.Locks[i]; l.PlainWriter() {
+			return nil, nil, MoveRefusal(name, &kilolock.LockedError{State: name, Holder: l.Info})
+		}
 	}
-	res.Stats = stats
-	res.Config = configSteps(res)
-	return res, nil
+	if st.Current == 0 {
+		return nil, nil, fmt.Errorf("state %q has no version yet: %w", name, kilolock.ErrNotFound)
+	}
+	_, cur, err := e.VersionGraph(ctx, st, kilolock.Latest)
+	if err != nil {
+		return nil, nil, MoveRefusal(name, err)
+	}
+	return st, cur, nil
+}
+
+// once computes the move from both states' current versions and commits
+// it through the store's MoveStore, in one transaction; a dry run stops
+// before committing.
+func (m *moveEdit) once(ctx context.Context, e *kilolock.Engine, ms MoveStore) error {
+	stFrom, curFrom, err := m.current(ctx, e, m.from)
+	if err != nil {
+		return err
+	}
+	var (
+		stTo  *kilolock.State
+		curTo *graph.State
+	)
+	if m.create {
+		switch _, err := e.State(ctx, m.to); {
+		case err == nil:
+			return &MoveError{Code: MoveStateExists, State: m.to, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.to), Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
+		case !errors.Is(err, kilolock.ErrNotFound):
+			return err
+		}
+		stTo = &kilolock.State{Name: m.to}
+		curTo = &graph.State{Version: 4, Lineage: newLineage(), TerraformVersion: curFrom.TerraformVersion, Format: curFrom.Format}
+	} else if stTo, curTo, err = m.current(ctx, e, m.to); err != nil {
+		return err
+	}
+	nextFrom, nextTo, moved, err := moveBetween(curFrom, curTo, m.from, m.to, m.pairs, m.all)
+	if err != nil {
+		return err
+	}
+	m.res.Moved = moved
+	m.res.Edges = crossEdges(curFrom, nextFrom, moved)
+	if m.dryRun {
+		return nil
+	}
+	ids := make([]string, 0, len(moved))
+	for _, mv := range moved {
+		ids = append(ids, mv.From)
+	}
+	vs, stats, err := e.CommitTogether(ctx, []kilolock.NextVersion{
+		{State: stFrom, Cur: curFrom, Next: nextFrom, Source: kilolock.SourceMove, Actor: m.actor},
+		{State: stTo, Cur: curTo, Next: nextTo, New: m.create, Source: kilolock.SourceMove, Actor: m.actor},
+	}, func(cs []*kilolock.Commit) ([]*kilolock.Version, kilolock.WriteStats, error) {
+		vFrom, vTo, stats, err := ms.Move(ctx, &MoveCommit{From: m.from, To: m.to, FromCommit: cs[0], ToCommit: cs[1], Create: m.create, ArchiveFrom: m.all, Moved: ids})
+		return []*kilolock.Version{vFrom, vTo}, stats, err
+	})
+	if err != nil {
+		return err
+	}
+	m.res.Versions = &MoveVersions{From: vs[0], To: vs[1]}
+	m.res.Stats = stats
+	e.Logger().Info("move between states", "operation", m.op, "from", m.from, "from_version", vs[0].Number, "to", m.to, "to_version", vs[1].Number,
+		"instances", len(moved), "actor", m.actor)
+	return nil
+}
+
+// newLineage is a random (version 4) UUID, as Terraform makes lineages:
+// a split's new state's.
+func newLineage() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // MoveVersions are the two versions a move made.
@@ -223,7 +319,7 @@ func moveBetween(cf, ct *graph.State, from, to string, pairs []MovePair, all boo
 	for i := range out {
 		id := out[i].ID()
 		if _, ok := idx[id]; ok || seen[id] {
-			return nil, nil, nil, &kilolock.MoveError{Code: kilolock.MoveDestinationExists, State: to,
+			return nil, nil, nil, &MoveError{Code: MoveDestinationExists, State: to,
 				Message: fmt.Sprintf("state %s already holds %s; nothing moved", to, id),
 				Hint:    "remove it from " + to + " first (`kl state rm`), or rename on the way with --to"}
 		}

@@ -17,7 +17,7 @@ import (
 
 // BenchmarkMove1000of10000 moves terraform_data.moved (1,000 instances of
 // about 1 KB) out of a state of 10,000 into another and back, one move an
-// op, through the library (history.Move over Engine.Move), on each store.
+// op, through the library (history.Move over Engine.CommitTogether), on each store.
 // Beside the time it reports the rows each move writes: O(moved), not
 // O(state).
 func BenchmarkMove1000of10000(b *testing.B) {

@@ -201,8 +201,8 @@ func TestMoveModule(t *testing.T) {
 	// Into a taken address: refused, nothing changed.
 	write(t, e, "c", doc(t, 1, lineageA, nil, res{module: "module.net", typ: "terraform_data", name: "vpc"}))
 	_, err = history.Move(ctx, e, "b", "c", []history.MovePair{{From: "module.net"}}, history.MoveOptions{})
-	var me *kilolock.MoveError
-	if !errors.As(err, &me) || me.Code != kilolock.MoveDestinationExists {
+	var me *history.MoveError
+	if !errors.As(err, &me) || me.Code != history.MoveDestinationExists {
 		t.Fatalf("move onto a taken address: %v", err)
 	}
 	// Renamed on the way, dependencies following.
@@ -224,8 +224,8 @@ func TestMoveRefusedWhileLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := history.Move(ctx, e, "a", "b", []history.MovePair{{From: "module.net"}}, history.MoveOptions{})
-	var me *kilolock.MoveError
-	if !errors.As(err, &me) || me.Code != kilolock.MoveLocked || me.State != "b" {
+	var me *history.MoveError
+	if !errors.As(err, &me) || me.Code != history.MoveLocked || me.State != "b" {
 		t.Fatalf("move into a locked state: %v", err)
 	}
 	if len(ids(t, e, "a")) != 4 || len(ids(t, e, "b")) != 1 {
@@ -266,7 +266,7 @@ func TestSplitAndMerge(t *testing.T) {
 		t.Errorf("merged state lifecycle = %s", l)
 	}
 	_, err = history.Move(ctx, e, "net", "a", []history.MovePair{{From: "module.net"}}, history.MoveOptions{})
-	var me *kilolock.MoveError
+	var me *history.MoveError
 	if !errors.As(err, &me) && !errors.Is(err, kilolock.ErrInvalid) {
 		t.Errorf("move out of an archived state: %v", err)
 	}
@@ -354,9 +354,9 @@ func TestMoveModel(t *testing.T) {
 			for _, n := range names {
 				clash = clash || cur(other)[n]
 			}
-			var me *kilolock.MoveError
+			var me *history.MoveError
 			switch {
-			case clash && errors.As(err, &me) && me.Code == kilolock.MoveDestinationExists:
+			case clash && errors.As(err, &me) && me.Code == history.MoveDestinationExists:
 			case clash:
 				t.Fatalf("step %d: a move onto a held address: %v", step, err)
 			case err != nil:

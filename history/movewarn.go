@@ -14,7 +14,7 @@ import (
 // instead. "" when no move of name is newer than target, or the store
 // keeps no moves.
 func moveWarning(ctx context.Context, e *kilolock.Engine, name string, target int64) string {
-	ms, ok := e.Store().(kilolock.MoveStore)
+	ms, ok := e.Store().(MoveStore)
 	if !ok {
 		return ""
 	}

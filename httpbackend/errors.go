@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/history"
 )
 
 // retryAfterSeconds is what a 503 asks clients to wait.
@@ -114,7 +115,7 @@ func classify(err error) answer {
 		keyErr   *kilolock.KeyError
 		ended    *kilolock.RunEndedError
 		quotaErr *kilolock.QuotaError
-		moveErr  *kilolock.MoveError
+		moveErr  *history.MoveError
 	)
 	switch {
 	case errors.As(err, &moveErr):

@@ -24,8 +24,8 @@ func (h *Handler) moveRoutes() {
 // stateMoves answers GET /v1/api/states/{name}/moves: the moves the state
 // took part in, newest first ({"moves": []} for none).
 func (h *Handler) stateMoves(w http.ResponseWriter, r *http.Request) error {
-	ms, ok := h.engine.Store().(kilolock.MoveStore)
-	recs := []kilolock.MoveRecord{}
+	ms, ok := h.engine.Store().(history.MoveStore)
+	recs := []history.MoveRecord{}
 	if ok {
 		if _, err := h.engine.State(r.Context(), r.PathValue("name")); err != nil {
 			return err
@@ -148,7 +148,7 @@ func (h *Handler) auditMove(r *http.Request, who string, req MoveRequest, res *h
 // moveAnswer is the answer to a refused move: 403 for what waiting does
 // not change (a quota, an archived state), else 409, with the holder of a
 // lock and the counts of a quota when the refusal has them.
-func moveAnswer(e *kilolock.MoveError) answer {
+func moveAnswer(e *history.MoveError) answer {
 	status := http.StatusConflict
 	if e.Forbidden {
 		status = http.StatusForbidden

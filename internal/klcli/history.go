@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 )
 
 // HistoryCmd is kl history.
@@ -50,7 +51,7 @@ type HistoryJSON struct {
 	Pruned []kilolock.PrunedRange `json:"pruned,omitempty"`
 	// Moves are the moves between states the state took part in, when a
 	// listed version is one (source move): each names the other side.
-	Moves []kilolock.MoveRecord `json:"moves,omitempty"`
+	Moves []history.MoveRecord `json:"moves,omitempty"`
 }
 
 // History lists a state's versions, newest first, the current one marked

@@ -14,13 +14,13 @@ import (
 
 // MoveLister is a Backend that lists the moves a state took part in.
 type MoveLister interface {
-	StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error)
+	StateMoves(ctx context.Context, name string) ([]history.MoveRecord, error)
 }
 
 // StateMoves implements MoveLister.
-func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
+func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]history.MoveRecord, error) {
 	var res struct {
-		Moves []kilolock.MoveRecord `json:"moves"`
+		Moves []history.MoveRecord `json:"moves"`
 	}
 	if err := b.do(ctx, http.MethodGet, statePath(name)+"/moves", nil, nil, &res); err != nil {
 		return nil, err
@@ -30,7 +30,7 @@ func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.M
 
 // moveNotes are what kl history says of name's versions a move made, by
 // version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
-func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []kilolock.MoveRecord, error) {
+func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []history.MoveRecord, error) {
 	ml, ok := c.Backend.(MoveLister)
 	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
 		return nil, nil, nil

@@ -189,7 +189,7 @@ func (u *UI) overview(r *http.Request, v *visit, d *historyData) error {
 // moveNotes reads, when vs holds a version of a move between states, each
 // move's other side, by the version of name it made.
 func (u *UI) moveNotes(r *http.Request, name string, vs []kilolock.Version) (map[int64]*moveNote, error) {
-	ms, ok := u.engine.Store().(kilolock.MoveStore)
+	ms, ok := u.engine.Store().(history.MoveStore)
 	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
 		return nil, nil
 	}

@@ -6,20 +6,21 @@ import (
 	"slices"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/store/storekit"
 )
 
-var _ kilolock.MoveStore = (*Store)(nil)
+var _ history.MoveStore = (*Store)(nil)
 
 // Move writes a move between two states in one transaction (see
-// kilolock.MoveStore): both state rows locked in the order of their ids,
+// history.MoveStore): both state rows locked in the order of their ids,
 // then each side's commit run as Commit runs it (its checks, its
 // reservations, the target's quota), then the move's record. Rows written
 // are the two commits' (O(moved): the source closes the moved intervals,
 // the target opens them and stores their payloads) and one of the move;
 // a split adds the new state's row and its copied quota, a merge the
 // source's archived mark.
-func (s *Store) Move(ctx context.Context, m *kilolock.MoveCommit) (*kilolock.Version, *kilolock.Version, kilolock.WriteStats, error) {
+func (s *Store) Move(ctx context.Context, m *history.MoveCommit) (*kilolock.Version, *kilolock.Version, kilolock.WriteStats, error) {
 	if m == nil || m.FromCommit == nil || m.ToCommit == nil || m.From == "" || m.To == "" || m.From == m.To {
 		return nil, nil, kilolock.WriteStats{}, &kilolock.InvalidError{Code: "invalid_move", Message: "a move needs two different states and a commit for each"}
 	}
@@ -51,7 +52,7 @@ func (s *Store) Move(ctx context.Context, m *kilolock.MoveCommit) (*kilolock.Ver
 		for _, sd := range sides {
 			sd.v, err = s.apply(ctx, tx, sd.name, sd.c, sd.p, sd.sc, &stats, now)
 			if err != nil {
-				return kilolock.MoveRefusal(sd.name, err)
+				return history.MoveRefusal(sd.name, err)
 			}
 		}
 		b := &Batch{}
@@ -74,10 +75,10 @@ func (s *Store) Move(ctx context.Context, m *kilolock.MoveCommit) (*kilolock.Ver
 // lockMove settles both states of m before either commit runs: it makes
 // the target of a split (in the source's lock mode, with a copy of the
 // source's own quota), locks both rows in the order of their ids, and
-// refuses (a *kilolock.MoveError) an archived side, a write lock held
+// refuses (a *history.MoveError) an archived side, a write lock held
 // other than an apply run's (whose reservations the commits check), and a
 // client-side encrypted side. It returns the states' ids by name.
-func (s *Store) lockMove(ctx context.Context, tx Tx, m *kilolock.MoveCommit, stats *kilolock.WriteStats) (map[string]int64, error) {
+func (s *Store) lockMove(ctx context.Context, tx Tx, m *history.MoveCommit, stats *kilolock.WriteStats) (map[string]int64, error) {
 	ids := map[string]int64{}
 	b := &Batch{}
 	b.Query(func(r Rows) error {
@@ -105,17 +106,17 @@ func (s *Store) lockMove(ctx context.Context, tx Tx, m *kilolock.MoveCommit, sta
 	_, toExists := ids[m.To]
 	switch {
 	case m.Create && toExists:
-		return nil, &kilolock.MoveError{Code: kilolock.MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To),
+		return nil, &history.MoveError{Code: history.MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To),
 			Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
 	case !m.Create && !toExists:
 		return nil, notFound(m.To)
 	}
 	if held[m.From] == "archived" {
-		return nil, &kilolock.MoveError{Code: kilolock.MoveSourceArchived, State: m.From, Forbidden: true,
+		return nil, &history.MoveError{Code: history.MoveSourceArchived, State: m.From, Forbidden: true,
 			Message: fmt.Sprintf("state %q is archived: nothing moves out of it", m.From), Hint: "restore it first (kl state restore), or move from another state"}
 	}
 	if held[m.To] == "archived" {
-		return nil, &kilolock.MoveError{Code: kilolock.MoveSourceArchived, State: m.To, Forbidden: true,
+		return nil, &history.MoveError{Code: history.MoveSourceArchived, State: m.To, Forbidden: true,
 			Message: fmt.Sprintf("state %q is archived: nothing moves into it", m.To), Hint: "restore it first (kl state restore), or move into another state"}
 	}
 	if m.Create {
@@ -129,7 +130,7 @@ func (s *Store) lockMove(ctx context.Context, tx Tx, m *kilolock.MoveCommit, sta
 			return nil, err
 		}
 		if n != 1 {
-			return nil, &kilolock.MoveError{Code: kilolock.MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To),
+			return nil, &history.MoveError{Code: history.MoveStateExists, State: m.To, Message: fmt.Sprintf("state %q exists already; a split makes a new state", m.To),
 				Hint: "pick a new name, or move into the existing state with `kl state mv --to-state`"}
 		}
 		stats.Rows++
@@ -162,19 +163,19 @@ func (s *Store) lockMove(ctx context.Context, tx Tx, m *kilolock.MoveCommit, sta
 		ids[name] = st.id
 		for i := range st.Locks {
 			if l := &st.Locks[i]; l.PlainWriter() {
-				return nil, kilolock.MoveRefusal(name, &kilolock.LockedError{State: name, Holder: l.Info})
+				return nil, history.MoveRefusal(name, &kilolock.LockedError{State: name, Holder: l.Info})
 			}
 		}
 		if st.ClientEncryption != nil || st.ClientEncryptionRequired() {
-			return nil, kilolock.MoveRefusal(name, fmt.Errorf("state %q: %w", name, kilolock.ErrEncrypted))
+			return nil, history.MoveRefusal(name, fmt.Errorf("state %q: %w", name, kilolock.ErrEncrypted))
 		}
 	}
 	return ids, nil
 }
 
 // Moves lists the moves state took part in, newest first.
-func (s *Store) Moves(ctx context.Context, state string) ([]kilolock.MoveRecord, error) {
-	out, err := list(ctx, s, "moves", func(r Rows, m *kilolock.MoveRecord) error {
+func (s *Store) Moves(ctx context.Context, state string) ([]history.MoveRecord, error) {
+	out, err := list(ctx, s, "moves", func(r Rows, m *history.MoveRecord) error {
 		var n int64
 		err := r.Scan(&m.ID, &m.From, &m.FromVersion, &m.To, &m.ToVersion, &n, &m.Actor, &m.Created)
 		m.Instances = int(n)

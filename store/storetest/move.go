@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
@@ -19,9 +20,9 @@ import (
 // the source; rows written grow with what moves, not with the states.
 func testMove(t *testing.T, open Opener) {
 	s := open(t)
-	ms, ok := s.(kilolock.MoveStore)
+	ms, ok := s.(history.MoveStore)
 	if !ok {
-		t.Skip("the store does not implement kilolock.MoveStore")
+		t.Skip("the store does not implement history.MoveStore")
 	}
 	ctx := context.Background()
 	web := resource("aws_instance", "web")
@@ -38,9 +39,9 @@ func testMove(t *testing.T, open Opener) {
 		commit(t, s, name, c)
 	}
 	// move builds the move of web[0..k) from one state to another.
-	move := func(t *testing.T, from, to string, k int, create bool) *kilolock.MoveCommit {
+	move := func(t *testing.T, from, to string, k int, create bool) *history.MoveCommit {
 		t.Helper()
-		m := &kilolock.MoveCommit{From: from, To: to, FromCommit: next(t, s, from), ToCommit: next(t, s, to), Create: create}
+		m := &history.MoveCommit{From: from, To: to, FromCommit: next(t, s, from), ToCommit: next(t, s, to), Create: create}
 		m.FromCommit.Version.Source, m.ToCommit.Version.Source = kilolock.SourceMove, kilolock.SourceMove
 		for i := range k {
 			in := instance(t, web, intKey(int64(i)), fmt.Sprintf(`{"id":"i-%d"}`, i))
@@ -96,11 +97,11 @@ func testMove(t *testing.T, open Opener) {
 		}
 	})
 
-	refused := func(t *testing.T, m *kilolock.MoveCommit, code string) *kilolock.MoveError {
+	refused := func(t *testing.T, m *history.MoveCommit, code string) *history.MoveError {
 		t.Helper()
 		fa, fb := freeze(t, s, m.From), freeze(t, s, m.To)
 		_, _, _, err := ms.Move(ctx, m)
-		e := errorAs[*kilolock.MoveError](t, err)
+		e := errorAs[*history.MoveError](t, err)
 		if e.Code != code {
 			t.Errorf("code = %s (%v), want %s", e.Code, err, code)
 		}
@@ -116,7 +117,7 @@ func testMove(t *testing.T, open Opener) {
 		seed(t, "lock-a", 2)
 		seed(t, "lock-b", 0)
 		lock(t, s, "lock-b", "apply-b", kilolock.LockExclusive)
-		e := refused(t, move(t, "lock-a", "lock-b", 1, false), kilolock.MoveLocked)
+		e := refused(t, move(t, "lock-a", "lock-b", 1, false), history.MoveLocked)
 		if l := errorAs[*kilolock.LockedError](t, e); l.Holder.ID != "apply-b" || e.State != "lock-b" {
 			t.Errorf("holder = %+v on %s", l.Holder, e.State)
 		}
@@ -142,7 +143,7 @@ func testMove(t *testing.T, open Opener) {
 		if _, bs, err := rs.AcquireRun(ctx, run.ID, now); err != nil || len(bs) != 0 {
 			t.Fatalf("AcquireRun = %v, %v", bs, err)
 		}
-		refused(t, move(t, "run-a", "run-b", 2, false), kilolock.MoveReserved)
+		refused(t, move(t, "run-a", "run-b", 2, false), history.MoveReserved)
 		// What it does not reserve moves.
 		m := move(t, "run-a", "run-b", 1, false)
 		_, _, _, err := ms.Move(ctx, m)
@@ -167,7 +168,7 @@ func testMove(t *testing.T, open Opener) {
 		c.Version.Format = kilolock.FormatOpaque
 		c.Raw = []byte(`{"serial":1,"lineage":"` + lineage + `","meta":{},"encrypted_data":"AAAA","encryption_version":"v0"}`)
 		commit(t, s, "enc-b", c)
-		refused(t, move(t, "enc-a", "enc-b", 1, false), kilolock.MoveEncrypted)
+		refused(t, move(t, "enc-a", "enc-b", 1, false), history.MoveEncrypted)
 	})
 
 	t.Run("a split makes the target as the source is", func(t *testing.T) {
@@ -195,7 +196,7 @@ func testMove(t *testing.T, open Opener) {
 				t.Errorf("the split's target has no copy of the source's quota: %+v", qq)
 			}
 		}
-		refused(t, move(t, "split-a", "split-new", 1, true), kilolock.MoveStateExists)
+		refused(t, move(t, "split-a", "split-new", 1, true), history.MoveStateExists)
 	})
 
 	t.Run("quota and lifecycle", func(t *testing.T) {
@@ -207,7 +208,7 @@ func testMove(t *testing.T, open Opener) {
 		seed(t, "quota-a", 3)
 		seed(t, "quota-b", 0)
 		must(t, qs.SetQuota(ctx, kilolock.QuotaTarget{Scope: kilolock.QuotaState, Target: "quota-b"}, &quota.Limit{Soft: 1, Hard: 2}))
-		e := refused(t, move(t, "quota-a", "quota-b", 2, false), kilolock.MoveQuotaExceeded)
+		e := refused(t, move(t, "quota-a", "quota-b", 2, false), history.MoveQuotaExceeded)
 		if !e.Forbidden || !errors.Is(e, kilolock.ErrQuotaExceeded) {
 			t.Errorf("quota refusal = %+v", e)
 		}
@@ -218,7 +219,7 @@ func testMove(t *testing.T, open Opener) {
 		must(t, ts.SetStateLifecycle(ctx, "quota-a", tenancy.LifecycleArchived))
 		m := move(t, "quota-a", "quota-b", 0, false)
 		m.FromCommit.Removed = []string{"aws_instance.web[2]"}
-		refused(t, m, kilolock.MoveSourceArchived)
+		refused(t, m, history.MoveSourceArchived)
 	})
 
 	t.Run("a merge archives the source", func(t *testing.T) {

@@ -1,4 +1,4 @@
-package kilolock_test
+package retention_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/retention"
 )
 
@@ -73,7 +74,7 @@ func TestValidRetentionPolicy(t *testing.T) {
 // other version is kept, and reading a pruned version says so and names
 // the nearest versions kept.
 func TestApplyRetention(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) { testApplyRetention(t, open(t)) })
 	})
 }
@@ -84,7 +85,7 @@ func testApplyRetention(t *testing.T, st kilolock.Store) {
 	by := kilolock.Caller{Actor: "ops"}
 	for _, name := range []string{"a", "b", "exempt"} {
 		for i := 1; i <= 8; i++ {
-			write(t, e, name, tfstate(t, true, i, "L", fmt.Sprint(i)))
+			enginetest.Write(t, e, name, enginetest.TFState(t, true, i, "L", fmt.Sprint(i)))
 		}
 	}
 	for _, p := range []retention.RetentionPolicy{
@@ -100,11 +101,11 @@ func testApplyRetention(t *testing.T, st kilolock.Store) {
 		t.Errorf("a negative keep_last = %v, want ErrInvalid", err)
 	}
 	// A rollback plan of a to @2 pins @2.
-	if _, err := history.PlanRollback(ctx, e, "a", mustRef(t, "@2")); err != nil {
+	if _, err := history.PlanRollback(ctx, e, "a", enginetest.MustRef(t, "@2")); err != nil {
 		t.Fatal(err)
 	}
 	// b's @7 is tagged, and a plan holds b's current @8 as its base.
-	if _, err := history.SetTag(ctx, e, "b", "before-upgrade", mustRef(t, "@7"), history.TagOptions{By: kilolock.Caller{Actor: "alice"}}); err != nil {
+	if _, err := history.SetTag(ctx, e, "b", "before-upgrade", enginetest.MustRef(t, "@7"), history.TagOptions{By: kilolock.Caller{Actor: "alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Lock(ctx, "b", kilolock.LockInfo{ID: "plan-1", Operation: kilolock.OperationPlan, Who: "bob"}); err != nil {
@@ -159,13 +160,13 @@ func testApplyRetention(t *testing.T, st kilolock.Store) {
 		t.Errorf("pruned %d versions in all, want 6", rep.Versions)
 	}
 	// The plan can still be applied, and every kept version reads back.
-	if _, err := history.Rollback(ctx, e, "a", mustRef(t, "@2"), history.RollbackOptions{Actor: "alice"}); err != nil {
+	if _, err := history.Rollback(ctx, e, "a", enginetest.MustRef(t, "@2"), history.RollbackOptions{Actor: "alice"}); err != nil {
 		t.Errorf("the rollback planned before retention ran: %v", err)
 	}
 	if _, err := e.ReadVersion(ctx, "a", 3); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("a pruned version reads %v, want ErrNotFound", err)
 	}
-	_, err = history.Show(ctx, e, "a", mustRef(t, "@4"))
+	_, err = history.Show(ctx, e, "a", enginetest.MustRef(t, "@4"))
 	var nf *kilolock.VersionNotFoundError
 	if !errors.As(err, &nf) || nf.Pruned == nil || nf.First != 2 ||
 		!strings.HasPrefix(err.Error(), "state a has no version @4: retention pruned @3…@5 (by ops at ") ||
@@ -173,7 +174,7 @@ func testApplyRetention(t *testing.T, st kilolock.Store) {
 		!slices.Equal(nf.Nearest, []int64{2, 6}) {
 		t.Errorf("Show(@4) of a pruned version = %v", err)
 	}
-	if _, err := history.Show(ctx, e, "b", mustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !slices.Equal(nf.Nearest, []int64{3}) ||
+	if _, err := history.Show(ctx, e, "b", enginetest.MustRef(t, "@1")); !errors.As(err, &nf) || nf.First != 3 || !slices.Equal(nf.Nearest, []int64{3}) ||
 		!strings.HasSuffix(err.Error(), "the nearest kept are @3; it has versions @3…@8 (serials 3…8)") {
 		t.Errorf("Show(@1) of a pruned first version = %v", err)
 	}

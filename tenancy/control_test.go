@@ -1,4 +1,4 @@
-package kilolock_test
+package tenancy_test
 
 import (
 	"context"
@@ -9,42 +9,20 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/enginetest"
+	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
-// newControl returns a Control on a fresh store opened by open, and the
-// store.
-func newControl(t *testing.T, open func(testing.TB) kilolock.Store) (*tenancy.Control, tenancy.TenantStore) {
-	t.Helper()
-	ts, ok := open(t).(tenancy.TenantStore)
-	if !ok {
-		t.Fatal("the store is no TenantStore")
-	}
-	return tenancy.NewControl(ts), ts
-}
-
-// auditLog returns the audit log oldest first, as "action target" lines.
-func auditLog(t *testing.T, c *tenancy.Control) ([]kilolock.AuditEntry, []string) {
-	t.Helper()
-	es, err := c.Audit(context.Background(), kilolock.AuditFilter{Limit: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Reverse(es)
-	var lines []string
-	for _, e := range es {
-		lines = append(lines, e.Action+" "+e.Target)
-	}
-	return es, lines
-}
+func TestMain(m *testing.M) { testpg.Main(m) }
 
 // TestControlChanges runs every change of the control plane, checks its
 // effect on the store and the one audit entry each writes.
 func TestControlChanges(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c, ts := newControl(t, open)
+			c, ts := enginetest.NewControl(t, open)
 			by := kilolock.Caller{Actor: "alice", From: "10.0.0.7:4242", RequestID: "req-1"}
 			must := func(err error) {
 				t.Helper()
@@ -132,7 +110,7 @@ func TestControlChanges(t *testing.T) {
 			}
 			must(c.RevokeToken(ctx, kilolock.Caller{}, pat.ID))
 
-			entries, got := auditLog(t, c)
+			entries, got := enginetest.AuditLog(t, c)
 			want := []string{
 				"workspace.create " + ws.ID,
 				"environment.create " + env.PublicID,
@@ -167,16 +145,16 @@ func TestControlChanges(t *testing.T) {
 
 // TestControlReadsAreNotAudited: listing changes nothing in the audit log.
 func TestControlReadsAreNotAudited(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c, _ := newControl(t, open)
+			c, _ := enginetest.NewControl(t, open)
 			by := kilolock.Caller{Actor: "op"}
 			ws, err := c.CreateWorkspace(ctx, by, "acme", tenancy.WorkspacePersonal, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, before := auditLog(t, c)
+			_, before := enginetest.AuditLog(t, c)
 			if len(before) != 1 {
 				t.Fatalf("audit log after one change: %q", before)
 			}
@@ -192,7 +170,7 @@ func TestControlReadsAreNotAudited(t *testing.T) {
 					t.Errorf("%s: %v", name, err)
 				}
 			}
-			if _, after := auditLog(t, c); !slices.Equal(after, before) {
+			if _, after := enginetest.AuditLog(t, c); !slices.Equal(after, before) {
 				t.Errorf("reads were audited: %q", after)
 			}
 		})
@@ -202,10 +180,10 @@ func TestControlReadsAreNotAudited(t *testing.T) {
 // TestControlRefusals: invalid input is an *InvalidError with its code,
 // a missing record ErrNotFound; neither changes anything nor is audited.
 func TestControlRefusals(t *testing.T) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c, _ := newControl(t, open)
+			c, _ := enginetest.NewControl(t, open)
 			by := kilolock.Caller{Actor: "op"}
 			ws, err := c.CreateWorkspace(ctx, by, "acme", "", "")
 			if err != nil {
@@ -238,7 +216,7 @@ func TestControlRefusals(t *testing.T) {
 			if _, err := c.PutMember(ctx, by, owned.ID, "milton", ""); err != nil {
 				t.Fatal(err)
 			}
-			_, before := auditLog(t, c)
+			_, before := enginetest.AuditLog(t, c)
 
 			issue := func(req tenancy.TokenRequest) func() error {
 				return func() error { _, _, err := c.IssueToken(ctx, by, req); return err }
@@ -311,7 +289,7 @@ func TestControlRefusals(t *testing.T) {
 					}
 				})
 			}
-			if _, after := auditLog(t, c); !slices.Equal(after, before) {
+			if _, after := enginetest.AuditLog(t, c); !slices.Equal(after, before) {
 				t.Errorf("refusals were audited: %q", after[len(before):])
 			}
 			if ts, err := c.Tokens(ctx, ""); err != nil || len(ts) != 2 {
@@ -324,7 +302,7 @@ func TestControlRefusals(t *testing.T) {
 // TestControlTokenForMissingEnvironment names the environment, as the
 // control API always has.
 func TestControlTokenForMissingEnvironment(t *testing.T) {
-	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	c, _ := enginetest.NewControl(t, func(tb testing.TB) kilolock.Store { st, _ := enginetest.OpenSQLite(tb); return st })
 	_, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, EnvironmentID: "env_nope"})
 	if want := `there is no environment "env_nope"`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
@@ -359,7 +337,7 @@ func TestParseExpiry(t *testing.T) {
 // TestControlTokenExpiry: a lifetime becomes an expiry that far from now,
 // and the token is expired from then on.
 func TestControlTokenExpiry(t *testing.T) {
-	c, _ := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	c, _ := enginetest.NewControl(t, func(tb testing.TB) kilolock.Store { st, _ := enginetest.OpenSQLite(tb); return st })
 	before := time.Now()
 	tok, _, err := c.IssueToken(context.Background(), kilolock.Caller{}, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, UserID: "alice", ExpiresIn: time.Hour})
 	if err != nil {
@@ -380,7 +358,7 @@ func TestControlTokenExpiry(t *testing.T) {
 // and what it reaches is the outputs-only address, read-only.
 func TestControlOutputsToken(t *testing.T) {
 	ctx := context.Background()
-	c, ts := newControl(t, func(tb testing.TB) kilolock.Store { st, _ := openSQLite(tb); return st })
+	c, ts := enginetest.NewControl(t, func(tb testing.TB) kilolock.Store { st, _ := enginetest.OpenSQLite(tb); return st })
 	ws, err := c.CreateWorkspace(ctx, kilolock.Caller{}, "acme", tenancy.WorkspaceOrganization, "alice")
 	if err != nil {
 		t.Fatal(err)

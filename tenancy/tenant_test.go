@@ -1,4 +1,4 @@
-package kilolock_test
+package tenancy_test
 
 import (
 	"errors"

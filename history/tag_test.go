@@ -1,4 +1,4 @@
-package kilolock_test
+package history_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -51,25 +52,25 @@ func TestValidTagName(t *testing.T) {
 // that takes a version, survives later writes, and each change is audited.
 func TestTagsAreVersionReferences(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "r")
+	enginetest.ThreeVersions(t, e, "r")
 	by := history.TagOptions{By: kilolock.Caller{Actor: "db:alice", From: "host"}, Description: "before the migration"}
-	tag, err := history.SetTag(ctx, e, "r", "pre-migration", mustRef(t, "@1"), by)
+	tag, err := history.SetTag(ctx, e, "r", "pre-migration", enginetest.MustRef(t, "@1"), by)
 	if err != nil || tag.Version != 1 || tag.Actor != "db:alice" {
 		t.Fatalf("SetTag = %+v, %v", tag, err)
 	}
 	if _, err := history.SetTag(ctx, e, "r", "head", kilolock.Latest, by); err != nil {
 		t.Fatal(err)
 	}
-	ref := mustRef(t, "pre-migration")
+	ref := enginetest.MustRef(t, "pre-migration")
 	if ref.Kind != kilolock.RefTag || ref.String() != "pre-migration" {
 		t.Fatalf("ParseVersionRef(pre-migration) = %+v", ref)
 	}
 	if v, err := e.ResolveVersion(ctx, "r", ref); err != nil || v.Number != 1 {
 		t.Fatalf("ResolveVersion(tag) = %+v, %v", v, err)
 	}
-	d, err := history.Diff(ctx, e, "r", ref, mustRef(t, "head"))
+	d, err := history.Diff(ctx, e, "r", ref, enginetest.MustRef(t, "head"))
 	if err != nil || d.From.Number != 1 || d.To.Number != 3 {
 		t.Fatalf("Diff(pre-migration, head) = %+v, %v", d, err)
 	}
@@ -78,14 +79,14 @@ func TestTagsAreVersionReferences(t *testing.T) {
 		t.Fatalf("Rollback --to pre-migration = %+v, %v", res, err)
 	}
 	// head still names @3, though @4 is the current version now.
-	if v, err := e.ResolveVersion(ctx, "r", mustRef(t, "head")); err != nil || v.Number != 3 {
+	if v, err := e.ResolveVersion(ctx, "r", enginetest.MustRef(t, "head")); err != nil || v.Number != 3 {
 		t.Fatalf("head after a later write = %+v, %v", v, err)
 	}
-	if _, err := history.Export(ctx, e, "r", mustRef(t, "head")); err != nil {
+	if _, err := history.Export(ctx, e, "r", enginetest.MustRef(t, "head")); err != nil {
 		t.Fatal(err)
 	}
 	// An unknown tag is a 404 naming how to list them.
-	_, err = e.ResolveVersion(ctx, "r", mustRef(t, "nope"))
+	_, err = e.ResolveVersion(ctx, "r", enginetest.MustRef(t, "nope"))
 	if !errors.Is(err, kilolock.ErrNotFound) || !strings.Contains(err.Error(), "kl tag list r") {
 		t.Fatalf("an unknown tag = %v", err)
 	}
@@ -94,7 +95,7 @@ func TestTagsAreVersionReferences(t *testing.T) {
 			t.Errorf("SetTag(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
-	if _, err := history.SetTag(ctx, e, "r", "x", mustRef(t, "@9"), by); !errors.Is(err, kilolock.ErrNotFound) {
+	if _, err := history.SetTag(ctx, e, "r", "x", enginetest.MustRef(t, "@9"), by); !errors.Is(err, kilolock.ErrNotFound) {
 		t.Errorf("a tag on a missing version = %v", err)
 	}
 	if err := history.UnsetTag(ctx, e, "r", "head", by); err != nil {
@@ -127,9 +128,9 @@ func TestTagsAreVersionReferences(t *testing.T) {
 // the character; a description in any script is kept.
 func TestTagDescriptionText(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "r")
+	enginetest.ThreeVersions(t, e, "r")
 	for _, bad := range []string{"safe\u202e", "\u2066safe\u2069", "safe\u009b2J", "a\u200bb"} {
 		_, err := history.SetTag(ctx, e, "r", "t", kilolock.Latest, history.TagOptions{Description: bad})
 		var ie *kilolock.InvalidError

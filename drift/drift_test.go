@@ -1,4 +1,4 @@
-package kilolock_test
+package drift_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/drift"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // sensitiveState is the fixture whose terraform_data.s marks
 // input.password and input.list[1] sensitive.
 func sensitiveState(t testing.TB) (doc []byte, attrs map[string]any) {
 	t.Helper()
-	doc, err := os.ReadFile("graph/testdata/sensitive/terraform.tfstate")
+	doc, err := os.ReadFile("../graph/testdata/sensitive/terraform.tfstate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +40,11 @@ func sensitiveState(t testing.TB) (doc []byte, attrs map[string]any) {
 // that repeats either.
 func TestRecordDrift(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	doc, attrs := sensitiveState(t)
-	write(t, e, "sec", doc)
-	g := readGraph(t, e, "sec")
+	enginetest.Write(t, e, "sec", doc)
+	g := enginetest.ReadGraph(t, e, "sec")
 
 	real := strings.NewReplacer(`"admin"`, `"root"`, "hunter2", "hunter3").Replace(mustJSON(t, attrs))
 	report := &drift.DriftReport{Lineage: g.Lineage, Serial: g.Serial, Drifted: []drift.DriftedInstance{{
@@ -116,14 +117,14 @@ func TestRecordDrift(t *testing.T) {
 // of what it changed; one that read an older serial is refused.
 func TestAcceptRefresh(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "r", tfstate(t, true, 4, "L", "a", "b"))
+	enginetest.Write(t, e, "r", enginetest.TFState(t, true, 4, "L", "a", "b"))
 	if _, err := drift.RecordDrift(ctx, e, "r", &drift.DriftReport{Lineage: "L", Serial: 4,
 		Drifted: []drift.DriftedInstance{{Address: "terraform_data.item[1]", Real: json.RawMessage(`null`)}}}, kilolock.Caller{Actor: "ci"}); err != nil {
 		t.Fatal(err)
 	}
-	refreshed := tfstate(t, true, 4, "L", "a")
+	refreshed := enginetest.TFState(t, true, 4, "L", "a")
 	v, err := drift.AcceptRefresh(ctx, e, "r", refreshed, "ci")
 	if err != nil || v == nil || v.Source != drift.SourceRefresh || v.Serial != 5 || v.Removed != 1 || v.Actor != "ci" {
 		t.Fatalf("AcceptRefresh = %+v, %v", v, err)

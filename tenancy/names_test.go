@@ -1,4 +1,4 @@
-package kilolock_test
+package tenancy_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/internal/enginetest"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -33,7 +34,7 @@ func TestControlNames(t *testing.T) {
 		if err != nil {
 			t.Fatalf("a token named in Unicode: %v", err)
 		}
-		_, before := auditLog(t, c)
+		_, before := enginetest.AuditLog(t, c)
 		workspacesBefore, _ := c.Workspaces(ctx)
 		tokensBefore, _ := c.Tokens(ctx, "")
 
@@ -112,7 +113,7 @@ func TestControlNames(t *testing.T) {
 				}
 			})
 		}
-		if _, after := auditLog(t, c); !slices.Equal(after, before) {
+		if _, after := enginetest.AuditLog(t, c); !slices.Equal(after, before) {
 			t.Errorf("refusals were audited: %q", after[len(before):])
 		}
 		if got, _ := c.Workspaces(ctx); len(got) != len(workspacesBefore) {
@@ -152,9 +153,9 @@ func TestDeceptiveNames(t *testing.T) {
 // eachControl runs test as a subtest on a Control over a fresh store of
 // each kind.
 func eachControl(t *testing.T, test func(t *testing.T, c *tenancy.Control)) {
-	eachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(t, func(t *testing.T, name string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(name, func(t *testing.T) {
-			c, _ := newControl(t, open)
+			c, _ := enginetest.NewControl(t, open)
 			test(t, c)
 		})
 	})

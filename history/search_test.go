@@ -1,4 +1,4 @@
-package kilolock_test
+package history_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // searchDoc is a state of three resources: two web servers (one with a
@@ -27,9 +28,9 @@ const searchDoc = `{"version":4,"terraform_version":"1.10.10","serial":1,"lineag
 // searchEngine is an engine on a fresh store holding searchDoc as "net".
 func searchEngine(t testing.TB) *kilolock.Engine {
 	t.Helper()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "net", []byte(searchDoc))
+	enginetest.Write(t, e, "net", []byte(searchDoc))
 	return e
 }
 

@@ -1,4 +1,4 @@
-package kilolock_test
+package history_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
@@ -32,7 +33,7 @@ func longHistory(b *testing.B, st kilolock.Store, n, versions int) *kilolock.Eng
 			Serial: uint64(v), Lineage: g.Lineage, TerraformVersion: g.TerraformVersion, Source: kilolock.SourcePush,
 			Format: g.Format.String(), Instances: n, Changed: 2,
 		}}
-		for _, i := range changed(v, n) {
+		for _, i := range enginetest.Changed(v, n) {
 			in := g.Instances[i]
 			obj := append([]byte(`{"kl_bench":`+strconv.Itoa(v)+`,`), in.Object[1:]...)
 			up, err := graph.NewInstance(in.Resource, obj)
@@ -55,7 +56,7 @@ func longHistory(b *testing.B, st kilolock.Store, n, versions int) *kilolock.Eng
 func BenchmarkHistoryOps(b *testing.B) {
 	const n = 10000
 	ctx := context.Background()
-	eachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
 		for _, versions := range []int{100, 1000} {
 			b.Run(fmt.Sprintf("%s/versions=%d", store, versions), func(b *testing.B) {
 				e := longHistory(b, open(b), n, versions)

@@ -1,4 +1,4 @@
-package kilolock_test
+package history_test
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
 
 // fixture reads graph/testdata/SCENARIO/terraform.tfstate.
 func fixture(t testing.TB, scenario string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("graph", "testdata", scenario, "terraform.tfstate"))
+	b, err := os.ReadFile(filepath.Join("..", "graph", "testdata", scenario, "terraform.tfstate"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +31,9 @@ func fixture(t testing.TB, scenario string) []byte {
 // module.b[1].
 func modulesEngine(t *testing.T) *kilolock.Engine {
 	t.Helper()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "m", fixture(t, "modules"))
+	enginetest.Write(t, e, "m", fixture(t, "modules"))
 	// A cone of @1 before @2 is written, so that the index of @1 is cached
 	// when @2 replaces it.
 	if _, err := history.Cone(context.Background(), e, "m", kilolock.Latest, []string{"terraform_data.root"}, history.Dependents, 0); err != nil {
@@ -82,7 +83,7 @@ func TestEngineCone(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := history.Cone(ctx, e, "m", mustRef(t, tt.ref), tt.addresses, tt.dir, tt.depth)
+			c, err := history.Cone(ctx, e, "m", enginetest.MustRef(t, tt.ref), tt.addresses, tt.dir, tt.depth)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +111,7 @@ func TestEngineCone(t *testing.T) {
 func TestEngineConeRefusals(t *testing.T) {
 	ctx := context.Background()
 	e := modulesEngine(t)
-	write(t, e, "enc", []byte(`{"serial":2,"lineage":"lin","meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`))
+	enginetest.Write(t, e, "enc", []byte(`{"serial":2,"lineage":"lin","meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`))
 	tests := []struct {
 		name      string
 		state     string
@@ -132,8 +133,8 @@ func TestEngineConeRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := history.Cone(ctx, e, tt.state, mustRef(t, tt.ref), tt.addresses, history.Dependents, tt.depth)
-			_, serr := history.Slice(ctx, e, tt.state, mustRef(t, tt.ref), tt.addresses, history.SliceNone)
+			_, err := history.Cone(ctx, e, tt.state, enginetest.MustRef(t, tt.ref), tt.addresses, history.Dependents, tt.depth)
+			_, serr := history.Slice(ctx, e, tt.state, enginetest.MustRef(t, tt.ref), tt.addresses, history.SliceNone)
 			for _, err := range []error{err, serr} {
 				if tt.depth < 0 && err == serr {
 					continue // slices take no depth
@@ -187,7 +188,7 @@ func TestEngineSlice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := history.Slice(ctx, e, "m", mustRef(t, tt.ref), tt.addresses, tt.cone)
+			d, err := history.Slice(ctx, e, "m", enginetest.MustRef(t, tt.ref), tt.addresses, tt.cone)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +196,7 @@ func TestEngineSlice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the slice is not a state: %v\n%s", err, d.Bytes)
 			}
-			got := addresses(s)
+			got := enginetest.Addresses(s)
 			if !sameSet(got, tt.want) {
 				t.Errorf("slice holds\n %q\nwant\n %q", got, tt.want)
 			}
@@ -226,12 +227,12 @@ func sameSet(a, b []string) bool {
 
 func TestEngineOutputs(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	for _, scenario := range []string{"checks", "sensitive"} {
 		t.Run(scenario, func(t *testing.T) {
 			doc := fixture(t, scenario)
-			write(t, e, scenario, doc)
+			enginetest.Write(t, e, scenario, doc)
 			full, err := graph.Parse(doc)
 			if err != nil {
 				t.Fatal(err)
@@ -256,7 +257,7 @@ func TestEngineOutputs(t *testing.T) {
 	if d, _ := e.Outputs(ctx, "sensitive"); !strings.Contains(string(d.Bytes), `"value":"hunter2","type":"string","sensitive":true`) {
 		t.Errorf("a sensitive output must keep its value, marked: %s", d.Bytes)
 	}
-	write(t, e, "enc", []byte(`{"serial":2,"lineage":"lin","meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`))
+	enginetest.Write(t, e, "enc", []byte(`{"serial":2,"lineage":"lin","meta":{},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`))
 	if _, err := e.Outputs(ctx, "enc"); !errors.Is(err, kilolock.ErrEncrypted) {
 		t.Errorf("outputs of an encrypted state: %v", err)
 	}

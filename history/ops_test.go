@@ -1,4 +1,4 @@
-package kilolock_test
+package history_test
 
 import (
 	"bytes"
@@ -12,65 +12,20 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/internal/enginetest"
 )
-
-func mustRef(t testing.TB, s string) kilolock.VersionRef {
-	t.Helper()
-	r, err := kilolock.ParseVersionRef(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func write(t testing.TB, e *kilolock.Engine, name string, doc []byte) *kilolock.WriteResult {
-	t.Helper()
-	res, err := e.Write(context.Background(), name, doc, kilolock.WriteOptions{})
-	if err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	return res
-}
-
-func readGraph(t testing.TB, e *kilolock.Engine, name string) *graph.State {
-	t.Helper()
-	d, err := e.Read(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Parse(d.Bytes)
-	if err != nil {
-		t.Fatalf("the served state does not parse: %v\n%s", err, d.Bytes)
-	}
-	return g
-}
-
-func addresses(g *graph.State) []string {
-	var out []string
-	for i := range g.Instances {
-		out = append(out, g.Instances[i].ID())
-	}
-	return out
-}
 
 // sameContent reports whether two graphs hold the same instances and
 // outputs.
 func sameContent(a, b *graph.State) bool { return graph.Diff(a, b).Empty() }
 
-// threeVersions writes @1 (a, b), @2 (a, B, c) and @3 (A, B, c, d).
-func threeVersions(t testing.TB, e *kilolock.Engine, name string) {
-	write(t, e, name, tfstate(t, true, 1, "L", "a", "b"))
-	write(t, e, name, tfstate(t, true, 2, "L", "a", "B", "c"))
-	write(t, e, name, tfstate(t, true, 3, "L", "A", "B", "c", "d"))
-}
-
 func TestShowAndDiff(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "s")
+	enginetest.ThreeVersions(t, e, "s")
 
-	view, err := history.Show(ctx, e, "s", mustRef(t, "@1"))
+	view, err := history.Show(ctx, e, "s", enginetest.MustRef(t, "@1"))
 	if err != nil || view.Version.Number != 1 || view.Current || len(view.Instances) != 2 || view.Instances[1].Address != "terraform_data.item[1]" || view.Instances[1].Type != "terraform_data" {
 		t.Fatalf("Show(@1) = %+v, %v", view, err)
 	}
@@ -78,7 +33,7 @@ func TestShowAndDiff(t *testing.T) {
 		t.Fatalf("Show(@latest) = %+v, %v", view, err)
 	}
 
-	d, err := history.Diff(ctx, e, "s", mustRef(t, "@1"), mustRef(t, "@3"))
+	d, err := history.Diff(ctx, e, "s", enginetest.MustRef(t, "@1"), enginetest.MustRef(t, "@3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,17 +74,17 @@ func TestShowAndDiff(t *testing.T) {
 
 func TestSensitiveValuesAreMasked(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	doc, err := os.ReadFile("graph/testdata/sensitive/terraform.tfstate")
+	doc, err := os.ReadFile("../graph/testdata/sensitive/terraform.tfstate")
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, e, "sec", doc)
+	enginetest.Write(t, e, "sec", doc)
 	doc2 := bytes.ReplaceAll(doc, []byte(`"serial":1`), []byte(`"serial":2`))
 	doc2 = bytes.ReplaceAll(doc2, []byte("hunter2"), []byte("hunter3"))
 	doc2 = bytes.ReplaceAll(doc2, []byte(`"user":"admin"`), []byte(`"user":"root"`))
-	write(t, e, "sec", doc2)
+	enginetest.Write(t, e, "sec", doc2)
 
 	inst, err := history.ShowInstance(ctx, e, "sec", kilolock.Latest, "terraform_data.s")
 	if err != nil {
@@ -141,7 +96,7 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 	if bytes.Contains(b, []byte("hunter")) || !bytes.Contains(b, []byte(`"password":"(sensitive)"`)) || !bytes.Contains(b, []byte(`"user":"root"`)) {
 		t.Fatalf("ShowInstance leaks or over-masks:\n%s", b)
 	}
-	d, err := history.Diff(ctx, e, "sec", mustRef(t, "@1"), mustRef(t, "@2"))
+	d, err := history.Diff(ctx, e, "sec", enginetest.MustRef(t, "@1"), enginetest.MustRef(t, "@2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +126,11 @@ func TestSensitiveValuesAreMasked(t *testing.T) {
 
 func TestRollback(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "r")
+	enginetest.ThreeVersions(t, e, "r")
 
-	plan, err := history.PlanRollback(ctx, e, "r", mustRef(t, "@1"))
+	plan, err := history.PlanRollback(ctx, e, "r", enginetest.MustRef(t, "@1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +147,7 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("a dry run wrote: %d versions", len(h))
 	}
 
-	res, err := history.Rollback(ctx, e, "r", mustRef(t, "@1"), history.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "r", enginetest.MustRef(t, "@1"), history.RollbackOptions{Actor: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,64 +155,55 @@ func TestRollback(t *testing.T) {
 	if v == nil || v.Number != 4 || v.Source != kilolock.SourceRollback || v.Actor != "alice" || v.Serial != 4 || v.Lineage != "L" || v.Removed != 2 || v.Changed != 2 {
 		t.Fatalf("rollback version %+v", v)
 	}
-	got := readGraph(t, e, "r")
-	at1, err := history.Export(ctx, e, "r", mustRef(t, "@1"))
+	got := enginetest.ReadGraph(t, e, "r")
+	at1, err := history.Export(ctx, e, "r", enginetest.MustRef(t, "@1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, _ := graph.Parse(at1)
 	if !sameContent(got, want) || got.Serial != 4 || got.Lineage != "L" {
-		t.Fatalf("after rollback: %v serial %d, want the content of @1 at serial 4", addresses(got), got.Serial)
+		t.Fatalf("after rollback: %v serial %d, want the content of @1 at serial 4", enginetest.Addresses(got), got.Serial)
 	}
 	// A fresh engine (no cache) reads the same.
-	if d, err := kilolock.NewEngine(st, kilolock.Options{}).Read(ctx, "r"); err != nil || !bytes.Equal(d.Bytes, mustRead(t, e, "r")) {
+	if d, err := kilolock.NewEngine(st, kilolock.Options{}).Read(ctx, "r"); err != nil || !bytes.Equal(d.Bytes, enginetest.MustRead(t, e, "r")) {
 		t.Fatalf("a fresh engine reads other bytes (%v)", err)
 	}
 	// History is kept: @3 is still there with its content.
-	if view, err := history.Show(ctx, e, "r", mustRef(t, "@3")); err != nil || len(view.Instances) != 4 {
+	if view, err := history.Show(ctx, e, "r", enginetest.MustRef(t, "@3")); err != nil || len(view.Instances) != 4 {
 		t.Fatalf("@3 after rollback: %+v, %v", view, err)
 	}
 	// Rolling back onto the same content writes nothing.
-	if res, err := history.Rollback(ctx, e, "r", mustRef(t, "@1"), history.RollbackOptions{}); err != nil || res.Version != nil {
+	if res, err := history.Rollback(ctx, e, "r", enginetest.MustRef(t, "@1"), history.RollbackOptions{}); err != nil || res.Version != nil {
 		t.Fatalf("a no-op rollback: %+v, %v", res, err)
 	}
 	// A client with the rolled back state can go on: serial 5 is accepted.
-	write(t, e, "r", tfstate(t, true, 5, "L", "a", "b", "x"))
-}
-
-func mustRead(t testing.TB, e *kilolock.Engine, name string) []byte {
-	t.Helper()
-	d, err := e.Read(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.Bytes
+	enginetest.Write(t, e, "r", enginetest.TFState(t, true, 5, "L", "a", "b", "x"))
 }
 
 func TestRollbackResource(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "rr")
+	enginetest.ThreeVersions(t, e, "rr")
 
-	plan, err := history.PlanRollbackResource(ctx, e, "rr", "terraform_data.item[1]", mustRef(t, "@1"))
+	plan, err := history.PlanRollbackResource(ctx, e, "rr", "terraform_data.item[1]", enginetest.MustRef(t, "@1"))
 	if err != nil || len(plan.Changed) != 1 || plan.Changed[0].Address != "terraform_data.item[1]" || len(plan.Added)+len(plan.Removed) != 0 || plan.Warning == "" {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
-	res, err := history.RollbackResource(ctx, e, "rr", "terraform_data.item[1]", mustRef(t, "@1"), history.RollbackOptions{})
+	res, err := history.RollbackResource(ctx, e, "rr", "terraform_data.item[1]", enginetest.MustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version.Changed != 1 || res.Version.Source != kilolock.SourceRollback {
 		t.Fatalf("RollbackResource: %+v, %v", res, err)
 	}
-	g := readGraph(t, e, "rr")
+	g := enginetest.ReadGraph(t, e, "rr")
 	if !strings.Contains(string(g.Instances[1].Object), `"value":"b"`) || !strings.Contains(string(g.Instances[0].Object), `"value":"A"`) || len(g.Instances) != 4 {
-		t.Fatalf("after a resource rollback: %s", mustRead(t, e, "rr"))
+		t.Fatalf("after a resource rollback: %s", enginetest.MustRead(t, e, "rr"))
 	}
 	// The whole resource to @1: [2] and [3] go, [0] goes back to "a".
-	res, err = history.RollbackResource(ctx, e, "rr", "terraform_data.item", mustRef(t, "@1"), history.RollbackOptions{})
+	res, err = history.RollbackResource(ctx, e, "rr", "terraform_data.item", enginetest.MustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version.Removed != 2 || res.Version.Changed != 1 {
 		t.Fatalf("RollbackResource(resource): %+v, %v", res, err)
 	}
-	if _, err := history.RollbackResource(ctx, e, "rr", "terraform_data.nothing", mustRef(t, "@1"), history.RollbackOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
+	if _, err := history.RollbackResource(ctx, e, "rr", "terraform_data.nothing", enginetest.MustRef(t, "@1"), history.RollbackOptions{}); !errors.Is(err, kilolock.ErrInvalid) {
 		t.Fatalf("unknown address: %v", err)
 	}
 }
@@ -266,20 +212,20 @@ func TestServerWritesRefusedWhileLocked(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []kilolock.LockMode{kilolock.LockExclusive, kilolock.LockOptimistic} {
 		t.Run(string(mode), func(t *testing.T) {
-			st, _ := openSQLite(t)
+			st, _ := enginetest.OpenSQLite(t)
 			e := kilolock.NewEngine(st, kilolock.Options{DefaultLockMode: mode})
-			threeVersions(t, e, "held")
+			enginetest.ThreeVersions(t, e, "held")
 			if _, err := e.Lock(ctx, "held", kilolock.LockInfo{ID: "L1", Who: "bob@laptop", Operation: "OperationTypeApply"}); err != nil {
 				t.Fatal(err)
 			}
 			for name, op := range map[string]func() error{
 				"rollback": func() error {
-					_, err := history.Rollback(ctx, e, "held", mustRef(t, "@1"), history.RollbackOptions{})
+					_, err := history.Rollback(ctx, e, "held", enginetest.MustRef(t, "@1"), history.RollbackOptions{})
 					return err
 				},
-				"rollback dry run": func() error { _, err := history.PlanRollback(ctx, e, "held", mustRef(t, "@1")); return err },
+				"rollback dry run": func() error { _, err := history.PlanRollback(ctx, e, "held", enginetest.MustRef(t, "@1")); return err },
 				"resource": func() error {
-					_, err := history.RollbackResource(ctx, e, "held", "terraform_data.item", mustRef(t, "@1"), history.RollbackOptions{})
+					_, err := history.RollbackResource(ctx, e, "held", "terraform_data.item", enginetest.MustRef(t, "@1"), history.RollbackOptions{})
 					return err
 				},
 				"rm": func() error {
@@ -291,7 +237,7 @@ func TestServerWritesRefusedWhileLocked(t *testing.T) {
 					return err
 				},
 				"import": func() error {
-					_, err := history.Import(ctx, e, "held", tfstate(t, true, 9, "L", "z"), history.ImportOptions{})
+					_, err := history.Import(ctx, e, "held", enginetest.TFState(t, true, 9, "L", "z"), history.ImportOptions{})
 					return err
 				},
 			} {
@@ -310,15 +256,15 @@ func TestServerWritesRefusedWhileLocked(t *testing.T) {
 
 func TestStateRm(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	threeVersions(t, e, "rm")
+	enginetest.ThreeVersions(t, e, "rm")
 
 	res, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, history.StateOpOptions{DryRun: true})
 	if err != nil || res.Version != nil || !res.DryRun || strings.Join(res.Plan.Removed, ",") != "terraform_data.item[1],terraform_data.item[3]" {
 		t.Fatalf("dry run %+v, %v", res, err)
 	}
-	if len(readGraph(t, e, "rm").Instances) != 4 {
+	if len(enginetest.ReadGraph(t, e, "rm").Instances) != 4 {
 		t.Fatal("a dry run removed instances")
 	}
 	if _, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.nope"}, history.StateOpOptions{}); !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(err.Error(), "terraform_data.nope") {
@@ -328,7 +274,7 @@ func TestStateRm(t *testing.T) {
 	if err != nil || res.Version.Source != kilolock.SourceStateOp || res.Version.Removed != 2 || res.Version.Serial != 4 || res.Version.Actor != "carol" {
 		t.Fatalf("rm %+v, %v", res, err)
 	}
-	if got := strings.Join(addresses(readGraph(t, e, "rm")), ","); got != "terraform_data.item[0],terraform_data.item[2]" {
+	if got := strings.Join(enginetest.Addresses(enginetest.ReadGraph(t, e, "rm")), ","); got != "terraform_data.item[0],terraform_data.item[2]" {
 		t.Fatalf("after rm: %s", got)
 	}
 	list, err := history.StateList(ctx, e, "rm", "terraform_data.item")
@@ -341,21 +287,21 @@ func TestStateRm(t *testing.T) {
 	if list, _ = history.StateList(ctx, e, "rm", "terraform_data.ite"); len(list) != 0 {
 		t.Fatalf("StateList matched a partial name: %+v", list)
 	}
-	if _, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item"}, history.StateOpOptions{}); err != nil || len(readGraph(t, e, "rm").Instances) != 0 {
+	if _, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item"}, history.StateOpOptions{}); err != nil || len(enginetest.ReadGraph(t, e, "rm").Instances) != 0 {
 		t.Fatalf("rm of a resource: %v", err)
 	}
 }
 
 func TestStateMv(t *testing.T) {
 	ctx := context.Background()
-	doc, err := os.ReadFile("graph/testdata/modules/terraform.tfstate")
+	doc, err := os.ReadFile("../graph/testdata/modules/terraform.tfstate")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "mv", doc)
-	before := readGraph(t, e, "mv")
+	enginetest.Write(t, e, "mv", doc)
+	before := enginetest.ReadGraph(t, e, "mv")
 
 	// Into a module: every dependency on terraform_data.root follows.
 	res, err := history.StateMv(ctx, e, "mv", "terraform_data.root", "module.demo.terraform_data.root", history.StateOpOptions{DryRun: true})
@@ -365,7 +311,7 @@ func TestStateMv(t *testing.T) {
 	if len(res.Plan.Changed) != 12 {
 		t.Fatalf("dry run changes the dependencies of %d instances, want 12", len(res.Plan.Changed))
 	}
-	if !sameContent(before, readGraph(t, e, "mv")) {
+	if !sameContent(before, enginetest.ReadGraph(t, e, "mv")) {
 		t.Fatal("a dry run changed the state")
 	}
 	if res, err = history.StateMv(ctx, e, "mv", "terraform_data.root", "module.demo.terraform_data.root", history.StateOpOptions{}); err != nil {
@@ -374,7 +320,7 @@ func TestStateMv(t *testing.T) {
 	if res.Version.Source != kilolock.SourceStateOp || res.Version.Serial != 2 {
 		t.Fatalf("version %+v", res.Version)
 	}
-	g := readGraph(t, e, "mv")
+	g := enginetest.ReadGraph(t, e, "mv")
 	moved := g.Instances[g.Index()["module.demo.terraform_data.root"]]
 	if !bytes.Equal(moved.Object, before.Instances[before.Index()["terraform_data.root"]].Object) {
 		t.Fatalf("the moved object changed: %s", moved.Object)
@@ -401,15 +347,15 @@ func TestStateMv(t *testing.T) {
 	if _, err = history.StateMv(ctx, e, "mv", `module.a["x"].terraform_data.this`, `terraform_data.this["x"]`, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	g = readGraph(t, e, "mv")
+	g = enginetest.ReadGraph(t, e, "mv")
 	idx := g.Index()
 	five, ok := idx[`module.b[1].module.child.terraform_data.leaf[5]`]
 	if !ok || !strings.HasPrefix(string(g.Instances[five].Object), `{"index_key":5,`) {
-		t.Fatalf("after a key move: %v", addresses(g))
+		t.Fatalf("after a key move: %v", enginetest.Addresses(g))
 	}
 	x, ok := idx[`terraform_data.this["x"]`]
 	if !ok || !strings.HasPrefix(string(g.Instances[x].Object), `{"index_key":"x","schema_version":0`) {
-		t.Fatalf("after a move out of a module: %v", addresses(g))
+		t.Fatalf("after a move out of a module: %v", enginetest.Addresses(g))
 	}
 	// module.a["y z"].terraform_data.this remains, so dependencies name both.
 	leaf = g.Instances[idx[`module.a["y z"].module.child.terraform_data.leaf[1]`]]
@@ -433,9 +379,9 @@ func TestStateMv(t *testing.T) {
 	if _, err = history.StateMv(ctx, e, "mv", `module.b[0].module.child.terraform_data.leaf`, `terraform_data.leaf`, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	g = readGraph(t, e, "mv")
+	g = enginetest.ReadGraph(t, e, "mv")
 	if _, ok := g.Index()["terraform_data.leaf[1]"]; !ok {
-		t.Fatalf("after a resource move: %v", addresses(g))
+		t.Fatalf("after a resource move: %v", enginetest.Addresses(g))
 	}
 	// The server-made bytes round-trip.
 	d, _ := e.Read(ctx, "mv")
@@ -446,21 +392,21 @@ func TestStateMv(t *testing.T) {
 
 func TestExportImport(t *testing.T) {
 	ctx := context.Background()
-	doc, err := os.ReadFile("graph/testdata/modules/terraform.tfstate")
+	doc, err := os.ReadFile("../graph/testdata/modules/terraform.tfstate")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	write(t, e, "src", doc)
+	enginetest.Write(t, e, "src", doc)
 	if _, err := history.StateRm(ctx, e, "src", []string{"module.b"}, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := history.Export(ctx, e, "src", kilolock.Latest)
-	if err != nil || !bytes.Equal(cur, mustRead(t, e, "src")) {
+	if err != nil || !bytes.Equal(cur, enginetest.MustRead(t, e, "src")) {
 		t.Fatalf("export of the current version: %v", err)
 	}
-	old, err := history.Export(ctx, e, "src", mustRef(t, "@1"))
+	old, err := history.Export(ctx, e, "src", enginetest.MustRef(t, "@1"))
 	if err != nil || !bytes.Equal(old, doc) {
 		t.Fatalf("export of @1 is not the posted bytes (%v)", err)
 	}
@@ -469,10 +415,10 @@ func TestExportImport(t *testing.T) {
 	if err != nil || res.Version.Source != kilolock.SourceImport || res.Version.Actor != "dave" {
 		t.Fatalf("import: %+v, %v", res, err)
 	}
-	if got := mustRead(t, e, "dst"); !bytes.Equal(got, cur) {
+	if got := enginetest.MustRead(t, e, "dst"); !bytes.Equal(got, cur) {
 		t.Fatal("an import into a new state does not serve the imported bytes")
 	}
-	src, dst := readGraph(t, e, "src"), readGraph(t, e, "dst")
+	src, dst := enginetest.ReadGraph(t, e, "src"), enginetest.ReadGraph(t, e, "dst")
 	if !sameContent(src, dst) || src.Lineage != dst.Lineage || src.Serial != dst.Serial {
 		t.Fatal("exported and imported states differ")
 	}
@@ -489,11 +435,11 @@ func TestExportImport(t *testing.T) {
 	if err != nil || res.Version.Serial != 3 {
 		t.Fatalf("import of an older serial: %+v, %v", res, err)
 	}
-	if g := readGraph(t, e, "dst"); g.Serial != 3 || len(g.Instances) != 13 {
+	if g := enginetest.ReadGraph(t, e, "dst"); g.Serial != 3 || len(g.Instances) != 13 {
 		t.Fatalf("after import: serial %d, %d instances", g.Serial, len(g.Instances))
 	}
 
-	other := tfstate(t, true, 1, "another-lineage", "z")
+	other := enginetest.TFState(t, true, 1, "another-lineage", "z")
 	var ce *kilolock.ConflictError
 	if _, err := history.Import(ctx, e, "dst", other, history.ImportOptions{}); !errors.As(err, &ce) || ce.Reason != kilolock.ReasonLineage {
 		t.Fatalf("import of another lineage: %v, want a lineage conflict", err)
@@ -526,51 +472,51 @@ func compact(t *testing.T, doc []byte) []byte {
 // and holders still refuse it.
 func TestRollbackEncrypted(t *testing.T) {
 	ctx := context.Background()
-	st, _ := openSQLite(t)
+	st, _ := enginetest.OpenSQLite(t)
 	e := kilolock.NewEngine(st, kilolock.Options{})
-	plain := tfstate(t, true, 1, "lin", "x", "y")
+	plain := enginetest.TFState(t, true, 1, "lin", "x", "y")
 	blob := []byte(`{"serial":2,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
 	blob2 := []byte(`{"serial":3,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"bW9yZQ==","encryption_version":"v0"}` + "\n")
-	write(t, e, "enc", plain)
-	write(t, e, "enc", blob)
-	write(t, e, "enc", blob2)
+	enginetest.Write(t, e, "enc", plain)
+	enginetest.Write(t, e, "enc", blob)
+	enginetest.Write(t, e, "enc", blob2)
 
 	// To an encrypted version: its bytes, as written.
-	plan, err := history.PlanRollback(ctx, e, "enc", mustRef(t, "@2"))
+	plan, err := history.PlanRollback(ctx, e, "enc", enginetest.MustRef(t, "@2"))
 	if err != nil || !plan.Opaque || plan.Target.Number != 2 || plan.Base.Number != 3 || plan.Warning == "" {
 		t.Fatalf("PlanRollback to an encrypted version = %+v, %v", plan, err)
 	}
 	if h, _ := e.History(ctx, "enc", kilolock.HistoryOptions{}); len(h) != 3 {
 		t.Fatalf("the dry run wrote: %d versions", len(h))
 	}
-	res, err := history.Rollback(ctx, e, "enc", mustRef(t, "@2"), history.RollbackOptions{Actor: "alice"})
+	res, err := history.Rollback(ctx, e, "enc", enginetest.MustRef(t, "@2"), history.RollbackOptions{Actor: "alice"})
 	if err != nil || res.Version == nil || res.Version.Number != 4 || res.Version.Source != kilolock.SourceRollback || res.Version.Actor != "alice" || res.Version.Format != kilolock.FormatOpaque {
 		t.Fatalf("Rollback to @2 = %+v, %v", res, err)
 	}
-	if got := mustRead(t, e, "enc"); !bytes.Equal(got, blob) {
+	if got := enginetest.MustRead(t, e, "enc"); !bytes.Equal(got, blob) {
 		t.Fatalf("after the rollback the state is %q, want the blob of @2", got)
 	}
-	if res, err := history.Rollback(ctx, e, "enc", mustRef(t, "@2"), history.RollbackOptions{}); err != nil || res.Version != nil {
+	if res, err := history.Rollback(ctx, e, "enc", enginetest.MustRef(t, "@2"), history.RollbackOptions{}); err != nil || res.Version != nil {
 		t.Fatalf("rolling back onto the same bytes = %+v, %v; want nothing written", res, err)
 	}
 
 	// To the plain version before encryption: readable again, with a serial
 	// above every earlier one.
-	res, err = history.Rollback(ctx, e, "enc", mustRef(t, "@1"), history.RollbackOptions{})
+	res, err = history.Rollback(ctx, e, "enc", enginetest.MustRef(t, "@1"), history.RollbackOptions{})
 	if err != nil || res.Version == nil || res.Version.Number != 5 || res.Version.Format == kilolock.FormatOpaque {
 		t.Fatalf("Rollback to @1 = %+v, %v", res, err)
 	}
-	got := readGraph(t, e, "enc")
+	got := enginetest.ReadGraph(t, e, "enc")
 	want, _ := graph.Parse(plain)
 	if !sameContent(got, want) || got.Lineage != "lin" || got.Serial <= 1 {
-		t.Fatalf("after rolling back to @1: %v serial %d", addresses(got), got.Serial)
+		t.Fatalf("after rolling back to @1: %v serial %d", enginetest.Addresses(got), got.Serial)
 	}
 	// From plain back to encrypted, with a holder: refused, nothing written.
 	if _, err := e.Lock(ctx, "enc", kilolock.LockInfo{ID: "L1", Who: "bob", Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
 	}
 	var locked *kilolock.LockedError
-	if _, err := history.Rollback(ctx, e, "enc", mustRef(t, "@3"), history.RollbackOptions{}); !errors.As(err, &locked) || locked.Holder.ID != "L1" {
+	if _, err := history.Rollback(ctx, e, "enc", enginetest.MustRef(t, "@3"), history.RollbackOptions{}); !errors.As(err, &locked) || locked.Holder.ID != "L1" {
 		t.Fatalf("Rollback while locked = %v; want a LockedError naming L1", err)
 	}
 	if h, _ := e.History(ctx, "enc", kilolock.HistoryOptions{}); len(h) != 5 {
