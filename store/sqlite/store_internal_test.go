@@ -265,30 +265,50 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoSpellings takes a database back from the schema that added
+// instance_intervals' spellings to the one before.
+var undoSpellings = []string{
+	`ALTER TABLE instance_intervals DROP COLUMN spelling`,
+	`ALTER TABLE instance_intervals DROP COLUMN canonical_hash`,
+}
+
+// undoClientEncryption takes a database back from schema 20 (instance
+// spellings), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
-var undoClientEncryption = []string{
+var undoClientEncryption = append(undoSpellings, []string{
 	`DROP TABLE state_moves`,    // schema 17
 	`DROP TABLE trust_policies`, // schema 16, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,
 	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
-}
+}...)
 
 // Upgrading a database to schema 15 marks a state whose current version is
 // client-side encrypted as such (its key providers unknown until its next
 // write), and requires encryption of no state or environment.
 func TestMigrateClientEncryption(t *testing.T) {
-	const version = 15 // migrations/0015_client_encryption.sql
+	checkUpgrade(t, 15, undoClientEncryption, storetest.CommitFormats, storetest.CheckClientEncryptionUpgrade) // migrations/0015_client_encryption.sql
+}
+
+// Upgrading a database to schema 20 leaves the intervals written before
+// without spellings: a write on them parses in full and is exact.
+func TestMigrateSpellings(t *testing.T) {
+	checkUpgrade(t, 20, undoSpellings, storetest.CommitSpelled, storetest.CheckSpellingsUpgrade) // migrations/0020_instance_spellings.sql
+}
+
+// checkUpgrade writes with before, takes the database back to the schema
+// before version with undo, reopens it (which migrates it from version
+// on) and checks it with after.
+func checkUpgrade(t *testing.T, version int, undo []string, before, after func(testing.TB, kilolock.Store)) {
 	path := filepath.Join(t.TempDir(), "kl.db")
 	s := openAt(t, path)
-	storetest.CommitFormats(t, s)
-	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+	before(t, s)
+	for _, q := range append(undo[:len(undo):len(undo)], fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
 		if _, err := s.d.write.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	s.Close()
-	storetest.CheckClientEncryptionUpgrade(t, openAt(t, path))
+	after(t, openAt(t, path))
 }

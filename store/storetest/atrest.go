@@ -186,7 +186,7 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 		t.Fatalf("HashesAt = %v %v, %v; want the content hashes", ins, outs, err)
 	}
 	if ir, ok := s.(kilolock.IndexReader); ok {
-		_, hashes, err := ir.SnapshotHashes(ctx, "secrets", v1.Number)
+		_, hashes, _, err := ir.SnapshotHashes(ctx, "secrets", v1.Number)
 		if err != nil || len(hashes) != 2 || hashes[db1.ID()] != db1.Hash || hashes[plain.ID()] != plain.Hash {
 			t.Fatalf("SnapshotHashes = %v, %v; want the content hashes, not the sealed payloads' addresses", hashes, err)
 		}
