@@ -312,3 +312,57 @@ func checkUpgrade(t *testing.T, version int, undo []string, before, after func(t
 	s.Close()
 	after(t, openAt(t, path))
 }
+
+// TestLazyLockSync: with WithLazyLockSync, locks' and unlocks'
+// transactions run with synchronous=NORMAL and every other write's, a
+// commit's too, with FULL on the same one connection, before and after;
+// without it, locks' are FULL too. Locking, committing under the lock and
+// unlocking so work, and what they wrote is in the file when it is
+// opened again.
+func TestLazyLockSync(t *testing.T) {
+	ctx := t.Context()
+	syncOf := func(t *testing.T, write func(context.Context, func(sqlstore.Tx) error) error) int64 {
+		t.Helper()
+		var mode int64
+		// Not through the store's prepared statements: SQLite reads a
+		// PRAGMA's value when it prepares it.
+		if err := write(ctx, func(t sqlstore.Tx) error { return t.(*tx).tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode) }); err != nil {
+			t.Fatal(err)
+		}
+		return mode
+	}
+	const normal, full = 1, 2
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s, err := Open(ctx, path, WithLazyLockSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, l, w2 := syncOf(t, s.d.Write), syncOf(t, s.d.WriteLock), syncOf(t, s.d.Write); w != full || l != normal || w2 != full {
+		t.Fatalf("synchronous: %d for a write, %d for a lock, %d for the write after; want %d, %d, %d", w, l, w2, full, normal, full)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l1", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := &kilolock.Commit{LockID: "l1", Version: kilolock.Version{Serial: 1, Lineage: "l", Source: kilolock.SourceApply, LockID: "l1"}}
+	if _, _, err := s.Commit(ctx, "lazy", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l2", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); !errors.Is(err, kilolock.ErrLocked) {
+		t.Fatalf("a second lock while l1 holds: %v, want ErrLocked", err)
+	}
+	if _, err := s.Unlock(ctx, "lazy", "l1", kilolock.UnlockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l3", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, path)
+	st, err := s.State(ctx, "lazy")
+	if err != nil || st.Serial != 1 || len(st.Locks) != 1 || st.Locks[0].Info.ID != "l3" {
+		t.Fatalf("reopened: %+v, %v; want serial 1, locked by l3", st, err)
+	}
+	if l := syncOf(t, s.d.WriteLock); l != full {
+		t.Errorf("without WithLazyLockSync a lock's synchronous is %d, want %d", l, full)
+	}
+}
