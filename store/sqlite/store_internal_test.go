@@ -366,3 +366,37 @@ func TestLazyLockSync(t *testing.T) {
 		t.Errorf("without WithLazyLockSync a lock's synchronous is %d, want %d", l, full)
 	}
 }
+
+// BenchmarkLockCycle is a Terraform write cycle's transactions on a
+// database file: LOCK, a commit of one version (no instances: the
+// transactions' own cost, fsyncs included), UNLOCK; with WithLazyLockSync
+// (lazy=true) and without.
+func BenchmarkLockCycle(b *testing.B) {
+	for _, lazy := range []bool{false, true} {
+		b.Run(fmt.Sprintf("lazy=%v", lazy), func(b *testing.B) {
+			ctx := b.Context()
+			var opts []Option
+			if lazy {
+				opts = append(opts, WithLazyLockSync())
+			}
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "kl.db"), opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for i := range b.N {
+				id := strconv.Itoa(i)
+				if _, err := s.Lock(ctx, "cycle", kilolock.LockInfo{ID: id, Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				c := &kilolock.Commit{Parent: int64(i), LockID: id, Version: kilolock.Version{Serial: uint64(i + 1), Lineage: "l", Source: kilolock.SourceApply, LockID: id}}
+				if _, _, err := s.Commit(ctx, "cycle", c); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Unlock(ctx, "cycle", id, kilolock.UnlockOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
