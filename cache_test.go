@@ -20,8 +20,10 @@ import (
 // document only, is still written and read exactly: its next POST costs
 // what it changes (2 instances), its GET answers the bytes posted, a
 // re-POST of those bytes adds nothing. A POST on a state let go of whole
-// reads only its current version's hashes and the 2 instances it changes
-// (kilolock.IndexReader), never the whole version. On both stores.
+// reads only its current version's hashes, with every instance's
+// spelling (which its parse takes instead of hashing), and the 2
+// instances it changes (kilolock.IndexReader), never the whole version.
+// On both stores.
 func TestCacheFleet(t *testing.T) {
 	enginetest.EachStore(t, func(t *testing.T, store string, open func(testing.TB) kilolock.Store) bool {
 		return t.Run(store, func(t *testing.T) {
@@ -57,8 +59,8 @@ func TestCacheFleet(t *testing.T) {
 				if wantChanged == 0 && !res.Unchanged || wantChanged > 0 && (res.Unchanged || res.Version.Changed != wantChanged || res.Version.Added+res.Version.Removed != 0) {
 					t.Fatalf("POST %s: unchanged %v, changed %d (+%d -%d); want %d changed", name(i), res.Unchanged, res.Version.Changed, res.Version.Added, res.Version.Removed, wantChanged)
 				}
-				if d := reads.counts().minus(before); wantChanged > 0 && !cached && (d.whole != 0 || d.hashes != 1 || d.some != 1 || d.ids != wantChanged) {
-					t.Fatalf("POST %s, not cached: read %d whole versions, %d versions' hashes, %d times %d instances; want the hashes once and the %d changed instances once", name(i), d.whole, d.hashes, d.some, d.ids, wantChanged)
+				if d := reads.counts().minus(before); wantChanged > 0 && !cached && (d.whole != 0 || d.hashes != 1 || d.some != 1 || d.ids != wantChanged || d.spelled != 60) {
+					t.Fatalf("POST %s, not cached: read %d whole versions, %d versions' hashes (%d spellings), %d times %d instances; want the hashes once, with the 60 instances' spellings, and the %d changed instances once", name(i), d.whole, d.hashes, d.spelled, d.some, d.ids, wantChanged)
 				}
 				if d := reads.counts().minus(before); cached && wantChanged > 0 && d.whole+d.hashes+d.some != 0 {
 					t.Fatalf("POST %s, its index cached: read %+v from the store", name(i), d)
@@ -148,10 +150,13 @@ type readCounter struct {
 	n  readCounts
 }
 
-type readCounts struct{ whole, hashes, some, ids int }
+// readCounts counts versions read whole, versions' hashes read, reads of
+// some instances and the instances they asked for, and the spellings the
+// hashes came with.
+type readCounts struct{ whole, hashes, some, ids, spelled int }
 
 func (a readCounts) minus(b readCounts) readCounts {
-	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids}
+	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids, a.spelled - b.spelled}
 }
 
 func newReadCounter(t *testing.T, s kilolock.Store) *readCounter {
@@ -187,9 +192,10 @@ func (r *readCounter) SnapshotEach(ctx context.Context, name string, number int6
 	return r.ss.SnapshotEach(ctx, name, number, each)
 }
 
-func (r *readCounter) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, error) {
-	r.count(func(n *readCounts) { n.hashes++ })
-	return r.ir.SnapshotHashes(ctx, name, number)
+func (r *readCounter) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, map[graph.Hash]graph.Spelled, error) {
+	snap, hashes, spelled, err := r.ir.SnapshotHashes(ctx, name, number)
+	r.count(func(n *readCounts) { n.hashes++; n.spelled += len(spelled) })
+	return snap, hashes, spelled, err
 }
 
 func (r *readCounter) SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]kilolock.Instance, error) {
@@ -254,6 +260,9 @@ func TestColdWritesExact(t *testing.T) {
 				}
 				if i > 0 && (d.whole != 0 || d.hashes != 1) {
 					t.Fatalf("write %d, cold: read %+v; want the hashes once and no whole version", i+1, d)
+				}
+				if i == 1 && d.spelled != n {
+					t.Fatalf("write 2, cold: %d spellings read with the hashes; want v1's %d", d.spelled, n)
 				}
 				assertServes(t, warm, warmStore, "s", wv.Number, doc)
 				assertServes(t, kilolock.NewEngine(coldStore, kilolock.Options{}), coldStore, "s", gv.Number, doc)

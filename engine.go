@@ -501,15 +501,16 @@ type parsed struct {
 }
 
 // parse parses body, once per write (against prev, the current
-// version's index, when there is one: the result is the same, prev only
-// makes it cheaper). Lean: the upserts' objects are read back from the
-// body as the store writes them, never all held (see Commit.Object).
-func (p *parsed) parse(body []byte, prev *graph.State, o WriteOptions) {
+// version's index, when there is one, or the spellings the store kept of
+// its instances: the result is the same, either only makes it cheaper).
+// Lean: the upserts' objects are read back from the body as the store
+// writes them, never all held (see Commit.Object).
+func (p *parsed) parse(body []byte, prev *graph.State, spelled map[graph.Hash]graph.Spelled, o WriteOptions) {
 	if p.done {
 		return
 	}
 	p.done = true
-	p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prev, Done: o.Done, Lean: true, Envelope: &p.envelope})
+	p.graph, p.err = graph.ParseWith(body, graph.ParseOptions{Prev: prev, Spelled: spelled, Done: o.Done, Lean: true, Envelope: &p.envelope})
 	p.encrypted = errors.Is(p.err, graph.ErrEncrypted)
 }
 
@@ -600,7 +601,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 	}
 
-	p.parse(body, prevIndex, o)
+	p.parse(body, prevIndex, nil, o)
 	g, encrypted := p.graph, p.encrypted
 	if p.err != nil && !encrypted {
 		return nil, parseError(p.err)

@@ -140,7 +140,10 @@ func inTerraformOrder(instances []graph.Instance, refs []objectRef) {
 // record, outputs and check results, and the hash of each of its
 // instances by ID. Of its objects only those of the few instances whose
 // bytes the write changes are read (some), to tell a change from a
-// respelling; the version is neither loaded whole nor rendered.
+// respelling; the version is neither loaded whole nor rendered. The
+// body's instances spelled as the store recorded them take their hashes
+// from there (graph.ParseOptions.Spelled), so the parse too costs what
+// changed, but for one validating scan and one hash of the body.
 type coldIndex struct {
 	ir     IndexReader
 	snap   *Snapshot
@@ -160,14 +163,14 @@ func (e *Engine) readColdIndex(ctx context.Context, st *State, body []byte, o Wr
 	if !ok || p.done && (p.encrypted || p.err == nil && p.graph.Serial == st.Serial) {
 		return nil, nil
 	}
-	snap, hashes, err := ir.SnapshotHashes(ctx, st.Name, st.Current)
+	snap, hashes, spelled, err := ir.SnapshotHashes(ctx, st.Name, st.Current)
 	if err != nil {
 		return nil, err
 	}
 	if snap.Version.Format == FormatOpaque {
 		return nil, nil
 	}
-	p.parse(body, nil, o)
+	p.parse(body, nil, spelled, o)
 	if p.encrypted || p.err == nil && p.graph.Serial == snap.Version.Serial {
 		return nil, nil
 	}

@@ -211,9 +211,11 @@ type SnapshotStreamer interface {
 type IndexReader interface {
 	// SnapshotHashes is Snapshot with its Instances and Raw left empty,
 	// and the content hash (graph.Instance.Hash) of each instance of the
-	// version by ID (graph.Instance.ID) instead. ErrNotFound as for
-	// Snapshot.
-	SnapshotHashes(ctx context.Context, name string, number int64) (*Snapshot, map[string]graph.Hash, error)
+	// version by ID (graph.Instance.ID) instead; and, by spelling, what
+	// the store kept of those it was given with one
+	// (graph.Instance.Spelling), which a parse of the next document takes
+	// (graph.ParseOptions.Spelled). ErrNotFound as for Snapshot.
+	SnapshotHashes(ctx context.Context, name string, number int64) (*Snapshot, map[string]graph.Hash, map[graph.Hash]graph.Spelled, error)
 	// SnapshotSome returns the instances of version number whose IDs are
 	// among ids, objects and all, in ID order; an ID the version does not
 	// hold is left out. ErrNotFound when the state or the version does not

@@ -93,6 +93,33 @@ func BenchmarkParseReusing2Changes(b *testing.B) {
 	})
 }
 
+// BenchmarkParseLean2Changes is a write's parse of a version with two
+// instances changed when the previous one is not in memory (a cache
+// miss): lean, with nothing to reuse (full), and with the spellings a
+// store kept of the previous version's instances (spelled).
+func BenchmarkParseLean2Changes(b *testing.B) {
+	eachFormat(b, func(b *testing.B, _ graph.Format, doc, changed []byte) {
+		prev, err := graph.ParseWith(doc, graph.ParseOptions{Lean: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		spelled := spelledOf(prev)
+		for _, c := range []struct {
+			name    string
+			spelled map[graph.Hash]graph.Spelled
+		}{{"full", nil}, {"spelled", spelled}} {
+			b.Run(c.name, func(b *testing.B) {
+				defer cpuPerOp(b)()
+				for b.Loop() {
+					if _, err := graph.ParseWith(changed, graph.ParseOptions{Lean: true, Spelled: c.spelled}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	})
+}
+
 // BenchmarkRender renders a freshly parsed state in its own format (posted):
 // fragments copied; and one rebuilt from (Resource, Object) pairs as a store
 // returns them (stored): every instance re-laid out.

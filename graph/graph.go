@@ -119,6 +119,9 @@ type Instance struct {
 	fragOff        int64 // where the fragment starts in its document
 	objFirst       *byte
 	canon          Hash
+	// spelling is SHA-256 over fragment, its format and resource header,
+	// set by a lean parse (zero when not known): see Spelling.
+	spelling Hash
 }
 
 // parsedAs reports whether in still knows the fragment it was parsed from

@@ -91,6 +91,37 @@ func (in *Instance) CanonicalHash() Hash {
 	return canonicalHashOf(in)
 }
 
+// Spelling is the address of the bytes a lean instance (see IsLean) was
+// parsed from: SHA-256 over its fragment, the document's layout and its
+// resource header. A store that keeps it beside the instance's Hash and
+// CanonicalHash (as Spelled) lets a later parse of a document that spells
+// the instance so find both without compacting or hashing it
+// (ParseOptions.Spelled). ok is false when in is not lean or was not
+// parsed so (found in a Prev that did not know it, loaded, rendered).
+func (in *Instance) Spelling() (spelling Hash, ok bool) {
+	return in.spelling, in.lean() && !in.spelling.IsZero()
+}
+
+// spellingOf is Instance.Spelling of the fragment frag of resource r in a
+// document of format f. A fragment says its instance's key and deposed
+// key, so equal spellings are one instance object, byte for byte.
+func spellingOf(f Format, r *Resource, frag []byte) Hash {
+	bp := hashBufs.Get().(*[]byte)
+	b := appendHeader(append((*bp)[:0], "spelling:"...), r)
+	b = strconv.AppendInt(append(b, byte('0'+f)), int64(len(frag)), 10)
+	b = append(b, ':')
+	d := sha256.New()
+	d.Write(b)
+	d.Write(frag)
+	var h Hash
+	d.Sum(h[:0])
+	if cap(b) <= 1<<20 {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return h
+}
+
 // canonicalHashOf computes in's canonical hash from its Object.
 func canonicalHashOf(in *Instance) Hash {
 	c := getCanon()

@@ -64,6 +64,19 @@ type ParseOptions struct {
 	// encrypted state: when the parse returns ErrEncrypted, *Envelope is
 	// what the envelope says (see Envelope); otherwise it is left alone.
 	Envelope *Envelope
+	// Spelled, for a Lean parse without a Prev that knows these bytes,
+	// is what a store kept of earlier versions' instances by their
+	// spelling (see Instance.Spelling): an instance whose spelling is
+	// among them takes its Hash and canonical hash from there instead of
+	// being compacted and hashed, as one found in Prev is. The result is
+	// as without it.
+	Spelled map[Hash]Spelled
+}
+
+// Spelled is what a store keeps of a lean instance besides its object,
+// by its spelling (Instance.Spelling): its Hash and its canonical hash.
+type Spelled struct {
+	Hash, Canonical Hash
 }
 
 // ParseWith is ParseReusing(data, o.Prev), telling o.Done how far it has
@@ -71,7 +84,7 @@ type ParseOptions struct {
 // instances taken from it are lean too (but for their fragment in data):
 // their Object is nil.
 func ParseWith(data []byte, o ParseOptions) (*State, error) {
-	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}, lean: o.Lean, envOut: o.Envelope}
+	p := &parser{st: &State{Version: 4}, prev: o.Prev, done: Progress{Done: o.Done}, lean: o.Lean, envOut: o.Envelope, spelled: o.Spelled}
 	return p.parse(data)
 }
 
@@ -139,6 +152,7 @@ type pending struct {
 	canon      bool
 	obj        []byte
 	head       head
+	spelling   Hash // of a lean instance
 }
 
 // instanceID is what makes an instance unique in a state: its address and
@@ -188,6 +202,8 @@ type parser struct {
 	done Progress
 	// lean is ParseOptions.Lean.
 	lean bool
+	// spelled is ParseOptions.Spelled.
+	spelled map[Hash]Spelled
 }
 
 func parse(data []byte, prev *State) (*State, error) {
@@ -947,9 +963,19 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			}
 		}
 		var (
-			hash  Hash
-			canon Hash // of a lean instance
+			hash     Hash
+			canon    Hash // of a lean instance
+			spelling Hash // of a lean instance (see Instance.Spelling)
 		)
+		if p.lean && !pd.scanned {
+			spelling = spellingOf(p.format, r, frag)
+			if known, ok := p.spelled[spelling]; ok && !known.Canonical.IsZero() {
+				if !p.addSpelled(ri, r, pd, frag, fh, sum, spelling, known) {
+					return
+				}
+				continue
+			}
+		}
 		if !pd.scanned {
 			save := s.pos
 			s.pos = pd.start
@@ -966,6 +992,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 				// Read again from its fragment when needed (ObjectFrom).
 				canon = canonicalHashOf(&Instance{Resource: *r, Object: s.out})
 				pd.obj = nil
+				pd.spelling = spelling
 			default:
 				pd.obj = p.arena.Keep(s.out)
 			}
@@ -984,6 +1011,7 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			fragSum:        sum,
 			fragLen:        len(frag),
 			canon:          canon,
+			spelling:       pd.spelling,
 		}
 		if pd.obj != nil {
 			in.objFirst = &pd.obj[0]
@@ -997,6 +1025,38 @@ func (p *parser) finishResource(ri int, r *Resource) {
 			return
 		}
 	}
+}
+
+// addSpelled adds the lean instance of r at pd, whose spelling a store
+// knows: its Hash and canonical hash are known's, and of its fragment
+// only the fields Parse interprets are read (its bytes were validated).
+func (p *parser) addSpelled(ri int, r *Resource, pd *pending, frag []byte, fh, sum uint64, spelling Hash, known Spelled) bool {
+	s := &p.s
+	save := s.pos
+	s.pos = pd.start
+	h, ok := s.instance(instanceDepth)
+	s.pos = save
+	if !ok { // cannot happen: the fragment was validated
+		return false
+	}
+	in := Instance{
+		Resource:       *r,
+		Hash:           known.Hash,
+		fragment:       frag,
+		fragOff:        int64(pd.start),
+		fragmentFormat: p.format,
+		canonical:      true,
+		fragHash:       fh,
+		fragSum:        sum,
+		fragLen:        len(frag),
+		canon:          known.Canonical,
+		spelling:       spelling,
+	}
+	if at, reason := decodeHead(s.data, h, &in); reason != "" {
+		p.fieldf(at, reason, "resources[%d].instances[%d] (%s)", ri, pd.index, r.Address())
+		return false
+	}
+	return p.addInstance(&in, ri, pd)
 }
 
 func (p *parser) addInstance(in *Instance, ri int, pd *pending) bool {

@@ -317,7 +317,7 @@ func versionSecrets(ctx context.Context, e *kilolock.Engine, name string) func(c
 			err  error
 		)
 		if ir, ok := e.Store().(kilolock.IndexReader); ok {
-			snap, _, err = ir.SnapshotHashes(ctx, name, n)
+			snap, _, _, err = ir.SnapshotHashes(ctx, name, n)
 		} else {
 			snap, err = e.Store().Snapshot(ctx, name, n)
 		}

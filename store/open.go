@@ -49,6 +49,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
+		if o.lazyLocks {
+			return nil, &kilolock.InvalidError{
+				Code:    "invalid_store_option",
+				Message: "lazy lock sync is a SQLite store's: a PostgreSQL server decides its own durability",
+				Hint:    "leave --sqlite-lazy-lock-sync out with a PostgreSQL database",
+			}
+		}
 		po := []postgres.Option{postgres.WithKeyring(o.ring)}
 		if o.queryURL != "" {
 			po = append(po, postgres.WithQueryURL(o.queryURL))
@@ -87,9 +94,15 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (kilolock.Store, e
 type Option func(*options)
 
 type options struct {
-	queryURL string
-	ring     *keyring.Ring
+	queryURL  string
+	ring      *keyring.Ring
+	lazyLocks bool
 }
+
+// WithLazyLockSync writes a SQLite store's locks and unlocks without
+// waiting for the disk (see sqlite.WithLazyLockSync); a PostgreSQL store
+// refuses it.
+func WithLazyLockSync() Option { return func(o *options) { o.lazyLocks = true } }
 
 // WithQueryURL runs users' queries of a PostgreSQL store on another URL
 // (see postgres.WithQueryURL).
@@ -108,7 +121,11 @@ func openSQLite(ctx context.Context, rawURL, path string, o options) (kilolock.S
 	if path == "" {
 		return nil, badURL(rawURL, "no database path")
 	}
-	s, err := sqlite.Open(ctx, path, sqlite.WithKeyring(o.ring))
+	so := []sqlite.Option{sqlite.WithKeyring(o.ring)}
+	if o.lazyLocks {
+		so = append(so, sqlite.WithLazyLockSync())
+	}
+	s, err := sqlite.Open(ctx, path, so...)
 	if err != nil {
 		return nil, err
 	}

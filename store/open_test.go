@@ -67,3 +67,19 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLazyLockSync: a SQLite store opens with WithLazyLockSync; a
+// PostgreSQL URL with it is refused before any connection, saying what to
+// leave out.
+func TestOpenLazyLockSync(t *testing.T) {
+	s, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "lazy.db"), store.WithLazyLockSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = store.Open(t.Context(), "postgres://nobody@127.0.0.1:1/none", store.WithLazyLockSync())
+	var inv *kilolock.InvalidError
+	if !errors.As(err, &inv) || inv.Code != "invalid_store_option" || !strings.Contains(inv.Hint, "--sqlite-lazy-lock-sync") {
+		t.Fatalf("a PostgreSQL store with lazy lock sync: %v, want invalid_store_option naming the flag", err)
+	}
+}

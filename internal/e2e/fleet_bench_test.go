@@ -73,7 +73,9 @@ var fleetRuns sync.Map
 // VmHWM, the states' creation included), its state cache's hit_ratio over
 // the cycles, its evictions (of whole states; doc_evictions, of documents
 // whose index it kept) and the bytes it held at the end (cache_MB),
-// from /metrics; seed_s, how long creating the states took. Every state
+// from /metrics; cpu_ms/commit, kld's CPU time (user and system) over the
+// cycles per cycle, which other jobs on the machine sway less than times
+// and rates; seed_s, how long creating the states took. Every state
 // is then read back and compared with what was last posted.
 //
 // KL_FLEET_KLD runs another build of kld (an earlier commit's) through the
@@ -165,10 +167,12 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	}
 	seeded := time.Since(begin)
 	before := scrapeMetrics(b, srv.URL)
+	cpuBefore := procCPU(b, srv.PID())
 	times, err := f.run(ctx, t, fleetWriters, commits)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu := procCPU(b, srv.PID()) - cpuBefore
 	rss := vmHWM(b, srv.PID())
 	after := scrapeMetrics(b, srv.URL)
 	if err := f.verify(ctx, t, fleetWriters); err != nil {
@@ -176,6 +180,7 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	}
 
 	rate := reportFleetTimes(b, times)
+	b.ReportMetric(cpu.Seconds()*1000/float64(commits), "cpu_ms/commit")
 	b.ReportMetric(seeded.Seconds(), "seed_s")
 	b.ReportMetric(rss, "rss_MB")
 	if blob, ok := fleetRuns.Load(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances)); ok {

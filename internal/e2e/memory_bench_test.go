@@ -253,6 +253,30 @@ func gunzip(b []byte) ([]byte, error) {
 
 func procStatus(pid int) string { return fmt.Sprintf("/proc/%d/status", pid) }
 
+// procCPU returns the CPU time (user and system) process pid has used,
+// from /proc/PID/stat.
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's name (in parentheses, which may hold
+	// spaces): utime and stime are the 12th and 13th of them, in clock
+	// ticks (100 a second on Linux).
+	_, rest, _ := bytes.Cut(stat, []byte(") "))
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // vmHWM returns the peak resident set size of process pid, in MiB.
 func vmHWM(b *testing.B, pid int) float64 { return procKB(b, pid, "VmHWM:") / 1024 }
 

@@ -33,6 +33,7 @@ type Limits struct {
 	QueryMaxRows    int                  `default:"10000" env:"KL_QUERY_MAX_ROWS" help:"Most rows a query answers; the rest are dropped."`
 	QueryMaxBytes   httpbackend.ByteSize `default:"8MiB" env:"KL_QUERY_MAX_BYTES" help:"Largest query answer, and largest value in it, e.g. 8MiB; past it the query is refused (query_too_large)."`
 	QueryDatabase   string               `name:"query-database-url" env:"KL_QUERY_DATABASE_URL" help:"PostgreSQL only: run users' queries on this URL (a role that may read only the views, or a replica) rather than as the query role kld makes."`
+	LazyLockSync    bool                 `name:"sqlite-lazy-lock-sync" env:"KL_SQLITE_LAZY_LOCK_SYNC" help:"SQLite only: write locks and unlocks without waiting for the disk (commits still do), one fsync a Terraform write cycle instead of three. A power cut or OS crash (not a crash of kld) may then undo the last locks or unlocks: a lost lock's holder has its POST refused, never taken over; an undone unlock needs a force-unlock. Off by default."`
 	QueryAtOnce     int                  `name:"query-concurrency" default:"2" env:"KL_QUERY_CONCURRENCY" help:"Most queries one credential (a token, a PAT, the operator token; a remote host without --auth=token) may run at once; one more is answered 429 too_many_queries with Retry-After. 0 for no limit."`
 	MaxLockHolders  int                  `default:"100" env:"KL_MAX_LOCK_HOLDERS" help:"Most holders one state admits at once (optimistic writers and plans); 0 for no cap."`
 	SharedPlanLocks bool                 `default:"true" negatable:"" env:"KL_SHARED_PLAN_LOCKS" help:"Plans take shared read locks, granted beside an apply and other plans (states may choose otherwise with kl state config --shared-plan-locks); --no-shared-plan-locks makes plans wait like applies."`
@@ -113,10 +114,14 @@ func (l *Limits) Handler(o httpbackend.Options) httpbackend.Options {
 
 // StoreOptions returns the options of store.Open the flags ask for.
 func (l *Limits) StoreOptions() []store.Option {
-	if l.QueryDatabase == "" {
-		return nil
+	var opts []store.Option
+	if l.QueryDatabase != "" {
+		opts = append(opts, store.WithQueryURL(l.QueryDatabase))
 	}
-	return []store.Option{store.WithQueryURL(l.QueryDatabase)}
+	if l.LazyLockSync {
+		opts = append(opts, store.WithLazyLockSync())
+	}
+	return opts
 }
 
 // Serving are the flags of how kld serves: authentication and TLS.

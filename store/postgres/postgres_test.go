@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
@@ -421,49 +420,62 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 22 (identity keys), 19 (state moves), 18 (trust policies) and 17 (client-side
+// undoSpellings takes a database back from the schema that added
+// instance_intervals' spellings to the one before.
+var undoSpellings = []string{
+	`ALTER TABLE instance_intervals DROP COLUMN spelling`,
+	`ALTER TABLE instance_intervals DROP COLUMN canonical_hash`,
+}
+
+// undoIdentityKeys takes a database back from the schema that added the
+// identity keys (and the spellings after it) to the one before.
+var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
+
+// undoClientEncryption takes a database back from schema 23 (instance
+// spellings), 22 (identity keys), 19 (state moves), 18 (trust policies) and 17 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
-var undoClientEncryption = append(slices.Clone(storetest.UndoIdentityKeys),
+var undoClientEncryption = append(undoIdentityKeys, []string{
 	`DROP TABLE state_moves`,    // schema 19
 	`DROP TABLE trust_policies`, // schema 18, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,
 	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
-)
+}...)
 
 // Upgrading a database to schema 17 marks a state whose current version is
 // client-side encrypted as such (its key providers unknown until its next
 // write), and requires encryption of no state or environment.
 func TestMigrateClientEncryption(t *testing.T) {
-	const version = 17 // migrations/0017_client_encryption.sql
-	url := testpg.URL(t)
-	s := openURL(t, url)
-	storetest.CommitFormats(t, s)
-	downgrade(t, s, undoClientEncryption, version)
-	storetest.CheckClientEncryptionUpgrade(t, openURL(t, url))
+	checkUpgrade(t, 17, undoClientEncryption, storetest.CommitFormats, storetest.CheckClientEncryptionUpgrade) // migrations/0017_client_encryption.sql
+}
+
+// Upgrading a database to schema 23 leaves the intervals written before
+// without spellings: a write on them parses in full and is exact.
+func TestMigrateSpellings(t *testing.T) {
+	checkUpgrade(t, 23, undoSpellings, storetest.CommitSpelled, storetest.CheckSpellingsUpgrade) // migrations/0023_instance_spellings.sql
 }
 
 // Upgrading a database to schema 22 works out the identity keys of the
 // current intervals as the store opens: the duplicates find what states
 // recorded before.
 func TestMigrateIdentityKeys(t *testing.T) {
-	const version = 22 // migrations/0022_identity_keys.sql
-	url := testpg.URL(t)
-	s := openURL(t, url)
-	storetest.SeedIdentityKeys(t, s)
-	downgrade(t, s, storetest.UndoIdentityKeys, version)
-	storetest.CheckIdentityKeys(t, openURL(t, url))
+	checkUpgrade(t, 22, undoIdentityKeys, storetest.SeedIdentityKeys, storetest.CheckIdentityKeys) // migrations/0022_identity_keys.sql
 }
 
-// downgrade runs undo on s, forgets the migrations from version on, so
-// that the next open runs them again, and closes s.
-func downgrade(t *testing.T, s *Store, undo []string, version int) {
-	t.Helper()
-	for _, q := range append(slices.Clone(undo), fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
-		if _, err := s.pool.Exec(context.Background(), q); err != nil {
+// checkUpgrade writes with before, takes the database back to the schema
+// before version with undo, reopens it (which migrates it from version
+// on) and checks it with after.
+func checkUpgrade(t *testing.T, version int, undo []string, before, after func(testing.TB, kilolock.Store)) {
+	ctx := context.Background()
+	url := testpg.URL(t)
+	s := openURL(t, url)
+	before(t, s)
+	for _, q := range append(undo[:len(undo):len(undo)], fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	s.Close()
+	after(t, openURL(t, url))
 }

@@ -68,6 +68,8 @@ type dialect struct {
 	read *pool
 	// pool is read as a Tx, for single statements.
 	pool *tx
+	// lazyLocks is WithLazyLockSync.
+	lazyLocks bool
 }
 
 // storeDriver opens the store's own connections, with kl_now(): the
@@ -83,11 +85,27 @@ var storeDriver = func() *sqlite.Driver {
 // Option configures Open.
 type Option func(*options)
 
-type options struct{ ring *keyring.Ring }
+type options struct {
+	ring      *keyring.Ring
+	lazyLocks bool
+}
 
 // WithKeyring encrypts at rest with ring (see kilolock.KeyStore). Without
 // it, a database that holds encrypted values is refused.
 func WithKeyring(ring *keyring.Ring) Option { return func(o *options) { o.ring = ring } }
+
+// WithLazyLockSync writes locks and unlocks without waiting for the disk
+// (synchronous=NORMAL for their transactions; commits stay FULL): a
+// Terraform write cycle, LOCK → POST → UNLOCK, then waits on one fsync
+// instead of three. What it gives up is only a lock's or an unlock's
+// survival of a power cut or an operating system crash (a crash of kld
+// alone loses nothing; the next commit's fsync makes every lock and
+// unlock before it durable too): after one, a lock taken just before may
+// be gone, so its holder's POST is refused (409/423, Terraform keeps
+// errored.tfstate to push), never taken over; or an unlock may be undone,
+// and the state needs a force-unlock. No commit is ever lost or applied
+// under a lock that was not held when it committed.
+func WithLazyLockSync() Option { return func(o *options) { o.lazyLocks = true } }
 
 // Open opens the SQLite database at path, creating it when missing, and
 // migrates it to the current schema. path is a file path, not a URI; it
@@ -109,7 +127,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			Hint:    "give a file path; an in-memory database cannot be shared by the store's connections",
 		}
 	}
-	d := &dialect{}
+	d := &dialect{lazyLocks: o.lazyLocks}
 	s := &Store{Store: sqlstore.New(d, false), d: d, path: path}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=cache_size(-%d)", busyTimeout.Milliseconds(), pageCacheKiB)
 	d.write = &pool{db: sql.OpenDB(connector{storeDriver, fileURI(path) + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"})}
@@ -197,12 +215,19 @@ func (s *Store) Close() error {
 // Write runs fn in a write transaction (BEGIN IMMEDIATE: it holds the
 // database's write lock from the start) and commits it when fn returns
 // nil; it rolls back on an error or a panic.
-func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) (err error) {
+func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	t, err := d.write.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	run := &tx{p: d.write, tx: t}
+	defer run.done(context.WithoutCancel(ctx))
+	return commit(t, run, fn)
+}
+
+// commit runs fn on run and commits t, its transaction, when fn returns
+// nil; it rolls back on an error or a panic.
+func commit(t *sql.Tx, run *tx, fn func(sqlstore.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.Rollback()
@@ -211,12 +236,43 @@ func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) (err er
 		if err != nil {
 			t.Rollback()
 		}
-		run.done(context.WithoutCancel(ctx))
 	}()
 	if err := fn(run); err != nil {
 		return err
 	}
 	return t.Commit()
+}
+
+// WriteLock is Write for locks and unlocks (sqlstore.LockWriter): with
+// WithLazyLockSync, its transaction commits without an fsync
+// (synchronous=NORMAL on the write connection, held for it, and FULL
+// again before the connection serves another).
+func (d *dialect) WriteLock(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	if !d.lazyLocks {
+		return d.Write(ctx, fn)
+	}
+	c, err := d.write.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	run := &tx{p: d.write}
+	// After the connection is back: done prepares statements on the
+	// pool, whose one connection this is.
+	defer run.done(context.WithoutCancel(ctx))
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); err != nil {
+			// Never left lazy for a commit: the connection goes.
+			c.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	if run.tx, err = c.BeginTx(ctx, nil); err != nil {
+		return err
+	}
+	return commit(run.tx, run, fn)
 }
 
 // Read runs fn in a read transaction, so that the reads it makes see one

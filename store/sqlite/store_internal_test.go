@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,47 +265,149 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
-// undoClientEncryption takes a database back from schema 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoSpellings takes a database back from the schema that added
+// instance_intervals' spellings to the one before.
+var undoSpellings = []string{
+	`ALTER TABLE instance_intervals DROP COLUMN spelling`,
+	`ALTER TABLE instance_intervals DROP COLUMN canonical_hash`,
+}
+
+// undoIdentityKeys takes a database back from the schema that added the
+// identity keys (and the spellings after it) to the one before.
+var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
+
+// undoClientEncryption takes a database back from schema 21 (instance
+// spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
-var undoClientEncryption = append(slices.Clone(storetest.UndoIdentityKeys),
+var undoClientEncryption = append(undoIdentityKeys, []string{
 	`DROP TABLE state_moves`,    // schema 17
 	`DROP TABLE trust_policies`, // schema 16, which follows
 	`ALTER TABLE states DROP COLUMN require_client_encryption`,
 	`ALTER TABLE states DROP COLUMN client_encryption`,
 	`ALTER TABLE environments DROP COLUMN require_client_encryption`,
-)
+}...)
 
 // Upgrading a database to schema 15 marks a state whose current version is
 // client-side encrypted as such (its key providers unknown until its next
 // write), and requires encryption of no state or environment.
 func TestMigrateClientEncryption(t *testing.T) {
-	const version = 15 // migrations/0015_client_encryption.sql
-	path := filepath.Join(t.TempDir(), "kl.db")
-	s := openAt(t, path)
-	storetest.CommitFormats(t, s)
-	for _, q := range append(undoClientEncryption, fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
-		if _, err := s.d.write.db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.Close()
-	storetest.CheckClientEncryptionUpgrade(t, openAt(t, path))
+	checkUpgrade(t, 15, undoClientEncryption, storetest.CommitFormats, storetest.CheckClientEncryptionUpgrade) // migrations/0015_client_encryption.sql
+}
+
+// Upgrading a database to schema 21 leaves the intervals written before
+// without spellings: a write on them parses in full and is exact.
+func TestMigrateSpellings(t *testing.T) {
+	checkUpgrade(t, 21, undoSpellings, storetest.CommitSpelled, storetest.CheckSpellingsUpgrade) // migrations/0021_instance_spellings.sql
 }
 
 // Upgrading a database to schema 20 works out the identity keys of the
 // current intervals as the store opens: the duplicates find what states
 // recorded before.
 func TestMigrateIdentityKeys(t *testing.T) {
-	const version = 20 // migrations/0020_identity_keys.sql
+	checkUpgrade(t, 20, undoIdentityKeys, storetest.SeedIdentityKeys, storetest.CheckIdentityKeys) // migrations/0020_identity_keys.sql
+}
+
+// checkUpgrade writes with before, takes the database back to the schema
+// before version with undo, reopens it (which migrates it from version
+// on) and checks it with after.
+func checkUpgrade(t *testing.T, version int, undo []string, before, after func(testing.TB, kilolock.Store)) {
 	path := filepath.Join(t.TempDir(), "kl.db")
 	s := openAt(t, path)
-	storetest.SeedIdentityKeys(t, s)
-	for _, q := range append(slices.Clone(storetest.UndoIdentityKeys), fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
+	before(t, s)
+	for _, q := range append(undo[:len(undo):len(undo)], fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
 		if _, err := s.d.write.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	s.Close()
-	storetest.CheckIdentityKeys(t, openAt(t, path))
+	after(t, openAt(t, path))
+}
+
+// TestLazyLockSync: with WithLazyLockSync, locks' and unlocks'
+// transactions run with synchronous=NORMAL and every other write's, a
+// commit's too, with FULL on the same one connection, before and after;
+// without it, locks' are FULL too. Locking, committing under the lock and
+// unlocking so work, and what they wrote is in the file when it is
+// opened again.
+func TestLazyLockSync(t *testing.T) {
+	ctx := t.Context()
+	syncOf := func(t *testing.T, write func(context.Context, func(sqlstore.Tx) error) error) int64 {
+		t.Helper()
+		var mode int64
+		// Not through the store's prepared statements: SQLite reads a
+		// PRAGMA's value when it prepares it.
+		if err := write(ctx, func(t sqlstore.Tx) error { return t.(*tx).tx.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode) }); err != nil {
+			t.Fatal(err)
+		}
+		return mode
+	}
+	const normal, full = 1, 2
+	path := filepath.Join(t.TempDir(), "kl.db")
+	s, err := Open(ctx, path, WithLazyLockSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, l, w2 := syncOf(t, s.d.Write), syncOf(t, s.d.WriteLock), syncOf(t, s.d.Write); w != full || l != normal || w2 != full {
+		t.Fatalf("synchronous: %d for a write, %d for a lock, %d for the write after; want %d, %d, %d", w, l, w2, full, normal, full)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l1", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := &kilolock.Commit{LockID: "l1", Version: kilolock.Version{Serial: 1, Lineage: "l", Source: kilolock.SourceApply, LockID: "l1"}}
+	if _, _, err := s.Commit(ctx, "lazy", c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l2", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); !errors.Is(err, kilolock.ErrLocked) {
+		t.Fatalf("a second lock while l1 holds: %v, want ErrLocked", err)
+	}
+	if _, err := s.Unlock(ctx, "lazy", "l1", kilolock.UnlockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock(ctx, "lazy", kilolock.LockInfo{ID: "l3", Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, path)
+	st, err := s.State(ctx, "lazy")
+	if err != nil || st.Serial != 1 || len(st.Locks) != 1 || st.Locks[0].Info.ID != "l3" {
+		t.Fatalf("reopened: %+v, %v; want serial 1, locked by l3", st, err)
+	}
+	if l := syncOf(t, s.d.WriteLock); l != full {
+		t.Errorf("without WithLazyLockSync a lock's synchronous is %d, want %d", l, full)
+	}
+}
+
+// BenchmarkLockCycle is a Terraform write cycle's transactions on a
+// database file: LOCK, a commit of one version (no instances: the
+// transactions' own cost, fsyncs included), UNLOCK; with WithLazyLockSync
+// (lazy=true) and without.
+func BenchmarkLockCycle(b *testing.B) {
+	for _, lazy := range []bool{false, true} {
+		b.Run(fmt.Sprintf("lazy=%v", lazy), func(b *testing.B) {
+			ctx := b.Context()
+			var opts []Option
+			if lazy {
+				opts = append(opts, WithLazyLockSync())
+			}
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "kl.db"), opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for i := range b.N {
+				id := strconv.Itoa(i)
+				if _, err := s.Lock(ctx, "cycle", kilolock.LockInfo{ID: id, Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				c := &kilolock.Commit{Parent: int64(i), LockID: id, Version: kilolock.Version{Serial: uint64(i + 1), Lineage: "l", Source: kilolock.SourceApply, LockID: id}}
+				if _, _, err := s.Commit(ctx, "cycle", c); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Unlock(ctx, "cycle", id, kilolock.UnlockOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -233,6 +233,19 @@ func (cur *current) address(h graph.Hash) []byte {
 	return h[:]
 }
 
+// spelling is what an opened interval of in keeps of its spelling and
+// canonical hash (see graph.Spelled), or NULLs: for an instance not
+// parsed lean from a posted document, and for one sealed at rest, whose
+// hashes of its clear bytes would tell what it holds.
+func (cur *current) spelling(in *graph.Instance) (spelling, canonical []byte) {
+	sp, ok := in.Spelling()
+	if !ok || cur.sealed.sensitive(in.Hash) {
+		return nil, nil
+	}
+	c := in.CanonicalHash()
+	return sp[:], c[:]
+}
+
 // interval is the current interval of an instance or output: its hash and
 // its row.
 type interval struct {
@@ -437,7 +450,7 @@ var (
 	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
 		"base_serial", "merged", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
 	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
-		"index_key", "deposed", "each", "provider", "status", "hash", "ident_key", "ident_hash"}
+		"index_key", "deposed", "each", "provider", "status", "hash", "ident_key", "ident_hash", "spelling", "canonical_hash"}
 	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
 	payloadColumns = []string{"state_id", "hash", "body"}
 )
@@ -530,8 +543,9 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 			}
 			identKey, identHash = inventory.IdentityKey(r.Mode, r.Type, in.Deposed, obj)
 		}
+		spelling, canonical := cur.spelling(in)
 		return []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
-			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash}
+			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash, spelling, canonical}
 	})
 	insert(b, stats, "output_intervals", outputColumns, stateID, len(ch.outputs), func(i int) []any {
 		o := ch.outputs[i]

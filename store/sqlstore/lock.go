@@ -33,7 +33,7 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 	if err != nil {
 		return nil, &kilolock.InvalidError{Code: "invalid_lock_info", Message: err.Error()}
 	}
-	return writeValue(ctx, s, "lock", func(tx Tx) (*kilolock.Lock, error) {
+	return valueOf(ctx, s.writeLock, "lock", func(tx Tx) (*kilolock.Lock, error) {
 		now := s.leaseNow()
 		var runs []kilolock.ApplyRun
 		b := &Batch{}
@@ -78,7 +78,7 @@ func transientLock(name string, mode kilolock.LockMode, info kilolock.LockInfo, 
 // when none); a read-only caller's release of a write lock, a
 // *kilolock.ReadOnlyLockError; a state that does not exist, ErrNotFound.
 func (s *Store) Unlock(ctx context.Context, name, id string, opts kilolock.UnlockOptions) ([]kilolock.Lock, error) {
-	return writeValue(ctx, s, "unlock", func(tx Tx) ([]kilolock.Lock, error) {
+	return valueOf(ctx, s.writeLock, "unlock", func(tx Tx) ([]kilolock.Lock, error) {
 		st, err := lockState(ctx, tx, name, false, "", nil)
 		if err != nil {
 			return nil, err

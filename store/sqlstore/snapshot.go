@@ -61,13 +61,13 @@ func (s *Store) SnapshotEach(ctx context.Context, name string, number int64, eac
 // content hash of each instance by ID instead (kilolock.IndexReader), read
 // from the intervals without touching the payloads, but for those sealed
 // at rest (see contentHashes).
-func (s *Store) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, error) {
-	hashes := map[string]graph.Hash{}
-	snap, err := s.snapshot(ctx, name, number, snapshotPart{hashes: hashes})
+func (s *Store) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, map[graph.Hash]graph.Spelled, error) {
+	hashes, spelled := map[string]graph.Hash{}, map[graph.Hash]graph.Spelled{}
+	snap, err := s.snapshot(ctx, name, number, snapshotPart{hashes: hashes, spelled: spelled})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return snap, hashes, nil
+	return snap, hashes, spelled, nil
 }
 
 // SnapshotSome returns the instances of version number whose IDs are
@@ -91,7 +91,10 @@ func (s *Store) SnapshotSome(ctx context.Context, name string, number int64, ids
 type snapshotPart struct {
 	each   func(*kilolock.Instance) error
 	hashes map[string]graph.Hash
-	ids    []string
+	// spelled, with hashes, gets the instances' spellings the
+	// intervals keep.
+	spelled map[graph.Hash]graph.Spelled
+	ids     []string
 }
 
 func (s *Store) snapshot(ctx context.Context, name string, number int64, part snapshotPart) (*kilolock.Snapshot, error) {
@@ -156,7 +159,8 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, part sn
 			WHERE i.state_id = $1 AND ` + valid
 		switch {
 		case part.hashes != nil:
-			b.Query(readHash(part.hashes), `SELECT i.instance_id, i.hash FROM instance_intervals i WHERE i.state_id = $1 AND `+valid, args...)
+			b.Query(readSpelled(part.hashes, part.spelled), `SELECT i.instance_id, i.hash, i.spelling, i.canonical_hash
+				FROM instance_intervals i WHERE i.state_id = $1 AND `+valid, args...)
 		case part.ids != nil:
 			// Only these instances: no outputs either.
 			b.Query(keep, instances+` AND i.instance_id IN (SELECT k FROM {texts $3} AS u) ORDER BY i.instance_id{C}`, append(args, part.ids)...)
@@ -208,6 +212,31 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, part sn
 		inOrder(snap.Outputs, func(a, b kilolock.Output) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return snap, nil
+}
+
+// readSpelled returns a row reader filling hashes with the (instance ID,
+// hash) of each row and spelled with its spelling and canonical hash,
+// when it keeps them (see graph.Spelled).
+func readSpelled(hashes map[string]graph.Hash, spelled map[graph.Hash]graph.Spelled) func(Rows) error {
+	const size = len(graph.Hash{})
+	return func(r Rows) error {
+		var id string
+		var hash, spelling, canonical []byte
+		if err := r.Scan(&id, &hash, &spelling, &canonical); err != nil {
+			return err
+		}
+		if hash == nil {
+			return nil
+		}
+		if len(hash) != size || spelling != nil && len(spelling) != size || canonical != nil && len(canonical) != size {
+			return corrupt("stored hashes of %s are %d, %d and %d bytes: the database is corrupt", id, len(hash), len(spelling), len(canonical))
+		}
+		hashes[id] = graph.Hash(hash)
+		if spelling != nil && canonical != nil {
+			spelled[graph.Hash(spelling)] = graph.Spelled{Hash: graph.Hash(hash), Canonical: graph.Hash(canonical)}
+		}
+		return nil
+	}
 }
 
 // inOrder sorts xs by cmp unless they are sorted already.

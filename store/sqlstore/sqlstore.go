@@ -78,6 +78,13 @@ type Dialect interface {
 	Translate(op string, err error) error
 }
 
+// LockWriter is a Dialect that may write locks and unlocks otherwise than
+// commits (SQLite's WithLazyLockSync: without waiting for the disk).
+type LockWriter interface {
+	// WriteLock is Write for a lock's or an unlock's transaction.
+	WriteLock(ctx context.Context, fn func(Tx) error) error
+}
+
 // Tx runs the shared SQL on one transaction (or, from Dialect.Pool, on
 // the pool). Arguments are Go values: string, []byte, int64, bool,
 // time.Time, nil; and lists for the list spellings of Spell ([]string,
@@ -248,6 +255,15 @@ func EachRow(rows Rows, err error, fn func(Rows) error) error {
 // write runs fn in a write transaction and translates its error.
 func (s *Store) write(ctx context.Context, op string, fn func(Tx) error) error {
 	return s.d.Translate(op, s.d.Write(ctx, fn))
+}
+
+// writeLock is write for locks and unlocks: through the dialect's
+// WriteLock when it is a LockWriter.
+func (s *Store) writeLock(ctx context.Context, op string, fn func(Tx) error) error {
+	if lw, ok := s.d.(LockWriter); ok {
+		return s.d.Translate(op, lw.WriteLock(ctx, fn))
+	}
+	return s.write(ctx, op, fn)
 }
 
 // read runs fn in a read transaction and translates its error.

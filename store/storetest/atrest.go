@@ -47,6 +47,7 @@ func RunAtRest(t *testing.T, newDB AtRestOpener) {
 	t.Run("ReplicaWithoutKey", func(t *testing.T) { testReplicaWithoutKey(t, newDB(t)) })
 	t.Run("Backup", func(t *testing.T) { testSealedBackup(t, newDB(t), newDB(t), newDB(t), newDB(t)) })
 	t.Run("Drift", func(t *testing.T) { testSealedDrift(t, newDB(t)) })
+	t.Run("Spellings", func(t *testing.T) { testSealedSpellings(t, newDB(t)) })
 	// The inventory reads the masked copy a sealing store keeps: the same
 	// answers, the secret still never found.
 	t.Run("Inventory", func(t *testing.T) {
@@ -107,6 +108,47 @@ func testSealedDrift(t *testing.T, db AtRest) {
 	}
 	if !bytes.Contains(backup, []byte("db-2.internal")) {
 		t.Errorf("the backup lacks the drifted host: it is not of this store")
+	}
+}
+
+// testSealedSpellings: a POST of a sensitive instance and a plain one,
+// in the CLI's layout, keeps the plain one's spelling and not the sealed
+// one's (hashes of its clear bytes would tell what it holds), and its
+// next POST through an engine that never cached it is exact.
+func testSealedSpellings(t *testing.T, db AtRest) {
+	ctx := context.Background()
+	s := openAtRest(t, db, ring(t, keyring.Generate()))
+	ir, ok := s.(kilolock.IndexReader)
+	if !ok {
+		t.Skip("the store is no IndexReader")
+	}
+	password := secret(t, "pw")
+	plain := newInstance(t, resource("aws_instance", "web"), []byte(`{"schema_version":0,"attributes":{"id":"i-1"}}`))
+	st := &graph.State{Version: 4, Serial: 1, Lineage: "l", Instances: []graph.Instance{sensitiveInstance(t, "main", password, "db-1.internal"), plain}}
+	doc := st.Render(graph.FormatIndent)
+	if _, err := kilolock.NewEngine(s, kilolock.Options{}).Write(ctx, "spelled", doc, kilolock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, hashes, spelled, err := ir.SnapshotHashes(ctx, "spelled", 1)
+	must(t, err)
+	if len(hashes) != 2 || len(spelled) != 1 {
+		t.Fatalf("SnapshotHashes: %d hashes, %d spellings; want 2, and only the plain instance's", len(hashes), len(spelled))
+	}
+	for _, sp := range spelled {
+		if sp.Hash != plain.Hash {
+			t.Errorf("the spelling kept is of hash %x, not the plain instance's %x", sp.Hash[:4], plain.Hash[:4])
+		}
+	}
+	st.Serial = 2
+	st.Instances[1] = newInstance(t, resource("aws_instance", "web"), []byte(`{"schema_version":0,"attributes":{"id":"i-2"}}`))
+	doc = st.Render(graph.FormatIndent)
+	res, err := kilolock.NewEngine(s, kilolock.Options{}).Write(ctx, "spelled", doc, kilolock.WriteOptions{})
+	if err != nil || res.Version.Changed != 1 {
+		t.Fatalf("the next POST: %+v, %v; want 1 changed", res, err)
+	}
+	d, err := kilolock.NewEngine(s, kilolock.Options{}).Read(ctx, "spelled")
+	if err != nil || !bytes.Equal(d.Bytes, doc) {
+		t.Fatalf("read back: %v; want the bytes posted", err)
 	}
 }
 
@@ -186,7 +228,7 @@ func testSealedRoundTrip(t *testing.T, db AtRest) {
 		t.Fatalf("HashesAt = %v %v, %v; want the content hashes", ins, outs, err)
 	}
 	if ir, ok := s.(kilolock.IndexReader); ok {
-		_, hashes, err := ir.SnapshotHashes(ctx, "secrets", v1.Number)
+		_, hashes, _, err := ir.SnapshotHashes(ctx, "secrets", v1.Number)
 		if err != nil || len(hashes) != 2 || hashes[db1.ID()] != db1.Hash || hashes[plain.ID()] != plain.Hash {
 			t.Fatalf("SnapshotHashes = %v, %v; want the content hashes, not the sealed payloads' addresses", hashes, err)
 		}

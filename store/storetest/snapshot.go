@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/graph"
+	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/quota"
 )
 
@@ -319,7 +321,7 @@ func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history
 	rng := rand.New(rand.NewPCG(7, 11))
 	for i, m := range history {
 		n := m.version.Number
-		snap, hashes, err := s.SnapshotHashes(ctx, name, n)
+		snap, hashes, spelled, err := s.SnapshotHashes(ctx, name, n)
 		if err != nil {
 			t.Fatalf("SnapshotHashes(%d): %v", n, err)
 		}
@@ -329,6 +331,9 @@ func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history
 		}
 		if diff := cmp.Diff(want, hashes); diff != "" {
 			t.Errorf("SnapshotHashes(%d) hashes (-want +got):\n%s", n, diff)
+		}
+		if len(spelled) != 0 {
+			t.Errorf("SnapshotHashes(%d): %d spellings of instances committed with none", n, len(spelled))
 		}
 		if diff := cmp.Diff(m.version, snap.Version); diff != "" {
 			t.Errorf("SnapshotHashes(%d).Version (-want +got):\n%s", n, diff)
@@ -373,11 +378,11 @@ func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history
 		}
 	}
 	last := history[len(history)-1].version.Number
-	_, _, err := s.SnapshotHashes(ctx, name, last+1)
+	_, _, _, err := s.SnapshotHashes(ctx, name, last+1)
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.SnapshotSome(ctx, name, last+1, []string{"x"})
 	errorIs(t, err, kilolock.ErrNotFound)
-	_, _, err = s.SnapshotHashes(ctx, "no-such-state", 1)
+	_, _, _, err = s.SnapshotHashes(ctx, "no-such-state", 1)
 	errorIs(t, err, kilolock.ErrNotFound)
 }
 
@@ -503,5 +508,109 @@ func testDelete(t *testing.T, open Opener) {
 	}
 	if got, err := s.Rejections(ctx, "doomed", 0); err != nil || len(got) != 0 {
 		t.Errorf("the new state has the old rejections: %+v, %v", got, err)
+	}
+}
+
+// testSpellings: the intervals a POST opens keep its lean instances'
+// spellings (graph.Instance.Spelling) and canonical hashes, and
+// SnapshotHashes gives back those of the version asked for: every
+// instance of a first POST in the CLI's layout, then the changed
+// instances' new spellings in place of their old ones, the unchanged'
+// as they were; none for a version the server made (a rollback).
+func testSpellings(t *testing.T, open Opener) {
+	ir, ok := open(t).(kilolock.IndexReader)
+	if !ok {
+		t.Skip("the store is no IndexReader")
+	}
+	s := ir.(kilolock.Store)
+	ctx := context.Background()
+	e := kilolock.NewEngine(s, kilolock.Options{})
+	const name = "spelled"
+	v1 := graphtest.Generate(40, 120, graph.FormatIndent)
+	v2 := graphtest.Change(v1, []int{3, 30}, graph.FormatIndent)
+	for n, doc := range [][]byte{v1, v2} {
+		if _, err := e.Write(ctx, name, doc, kilolock.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lean, err := graph.ParseWith(doc, graph.ParseOptions{Lean: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[graph.Hash]graph.Spelled{}
+		for i := range lean.Instances {
+			in := &lean.Instances[i]
+			sp, ok := in.Spelling()
+			if !ok {
+				t.Fatalf("%s of a lean parse knows no spelling", in.ID())
+			}
+			want[sp] = graph.Spelled{Hash: in.Hash, Canonical: in.CanonicalHash()}
+		}
+		_, hashes, spelled, err := ir.SnapshotHashes(ctx, name, int64(n+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, spelled); diff != "" || len(hashes) != len(lean.Instances) {
+			t.Errorf("SnapshotHashes(%d): %d hashes, spellings (-want +got):\n%s", n+1, len(hashes), diff)
+		}
+	}
+	// Instance 5 changed, in a layout neither CLI writes (deeper
+	// indentation): its new interval keeps no spelling, and the others,
+	// respelled only, keep their intervals and v2's spellings.
+	v3 := bytes.ReplaceAll(graphtest.Change(v2, []int{5}, graph.FormatIndent), []byte("\n"), []byte("\n "))
+	if res, err := e.Write(ctx, name, v3, kilolock.WriteOptions{}); err != nil || res.Version.Changed != 1 {
+		t.Fatalf("the respelled write: %+v, %v; want 1 changed", res, err)
+	}
+	_, hashes, spelled, err := ir.SnapshotHashes(ctx, name, 3)
+	if err != nil || len(hashes) != 40 || len(spelled) != 39 {
+		t.Errorf("SnapshotHashes(3): %d hashes, %d spellings, %v; want 40, and the 39 unchanged instances' spellings", len(hashes), len(spelled), err)
+	}
+}
+
+// spelledDocs are the documents of CommitSpelled and
+// CheckSpellingsUpgrade: 30 instances in the CLI's layout, then 2 of them
+// changed.
+func spelledDocs() (v1, v2 []byte) {
+	v1 = graphtest.Generate(30, 100, graph.FormatIndent)
+	return v1, graphtest.Change(v1, []int{4, 20}, graph.FormatIndent)
+}
+
+// CommitSpelled posts the first of spelledDocs to the state "spelled"
+// through an Engine: a version whose intervals keep their spellings, for
+// a test of the migration that added them to take away.
+func CommitSpelled(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	v1, _ := spelledDocs()
+	if _, err := kilolock.NewEngine(s, kilolock.Options{}).Write(context.Background(), "spelled", v1, kilolock.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckSpellingsUpgrade checks the state of CommitSpelled once the store
+// was upgraded from a schema without spellings: its intervals know none
+// (NULL), a write on it through an Engine that never cached it parses
+// the body in full and is exact (2 changed, the posted bytes read back),
+// and the intervals it opens know theirs.
+func CheckSpellingsUpgrade(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	ctx := context.Background()
+	ir, ok := s.(kilolock.IndexReader)
+	if !ok {
+		t.Fatalf("%T is no IndexReader", s)
+	}
+	_, hashes, spelled, err := ir.SnapshotHashes(ctx, "spelled", 1)
+	if err != nil || len(hashes) != 30 || len(spelled) != 0 {
+		t.Fatalf("after the upgrade: %d hashes, %d spellings, %v; want 30, none", len(hashes), len(spelled), err)
+	}
+	_, v2 := spelledDocs()
+	res, err := kilolock.NewEngine(s, kilolock.Options{}).Write(ctx, "spelled", v2, kilolock.WriteOptions{})
+	if err != nil || res.Version.Changed != 2 || res.Version.Added+res.Version.Removed != 0 {
+		t.Fatalf("a write after the upgrade: %+v, %v; want 2 changed", res, err)
+	}
+	d, err := kilolock.NewEngine(s, kilolock.Options{}).Read(ctx, "spelled")
+	if err != nil || !bytes.Equal(d.Bytes, v2) {
+		t.Fatalf("read after the upgrade: %v; want the bytes posted", err)
+	}
+	if _, _, spelled, err = ir.SnapshotHashes(ctx, "spelled", 2); err != nil || len(spelled) != 2 {
+		t.Errorf("after a write on the upgraded state: %d spellings, %v; want the 2 changed instances'", len(spelled), err)
 	}
 }

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Opener) {
 		{"Lock", testLock},
 		{"Commit", testCommit},
 		{"Snapshot", testSnapshot},
+		{"Spellings", testSpellings},
 		{"History", testHistory},
 		{"Delete", testDelete},
 		{"Query", testQuery},
