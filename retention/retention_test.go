@@ -11,8 +11,11 @@ import (
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/enginetest"
+	"github.com/kilolock/kilolock/internal/testpg"
 	"github.com/kilolock/kilolock/retention"
 )
+
+func TestMain(m *testing.M) { testpg.Main(m) }
 
 func TestPolicyFor(t *testing.T) {
 	server := retention.RetentionPolicy{Scope: retention.RetentionServer, KeepLast: 100}
