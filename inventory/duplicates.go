@@ -64,6 +64,9 @@ func Duplicates(ctx context.Context, st Store, scope *tenancy.QueryScope, typ st
 			states[o.State] = true
 		}
 		if len(states) > 1 {
+			slices.SortFunc(d.Objects, func(a, b Object) int {
+				return cmp.Or(strings.Compare(a.State, b.State), strings.Compare(a.Address, b.Address))
+			})
 			out = append(out, *d)
 		}
 	}

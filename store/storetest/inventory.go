@@ -231,12 +231,12 @@ func testInventory(t *testing.T, open Opener) {
 		}
 		want := []inventory.Duplicate{
 			{Type: "aws_s3_bucket", Key: "arn", Value: "arn:aws:s3:::logs", Objects: []inventory.Object{
-				{State: "ws_a.env_a.net", Version: version("ws_a.env_a.net"), Address: "aws_s3_bucket.logs"},
 				{State: "plain", Version: version("plain"), Address: "aws_s3_bucket.archive"},
+				{State: "ws_a.env_a.net", Version: version("ws_a.env_a.net"), Address: "aws_s3_bucket.logs"},
 			}},
 			{Type: "time_static", Key: "id", Value: "2026-12-04T10:00:00Z", Objects: []inventory.Object{
-				{State: "ws_b.env_b.net", Version: version("ws_b.env_b.net"), Address: "time_static.born"},
 				{State: "plain", Version: version("plain"), Address: "time_static.copy"},
+				{State: "ws_b.env_b.net", Version: version("ws_b.env_b.net"), Address: "time_static.born"},
 			}},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
