@@ -62,7 +62,7 @@ func TestBrowserInventory(t *testing.T) {
 			if got := b.attrs("#duplicates tbody tr", "data-value"); !slices.Equal(got, []string{"i-0", "i-1", "subnet-1"}) {
 				t.Errorf("duplicates = %v, want i-0 i-1 subnet-1", got)
 			}
-			if got := b.attrs(`#duplicates tr[data-value="subnet-1"] li`, "data-state"); !slices.Equal(got, []string{"net", "edge"}) {
+			if got := b.attrs(`#duplicates tr[data-value="subnet-1"] li`, "data-state"); !slices.Equal(got, []string{"edge", "net"}) {
 				t.Errorf("subnet-1 recorded by %v", got)
 			}
 			b.screenshot("duplicates", readme)
