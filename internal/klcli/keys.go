@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -135,22 +134,18 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 
 // KeyUsage implements KeyOps.
 func (b *HTTPBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
-	var out struct {
-		Keys []kilolock.KeyUsage `json:"keys"`
-	}
-	if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &out); err != nil {
+	k, err := b.c.Keys(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return out.Keys, nil
+	return k.Keys, nil
 }
 
 // RotateKeys implements KeyOps: it starts the server's rotation and, with
 // wait, asks for its progress every so often until it is over.
 func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	var started struct {
-		Rotation kilolock.KeyRotation `json:"rotation"`
-	}
-	if err := b.do(ctx, http.MethodPost, "/v1/api/keys/rotate", nil, struct{}{}, &started); err != nil {
+	started, err := b.c.RotateKeys(ctx)
+	if err != nil {
 		return kilolock.KeyRotation{}, err
 	}
 	r := started.Rotation
@@ -161,10 +156,8 @@ func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Dura
 			return r, ctx.Err()
 		case <-time.After(max(every, 10*time.Millisecond)):
 		}
-		var st struct {
-			Rotation *kilolock.KeyRotation `json:"rotation"`
-		}
-		if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &st); err != nil {
+		st, err := b.c.Keys(ctx)
+		if err != nil {
 			return r, err
 		}
 		if st.Rotation != nil {

@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -19,13 +18,11 @@ type MoveLister interface {
 
 // StateMoves implements MoveLister.
 func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]kilolock.MoveRecord, error) {
-	var res struct {
-		Moves []kilolock.MoveRecord `json:"moves"`
-	}
-	if err := b.do(ctx, http.MethodGet, statePath(name)+"/moves", nil, nil, &res); err != nil {
+	l, err := b.c.Moves(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	return res.Moves, nil
+	return l.Moves, nil
 }
 
 // moveNotes are what kl history says of name's versions a move made, by
@@ -51,8 +48,8 @@ func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version)
 	return notes, recs, nil
 }
 
-// StateMover is a Backend that moves instances between states: kld's
-// POST /v1/api/moves, or the engine in-process.
+// StateMover is a Backend that moves instances between states, through
+// the client (client.Move).
 type StateMover interface {
 	MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error)
 }
@@ -63,11 +60,7 @@ var (
 
 // MoveStates implements StateMover.
 func (b *HTTPBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
-	var res history.MoveResult
-	if err := b.do(ctx, http.MethodPost, "/v1/api/moves", nil, req, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return ok(b.c.Move(ctx, req))
 }
 
 // MoveStates runs a move between states and prints what moved, the edges

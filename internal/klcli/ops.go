@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/kilolock/kilolock/client"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/retention"
@@ -46,67 +47,51 @@ func (c *CLI) operations() (Operations, error) {
 	return ops, nil
 }
 
-// untimed is the answer of a request that has no bound on its whole time
-// (the context still cancels it), read into out: a backup streamed into a
-// writer, or a pruning that lasts as long as it has to.
-type untimed struct{ out any }
-
-// Backup implements Operations: GET /v1/api/backup, with the operator
-// token.
+// Backup implements Operations: the server's backup, with the operator
+// token, with no bound on its whole time.
 func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
-	return b.do(ctx, http.MethodGet, "/v1/api/backup", nil, nil, untimed{w})
+	r, err := b.long.Backup(transfer(ctx))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // RetentionPolicies implements Operations.
 func (b *HTTPBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
-	var out struct {
-		Policies []retention.RetentionPolicy `json:"policies"`
+	l, err := b.c.RetentionPolicies(ctx)
+	if err != nil {
+		return nil, err
 	}
-	err := b.do(ctx, http.MethodGet, "/v1/api/retention/policies", nil, nil, &out)
-	return out.Policies, err
+	return l.Policies, nil
 }
 
 // SetRetentionPolicy implements Operations.
 func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
-	var out retention.RetentionPolicy
-	if err := b.do(ctx, http.MethodPut, "/v1/api/retention/policies", nil, p, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return ok(b.c.SetRetentionPolicy(ctx, p))
 }
 
 // UnsetRetentionPolicy implements Operations.
 func (b *HTTPBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	var out map[string]string
-	return b.do(ctx, http.MethodDelete, "/v1/api/retention/policies", url.Values{"scope": {string(scope)}, "target": {target}}, nil, &out)
+	_, err := b.c.DeleteRetentionPolicy(ctx, scope, target)
+	return err
 }
 
 // ApplyRetention implements Operations. The server prunes while the
 // request lasts, so it has no time bound of its own.
 func (b *HTTPBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
-	var out retention.RetentionReport
-	err := b.do(ctx, http.MethodPost, "/v1/api/retention/apply", nil,
-		map[string]any{"dry_run": dryRun, "state": state, "batch": batch}, untimed{&out})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return ok(b.long.ApplyRetention(ctx, client.RetentionRequest{DryRun: dryRun, State: state, Batch: batch}))
 }
 
 // PrunedVersions implements Operations.
 func (b *HTTPBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
-	q := url.Values{}
-	if before > 0 {
-		q.Set("before", strconv.FormatInt(before, 10))
+	l, err := b.c.Pruned(ctx, name, before, limit)
+	if err != nil {
+		return nil, err
 	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var out struct {
-		Pruned []kilolock.PrunedRange `json:"pruned"`
-	}
-	err := b.do(ctx, http.MethodGet, statePath(name)+"/pruned", q, nil, &out)
-	return out.Pruned, err
+	return l.Pruned, nil
 }
 
 // Backup writes a backup of the whole store to the file output ("-":

@@ -2,19 +2,17 @@ package klcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/tenancy"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
-	"github.com/kilolock/kilolock/tenancy"
 )
 
 // QuotaBackend is what kl quota and the admission of kl plan and kl apply
@@ -33,71 +31,45 @@ var (
 
 // QuotaStatus implements QuotaBackend through the JSON API.
 func (b *HTTPBackend) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	return b.quotaStatus(ctx, statePath(name)+"/quota", name, delta)
+	return quotaStatus(name, delta)(b.c.Quota(ctx, name, delta))
 }
 
-// quotaStatus asks path for the standing of state name after delta; a
-// 403 quota_exceeded becomes the *kilolock.QuotaError it stands for.
-func (b *HTTPBackend) quotaStatus(ctx context.Context, path, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	q := url.Values{}
-	if delta != 0 {
-		q.Set("delta", strconv.FormatInt(delta, 10))
-	}
-	var st kilolock.QuotaStatus
-	err := b.do(ctx, http.MethodGet, path, q, nil, &st)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Code == "quota_exceeded" {
-		return quotaRefusal(name, delta, ae)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-// quotaRefusal rebuilds the refusal a 403 quota_exceeded carries.
-func quotaRefusal(name string, delta int64, ae *APIError) (*kilolock.QuotaStatus, error) {
-	var body struct {
-		Counts []kilolock.QuotaCount `json:"counts"`
-	}
-	if json.Unmarshal(ae.body, &body) != nil {
-		return nil, ae
-	}
-	st := &kilolock.QuotaStatus{State: name, Exists: true, Delta: delta, Level: quota.Exceed, Counts: body.Counts}
-	for _, c := range body.Counts {
-		if c.Scope == quota.ScopeEnvironment {
-			st.Environment = c.Target
+// quotaStatus is the standing of state name after delta, as an answer
+// says it: a 403 quota_exceeded is the status with the
+// *kilolock.QuotaError it stands for, an admission's.
+func quotaStatus(name string, delta int64) func(*kilolock.QuotaStatus, error) (*kilolock.QuotaStatus, error) {
+	return func(st *kilolock.QuotaStatus, err error) (*kilolock.QuotaStatus, error) {
+		var ce *client.Error
+		if !errors.As(err, &ce) || ce.Code() != "quota_exceeded" {
+			return ok(st, err)
 		}
+		counts := ce.Body.Counts
+		st = &kilolock.QuotaStatus{State: name, Exists: true, Delta: delta, Level: quota.Exceed, Counts: counts}
+		for _, c := range counts {
+			if c.Scope == quota.ScopeEnvironment {
+				st.Environment = c.Target
+			}
+		}
+		qe := kilolock.CheckQuota(name, counts)
+		if qe == nil {
+			return nil, err // a refusal that names no refused scope
+		}
+		qe.(*kilolock.QuotaError).Admission = true
+		return st, qe
 	}
-	err := kilolock.CheckQuota(name, body.Counts)
-	if err == nil {
-		return nil, ae // a refusal that names no refused scope
-	}
-	err.(*kilolock.QuotaError).Admission = true
-	return st, err
 }
 
 // laneQuota asks a state's own backend address (…/v1/states/NAME/quota,
 // or …/WS/ENV/NAME/quota) with the credentials the configuration's http
 // backend sends, so that the token of the configuration is enough.
 type laneQuota struct {
-	b    *HTTPBackend
-	path string // the state's address, relative to the server
+	b     *HTTPBackend
+	state string // the state's name on its lane: WS/ENV/NAME or NAME (client.StateQuota)
 }
 
 // QuotaStatus implements QuotaBackend.
 func (l *laneQuota) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	return l.b.quotaStatus(ctx, l.path+"/quota", name, delta)
-}
-
-// lanePath is the address of state name on its lane, relative to the
-// server: /v1/states/WS/ENV/NAME for a tenant's internal name,
-// /v1/states/NAME otherwise.
-func lanePath(name string) string {
-	if ws, env, state, ok := tenancy.SplitTenantStateName(name); ok {
-		return "/v1/states/" + url.PathEscape(ws) + "/" + url.PathEscape(env) + "/" + url.PathEscape(state)
-	}
-	return "/v1/states/" + url.PathEscape(name)
+	return quotaStatus(name, delta)(l.b.c.StateQuota(ctx, l.state, delta))
 }
 
 // backendCredentials are the credentials an initialized http backend
@@ -166,7 +138,11 @@ func (g *Globals) laneQuota(b *TFBackend) (*laneQuota, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &laneQuota{b: hb, path: lanePath(b.State)}, nil
+	state := b.State
+	if ws, env, name, ok := tenancy.SplitTenantStateName(state); ok {
+		state = ws + "/" + env + "/" + name
+	}
+	return &laneQuota{b: hb, state: state}, nil
 }
 
 // Admission asks a backend whether a plan's changes fit a state's limits,

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/kilolock/kilolock/client"
+
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kilolock/kilolock"
@@ -315,7 +317,7 @@ func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
 
 // SetQuota sets or clears a limit.
 func (c *Control) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	if err := c.API.SetQuota(ctx, ch); err != nil {
+	if _, err := c.API.SetQuota(ctx, client.QuotaRequest{QuotaChange: ch, Clear: ch.Limit == nil}); err != nil {
 		return err
 	}
 	return c.cli().show(ch, func() error {

@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -28,18 +27,13 @@ var (
 
 // Search implements SearchBackend through the JSON API.
 func (b *HTTPBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
-	var p inventory.Page
-	if err := b.do(ctx, http.MethodGet, "/v1/api/search", f.Values(), nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return ok(b.c.Search(ctx, f))
 }
 
 // Duplicates implements SearchBackend through the JSON API.
 func (b *HTTPBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
-	var l inventory.DuplicateList
-	q := inventory.Filters{Type: typ}.Values()
-	if err := b.do(ctx, http.MethodGet, "/v1/api/search/duplicates", q, nil, &l); err != nil {
+	l, err := b.c.Duplicates(ctx, typ)
+	if err != nil {
 		return nil, err
 	}
 	return l.Duplicates, nil
