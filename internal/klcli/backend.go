@@ -50,13 +50,6 @@ type Backend interface {
 // is.
 type StateSettings = client.StateConfig
 
-// ServerVersioner is implemented by backends that reach a server, which has
-// a version of its own.
-type ServerVersioner interface {
-	// ServerVersion returns the server's build information.
-	ServerVersion(ctx context.Context) (*VersionInfo, error)
-}
-
 // VersionInfo is the build information of kl or of a server, in the shape of
 // the server's /versionz.
 type VersionInfo = client.VersionInfo

@@ -100,6 +100,17 @@ func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
 	return &HTTPBackend{c: c, long: long, hc: hc}, nil
 }
 
+// server is the CLI's backend as the HTTPBackend it is, for the commands
+// beyond Backend (backups, retention, keys, moves, search); a usage error
+// naming what when it is another (a test's wrapper).
+func (c *CLI) server(what string) (*HTTPBackend, error) {
+	b, ok := c.Backend.(*HTTPBackend)
+	if !ok {
+		return nil, &UsageError{Message: "this backend has no " + what, Hint: "use --server or --database"}
+	}
+	return b, nil
+}
+
 // ok is v and err, v dropped when err is set.
 func ok[T any](v *T, err error) (*T, error) {
 	if err != nil {
@@ -180,15 +191,6 @@ func readAll[R io.ReadCloser](r R, err error) ([]byte, error) {
 	}
 	defer r.Close()
 	return io.ReadAll(r)
-}
-
-// ServerVersion implements ServerVersioner: nil for a database served
-// in-process, which has no server.
-func (b *HTTPBackend) ServerVersion(ctx context.Context) (*VersionInfo, error) {
-	if b.database {
-		return nil, nil
-	}
-	return ok(b.c.Version(ctx))
 }
 
 // Close implements Backend.

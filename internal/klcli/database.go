@@ -48,8 +48,8 @@ func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
 func newDatabaseBackend(e *kilolock.Engine, actor, token string) *HTTPBackend {
 	// What kl never asks of a database is not set up for every command:
 	// a registry of its own, empty (no /metrics, no Go and process
-	// collectors), and a version of its own (no /versionz: ServerVersion
-	// answers nil), so that the build information is not read.
+	// collectors), and a version of its own (no /versionz: kl version
+	// shows no server), so that the build information is not read.
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
 		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
 	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
