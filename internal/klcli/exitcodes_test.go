@@ -75,7 +75,7 @@ func TestRunErrorFromServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ended *kilolock.RunEndedError
-	_, err = b.RenewRun(context.Background(), "run_7c3a91d2e4f5a6b7")
+	_, err = b.c.RenewRun(context.Background(), "run_7c3a91d2e4f5a6b7")
 	if !errors.As(err, &ended) || ended.Run.Status != kilolock.RunAborted || ended.Run.EndedBy != "ops" {
 		t.Fatalf("renew = %#v, want a RunEndedError of the aborted run", err)
 	}
