@@ -21,7 +21,7 @@ import (
 
 // activeRun starts and acquires a run with the default lease (renewed
 // every 5 minutes) on a fresh SQLite store, and returns the engine, the
-// run and each RunBackend kl reaches it through.
+// run and each client kl reaches it through.
 func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]*client.Client) {
 	t.Helper()
 	ctx := t.Context()

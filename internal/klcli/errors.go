@@ -93,11 +93,11 @@ func Hint(err error) string {
 		h      string
 		hinter interface{ Hint() string }
 	)
-	switch {
-	case errors.As(err, &hinter):
-		h = hinter.Hint()
+	switch { // kl's own hint first: it knows the command
 	case errors.As(err, &he):
 		h = he.hint
+	case errors.As(err, &hinter):
+		h = hinter.Hint()
 	case errors.As(err, &ue):
 		h = ue.Hint
 	case errors.As(err, &ie):

@@ -82,6 +82,13 @@ func TestRunErrorFromServer(t *testing.T) {
 	if ExitCode(err) != ExitConflict {
 		t.Errorf("exit code %d", ExitCode(err))
 	}
+	// kl's own hint on a server's error is the one shown.
+	if h := Hint(withHint(err, "only a waiting or active run can be aborted")); h != "only a waiting or active run can be aborted" {
+		t.Errorf("hint %q, want kl's", h)
+	}
+	if h := Hint(err); h != "stop" {
+		t.Errorf("hint %q, want the server's", h)
+	}
 }
 
 // TestCLIErrorOfSuccess: a CLI command that succeeded is no error (an
