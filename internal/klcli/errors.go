@@ -111,7 +111,7 @@ func Hint(err error) string {
 		return h
 	}
 	switch {
-	case errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden):
+	case errors.As(err, &se) && se.Body.Error == "" && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden): // not kld's answer
 		return "the server wants credentials: set KL_TOKEN"
 	case unreachable(err) != nil:
 		return fmt.Sprintf("is kld running at %s? point kl at it with --server (KL_SERVER), or at a database with --database (KL_DATABASE_URL)", unreachable(err).server)
