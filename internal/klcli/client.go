@@ -54,6 +54,8 @@ type HTTPBackend struct {
 	// database is a database served in-process: no server, so no server
 	// version.
 	database bool
+	// lane asks quotas at a state's protocol address (Globals.laneQuota).
+	lane bool
 }
 
 // NewHTTPBackend returns a Backend on the server at base, e.g.

@@ -86,7 +86,7 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 	if state != "" {
 		g.warnMissingState(ctx, state)
 	}
-	return g.withQuota(ctx, state, dir, func(qb QuotaBackend, name string) error {
+	return g.withQuota(ctx, state, dir, func(qb *HTTPBackend, name string) error {
 		st, err := qb.QuotaStatus(ctx, name, 0)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 }
 
 // withQuota runs f on the quota backend and state g, state and dir name.
-func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(QuotaBackend, string) error) error {
+func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*HTTPBackend, string) error) error {
 	qb, name, done, err := g.quotaBackend(ctx, state, dir)
 	if err != nil {
 		return err
@@ -185,7 +185,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	return g.withQuota(ctx, c.State, c.Dir, func(qb QuotaBackend, name string) error {
+	return g.withQuota(ctx, c.State, c.Dir, func(qb *HTTPBackend, name string) error {
 		out := g.out()
 		if c.JSON {
 			out = io.Discard
