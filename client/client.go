@@ -24,6 +24,7 @@ type Client struct {
 	strict  bool
 	agent   string
 	actor   string
+	headers http.Header
 }
 
 // Option configures a Client.
@@ -84,6 +85,17 @@ func WithActor(name string) Option {
 // WithUserAgent sets the User-Agent header of every request.
 func WithUserAgent(ua string) Option {
 	return func(c *Client) { c.agent = ua }
+}
+
+// WithHeader sends header name with value on every request (the headers
+// a configuration's http backend sends).
+func WithHeader(name, value string) Option {
+	return func(c *Client) {
+		if c.headers == nil {
+			c.headers = http.Header{}
+		}
+		c.headers.Set(name, value)
+	}
 }
 
 // New returns a Client of the kld at baseURL ("https://kld.example.com";
@@ -152,6 +164,8 @@ type request struct {
 	ctype  string
 	header http.Header
 	state  string // the state an error is about, for the root's errors
+	// numbers decodes the answer's numbers as json.Number, exact.
+	numbers bool
 }
 
 // jsonBody sets the request's body to v's JSON.
@@ -182,6 +196,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
 		if err != nil {
 			return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+		}
+		for k, v := range c.headers {
+			req.Header[k] = v
 		}
 		for k, v := range r.header {
 			req.Header[k] = v
@@ -235,6 +252,9 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return err
 	}
 	dec := json.NewDecoder(resp.Body)
+	if r.numbers {
+		dec.UseNumber()
+	}
 	if c.strict {
 		dec.DisallowUnknownFields()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -102,7 +103,7 @@ func (e *Error) Hint() string { return e.Body.Hint }
 func decodeError(status int, header http.Header, body []byte, state string) *Error {
 	e := &Error{Status: status, RetryAfter: retryAfter(header)}
 	if json.Unmarshal(body, &e.Body) != nil || e.Body.Error == "" {
-		e.Body = ErrorBody{Error: header.Get("X-Kilolock-Error"), Message: fmt.Sprintf("%d %s: %.200s", status, http.StatusText(status), body)}
+		e.Body = ErrorBody{Error: header.Get("X-Kilolock-Error"), Message: textMessage(status, body)}
 	}
 	if status == http.StatusLocked && e.Body.Holder == nil {
 		// The protocol's 423: the holder is the body itself.
@@ -113,6 +114,20 @@ func decodeError(status int, header http.Header, body []byte, state string) *Err
 	}
 	e.err = rootError(status, state, &e.Body)
 	return e
+}
+
+// textMessage says an answer that is not kld's JSON: its status and the
+// first line of its text, at most 200 bytes.
+func textMessage(status int, body []byte) string {
+	text, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := fmt.Sprintf("server answered %d %s", status, http.StatusText(status))
+	if text != "" {
+		msg += ": " + text
+	}
+	return msg
 }
 
 // rootError is the root package's error an answer stands for: the typed
@@ -162,7 +177,7 @@ func rootError(status int, state string, b *ErrorBody) error {
 		return &kilolock.ConflictError{State: state, Reason: b.Error, Message: b.Message, Hint: b.Hint,
 			Addresses: b.Addresses, LatestSerial: deref(b.LatestSerial), BaseSerial: deref(b.BaseSerial),
 			Lineage: b.Lineage, GotLineage: b.GotLineage, Winner: b.Winner, Holders: b.Holders}
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
 		return &kilolock.InvalidError{Code: b.Error, Message: b.Message, Hint: b.Hint}
 	case http.StatusForbidden:
 		return &kilolock.RefusedError{Code: b.Error, Message: b.Message, Hint: b.Hint}
@@ -172,7 +187,7 @@ func rootError(status int, state string, b *ErrorBody) error {
 		return &kilolock.ControlError{Err: kilolock.ErrNotFound, Code: b.Error, Message: b.Message, Hint: b.Hint}
 	case http.StatusLocked:
 		return &kilolock.LockedError{State: state, Holder: holder()}
-	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusBadGateway, http.StatusGatewayTimeout:
 		return kilolock.ErrUnavailable
 	}
 	return errors.New(b.Error)

@@ -15,10 +15,11 @@ type QueryRequest struct {
 }
 
 // Query runs a read-only SQL query over the normalized tables (POST
-// /v1/api/query); a tenant's token sees only its states.
+// /v1/api/query); a tenant's token sees only its states. Numbers come
+// back as json.Number, exact.
 func (c *Client) Query(ctx context.Context, sql string) (*kilolock.QueryResult, error) {
 	var out kilolock.QueryResult
-	return &out, c.do(ctx, request{method: http.MethodPost, path: "/v1/api/query"}.jsonBody(QueryRequest{SQL: sql}), &out)
+	return &out, c.do(ctx, request{method: http.MethodPost, path: "/v1/api/query", numbers: true}.jsonBody(QueryRequest{SQL: sql}), &out)
 }
 
 // Search finds resource instances across states (GET /v1/api/search).

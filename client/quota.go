@@ -23,12 +23,25 @@ type QuotaRequest struct {
 // /v1/api/states/NAME/quota?delta=N); a delta past a hard limit answers
 // *kilolock.QuotaError.
 func (c *Client) Quota(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
+	var out kilolock.QuotaStatus
+	return &out, c.do(ctx, request{method: http.MethodGet, path: apiState(name) + "/quota", query: deltaQuery(delta), state: name}, &out)
+}
+
+// StateQuota is Quota asked at the state's protocol address (GET
+// /v1/states/NAME/quota), with the credentials Terraform's http backend
+// sends: a configuration's own token is enough.
+func (c *Client) StateQuota(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
+	var out kilolock.QuotaStatus
+	return &out, c.do(ctx, request{method: http.MethodGet, path: statePath(name) + "/quota", query: deltaQuery(delta), state: name}, &out)
+}
+
+// deltaQuery is ?delta=N, nothing for 0.
+func deltaQuery(delta int64) url.Values {
 	q := url.Values{}
 	if delta != 0 {
 		q.Set("delta", strconv.FormatInt(delta, 10))
 	}
-	var out kilolock.QuotaStatus
-	return &out, c.do(ctx, request{method: http.MethodGet, path: apiState(name) + "/quota", query: q, state: name}, &out)
+	return q
 }
 
 // Quotas lists the limits set (GET /v1/api/quotas).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/applyrun"
+	"github.com/kilolock/kilolock/client"
 
 	"github.com/charmbracelet/log"
 
@@ -20,8 +21,8 @@ import (
 
 // activeRun starts and acquires a run with the default lease (renewed
 // every 5 minutes) on a fresh SQLite store, and returns the engine, the
-// run and each RunBackend kl reaches it through.
-func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]RunBackend) {
+// run and each client kl reaches it through.
+func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]*client.Client) {
 	t.Helper()
 	ctx := t.Context()
 	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "kl.db"))
@@ -44,7 +45,7 @@ func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]R
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hb.Close() })
-	return e, run, map[string]RunBackend{"engine": NewDatabaseBackend(e, ""), "http": hb}
+	return e, run, map[string]*client.Client{"engine": NewDatabaseBackend(e, "").c, "http": hb.c}
 }
 
 // TestWatchRunSeesAbort: a running orchestrated apply learns that its run

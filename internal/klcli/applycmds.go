@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // tfFlags are the flags of the commands that run the IaC CLI.
@@ -185,7 +186,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer hb.Close()
-	req.Backend, req.Runs, req.Status = b, hb, hb.Status
+	req.Backend, req.Runs, req.Status = b, hb.c, hb.Status
 	return Apply(ctx, req)
 }
 
@@ -221,21 +222,22 @@ func (c *ApplyAbortCmd) Run(ctx context.Context, g *Globals) error {
 // is empty. An ended run is a *kilolock.RunEndedError; no run in flight,
 // ErrNotFound.
 func (c *CLI) Abort(ctx context.Context, id, state string) error {
-	rb, ok := c.Backend.(RunBackend)
-	if !ok {
-		return errors.New("this backend keeps no apply runs")
+	b, err := c.server("apply runs")
+	if err != nil {
+		return err
 	}
 	if id == "" {
-		runs, err := rb.Runs(ctx, state, true, 1)
+		l, err := b.c.Runs(ctx, state, client.RunsOptions{InFlight: true, Limit: 1})
 		if err != nil {
 			return err
 		}
+		runs := l.Runs
 		if len(runs) == 0 {
 			return withHint(fmt.Errorf("state %q has no apply run in flight: %w", state, kilolock.ErrNotFound), "`kl status "+state+"` lists the runs in flight; nothing was aborted")
 		}
 		id = runs[0].ID
 	}
-	run, err := rb.AbortRun(ctx, id)
+	run, err := b.c.AbortRun(ctx, id)
 	var ended *kilolock.RunEndedError
 	if errors.As(err, &ended) {
 		return withHint(err, "only a waiting or active run can be aborted; this one is over and holds nothing")

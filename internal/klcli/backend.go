@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/keyring"
 )
 
@@ -47,38 +48,11 @@ type Backend interface {
 
 // StateSettings are the settings of one state; nil leaves a setting as it
 // is.
-type StateSettings struct {
-	// ExclusiveLocks true is classic Terraform locking (one holder);
-	// false is optimistic locking (many holders, writes merged at commit
-	// or refused).
-	ExclusiveLocks *bool
-	// AllowLineageChange lets the next writes carry another lineage.
-	AllowLineageChange *bool
-	// SharedPlanLocks true lets plans take shared read locks, granted
-	// beside an apply; false makes them wait like applies.
-	SharedPlanLocks *bool
-	// RequireClientEncryption true refuses plaintext writes; setting it
-	// creates a missing state.
-	RequireClientEncryption *bool
-}
-
-// ServerVersioner is implemented by backends that reach a server, which has
-// a version of its own.
-type ServerVersioner interface {
-	// ServerVersion returns the server's build information.
-	ServerVersion(ctx context.Context) (*VersionInfo, error)
-}
+type StateSettings = client.StateConfig
 
 // VersionInfo is the build information of kl or of a server, in the shape of
 // the server's /versionz.
-type VersionInfo struct {
-	Version string `json:"version"`
-	Commit  string `json:"commit"`
-	// Date is the build date, or the commit's when the build was not
-	// stamped.
-	Date      string `json:"date,omitempty"`
-	GoVersion string `json:"go_version"`
-}
+type VersionInfo = client.VersionInfo
 
 // DefaultServer is the server kl talks to when given neither a server nor a
 // database: a kld started with its defaults on this machine.

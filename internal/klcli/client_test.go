@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -46,7 +47,7 @@ func TestHTTPErrors(t *testing.T) {
 			klcli.ExitConflict, kilolock.ErrLocked, "state is locked by carol", "wait"},
 		{"conflict", 409, `{"error":"stale_serial","message":"serial 1 is below 3","hint":"pull"}`,
 			klcli.ExitConflict, kilolock.ErrConflict, "serial 1 is below 3", "pull"},
-		{"read-only", 400, `{"error":"read_only_query","message":"attempt to write a readonly database","hint":"only SELECT"}`,
+		{"read-only", 403, `{"error":"read_only","message":"attempt to write a readonly database","hint":"only SELECT"}`,
 			klcli.ExitError, kilolock.ErrReadOnly, "attempt to write a readonly database", "only SELECT"},
 		{"bad input", 400, `{"error":"invalid_state_name","message":"bad name","hint":"use letters"}`,
 			klcli.ExitUsage, kilolock.ErrInvalid, "bad name", "use letters"},
@@ -68,11 +69,11 @@ func TestHTTPErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = b.Status(ctx, "x")
-			var ae *klcli.APIError
+			var ae *client.Error
 			if !errors.As(err, &ae) {
-				t.Fatalf("err %T %v, want *APIError", err, err)
+				t.Fatalf("err %T %v, want *client.Error", err, err)
 			}
-			if ae.Status != tc.status || ae.Message != tc.message {
+			if ae.Status != tc.status || ae.Body.Message != tc.message {
 				t.Errorf("got %+v", ae)
 			}
 			if got := klcli.ExitCode(err); got != tc.code {

@@ -4,63 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"strconv"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
+
 	"github.com/kilolock/kilolock/tenancy"
 )
 
 // Control runs kl's tenancy commands (workspaces, environments, members,
-// tokens, PATs, grants, state lifecycles, audit) on a ControlAPI and prints
-// their results, the same whichever way API reaches tenancy.Control.
+// tokens, PATs, grants, state lifecycles, audit) on kld's operator control
+// API (a server's, with the operator token, or a database's in-process, as
+// its operator) and prints their results.
 type Control struct {
-	API  ControlAPI
+	API  *client.Client
 	Out  io.Writer
 	JSON bool
 }
 
-// ControlAPI is what the tenancy commands need: the operations of
-// tenancy.Control, reached through the operator control API under /v1/api/
-// (a server's, with the operator token, or a database's in-process, as its
-// operator). It answers with the root package's types and errors
-// (ErrNotFound, ErrConflict, ErrInvalid).
-type ControlAPI interface {
-	CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error)
-	Workspaces(ctx context.Context) ([]tenancy.Workspace, error)
-	// SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace
-	// and returns it as it now is.
-	SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error)
-	CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error)
-	Environments(ctx context.Context, ws string) ([]tenancy.Environment, error)
-	ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error)
-	IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error)
-	Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error)
-	RevokeToken(ctx context.Context, id string) error
-	AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error)
-	RevokeGrant(ctx context.Context, token, env string) error
-	Grants(ctx context.Context, token string) ([]tenancy.Grant, error)
-	PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error)
-	RemoveMember(ctx context.Context, ws, user string) error
-	Members(ctx context.Context, ws string) ([]tenancy.Member, error)
-	// SetStateLifecycle archives (archive true) or restores a tenant's
-	// state.
-	SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error
-	Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error)
-	// Reach is what the token with secret reaches (tenancy.Reach).
-	Reach(ctx context.Context, secret string) (*tenancy.Reach, error)
-	// SetQuota sets (ch.Limit) or clears a limit.
-	SetQuota(ctx context.Context, ch tenancy.QuotaChange) error
-	// Quotas lists the limits set.
-	Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error)
-}
-
 // IssuedToken is a token as it is issued: with its secret, shown once.
-type IssuedToken struct {
-	tenancy.Token
-	Secret string `json:"secret"`
-}
+type IssuedToken = client.IssuedToken
 
 // control opens the server or database g names and runs f on a Control
 // over it.
@@ -70,7 +32,7 @@ func (g *Globals) control(ctx context.Context, json bool, f func(*Control) error
 		return err
 	}
 	defer b.Close()
-	return f(&Control{API: serverControl{b}, Out: g.out(), JSON: json})
+	return f(&Control{API: b.c, Out: g.out(), JSON: json})
 }
 
 func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
@@ -78,7 +40,7 @@ func (c *Control) cli() *CLI { return &CLI{Out: c.Out, JSON: c.JSON} }
 // CreateWorkspace creates a workspace of kind (organization when empty),
 // with owner as its owner when given.
 func (c *Control) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) error {
-	ws, err := c.API.CreateWorkspace(ctx, name, kind, owner)
+	ws, err := c.API.CreateWorkspace(ctx, client.WorkspaceRequest{Name: name, Kind: kind, Owner: owner})
 	if err != nil {
 		return err
 	}
@@ -98,7 +60,11 @@ func (c *Control) Workspaces(ctx context.Context) error {
 
 // SetWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
 func (c *Control) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) error {
-	ws, err := c.API.SetWorkspaceLifecycle(ctx, id, suspend)
+	set := c.API.ResumeWorkspace
+	if suspend {
+		set = c.API.SuspendWorkspace
+	}
+	ws, err := set(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -157,7 +123,12 @@ func requiredOrDash(required bool) string {
 // IssueToken issues an automation token (env, scope) or a personal access
 // token (user) and shows its secret, this once.
 func (c *Control) IssueToken(ctx context.Context, req tenancy.TokenRequest) error {
-	tok, err := c.API.IssueToken(ctx, req)
+	expires := ""
+	if req.ExpiresIn > 0 {
+		expires = req.ExpiresIn.String()
+	}
+	tok, err := c.API.IssueToken(ctx, client.TokenRequest{Kind: req.Kind, Name: req.Name, EnvironmentID: req.EnvironmentID,
+		Scope: req.Scope, UserID: req.UserID, ExpiresIn: expires})
 	if err != nil {
 		return err
 	}
@@ -196,7 +167,7 @@ func (c *Control) Tokens(ctx context.Context, kind tenancy.TokenKind) error {
 
 // DeleteToken revokes a token (automation or personal).
 func (c *Control) DeleteToken(ctx context.Context, id string) error {
-	if err := c.API.RevokeToken(ctx, id); err != nil {
+	if _, err := c.API.RevokeToken(ctx, id); err != nil {
 		return err
 	}
 	return c.cli().say(map[string]string{"revoked": id}, "Revoked token %s.\n", cell(id))
@@ -213,7 +184,7 @@ func (c *Control) AddGrant(ctx context.Context, token, env string) error {
 
 // RevokeGrant takes a grant away.
 func (c *Control) RevokeGrant(ctx context.Context, token, env string) error {
-	if err := c.API.RevokeGrant(ctx, token, env); err != nil {
+	if _, err := c.API.RevokeGrant(ctx, token, env); err != nil {
 		return err
 	}
 	return c.cli().say(map[string]string{"revoked": token + "->" + env}, "Revoked the grant of %s on %s.\n", cell(token), cell(env))
@@ -248,7 +219,7 @@ func article(word string) string {
 
 // RemoveMember removes a user from a workspace.
 func (c *Control) RemoveMember(ctx context.Context, ws, user string) error {
-	if err := c.API.RemoveMember(ctx, ws, user); err != nil {
+	if _, err := c.API.RemoveMember(ctx, ws, user); err != nil {
 		return err
 	}
 	return c.cli().say(map[string]string{"removed": user}, "Removed %s from workspace %s.\n", cell(user), cell(ws))
@@ -267,7 +238,11 @@ func (c *Control) Members(ctx context.Context, ws string) error {
 
 // SetStateLifecycle archives (archive true) or restores a tenant's state.
 func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
-	if err := c.API.SetStateLifecycle(ctx, ws, env, state, archive); err != nil {
+	set := c.API.RestoreState
+	if archive {
+		set = c.API.ArchiveState
+	}
+	if _, err := set(ctx, ws, env, state); err != nil {
 		return err
 	}
 	l := tenancy.LifecycleActive
@@ -279,7 +254,7 @@ func (c *Control) SetStateLifecycle(ctx context.Context, ws, env, state string, 
 
 // Audit lists the audit log, newest first; denied only lists refusals.
 func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
-	out, err := c.API.Audit(ctx, kilolock.AuditFilter{DeniedOnly: denied, Limit: limit})
+	out, err := c.API.Audit(ctx, client.AuditOptions{DeniedOnly: denied, Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -295,193 +270,13 @@ func (c *Control) Audit(ctx context.Context, denied bool, limit int) error {
 	})
 }
 
-// serverControl is the ControlAPI of a server: its operator control API
-// under /v1/api/.
-type serverControl struct{ b *HTTPBackend }
-
-var _ ControlAPI = serverControl{}
-
-func wsPath(ws string) string { return "/v1/api/workspaces/" + url.PathEscape(ws) }
-
-func tokenPath(id string) string { return "/v1/api/tokens/" + url.PathEscape(id) }
-
-func (s serverControl) CreateWorkspace(ctx context.Context, name string, kind tenancy.WorkspaceKind, owner string) (*tenancy.Workspace, error) {
-	var ws tenancy.Workspace
-	body := map[string]string{"name": name, "kind": string(kind), "owner": owner}
-	if err := s.b.do(ctx, http.MethodPost, "/v1/api/workspaces", nil, body, &ws); err != nil {
-		return nil, err
-	}
-	return &ws, nil
-}
-
-func (s serverControl) Workspaces(ctx context.Context) ([]tenancy.Workspace, error) {
-	var out []tenancy.Workspace
-	err := s.b.do(ctx, http.MethodGet, "/v1/api/workspaces", nil, nil, &out)
-	return out, err
-}
-
-func (s serverControl) SetWorkspaceLifecycle(ctx context.Context, id string, suspend bool) (*tenancy.Workspace, error) {
-	action := "resume"
-	if suspend {
-		action = "suspend"
-	}
-	var ws tenancy.Workspace
-	if err := s.b.do(ctx, http.MethodPost, wsPath(id)+"/"+action, nil, nil, &ws); err != nil {
-		return nil, err
-	}
-	return &ws, nil
-}
-
-func (s serverControl) CreateEnvironment(ctx context.Context, ws, slug string) (*tenancy.Environment, error) {
-	var e tenancy.Environment
-	if err := s.b.do(ctx, http.MethodPost, wsPath(ws)+"/environments", nil, map[string]string{"slug": slug}, &e); err != nil {
-		return nil, err
-	}
-	return &e, nil
-}
-
-func (s serverControl) Environments(ctx context.Context, ws string) ([]tenancy.Environment, error) {
-	var out []tenancy.Environment
-	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/environments", nil, nil, &out)
-	return out, err
-}
-
-func (s serverControl) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) (*tenancy.Environment, error) {
-	var e tenancy.Environment
-	if err := s.b.do(ctx, http.MethodPatch, wsPath(ws)+"/environments/"+url.PathEscape(env), nil, cfg, &e); err != nil {
-		return nil, err
-	}
-	return &e, nil
-}
-
-func (s serverControl) IssueToken(ctx context.Context, req tenancy.TokenRequest) (*IssuedToken, error) {
-	body := map[string]string{"kind": string(req.Kind)}
-	if req.ExpiresIn > 0 {
-		body["expires_in"] = req.ExpiresIn.String()
-	}
-	for k, v := range map[string]string{"name": req.Name, "environment_id": req.EnvironmentID, "scope": string(req.Scope), "user_id": req.UserID} {
-		if v != "" {
-			body[k] = v
-		}
-	}
-	var tok IssuedToken
-	if err := s.b.do(ctx, http.MethodPost, "/v1/api/tokens", nil, body, &tok); err != nil {
-		return nil, err
-	}
-	return &tok, nil
-}
-
-func (s serverControl) Tokens(ctx context.Context, kind tenancy.TokenKind) ([]tenancy.Token, error) {
-	q := url.Values{}
-	if kind != "" {
-		q.Set("kind", string(kind))
-	}
-	var out []tenancy.Token
-	err := s.b.do(ctx, http.MethodGet, "/v1/api/tokens", q, nil, &out)
-	return out, err
-}
-
-func (s serverControl) RevokeToken(ctx context.Context, id string) error {
-	var out map[string]string
-	return s.b.do(ctx, http.MethodDelete, tokenPath(id), nil, nil, &out)
-}
-
-func (s serverControl) AddGrant(ctx context.Context, token, env string) (*tenancy.Grant, error) {
-	var g tenancy.Grant
-	if err := s.b.do(ctx, http.MethodPut, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &g); err != nil {
-		return nil, err
-	}
-	return &g, nil
-}
-
-func (s serverControl) RevokeGrant(ctx context.Context, token, env string) error {
-	var out map[string]string
-	return s.b.do(ctx, http.MethodDelete, tokenPath(token)+"/grants/"+url.PathEscape(env), nil, nil, &out)
-}
-
-func (s serverControl) Grants(ctx context.Context, token string) ([]tenancy.Grant, error) {
-	var out []tenancy.Grant
-	err := s.b.do(ctx, http.MethodGet, tokenPath(token)+"/grants", nil, nil, &out)
-	return out, err
-}
-
-func (s serverControl) PutMember(ctx context.Context, ws, user string, role tenancy.Role) (*tenancy.Member, error) {
-	var body any
-	if role != "" {
-		body = map[string]string{"role": string(role)}
-	}
-	var m tenancy.Member
-	if err := s.b.do(ctx, http.MethodPut, wsPath(ws)+"/members/"+url.PathEscape(user), nil, body, &m); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-func (s serverControl) RemoveMember(ctx context.Context, ws, user string) error {
-	var out map[string]string
-	return s.b.do(ctx, http.MethodDelete, wsPath(ws)+"/members/"+url.PathEscape(user), nil, nil, &out)
-}
-
-func (s serverControl) Members(ctx context.Context, ws string) ([]tenancy.Member, error) {
-	var out []tenancy.Member
-	err := s.b.do(ctx, http.MethodGet, wsPath(ws)+"/members", nil, nil, &out)
-	return out, err
-}
-
-func (s serverControl) SetStateLifecycle(ctx context.Context, ws, env, state string, archive bool) error {
-	action := "restore"
-	if archive {
-		action = "archive"
-	}
-	path := wsPath(ws) + "/environments/" + url.PathEscape(env) + "/states/" + url.PathEscape(state) + "/" + action
-	var out map[string]string
-	return s.b.do(ctx, http.MethodPost, path, nil, nil, &out)
-}
-
-func (s serverControl) Audit(ctx context.Context, f kilolock.AuditFilter) ([]kilolock.AuditEntry, error) {
-	q := url.Values{}
-	if f.DeniedOnly {
-		q.Set("denied", "true")
-	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	var out []kilolock.AuditEntry
-	err := s.b.do(ctx, http.MethodGet, "/v1/api/audit", q, nil, &out)
-	return out, err
-}
-
-func (s serverControl) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	body := struct {
-		tenancy.QuotaChange
-		Clear bool `json:"clear,omitempty"`
-	}{ch, ch.Limit == nil}
-	var out map[string]any
-	return s.b.do(ctx, http.MethodPut, "/v1/api/quotas", nil, body, &out)
-}
-
-func (s serverControl) Quotas(ctx context.Context) ([]kilolock.QuotaSetting, error) {
-	var out []kilolock.QuotaSetting
-	err := s.b.do(ctx, http.MethodGet, "/v1/api/quotas", nil, nil, &out)
-	return out, err
-}
-
-// whoamiPath is where a server tells a token what it reaches.
-const whoamiPath = "/v1/whoami"
-
-func (s serverControl) Reach(ctx context.Context, _ string) (*tenancy.Reach, error) {
-	var r tenancy.Reach
-	err := s.b.do(ctx, http.MethodGet, whoamiPath, nil, nil, &r) // with kl's --token
-	return &r, err
-}
-
 // Whoami shows what the token with secret reaches: each environment with
 // its backend path, and the grants that reach nothing.
 func (c *Control) Whoami(ctx context.Context, secret string) error {
 	if secret == "" {
 		return &UsageError{Message: "kl whoami needs the token to look at", Hint: "give it with --token klt_… or klp_… (KL_TOKEN)"}
 	}
-	r, err := c.API.Reach(ctx, secret)
+	r, err := c.API.Whoami(ctx) // with kl's --token
 	if err != nil {
 		return err
 	}

@@ -31,8 +31,8 @@ func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := NewDatabaseBackend(kilolock.NewEngine(s, kilolock.Options{}), t.Actor)
-	b.closer, b.token = s, t.Token // the token kl whoami looks at
+	b := newDatabaseBackend(kilolock.NewEngine(s, kilolock.Options{}), t.Actor, t.Token) // the token kl whoami looks at
+	b.closer = s
 	return b, nil
 }
 
@@ -41,14 +41,19 @@ func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
 // databaseCaller(actor); the versions it makes name actor (kl when "").
 // Close does not close e's store: it belongs to the caller.
 func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
+	return newDatabaseBackend(e, actor, "")
+}
+
+// newDatabaseBackend is NewDatabaseBackend sending token, when set.
+func newDatabaseBackend(e *kilolock.Engine, actor, token string) *HTTPBackend {
 	// What kl never asks of a database is not set up for every command:
 	// a registry of its own, empty (no /metrics, no Go and process
-	// collectors), and a version of its own (no /versionz: ServerVersion
-	// answers nil), so that the build information is not read.
+	// collectors), and a version of its own (no /versionz: kl version
+	// shows no server), so that the build information is not read.
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
 		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
 	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
-	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor})
+	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor, Token: token})
 	if err != nil {
 		panic(err) // the URL above is valid
 	}

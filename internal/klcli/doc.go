@@ -4,7 +4,7 @@
 //
 // # Basics
 //
-// A Backend is kld's JSON API under /v1/api, reached by HTTPBackend: over
+// A Backend is kld's JSON API, reached by HTTPBackend through package client: over
 // HTTP from a kld server, or in-process from a database (--database: kld's
 // handler over an Engine on it, reached through client.InProcess with no
 // socket, as that database's operator). Each command is so written once,

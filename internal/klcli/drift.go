@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -26,33 +25,25 @@ type DriftOps interface {
 
 // RecordDrift implements DriftOps.
 func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
-	var c drift.DriftCheck
-	if err := b.do(ctx, http.MethodPost, statePath(state)+"/drift", nil, r, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return ok(b.c.RecordDrift(ctx, state, r))
 }
 
 // Drift implements DriftOps.
 func (b *HTTPBackend) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
-	var out struct {
-		Drift []drift.DriftRecord `json:"drift"`
-	}
-	if err := b.do(ctx, http.MethodGet, statePath(state)+"/drift", nil, nil, &out); err != nil {
+	l, err := b.c.Drift(ctx, state)
+	if err != nil {
 		return nil, err
 	}
-	return out.Drift, nil
+	return l.Drift, nil
 }
 
 // AcceptRefresh implements DriftOps.
 func (b *HTTPBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
-	var out struct {
-		Version *kilolock.Version `json:"version"`
-	}
-	if err := b.do(ctx, http.MethodPost, statePath(state)+"/refresh", nil, refreshed, &out); err != nil {
+	a, err := b.c.AcceptRefresh(ctx, state, refreshed)
+	if err != nil {
 		return nil, err
 	}
-	return out.Version, nil
+	return a.Version, nil
 }
 
 // maxShownChanges bounds the attribute paths kl drift list shows per

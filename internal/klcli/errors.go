@@ -1,13 +1,16 @@
 package klcli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -44,7 +47,7 @@ func ExitCode(err error) int {
 	case errors.Is(err, kilolock.ErrLocked), errors.Is(err, kilolock.ErrLockMismatch),
 		errors.Is(err, kilolock.ErrConflict), errors.Is(err, kilolock.ErrStale):
 		return ExitConflict
-	case errors.Is(err, kilolock.ErrUnavailable):
+	case errors.Is(err, kilolock.ErrUnavailable), unreachable(err) != nil:
 		return ExitUnavailable
 	case errors.Is(err, kilolock.ErrQuotaExceeded):
 		return ExitError // past a hard limit: kl quota check, kl plan and kl apply fail with 1
@@ -59,61 +62,6 @@ type UsageError struct {
 }
 
 func (e *UsageError) Error() string { return e.Message }
-
-// APIError is an error answered by a server: its HTTP status and the JSON
-// body {"error": code, "message": …, "hint": …}. It matches the root
-// package's sentinel errors with errors.Is (404 is ErrNotFound, 423
-// ErrLocked, …), so callers need not know it came over HTTP.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-	Hint    string
-	// body is the whole JSON error body, for the fields beyond these
-	// (the blockers of a 423 reserved, the run of a 409 run_ended).
-	body []byte
-}
-
-func (e *APIError) Error() string {
-	msg := e.Message
-	if msg == "" {
-		msg = fmt.Sprintf("server answered %d %s", e.Status, http.StatusText(e.Status))
-	}
-	if e.Hint != "" {
-		return msg + " (hint: " + e.Hint + ")"
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel error the code or, failing that, the status
-// stands for; nil when neither is known.
-func (e *APIError) Unwrap() error {
-	code := strings.ToLower(e.Code)
-	switch {
-	case strings.Contains(code, "read_only"), strings.Contains(code, "readonly"):
-		return kilolock.ErrReadOnly
-	case strings.Contains(code, "encrypted"):
-		return kilolock.ErrEncrypted
-	case strings.Contains(code, "mismatch"):
-		return kilolock.ErrLockMismatch
-	case strings.HasPrefix(code, "quota_"):
-		return kilolock.ErrQuotaExceeded
-	}
-	switch e.Status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
-		return kilolock.ErrInvalid
-	case http.StatusNotFound:
-		return kilolock.ErrNotFound
-	case http.StatusConflict:
-		return kilolock.ErrConflict
-	case http.StatusLocked:
-		return kilolock.ErrLocked
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-		http.StatusTooManyRequests: // busy for now: retry later
-		return kilolock.ErrUnavailable
-	}
-	return nil
-}
 
 // hintError is an error with a next step attached.
 type hintError struct {
@@ -135,7 +83,7 @@ func withHint(err error, hint string) error {
 func Hint(err error) string {
 	var (
 		he *hintError
-		ae *APIError
+		se *client.Error
 		ue *UsageError
 		ie *kilolock.InvalidError
 		ce *kilolock.ConflictError
@@ -145,13 +93,11 @@ func Hint(err error) string {
 		h      string
 		hinter interface{ Hint() string }
 	)
-	switch {
-	case errors.As(err, &hinter):
-		h = hinter.Hint()
+	switch { // kl's own hint first: it knows the command
 	case errors.As(err, &he):
 		h = he.hint
-	case errors.As(err, &ae):
-		h = ae.Hint
+	case errors.As(err, &hinter):
+		h = hinter.Hint()
 	case errors.As(err, &ue):
 		h = ue.Hint
 	case errors.As(err, &ie):
@@ -165,6 +111,10 @@ func Hint(err error) string {
 		return h
 	}
 	switch {
+	case errors.As(err, &se) && se.Body.Error == "" && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden): // not kld's answer
+		return "the server wants credentials: set KL_TOKEN"
+	case unreachable(err) != nil:
+		return fmt.Sprintf("is kld running at %s? point kl at it with --server (KL_SERVER), or at a database with --database (KL_DATABASE_URL)", unreachable(err).server)
 	case errors.Is(err, kilolock.ErrNotFound):
 		return "list the states with `kl states`, a state's versions with `kl history NAME`"
 	case errors.Is(err, kilolock.ErrReadOnly):
@@ -174,7 +124,7 @@ func Hint(err error) string {
 }
 
 // Report writes err for a person: "kl: message" and, when known, a
-// "hint: …" line. An APIError's hint is shown on its own line rather than
+// "hint: …" line. A server's hint is shown on its own line rather than
 // inside the message. Control characters are escaped, as in all of kl's
 // output: messages carry what clients sent.
 func Report(w io.Writer, err error) {
@@ -183,12 +133,39 @@ func Report(w io.Writer, err error) {
 	}
 	w = escaped(w)
 	msg := err.Error()
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Hint != "" {
-		msg = strings.Replace(msg, " (hint: "+ae.Hint+")", "", 1)
+	var ce *client.Error
+	if u := unreachable(err); u != nil {
+		msg = u.Error()
+	} else if errors.As(err, &ce) && ce.Hint() != "" {
+		msg = strings.Replace(msg, " ("+ce.Hint()+")", "", 1)
 	}
 	fmt.Fprintf(w, "kl: %s\n", msg)
 	if h := Hint(err); h != "" {
 		fmt.Fprintf(w, "hint: %s\n", h)
 	}
+}
+
+// unreachableError is a server that did not answer: kl cannot reach it,
+// or it did not answer in time.
+type unreachableError struct {
+	server string
+	err    error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("cannot reach the server at %s: %v", e.server, e.err)
+}
+
+// unreachable is the server err could not reach, from the *url.Error of
+// its transport; nil when err is none or was canceled.
+func unreachable(err error) *unreachableError {
+	var ue *url.Error
+	if !errors.As(err, &ue) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	server := ue.URL
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		server = (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	}
+	return &unreachableError{server: server, err: ue.Err}
 }

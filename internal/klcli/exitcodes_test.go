@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,18 +62,32 @@ func TestApplyExitCodes(t *testing.T) {
 	}
 }
 
-// TestRunErrorFromServer: the server's 409 run_ended becomes the
+// TestRunErrorFromServer: the server's 409 run_ended is the
 // *kilolock.RunEndedError it stands for, with the run.
 func TestRunErrorFromServer(t *testing.T) {
-	ae := &APIError{Status: 409, Code: "run_ended", Message: "apply run run_7c3a91d2e4f5a6b7 is aborted", Hint: "stop",
-		body: []byte(`{"error":"run_ended","message":"…","hint":"stop","run":{"id":"run_7c3a91d2e4f5a6b7","state":"s","status":"aborted","ended_by":"ops"}}`)}
-	var ended *kilolock.RunEndedError
-	if err := runError(ae); !errors.As(err, &ended) || ended.Run.Status != kilolock.RunAborted || ended.Run.EndedBy != "ops" {
-		t.Fatalf("runError = %#v, want a RunEndedError of the aborted run", err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		w.Write([]byte(`{"error":"run_ended","message":"…","hint":"stop","run":{"id":"run_7c3a91d2e4f5a6b7","state":"s","status":"aborted","ended_by":"ops"}}`))
+	}))
+	defer srv.Close()
+	b, err := NewHTTPBackend(srv.URL, HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	other := &APIError{Status: 409, Code: "conflict", body: []byte(`{"error":"conflict"}`)}
-	if err := runError(other); err != other {
-		t.Errorf("runError changed another error: %v", err)
+	var ended *kilolock.RunEndedError
+	_, err = b.c.RenewRun(context.Background(), "run_7c3a91d2e4f5a6b7")
+	if !errors.As(err, &ended) || ended.Run.Status != kilolock.RunAborted || ended.Run.EndedBy != "ops" {
+		t.Fatalf("renew = %#v, want a RunEndedError of the aborted run", err)
+	}
+	if ExitCode(err) != ExitConflict {
+		t.Errorf("exit code %d", ExitCode(err))
+	}
+	// kl's own hint on a server's error is the one shown.
+	if h := Hint(withHint(err, "only a waiting or active run can be aborted")); h != "only a waiting or active run can be aborted" {
+		t.Errorf("hint %q, want kl's", h)
+	}
+	if h := Hint(err); h != "stop" {
+		t.Errorf("hint %q, want the server's", h)
 	}
 }
 

@@ -128,7 +128,7 @@ func prunedRow(w *tabwriter.Writer, p kilolock.PrunedRange) {
 // page (fewer than the limit), those below it too. A backend without
 // retention has none.
 func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Version, opts kilolock.HistoryOptions) ([]kilolock.PrunedRange, error) {
-	ops, ok := c.Backend.(Operations)
+	b, ok := c.Backend.(*HTTPBackend)
 	if !ok {
 		return nil, nil
 	}
@@ -136,10 +136,11 @@ func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Versio
 	if limit == 0 {
 		limit = 50
 	}
-	all, err := ops.PrunedVersions(ctx, name, opts.Before, maxHistoryPruned)
+	l, err := b.c.Pruned(ctx, name, opts.Before, maxHistoryPruned)
 	if err != nil {
 		return nil, err
 	}
+	all := l.Pruned
 	if len(vs) < limit {
 		return all, nil
 	}

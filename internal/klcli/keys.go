@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -49,25 +48,6 @@ func (c *KeysRotateCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.RotateKeys(ctx, !c.NoWait, c.Every) })
 }
 
-// KeyOps are the operations of encryption at rest, on backends that have
-// them (both do; the store may still refuse: a *RefusedError without keys).
-type KeyOps interface {
-	// KeyUsage lists the keys that wrap data keys and the configured ones.
-	KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error)
-	// RotateKeys re-wraps every data key with the active key, calling
-	// progress as it goes; with wait false it may return once started
-	// (a server's rotation goes on in the background).
-	RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error)
-}
-
-func (c *CLI) keyOps() (KeyOps, error) {
-	k, ok := c.Backend.(KeyOps)
-	if !ok {
-		return nil, fmt.Errorf("this backend has no encryption at rest")
-	}
-	return k, nil
-}
-
 // KeysJSON is the JSON output of kl keys status.
 type KeysJSON struct {
 	Keys []kilolock.KeyUsage `json:"keys"`
@@ -75,14 +55,15 @@ type KeysJSON struct {
 
 // KeyStatus lists the keys.
 func (c *CLI) KeyStatus(ctx context.Context) error {
-	k, err := c.keyOps()
+	b, err := c.server("encryption at rest")
 	if err != nil {
 		return err
 	}
-	usage, err := k.KeyUsage(ctx)
+	keys, err := b.c.Keys(ctx)
 	if err != nil {
 		return err
 	}
+	usage := keys.Keys
 	return c.show(KeysJSON{Keys: usage}, func() error {
 		if len(usage) == 0 {
 			_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
@@ -107,12 +88,12 @@ func yesNo(b bool) string {
 // RotateKeys re-wraps the data keys with the active key, printing a line
 // of progress per batch (on a server, per poll), and what is left to do.
 func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) error {
-	k, err := c.keyOps()
+	b, err := c.server("encryption at rest")
 	if err != nil {
 		return err
 	}
 	last := int64(-1)
-	res, err := k.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
+	res, err := b.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
 		if c.JSON || r.Done == last {
 			return
 		}
@@ -133,24 +114,12 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 	})
 }
 
-// KeyUsage implements KeyOps.
-func (b *HTTPBackend) KeyUsage(ctx context.Context) ([]kilolock.KeyUsage, error) {
-	var out struct {
-		Keys []kilolock.KeyUsage `json:"keys"`
-	}
-	if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Keys, nil
-}
-
-// RotateKeys implements KeyOps: it starts the server's rotation and, with
-// wait, asks for its progress every so often until it is over.
+// RotateKeys starts the server's rotation of the data keys to the active
+// key and, with wait, asks for its progress every so often until it is
+// over, calling progress each time.
 func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	var started struct {
-		Rotation kilolock.KeyRotation `json:"rotation"`
-	}
-	if err := b.do(ctx, http.MethodPost, "/v1/api/keys/rotate", nil, struct{}{}, &started); err != nil {
+	started, err := b.c.RotateKeys(ctx)
+	if err != nil {
 		return kilolock.KeyRotation{}, err
 	}
 	r := started.Rotation
@@ -161,10 +130,8 @@ func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Dura
 			return r, ctx.Err()
 		case <-time.After(max(every, 10*time.Millisecond)):
 		}
-		var st struct {
-			Rotation *kilolock.KeyRotation `json:"rotation"`
-		}
-		if err := b.do(ctx, http.MethodGet, "/v1/api/keys", nil, nil, &st); err != nil {
+		st, err := b.c.Keys(ctx)
+		if err != nil {
 			return r, err
 		}
 		if st.Rotation != nil {

@@ -3,7 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -12,33 +11,18 @@ import (
 	"github.com/kilolock/kilolock/httpbackend"
 )
 
-// MoveLister is a Backend that lists the moves a state took part in.
-type MoveLister interface {
-	StateMoves(ctx context.Context, name string) ([]history.MoveRecord, error)
-}
-
-// StateMoves implements MoveLister.
-func (b *HTTPBackend) StateMoves(ctx context.Context, name string) ([]history.MoveRecord, error) {
-	var res struct {
-		Moves []history.MoveRecord `json:"moves"`
-	}
-	if err := b.do(ctx, http.MethodGet, statePath(name)+"/moves", nil, nil, &res); err != nil {
-		return nil, err
-	}
-	return res.Moves, nil
-}
-
 // moveNotes are what kl history says of name's versions a move made, by
 // version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
 func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []history.MoveRecord, error) {
-	ml, ok := c.Backend.(MoveLister)
+	b, ok := c.Backend.(*HTTPBackend)
 	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
 		return nil, nil, nil
 	}
-	recs, err := ml.StateMoves(ctx, name)
+	l, err := b.c.Moves(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
+	recs := l.Moves
 	notes := map[int64]string{}
 	for _, m := range recs {
 		if m.From == name {
@@ -51,33 +35,14 @@ func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version)
 	return notes, recs, nil
 }
 
-// StateMover is a Backend that moves instances between states: kld's
-// POST /v1/api/moves, or the engine in-process.
-type StateMover interface {
-	MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error)
-}
-
-var (
-	_ StateMover = (*HTTPBackend)(nil)
-)
-
-// MoveStates implements StateMover.
-func (b *HTTPBackend) MoveStates(ctx context.Context, req httpbackend.MoveRequest) (*history.MoveResult, error) {
-	var res history.MoveResult
-	if err := b.do(ctx, http.MethodPost, "/v1/api/moves", nil, req, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
 // MoveStates runs a move between states and prints what moved, the edges
 // it makes cross the states, and what each configuration must do.
 func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error {
-	m, ok := c.Backend.(StateMover)
-	if !ok {
-		return &UsageError{Message: "this backend cannot move instances between states", Hint: "use kld or --database"}
+	b, err := c.server("moves between states")
+	if err != nil {
+		return err
 	}
-	res, err := m.MoveStates(ctx, req)
+	res, err := b.c.Move(ctx, req)
 	if err != nil {
 		return err
 	}

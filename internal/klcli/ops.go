@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/kilolock/kilolock/client"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/retention"
@@ -16,97 +17,16 @@ import (
 	"github.com/kilolock/kilolock/store/sqlstore"
 )
 
-// Operations are what kl backup and kl retention need: a backup of the
-// whole store, retention policies, pruning and the markers of pruned
-// versions, from the JSON API (a server's backup only with the operator
-// token; a database's in-process always).
-type Operations interface {
-	// Backup writes a backup of the whole store to w.
-	Backup(ctx context.Context, w io.Writer) error
-	RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error)
-	SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error)
-	// UnsetRetentionPolicy removes a policy; ErrNotFound when none.
-	UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error
-	ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error)
-	// PrunedVersions lists the runs of pruned versions of a state below
-	// before (0: all), newest first.
-	PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error)
-}
-
-var (
-	_ Operations = (*HTTPBackend)(nil)
-)
-
-// operations returns the CLI's backend as Operations.
-func (c *CLI) operations() (Operations, error) {
-	ops, ok := c.Backend.(Operations)
-	if !ok {
-		return nil, &UsageError{Message: "this backend has no backups or retention", Hint: "use --server or --database"}
-	}
-	return ops, nil
-}
-
-// untimed is the answer of a request that has no bound on its whole time
-// (the context still cancels it), read into out: a backup streamed into a
-// writer, or a pruning that lasts as long as it has to.
-type untimed struct{ out any }
-
-// Backup implements Operations: GET /v1/api/backup, with the operator
-// token.
+// Backup writes the server's backup to w, with the operator
+// token, with no bound on its whole time.
 func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
-	return b.do(ctx, http.MethodGet, "/v1/api/backup", nil, nil, untimed{w})
-}
-
-// RetentionPolicies implements Operations.
-func (b *HTTPBackend) RetentionPolicies(ctx context.Context) ([]retention.RetentionPolicy, error) {
-	var out struct {
-		Policies []retention.RetentionPolicy `json:"policies"`
-	}
-	err := b.do(ctx, http.MethodGet, "/v1/api/retention/policies", nil, nil, &out)
-	return out.Policies, err
-}
-
-// SetRetentionPolicy implements Operations.
-func (b *HTTPBackend) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) (*retention.RetentionPolicy, error) {
-	var out retention.RetentionPolicy
-	if err := b.do(ctx, http.MethodPut, "/v1/api/retention/policies", nil, p, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// UnsetRetentionPolicy implements Operations.
-func (b *HTTPBackend) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	var out map[string]string
-	return b.do(ctx, http.MethodDelete, "/v1/api/retention/policies", url.Values{"scope": {string(scope)}, "target": {target}}, nil, &out)
-}
-
-// ApplyRetention implements Operations. The server prunes while the
-// request lasts, so it has no time bound of its own.
-func (b *HTTPBackend) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) (*retention.RetentionReport, error) {
-	var out retention.RetentionReport
-	err := b.do(ctx, http.MethodPost, "/v1/api/retention/apply", nil,
-		map[string]any{"dry_run": dryRun, "state": state, "batch": batch}, untimed{&out})
+	r, err := b.long.Backup(transfer(ctx))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &out, nil
-}
-
-// PrunedVersions implements Operations.
-func (b *HTTPBackend) PrunedVersions(ctx context.Context, name string, before int64, limit int) ([]kilolock.PrunedRange, error) {
-	q := url.Values{}
-	if before > 0 {
-		q.Set("before", strconv.FormatInt(before, 10))
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var out struct {
-		Pruned []kilolock.PrunedRange `json:"pruned"`
-	}
-	err := b.do(ctx, http.MethodGet, statePath(name)+"/pruned", q, nil, &out)
-	return out.Pruned, err
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // Backup writes a backup of the whole store to the file output ("-":
@@ -114,7 +34,7 @@ func (b *HTTPBackend) PrunedVersions(ctx context.Context, name string, before in
 // what it holds. A file is written as output.partial and renamed only once
 // it is whole, so no cut-short backup ever takes the name.
 func (c *CLI) Backup(ctx context.Context, output string) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
@@ -131,7 +51,7 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 			pr.CloseWithError(err)
 			done <- err
 		}()
-		err := ops.Backup(ctx, io.MultiWriter(w, pw))
+		err := b.Backup(ctx, io.MultiWriter(w, pw))
 		pw.CloseWithError(err)
 		if verr := <-done; err == nil && verr != nil {
 			err = fmt.Errorf("the backup read back is not whole: %w", verr)
@@ -247,17 +167,15 @@ func byteSize(n int64) string {
 
 // RetentionPolicies lists the policies.
 func (c *CLI) RetentionPolicies(ctx context.Context) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
-	ps, err := ops.RetentionPolicies(ctx)
+	l, err := b.c.RetentionPolicies(ctx)
 	if err != nil {
 		return err
 	}
-	if ps == nil {
-		ps = []retention.RetentionPolicy{}
-	}
+	ps := nonNil(l.Policies)
 	return c.show(map[string]any{"policies": ps}, func() error {
 		if len(ps) == 0 {
 			_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
@@ -281,11 +199,11 @@ func limitText(n int64) string {
 
 // SetRetentionPolicy stores a policy and shows it.
 func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
-	out, err := ops.SetRetentionPolicy(ctx, p)
+	out, err := b.c.SetRetentionPolicy(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -297,11 +215,11 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolic
 
 // UnsetRetentionPolicy removes a policy.
 func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
-	if err := ops.UnsetRetentionPolicy(ctx, scope, target); err != nil {
+	if _, err := b.c.DeleteRetentionPolicy(ctx, scope, target); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
@@ -311,11 +229,11 @@ func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope retention.Retentio
 // ApplyRetention prunes (or with dryRun lists) what the policies do not
 // keep, and reports it state by state.
 func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
-	rep, err := ops.ApplyRetention(ctx, dryRun, state, batch)
+	rep, err := b.long.ApplyRetention(ctx, client.RetentionRequest{DryRun: dryRun, State: state, Batch: batch})
 	if err != nil {
 		return err
 	}
@@ -360,20 +278,18 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 // Pruned lists the runs of pruned versions of state name below before (0:
 // all), newest first: who pruned them, when and under what policy.
 func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) error {
-	ops, err := c.operations()
+	b, err := c.server("backups or retention")
 	if err != nil {
 		return err
 	}
 	if before < 0 || limit < 1 || limit > maxHistoryPruned {
 		return &UsageError{Message: fmt.Sprintf("--before takes a version number and --limit 1 to %d", maxHistoryPruned), Hint: "e.g. kl retention pruned NAME --limit 20"}
 	}
-	out, err := ops.PrunedVersions(ctx, name, before, limit)
+	l, err := b.c.Pruned(ctx, name, before, limit)
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		out = []kilolock.PrunedRange{}
-	}
+	out := nonNil(l.Pruned)
 	return c.show(map[string]any{"state": name, "pruned": out}, func() error {
 		if len(out) == 0 {
 			_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/retention"
 )
@@ -120,8 +121,8 @@ func TestBackupCommand(t *testing.T) {
 		var out bytes.Buffer
 		err := opsCLI(h, &out, false).Backup(ctx, file)
 		if h.url != "" {
-			var he *klcli.APIError
-			if !errors.As(err, &he) || he.Status != 403 || he.Code != "backup_closed" {
+			var he *client.Error
+			if !errors.As(err, &he) || he.Status != 403 || he.Code() != "backup_closed" {
 				t.Fatalf("kl backup from an open server: %v", err)
 			}
 			if _, err := os.Stat(file); !os.IsNotExist(err) {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-exec/tfexec"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -41,7 +42,7 @@ type ApplyRequest struct {
 	// Backend is the server and state (with the init's configuration);
 	// Runs and Status reach that server.
 	Backend *TFBackend
-	Runs    RunBackend
+	Runs    *client.Client
 	Status  func(ctx context.Context, name string) (*kilolock.Status, error)
 	// Out receives kl's summary (stdout), Stderr kl's progress and the
 	// wait feedback, CLIOutput the CLI's own output (nil: none; kl
@@ -300,9 +301,13 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 		return err
 	}
 
-	run, err := o.req.Runs.StartRun(ctx, o.state(), kilolock.RunRequest{
+	lease := ""
+	if o.req.Lease != 0 {
+		lease = o.req.Lease.String()
+	}
+	run, err := o.req.Runs.StartRun(ctx, o.state(), client.RunRequest{
 		Actor: o.actor, Info: o.info(), Reservations: spec.Reservations,
-		SourceSerial: spec.Source.Serial, Lease: o.req.Lease,
+		SourceSerial: spec.Source.Serial, Lease: lease,
 	})
 	if err != nil {
 		return err
@@ -316,11 +321,15 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 	}()
 
 	err = reserve.Wait(ctx, func(ctx context.Context) ([]reserve.Blocker, error) {
-		r, bs, err := o.req.Runs.AcquireRun(ctx, run.ID)
-		if err == nil && len(bs) == 0 {
+		r, err := o.req.Runs.AcquireRun(ctx, run.ID)
+		var reserved *kilolock.ReservedError
+		if errors.As(err, &reserved) && len(reserved.Blockers) > 0 {
+			return reserved.Blockers, nil // not yet: who holds what it asked
+		}
+		if err == nil {
 			o.run = r
 		}
-		return bs, err
+		return nil, err
 	}, reserve.WaitOptions{State: o.state(), Timeout: o.req.WaitTimeout, Retry: o.req.Retry, Refresh: o.req.Refresh, Out: o.req.Stderr})
 	if err != nil {
 		return err
@@ -342,7 +351,7 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 	if ended := o.endedRun(); ended != nil {
 		return o.aborted(ended)
 	}
-	if _, err := o.req.Runs.EndRun(context.WithoutCancel(ctx), run.ID, kilolock.RunSucceeded, "applied"); err != nil {
+	if _, err := o.req.Runs.EndRun(context.WithoutCancel(ctx), run.ID, client.RunEndRequest{Status: kilolock.RunSucceeded, Reason: "applied"}); err != nil {
 		var ended *kilolock.RunEndedError
 		if errors.As(err, &ended) {
 			return o.aborted(o.setEnded(ended.Run))
@@ -407,7 +416,7 @@ func (o *orchestration) end(status kilolock.RunStatus, reason string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := o.req.Runs.EndRun(ctx, o.run.ID, status, reason); err != nil && !errors.As(err, new(*kilolock.RunEndedError)) {
+	if _, err := o.req.Runs.EndRun(ctx, o.run.ID, client.RunEndRequest{Status: status, Reason: reason}); err != nil && !errors.As(err, new(*kilolock.RunEndedError)) {
 		o.warnf("could not end apply run %s (its lease frees its reservations within %s): %v", o.run.ID, o.run.Lease, err)
 		return
 	}
@@ -433,10 +442,11 @@ func (o *orchestration) checkSpec(ctx context.Context, spec *reserve.Spec) error
 		}
 		return nil
 	}
-	changed, err := o.req.Runs.ChangedSince(ctx, o.state(), spec.Source.Serial, patterns)
+	l, err := o.req.Runs.ChangedSince(ctx, o.state(), client.ChangedSinceRequest{Serial: spec.Source.Serial, Patterns: patterns})
 	if err != nil {
 		return err
 	}
+	changed := l.Addresses
 	if len(changed) > 0 {
 		return &StaleSpecError{State: o.state(), Serial: spec.Source.Serial, Addresses: changed}
 	}

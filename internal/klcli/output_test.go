@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/kilolock/kilolock/client"
 )
 
 // TestEscapedWriter: what kl prints cannot drive a terminal. Control
@@ -57,7 +59,7 @@ func TestEscapedWriter(t *testing.T) {
 // escapes, is reported with them escaped.
 func TestReportEscapes(t *testing.T) {
 	var out bytes.Buffer
-	Report(&out, &APIError{Status: 423, Code: "locked", Message: "held by \x1b]0;owned\x07", Hint: "ask \x1b[2J"})
+	Report(&out, &client.Error{Status: 423, Body: client.ErrorBody{Error: "locked", Message: "held by \x1b]0;owned\x07", Hint: "ask \x1b[2J"}})
 	if bytes.ContainsAny(out.Bytes(), "\x1b\x07") {
 		t.Fatalf("Report printed control characters: %q", out.String())
 	}

@@ -2,102 +2,51 @@ package klcli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/tenancy"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/quota"
-	"github.com/kilolock/kilolock/tenancy"
 )
 
-// QuotaBackend is what kl quota and the admission of kl plan and kl apply
-// need: how a state and its environment stand against their limits, now
-// (delta 0) or after a change of delta managed instances. A delta whose
-// commit would be refused is a *kilolock.QuotaError, returned with the
-// status, whichever way the backend is reached.
-type QuotaBackend interface {
-	QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error)
-}
-
-var (
-	_ QuotaBackend = (*HTTPBackend)(nil)
-	_ QuotaBackend = (*laneQuota)(nil)
-)
-
-// QuotaStatus implements QuotaBackend through the JSON API.
+// QuotaStatus is how state name and its environment stand against their
+// limits, now (delta 0) or after a change of delta managed instances, for
+// kl quota and the admission of kl plan and kl apply: on the JSON API, or,
+// for a configuration's lane (laneQuota), at the state's own address. A
+// delta whose commit would be refused (a 403 quota_exceeded) is the status
+// with the admission's *kilolock.QuotaError.
 func (b *HTTPBackend) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	return b.quotaStatus(ctx, statePath(name)+"/quota", name, delta)
-}
-
-// quotaStatus asks path for the standing of state name after delta; a
-// 403 quota_exceeded becomes the *kilolock.QuotaError it stands for.
-func (b *HTTPBackend) quotaStatus(ctx context.Context, path, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	q := url.Values{}
-	if delta != 0 {
-		q.Set("delta", strconv.FormatInt(delta, 10))
+	ask, at := b.c.Quota, name
+	if b.lane {
+		ask = b.c.StateQuota
+		if ws, env, state, ok := tenancy.SplitTenantStateName(name); ok {
+			at = ws + "/" + env + "/" + state
+		}
 	}
-	var st kilolock.QuotaStatus
-	err := b.do(ctx, http.MethodGet, path, q, nil, &st)
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Code == "quota_exceeded" {
-		return quotaRefusal(name, delta, ae)
+	st, err := ask(ctx, at, delta)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code() != "quota_exceeded" {
+		return ok(st, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-// quotaRefusal rebuilds the refusal a 403 quota_exceeded carries.
-func quotaRefusal(name string, delta int64, ae *APIError) (*kilolock.QuotaStatus, error) {
-	var body struct {
-		Counts []kilolock.QuotaCount `json:"counts"`
-	}
-	if json.Unmarshal(ae.body, &body) != nil {
-		return nil, ae
-	}
-	st := &kilolock.QuotaStatus{State: name, Exists: true, Delta: delta, Level: quota.Exceed, Counts: body.Counts}
-	for _, c := range body.Counts {
+	counts := ce.Body.Counts
+	st = &kilolock.QuotaStatus{State: name, Exists: true, Delta: delta, Level: quota.Exceed, Counts: counts}
+	for _, c := range counts {
 		if c.Scope == quota.ScopeEnvironment {
 			st.Environment = c.Target
 		}
 	}
-	err := kilolock.CheckQuota(name, body.Counts)
-	if err == nil {
-		return nil, ae // a refusal that names no refused scope
+	qe := kilolock.CheckQuota(name, counts)
+	if qe == nil {
+		return nil, err // a refusal that names no refused scope
 	}
-	err.(*kilolock.QuotaError).Admission = true
-	return st, err
-}
-
-// laneQuota asks a state's own backend address (…/v1/states/NAME/quota,
-// or …/WS/ENV/NAME/quota) with the credentials the configuration's http
-// backend sends, so that the token of the configuration is enough.
-type laneQuota struct {
-	b    *HTTPBackend
-	path string // the state's address, relative to the server
-}
-
-// QuotaStatus implements QuotaBackend.
-func (l *laneQuota) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	return l.b.quotaStatus(ctx, l.path+"/quota", name, delta)
-}
-
-// lanePath is the address of state name on its lane, relative to the
-// server: /v1/states/WS/ENV/NAME for a tenant's internal name,
-// /v1/states/NAME otherwise.
-func lanePath(name string) string {
-	if ws, env, state, ok := tenancy.SplitTenantStateName(name); ok {
-		return "/v1/states/" + url.PathEscape(ws) + "/" + url.PathEscape(env) + "/" + url.PathEscape(state)
-	}
-	return "/v1/states/" + url.PathEscape(name)
+	qe.(*kilolock.QuotaError).Admission = true
+	return st, qe
 }
 
 // backendCredentials are the credentials an initialized http backend
@@ -127,7 +76,7 @@ func backendCredentials(cfg map[string]any) (user, password string, headers map[
 // server's JSON API (--server, --token); otherwise the initialized http
 // backend of dir, asked at the state's own address with the
 // configuration's credentials (--server and --token override them).
-func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (QuotaBackend, string, func(), error) {
+func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*HTTPBackend, string, func(), error) {
 	if g.Database != "" || state != "" {
 		if state == "" {
 			b, err := ReadTFBackend(dir)
@@ -150,13 +99,14 @@ func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (QuotaBac
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return qb, b.State, func() { qb.b.Close() }, nil
+	return qb, b.State, func() { qb.Close() }, nil
 }
 
-// laneQuota is the QuotaBackend of an initialized backend b: its state's
-// address on its server (--server overrides), with its credentials
-// (--token overrides them).
-func (g *Globals) laneQuota(b *TFBackend) (*laneQuota, error) {
+// laneQuota is the backend of an initialized backend b that asks quotas
+// at its state's address on its server (--server overrides), with its
+// credentials (--token overrides them), so that the configuration's token
+// is enough.
+func (g *Globals) laneQuota(b *TFBackend) (*HTTPBackend, error) {
 	server := b.Server
 	if g.Server != "" {
 		server = g.Server
@@ -166,13 +116,14 @@ func (g *Globals) laneQuota(b *TFBackend) (*laneQuota, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &laneQuota{b: hb, path: lanePath(b.State)}, nil
+	hb.lane = true
+	return hb, nil
 }
 
 // Admission asks a backend whether a plan's changes fit a state's limits,
 // the same rules its commit will be held to, and says so.
 type Admission struct {
-	Backend QuotaBackend
+	Backend *HTTPBackend
 	State   string
 	// Out receives one line for the plan's changes and one per scope
 	// counted, each after Prefix.
@@ -230,7 +181,7 @@ func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, pr
 	if err != nil {
 		return nil, nil, err
 	}
-	return &Admission{Backend: lq, State: b.State, Out: out, Prefix: prefix}, func() { lq.b.Close() }, nil
+	return &Admission{Backend: lq, State: b.State, Out: out, Prefix: prefix}, func() { lq.Close() }, nil
 }
 
 // admit runs a's admission of changes, when there is one. A plan past a

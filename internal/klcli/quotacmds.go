@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/kilolock/kilolock/client"
+
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kilolock/kilolock"
@@ -84,7 +86,7 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 	if state != "" {
 		g.warnMissingState(ctx, state)
 	}
-	return g.withQuota(ctx, state, dir, func(qb QuotaBackend, name string) error {
+	return g.withQuota(ctx, state, dir, func(qb *HTTPBackend, name string) error {
 		st, err := qb.QuotaStatus(ctx, name, 0)
 		if err != nil {
 			return err
@@ -98,7 +100,7 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 }
 
 // withQuota runs f on the quota backend and state g, state and dir name.
-func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(QuotaBackend, string) error) error {
+func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*HTTPBackend, string) error) error {
 	qb, name, done, err := g.quotaBackend(ctx, state, dir)
 	if err != nil {
 		return err
@@ -183,7 +185,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	return g.withQuota(ctx, c.State, c.Dir, func(qb QuotaBackend, name string) error {
+	return g.withQuota(ctx, c.State, c.Dir, func(qb *HTTPBackend, name string) error {
 		out := g.out()
 		if c.JSON {
 			out = io.Discard
@@ -315,7 +317,7 @@ func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
 
 // SetQuota sets or clears a limit.
 func (c *Control) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	if err := c.API.SetQuota(ctx, ch); err != nil {
+	if _, err := c.API.SetQuota(ctx, client.QuotaRequest{QuotaChange: ch, Clear: ch.Limit == nil}); err != nil {
 		return err
 	}
 	return c.cli().show(ch, func() error {

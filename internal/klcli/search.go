@@ -3,47 +3,11 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/kilolock/kilolock/inventory"
 )
-
-// SearchBackend is the inventory across states (package inventory):
-// through a server, the states the credential may read; on a database,
-// every state. A bad filter is a *kilolock.InvalidError (or the server's
-// 400 naming it), whichever way the backend is reached.
-type SearchBackend interface {
-	// Search answers one page of hits.
-	Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error)
-	// Duplicates lists the objects more than one state records, of type
-	// typ ("" every type).
-	Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error)
-}
-
-var (
-	_ SearchBackend = (*HTTPBackend)(nil)
-)
-
-// Search implements SearchBackend through the JSON API.
-func (b *HTTPBackend) Search(ctx context.Context, f inventory.Filters) (*inventory.Page, error) {
-	var p inventory.Page
-	if err := b.do(ctx, http.MethodGet, "/v1/api/search", f.Values(), nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
-}
-
-// Duplicates implements SearchBackend through the JSON API.
-func (b *HTTPBackend) Duplicates(ctx context.Context, typ string) ([]inventory.Duplicate, error) {
-	var l inventory.DuplicateList
-	q := inventory.Filters{Type: typ}.Values()
-	if err := b.do(ctx, http.MethodGet, "/v1/api/search/duplicates", q, nil, &l); err != nil {
-		return nil, err
-	}
-	return l.Duplicates, nil
-}
 
 // SearchCmd is kl search.
 type SearchCmd struct {
@@ -73,28 +37,19 @@ func (c *SearchCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Search(ctx, f, c.Limit) })
 }
 
-// searchBackend is the CLI's backend as a SearchBackend.
-func (c *CLI) searchBackend() (SearchBackend, error) {
-	sb, ok := c.Backend.(SearchBackend)
-	if !ok {
-		return nil, fmt.Errorf("no search across states on a %T", c.Backend)
-	}
-	return sb, nil
-}
-
 // Search shows up to limit hits of f across states, reading pages until
 // it has them: a table of state, version, address and the attribute paths
 // that matched, or an inventory.Page as JSON (its next set when more
 // hits follow).
 func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error {
-	sb, err := c.searchBackend()
+	b, err := c.server("search across states")
 	if err != nil {
 		return err
 	}
 	all := &inventory.Page{Hits: []inventory.Hit{}}
 	for {
 		f.Limit = min(limit-len(all.Hits), inventory.MaxLimit)
-		p, err := sb.Search(ctx, f)
+		p, err := b.c.Search(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -130,17 +85,15 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 // Duplicates shows the objects more than one state records: per object
 // its type, key and value, then each state and address recording it.
 func (c *CLI) Duplicates(ctx context.Context, typ string) error {
-	sb, err := c.searchBackend()
+	b, err := c.server("search across states")
 	if err != nil {
 		return err
 	}
-	dups, err := sb.Duplicates(ctx, typ)
+	l, err := b.c.Duplicates(ctx, typ)
 	if err != nil {
 		return err
 	}
-	if dups == nil {
-		dups = []inventory.Duplicate{}
-	}
+	dups := nonNil(l.Duplicates)
 	return c.show(inventory.DuplicateList{Duplicates: dups}, func() error {
 		w := c.table()
 		row(w, "TYPE", "KEY", "VALUE", "STATE", "VERSION", "ADDRESS")

@@ -3,6 +3,8 @@ package klcli
 import (
 	"context"
 
+	"github.com/kilolock/kilolock/client"
+
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
 )
@@ -51,8 +53,4 @@ type RollbackRequest struct {
 
 // ImportResult is the outcome of an import: the new version, or the
 // current one when the file was byte-identical to it (Unchanged).
-type ImportResult struct {
-	Version   kilolock.Version    `json:"version"`
-	Stats     kilolock.WriteStats `json:"stats"`
-	Unchanged bool                `json:"unchanged"`
-}
+type ImportResult = client.ImportResponse

@@ -3,9 +3,9 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
+
+	"github.com/kilolock/kilolock/client"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/history"
@@ -23,35 +23,24 @@ type TagOps interface {
 	UnsetTag(ctx context.Context, state, name string) error
 }
 
-func tagPath(state, name string) string { return statePath(state) + "/tags/" + url.PathEscape(name) }
-
 // SetTag implements TagOps.
 func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
-	var t history.Tag
-	in := map[string]string{"ref": ref.String(), "description": description}
-	if err := b.do(ctx, http.MethodPut, tagPath(state, name), nil, in, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return ok(b.c.SetTag(ctx, state, name, client.TagRequest{Ref: ref.String(), Description: description}))
 }
 
 // Tags implements TagOps.
 func (b *HTTPBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
-	var out struct {
-		Tags []history.Tag `json:"tags"`
-	}
-	if err := b.do(ctx, http.MethodGet, statePath(state)+"/tags", nil, nil, &out); err != nil {
+	l, err := b.c.Tags(ctx, state)
+	if err != nil {
 		return nil, err
 	}
-	return out.Tags, nil
+	return l.Tags, nil
 }
 
 // UnsetTag implements TagOps.
 func (b *HTTPBackend) UnsetTag(ctx context.Context, state, name string) error {
-	var out struct {
-		OK bool `json:"ok"`
-	}
-	return b.do(ctx, http.MethodDelete, tagPath(state, name), nil, nil, &out)
+	_, err := b.c.DeleteTag(ctx, state, name)
+	return err
 }
 
 // TagCmds are kl tag set, list and unset.

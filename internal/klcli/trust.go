@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kilolock/kilolock/client"
 
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
@@ -96,18 +96,11 @@ func (c *TrustRemoveCmd) Run(ctx context.Context, g *Globals) error {
 	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.Remove(ctx, c.ID) })
 }
 
-// Trust runs kl trust's commands on a TrustAPI and prints their results.
+// Trust runs kl trust's commands on kld's control API (a server's, or a
+// database's in-process) and prints their results.
 type Trust struct {
-	API TrustAPI
+	API *client.Client
 	cli *CLI
-}
-
-// TrustAPI is what kl trust needs: trust.Control, reached through the
-// control API of a server or, in-process, of a database.
-type TrustAPI interface {
-	AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error)
-	TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error)
-	RemoveTrustPolicy(ctx context.Context, id string) error
 }
 
 // trust opens the server or database g names and runs f on a Trust over
@@ -118,7 +111,7 @@ func (g *Globals) trust(ctx context.Context, asJSON bool, f func(*Trust) error) 
 		return err
 	}
 	defer b.Close()
-	return f(&Trust{API: serverTrust{b}, cli: &CLI{Out: g.out(), JSON: asJSON}})
+	return f(&Trust{API: b.c, cli: &CLI{Out: g.out(), JSON: asJSON}})
 }
 
 // Add adds a policy and prints its id.
@@ -144,7 +137,7 @@ func (t *Trust) List(ctx context.Context, env string) error {
 
 // Remove removes a policy.
 func (t *Trust) Remove(ctx context.Context, id string) error {
-	if err := t.API.RemoveTrustPolicy(ctx, id); err != nil {
+	if _, err := t.API.RemoveTrustPolicy(ctx, id); err != nil {
 		return err
 	}
 	return t.cli.say(map[string]string{"removed": id}, "Removed trust policy %s.\n", cell(id))
@@ -167,34 +160,4 @@ func statesText(pattern string) string {
 		return "every state"
 	}
 	return "states " + pattern
-}
-
-// serverTrust is the TrustAPI of a server: /v1/api/trust-policies.
-type serverTrust struct{ b *HTTPBackend }
-
-var _ TrustAPI = serverTrust{}
-
-const trustPoliciesPath = "/v1/api/trust-policies"
-
-func (s serverTrust) AddTrustPolicy(ctx context.Context, p trust.Policy) (*trust.Policy, error) {
-	var out trust.Policy
-	if err := s.b.do(ctx, http.MethodPost, trustPoliciesPath, nil, p, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-func (s serverTrust) TrustPolicies(ctx context.Context, env string) ([]trust.Policy, error) {
-	q := url.Values{}
-	if env != "" {
-		q.Set("environment", env)
-	}
-	var out []trust.Policy
-	err := s.b.do(ctx, http.MethodGet, trustPoliciesPath, q, nil, &out)
-	return out, err
-}
-
-func (s serverTrust) RemoveTrustPolicy(ctx context.Context, id string) error {
-	var out map[string]string
-	return s.b.do(ctx, http.MethodDelete, trustPoliciesPath+"/"+url.PathEscape(id), nil, nil, &out)
 }

@@ -30,16 +30,16 @@ type VersionJSON struct {
 	Server *VersionInfo `json:"server,omitempty"`
 }
 
-// Version shows kl's build information and, when the backend is a server
-// (a ServerVersioner), the server's.
+// Version shows kl's build information and, when the backend is a server,
+// the server's.
 func (c *CLI) Version(ctx context.Context, client VersionInfo) error {
 	out := VersionJSON{Client: client}
-	if sv, ok := c.Backend.(ServerVersioner); ok {
-		v, err := sv.ServerVersion(ctx)
+	if b, ok := c.Backend.(*HTTPBackend); ok && !b.database { // a database has no server
+		v, err := b.c.Version(ctx)
 		if err != nil {
 			return err
 		}
-		out.Server = v // nil for a database
+		out.Server = v
 	}
 	return c.show(out, func() error {
 		w := c.table()
