@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,7 +239,16 @@ resource "terraform_data" "app" {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", b.body)
 		cmd.Dir, cmd.Env = wd.Dir, env
+		// The block runs in a group of its own, ended with it: a server
+		// it starts in the background (kld … &) neither outlives it nor,
+		// holding the output open, keeps the test waiting.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
 		out, err := cmd.CombinedOutput()
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 		cancel()
 		if err != nil {
 			t.Errorf("%s: the block fails as written: %v\n%s\n--- output:\n%s", b.where(), err, b.body, out)
