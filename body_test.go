@@ -111,8 +111,7 @@ func TestOpenServesEveryKindOfVersion(t *testing.T) {
 // compression (run with -race).
 func TestOpenGzipOnceForManyReaders(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	doc := graphtest.Generate(2000, 600, graph.FormatIndent)
 	if _, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)
@@ -206,8 +205,7 @@ func TestWriteDropsTheSupersededGzip(t *testing.T) {
 // each get exactly the version they opened.
 func TestGzipReadersDuringWrites(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	series, err := graphtest.NewSeries(graphtest.Generate(300, 300, graph.FormatIndent))
 	if err != nil {
 		t.Fatal(err)
@@ -279,8 +277,7 @@ func gunzip(b []byte) ([]byte, error) {
 // posted document (the caller's memory) nor anything referring into it.
 func TestWriteKeepsNoPostedBytes(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	series, err := graphtest.NewSeries(graphtest.Generate(3000, 512, graph.FormatIndent))
 	if err != nil {
 		t.Fatal(err)
@@ -328,8 +325,7 @@ func TestWriteKeepsNoPostedBytes(t *testing.T) {
 // Verify's error, whatever else is wrong with the body.
 func TestWriteVerify(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	first := enginetest.TFState(t, false, 1, "lin", "a")
 	if _, err := e.Write(ctx, "s", first, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)

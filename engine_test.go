@@ -95,8 +95,7 @@ func TestEngineTwoEnginesOneStore(t *testing.T) {
 
 func TestEngineLockRules(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	if _, err := e.Lock(ctx, "s", kilolock.LockInfo{ID: "L1", Who: "alice", Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +135,7 @@ func TestEngineLockRules(t *testing.T) {
 
 func TestEngineRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	good := enginetest.TFState(t, true, 1, "lin", "x")
 	if _, err := e.Write(ctx, "s", good, kilolock.WriteOptions{}); err != nil {
 		t.Fatal(err)

@@ -295,8 +295,7 @@ func TestRequireClientEncryption(t *testing.T) {
 // be guarded, so it is refused (400), unless forced.
 func TestIncompleteEnvelope(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "enc", envelope(3, "lin", "current"))
 	for _, doc := range []string{
 		`{"meta":{},"encrypted_data":"YQ==","encryption_version":"v0"}`,

@@ -271,8 +271,7 @@ func TestOptimisticRespelledWriters(t *testing.T) {
 // what decoding into a float64 does, is one changed instance, and kl diff
 // names that one attribute, not the re-spelled number beside it.
 func TestNumberSpellings(t *testing.T) {
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	doc := func(serial int, big, small string) []byte {
 		return []byte(fmt.Sprintf(`{"version":4,"terraform_version":"1.10.10","serial":%d,"lineage":"l","outputs":{"n":{"value":%s,"type":"number"}},"resources":[`+
 			`{"mode":"managed","type":"terraform_data","name":"big","provider":"provider[\"terraform.io/builtin/terraform\"]","instances":[{"schema_version":0,"attributes":{"id":"b","input":{"value":%s,"type":"number"},"ratio":%s},"sensitive_attributes":[]}]},`+

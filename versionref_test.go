@@ -67,8 +67,7 @@ func FuzzParseVersionRef(f *testing.F) {
 
 func TestResolveVersion(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	// serials 3, 5, 9: versions @1, @2, @3
 	for _, serial := range []int{3, 5, 9} {
 		if _, err := e.Write(ctx, "example", enginetest.TFState(t, true, serial, "L", "a", strings.Repeat("b", serial)), kilolock.WriteOptions{}); err != nil {

@@ -40,8 +40,7 @@ func sensitiveState(t testing.TB) (doc []byte, attrs map[string]any) {
 // that repeats either.
 func TestRecordDrift(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	doc, attrs := sensitiveState(t)
 	enginetest.Write(t, e, "sec", doc)
 	g := enginetest.ReadGraph(t, e, "sec")
@@ -117,8 +116,7 @@ func TestRecordDrift(t *testing.T) {
 // of what it changed; one that read an older serial is refused.
 func TestAcceptRefresh(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "r", enginetest.TFState(t, true, 4, "L", "a", "b"))
 	if _, err := drift.RecordDrift(ctx, e, "r", &drift.DriftReport{Lineage: "L", Serial: 4,
 		Drifted: []drift.DriftedInstance{{Address: "terraform_data.item[1]", Real: json.RawMessage(`null`)}}}, kilolock.Caller{Actor: "ci"}); err != nil {

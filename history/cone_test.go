@@ -31,8 +31,7 @@ func fixture(t testing.TB, scenario string) []byte {
 // module.b[1].
 func modulesEngine(t *testing.T) *kilolock.Engine {
 	t.Helper()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "m", fixture(t, "modules"))
 	// A cone of @1 before @2 is written, so that the index of @1 is cached
 	// when @2 replaces it.

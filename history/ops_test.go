@@ -21,8 +21,7 @@ func sameContent(a, b *graph.State) bool { return graph.Diff(a, b).Empty() }
 
 func TestShowAndDiff(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.ThreeVersions(t, e, "s")
 
 	view, err := history.Show(ctx, e, "s", enginetest.MustRef(t, "@1"))
@@ -74,8 +73,7 @@ func TestShowAndDiff(t *testing.T) {
 
 func TestSensitiveValuesAreMasked(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	doc, err := os.ReadFile("../graph/testdata/sensitive/terraform.tfstate")
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +180,7 @@ func TestRollback(t *testing.T) {
 
 func TestRollbackResource(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.ThreeVersions(t, e, "rr")
 
 	plan, err := history.PlanRollbackResource(ctx, e, "rr", "terraform_data.item[1]", enginetest.MustRef(t, "@1"))
@@ -256,8 +253,7 @@ func TestServerWritesRefusedWhileLocked(t *testing.T) {
 
 func TestStateRm(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.ThreeVersions(t, e, "rm")
 
 	res, err := history.StateRm(ctx, e, "rm", []string{"terraform_data.item[1]", "terraform_data.item[3]"}, history.StateOpOptions{DryRun: true})
@@ -298,8 +294,7 @@ func TestStateMv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "mv", doc)
 	before := enginetest.ReadGraph(t, e, "mv")
 
@@ -396,8 +391,7 @@ func TestExportImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "src", doc)
 	if _, err := history.StateRm(ctx, e, "src", []string{"module.b"}, history.StateOpOptions{}); err != nil {
 		t.Fatal(err)
@@ -472,8 +466,7 @@ func compact(t *testing.T, doc []byte) []byte {
 // and holders still refuse it.
 func TestRollbackEncrypted(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	plain := enginetest.TFState(t, true, 1, "lin", "x", "y")
 	blob := []byte(`{"serial":2,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}` + "\n")
 	blob2 := []byte(`{"serial":3,"lineage":"lin","meta":{"key_provider.pbkdf2.k":"eyJzYWx0Ijo"},"encrypted_data":"bW9yZQ==","encryption_version":"v0"}` + "\n")

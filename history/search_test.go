@@ -28,8 +28,7 @@ const searchDoc = `{"version":4,"terraform_version":"1.10.10","serial":1,"lineag
 // searchEngine is an engine on a fresh store holding searchDoc as "net".
 func searchEngine(t testing.TB) *kilolock.Engine {
 	t.Helper()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.Write(t, e, "net", []byte(searchDoc))
 	return e
 }

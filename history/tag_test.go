@@ -128,8 +128,7 @@ func TestTagsAreVersionReferences(t *testing.T) {
 // the character; a description in any script is kept.
 func TestTagDescriptionText(t *testing.T) {
 	ctx := context.Background()
-	st, _ := enginetest.OpenSQLite(t)
-	e := kilolock.NewEngine(st, kilolock.Options{})
+	e := enginetest.SQLiteEngine(t)
 	enginetest.ThreeVersions(t, e, "r")
 	for _, bad := range []string{"safe\u202e", "\u2066safe\u2069", "safe\u009b2J", "a\u200bb"} {
 		_, err := history.SetTag(ctx, e, "r", "t", kilolock.Latest, history.TagOptions{Description: bad})

@@ -41,6 +41,13 @@ func OpenSQLite(tb testing.TB) (kilolock.Store, string) {
 	return st, path
 }
 
+// SQLiteEngine is an engine with default options over OpenSQLite's store.
+func SQLiteEngine(tb testing.TB) *kilolock.Engine {
+	tb.Helper()
+	st, _ := OpenSQLite(tb)
+	return kilolock.NewEngine(st, kilolock.Options{})
+}
+
 // EachStore runs f on a fresh SQLite store and a fresh PostgreSQL database.
 func EachStore[T testing.TB](tb T, run func(T, string, func(testing.TB) kilolock.Store) bool) {
 	run(tb, "sqlite", func(tb testing.TB) kilolock.Store {
