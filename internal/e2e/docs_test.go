@@ -247,7 +247,7 @@ resource "terraform_data" "app" {
 		cmd.WaitDelay = 10 * time.Second
 		out, err := cmd.CombinedOutput()
 		if cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Cancel() // what the block left in the background
 		}
 		cancel()
 		if err != nil {
