@@ -181,12 +181,12 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	if !c.Orchestrated {
 		return Apply(ctx, req)
 	}
-	hb, err := NewHTTPBackend(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
+	hb, err := NewConn(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
 	if err != nil {
 		return err
 	}
 	defer hb.Close()
-	req.Backend, req.Runs, req.Status = b, hb.c, hb.Status
+	req.Backend, req.Runs, req.Status = b, hb.api, hb.api.Status
 	return Apply(ctx, req)
 }
 
@@ -222,12 +222,8 @@ func (c *ApplyAbortCmd) Run(ctx context.Context, g *Globals) error {
 // is empty. An ended run is a *kilolock.RunEndedError; no run in flight,
 // ErrNotFound.
 func (c *CLI) Abort(ctx context.Context, id, state string) error {
-	b, err := c.server("apply runs")
-	if err != nil {
-		return err
-	}
 	if id == "" {
-		l, err := b.c.Runs(ctx, state, client.RunsOptions{InFlight: true, Limit: 1})
+		l, err := c.api().Runs(ctx, state, client.RunsOptions{InFlight: true, Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -237,7 +233,7 @@ func (c *CLI) Abort(ctx context.Context, id, state string) error {
 		}
 		id = runs[0].ID
 	}
-	run, err := b.c.AbortRun(ctx, id)
+	run, err := c.api().AbortRun(ctx, id)
 	var ended *kilolock.RunEndedError
 	if errors.As(err, &ended) {
 		return withHint(err, "only a waiting or active run can be aborted; this one is over and holds nothing")

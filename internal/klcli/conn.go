@@ -9,9 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
-	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
@@ -19,7 +17,7 @@ import (
 // byte of the answer.
 const DefaultTimeout = 30 * time.Second
 
-// HTTPOptions configure an HTTPBackend. The zero value is usable.
+// HTTPOptions configure a Conn. The zero value is usable.
 type HTTPOptions struct {
 	// Timeout bounds each request; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -28,6 +26,9 @@ type HTTPOptions struct {
 	// Client replaces the HTTP client (and so Timeout); for tests and
 	// custom transports.
 	Client *http.Client
+	// Wrap, when set, wraps the transport every request goes through
+	// (tests rewrite answers with it).
+	Wrap func(http.RoundTripper) http.RoundTripper
 	// Actor, when set, is sent as X-Kilolock-Actor: who the versions kl
 	// makes are recorded as made by, when the server knows no identity.
 	Actor string
@@ -39,13 +40,14 @@ type HTTPOptions struct {
 	Headers map[string]string
 }
 
-// HTTPBackend runs kl's commands on kld's API through the public client:
-// a server's, or a database's served in-process (NewDatabaseBackend).
-type HTTPBackend struct {
-	c *client.Client
-	// long is c without the bound on a request's whole time (the context
-	// still cancels it): a backup streamed, a pruning that lasts as long
-	// as it has to.
+// Conn is where kl's commands go: kld's API through the public client, a
+// server's, or a database's served in-process (NewDatabaseConn).
+// Commands call its client directly, with the client's wire types.
+type Conn struct {
+	api *client.Client
+	// long is api without the bound on a request's whole time (the
+	// context still cancels it): a backup streamed, a pruning that lasts
+	// as long as it has to.
 	long *client.Client
 	// closer is closed by Close: the store of a database opened
 	// in-process (openDatabase); nil for a server.
@@ -58,9 +60,9 @@ type HTTPBackend struct {
 	lane bool
 }
 
-// NewHTTPBackend returns a Backend on the server at base, e.g.
+// NewConn returns a Conn to the server at base, e.g.
 // "http://127.0.0.1:8080" or "https://kl.example.com/prefix".
-func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
+func NewConn(base string, o HTTPOptions) (*Conn, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &UsageError{
@@ -83,6 +85,9 @@ func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	if o.Wrap != nil {
+		next = o.Wrap(next)
+	}
 	opts := []client.Option{client.WithHTTPClient(hc), client.WithTransport(progressTransport{next}),
 		client.WithUserAgent("kl"), client.WithActor(o.Actor), client.WithRetries(0, 0)}
 	switch {
@@ -99,27 +104,11 @@ func NewHTTPBackend(base string, o HTTPOptions) (*HTTPBackend, error) {
 		return nil, &UsageError{Message: err.Error(), Hint: "--server (KL_SERVER) takes the base URL of kld, e.g. http://127.0.0.1:8080"}
 	}
 	long, _ := client.New(base, append(opts, client.WithTimeout(0))...)
-	return &HTTPBackend{c: c, long: long, hc: hc}, nil
+	return &Conn{api: c, long: long, hc: hc}, nil
 }
 
-// server is the CLI's backend as the HTTPBackend it is, for the commands
-// beyond Backend (backups, retention, keys, moves, search); a usage error
-// naming what when it is another (a test's wrapper).
-func (c *CLI) server(what string) (*HTTPBackend, error) {
-	b, ok := c.Backend.(*HTTPBackend)
-	if !ok {
-		return nil, &UsageError{Message: "this backend has no " + what, Hint: "use --server or --database"}
-	}
-	return b, nil
-}
-
-// ok is v and err, v dropped when err is set.
-func ok[T any](v *T, err error) (*T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
-}
+// API is the client the Conn's requests go through.
+func (b *Conn) API() *client.Client { return b.api }
 
 // nonNil is s, empty rather than nil: JSON shows [] and not null.
 func nonNil[T any](s []T) []T {
@@ -127,63 +116,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// Status implements Backend.
-func (b *HTTPBackend) Status(ctx context.Context, name string) (*kilolock.Status, error) {
-	return ok(b.c.Status(ctx, name))
-}
-
-// History implements Backend.
-func (b *HTTPBackend) History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error) {
-	l, err := b.c.History(ctx, name, client.HistoryOptions{Limit: opts.Limit, Before: opts.Before})
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(l.Versions), nil
-}
-
-// States implements Backend.
-func (b *HTTPBackend) States(ctx context.Context) ([]kilolock.State, error) {
-	l, err := b.c.States(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(l.States), nil
-}
-
-// Query implements Backend. Numbers come back as json.Number, exact.
-func (b *HTTPBackend) Query(ctx context.Context, sql string) (*kilolock.QueryResult, error) {
-	res, err := b.c.Query(ctx, sql)
-	if err != nil {
-		return nil, err
-	}
-	res.Columns, res.Rows = nonNil(res.Columns), nonNil(res.Rows)
-	return res, nil
-}
-
-// ConfigureState implements Backend, in one request: the server applies
-// the lock mode first.
-func (b *HTTPBackend) ConfigureState(ctx context.Context, name string, s StateSettings) error {
-	out, err := b.c.Configure(ctx, name, s)
-	if err == nil && !out.OK {
-		err = fmt.Errorf("server did not confirm the configuration of state %q", name)
-	}
-	return err
-}
-
-// Rejections implements Backend.
-func (b *HTTPBackend) Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error) {
-	l, err := b.c.Rejections(ctx, name, limit)
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(l.Rejections), nil
-}
-
-// ReadVersion implements Backend.
-func (b *HTTPBackend) ReadVersion(ctx context.Context, name string, number int64) ([]byte, error) {
-	return readAll(b.c.StateVersion(transfer(ctx), name, number))
 }
 
 // readAll reads and closes a streamed answer.
@@ -195,8 +127,9 @@ func readAll[R io.ReadCloser](r R, err error) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// Close implements Backend.
-func (b *HTTPBackend) Close() error {
+// Close closes the Conn's idle connections and the store of a database
+// it opened.
+func (b *Conn) Close() error {
 	b.hc.CloseIdleConnections()
 	if b.closer != nil {
 		return b.closer.Close()
@@ -248,75 +181,3 @@ type readCloser struct {
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
-
-// Show implements StateOps.
-func (b *HTTPBackend) Show(ctx context.Context, name string, ref kilolock.VersionRef) (*history.VersionView, error) {
-	return ok(b.c.Show(ctx, name, ref.String()))
-}
-
-// ShowInstance implements StateOps.
-func (b *HTTPBackend) ShowInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) (*history.InstanceView, error) {
-	return ok(b.c.ShowInstance(ctx, name, ref.String(), address))
-}
-
-// Diff implements StateOps.
-func (b *HTTPBackend) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) (*history.StateDiff, error) {
-	return ok(b.c.Diff(ctx, name, from.String(), to.String()))
-}
-
-// AddressHistory implements StateOps.
-func (b *HTTPBackend) AddressHistory(ctx context.Context, name, address string) ([]history.AddressChange, error) {
-	l, err := b.c.AddressHistory(ctx, name, address)
-	if err != nil {
-		return nil, err
-	}
-	return l.Changes, nil
-}
-
-// Rollback implements StateOps.
-func (b *HTTPBackend) Rollback(ctx context.Context, name string, r RollbackRequest) (*history.RollbackResult, error) {
-	res, err := b.c.Rollback(ctx, name, client.RollbackRequest{To: r.To.String(), Apply: r.Apply, Address: r.Address})
-	if err != nil {
-		return nil, err
-	}
-	return &res.RollbackResult, nil
-}
-
-// StateList implements StateOps.
-func (b *HTTPBackend) StateList(ctx context.Context, name, pattern string) ([]history.InstanceSummary, error) {
-	l, err := b.c.StateList(ctx, name, pattern)
-	if err != nil {
-		return nil, err
-	}
-	return nonNil(l.Instances), nil
-}
-
-// StateRm implements StateOps.
-func (b *HTTPBackend) StateRm(ctx context.Context, name string, addresses []string, dryRun bool) (*history.StateOpResult, error) {
-	return ok(b.c.StateRm(ctx, name, client.StateRmRequest{Addresses: addresses, DryRun: dryRun}))
-}
-
-// StateMv implements StateOps.
-func (b *HTTPBackend) StateMv(ctx context.Context, name, from, to string, dryRun bool) (*history.StateOpResult, error) {
-	return ok(b.c.StateMv(ctx, name, client.StateMvRequest{From: from, To: to, DryRun: dryRun}))
-}
-
-// Export implements StateOps.
-func (b *HTTPBackend) Export(ctx context.Context, name string, ref kilolock.VersionRef) ([]byte, error) {
-	return readAll(b.c.Export(transfer(ctx), name, ref.String()))
-}
-
-// Import implements StateOps.
-func (b *HTTPBackend) Import(ctx context.Context, name string, data []byte, force bool) (*ImportResult, error) {
-	return ok(b.c.Import(transfer(ctx), name, data, force))
-}
-
-// Cone implements GraphOps.
-func (b *HTTPBackend) Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int) (*history.ConeView, error) {
-	return ok(b.c.Cone(ctx, name, addresses, client.ConeOptions{Ref: ref.String(), Direction: dir, Depth: depth}))
-}
-
-// Slice implements GraphOps.
-func (b *HTTPBackend) Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) ([]byte, error) {
-	return readAll(b.c.Slice(transfer(ctx), name, ref.String(), addresses, cone))
-}

@@ -6,53 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/keyring"
 )
-
-// Backend is what kl's commands need from KiloLock. Both implementations
-// answer with the root package's types and errors, so a command behaves the
-// same whether it runs against a server or a database.
-type Backend interface {
-	// Status summarizes a state. ErrNotFound when it does not exist.
-	Status(ctx context.Context, name string) (*kilolock.Status, error)
-	// History lists a state's versions, newest first. ErrNotFound when the
-	// state does not exist; an empty list when it has no version yet.
-	History(ctx context.Context, name string, opts kilolock.HistoryOptions) ([]kilolock.Version, error)
-	// States lists every state by name; an empty list when there is none.
-	States(ctx context.Context) ([]kilolock.State, error)
-	// Query runs one read-only SQL statement. ErrReadOnly when it tries to
-	// write.
-	Query(ctx context.Context, sql string) (*kilolock.QueryResult, error)
-	// ConfigureState changes the settings of a state that s sets, the lock
-	// mode first: setting it creates a missing state, and while any lock is
-	// held it is refused with a conflict (ReasonLocksHeld, naming the
-	// holders) and nothing changes. AllowLineageChange alone on a missing
-	// state is ErrNotFound.
-	ConfigureState(ctx context.Context, name string, s StateSettings) error
-	// Rejections lists a state's refused commits, newest first, at most
-	// limit (0 means the server's default, 50). ErrNotFound when the state
-	// does not exist; an empty list when nothing was refused.
-	Rejections(ctx context.Context, name string, limit int) ([]kilolock.Rejection, error)
-	// ReadVersion returns the document of one version of a state.
-	// ErrNotFound when the state or the version does not exist.
-	ReadVersion(ctx context.Context, name string, number int64) ([]byte, error)
-	StateOps
-	GraphOps
-	TagOps
-	DriftOps
-	// Close releases the backend's resources.
-	Close() error
-}
-
-// StateSettings are the settings of one state; nil leaves a setting as it
-// is.
-type StateSettings = client.StateConfig
-
-// VersionInfo is the build information of kl or of a server, in the shape of
-// the server's /versionz.
-type VersionInfo = client.VersionInfo
 
 // DefaultServer is the server kl talks to when given neither a server nor a
 // database: a kld started with its defaults on this machine.
@@ -86,10 +41,10 @@ func loadKeyring(keyFile string) (*keyring.Ring, error) {
 	return ring, nil
 }
 
-// Open returns the Backend for t: HTTPBackend for a server (DefaultServer
-// when t names nothing) or, in-process, for a database (openDatabase).
-// Naming both is a *UsageError.
-func Open(ctx context.Context, t Target) (*HTTPBackend, error) {
+// Open returns the Conn for t: to a server (DefaultServer when t names
+// nothing) or, in-process, to a database (openDatabase). Naming both is a
+// *UsageError.
+func Open(ctx context.Context, t Target) (*Conn, error) {
 	switch {
 	case t.Server != "" && t.Database != "":
 		return nil, &UsageError{
@@ -103,5 +58,5 @@ func Open(ctx context.Context, t Target) (*HTTPBackend, error) {
 	if server == "" {
 		server = DefaultServer
 	}
-	return NewHTTPBackend(server, HTTPOptions{Token: t.Token, Timeout: t.Timeout, Actor: t.Actor})
+	return NewConn(server, HTTPOptions{Token: t.Token, Timeout: t.Timeout, Actor: t.Actor})
 }
