@@ -206,13 +206,7 @@ type TokenIssueCmd struct {
 
 // Run runs the command.
 func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
-		if err != nil {
-			return err
-		}
-		return cli.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope), ExpiresIn: expiresIn})
-	})
+	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope)})
 }
 
 // TokenListCmd is kl token list.
@@ -223,15 +217,28 @@ func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
 	return listTokens(ctx, g, c.JSON, tenancy.TokenAutomation)
 }
 
-// TokenRevokeCmd is kl token revoke.
+// TokenRevokeCmd is kl token revoke, and kl pat delete.
 type TokenRevokeCmd struct {
 	JSONFlag
 	ID string `arg:"" help:"Token ID (tok_…)."`
 }
 
-// Run runs the command.
+// Run runs the command: a token revoked, automation or personal.
 func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return revokeToken(ctx, g, c.JSON, c.ID)
+	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, c.ID) },
+		func(*client.Revoked) (any, string) {
+			return map[string]string{"revoked": c.ID}, fmt.Sprintf("Revoked token %s.\n", cell(c.ID))
+		})
+}
+
+// issueToken issues the token req asks, expiring after expiresIn (a
+// lifetime tenancy.ParseExpiry reads; "" never), and shows its secret.
+func issueToken(ctx context.Context, g *Globals, json bool, expiresIn string, req tenancy.TokenRequest) error {
+	var err error
+	if req.ExpiresIn, err = tenancy.ParseExpiry(expiresIn); err != nil {
+		return err
+	}
+	return g.with(ctx, json, func(cli *CLI) error { return cli.IssueToken(ctx, req) })
 }
 
 // listTokens lists the tokens of kind, without secrets.
@@ -242,19 +249,11 @@ func listTokens(ctx context.Context, g *Globals, json bool, kind tenancy.TokenKi
 		})
 }
 
-// revokeToken revokes a token (automation or personal).
-func revokeToken(ctx context.Context, g *Globals, json bool, id string) error {
-	return said(ctx, g, json, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, id) },
-		func(*client.Revoked) (any, string) {
-			return map[string]string{"revoked": id}, fmt.Sprintf("Revoked token %s.\n", cell(id))
-		})
-}
-
 // PATCmds are kl pat create|list|delete: personal access tokens.
 type PATCmds struct {
-	Create PATCreateCmd `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
-	List   PATListCmd   `cmd:"" help:"List the personal access tokens (never their secrets)."`
-	Delete PATDeleteCmd `cmd:"" help:"Delete a personal access token."`
+	Create PATCreateCmd   `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
+	List   PATListCmd     `cmd:"" help:"List the personal access tokens (never their secrets)."`
+	Delete TokenRevokeCmd `cmd:"" help:"Delete a personal access token."`
 }
 
 // PATCreateCmd is kl pat create.
@@ -267,13 +266,7 @@ type PATCreateCmd struct {
 
 // Run runs the command.
 func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
-		if err != nil {
-			return err
-		}
-		return cli.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User, ExpiresIn: expiresIn})
-	})
+	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User})
 }
 
 // PATListCmd is kl pat list.
@@ -282,17 +275,6 @@ type PATListCmd struct{ JSONFlag }
 // Run runs the command.
 func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
 	return listTokens(ctx, g, c.JSON, tenancy.TokenPersonal)
-}
-
-// PATDeleteCmd is kl pat delete.
-type PATDeleteCmd struct {
-	JSONFlag
-	ID string `arg:"" help:"Token ID (tok_…)."`
-}
-
-// Run runs the command.
-func (c *PATDeleteCmd) Run(ctx context.Context, g *Globals) error {
-	return revokeToken(ctx, g, c.JSON, c.ID)
 }
 
 // GrantCmds are kl grant add|revoke|list.
