@@ -87,11 +87,11 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if berr != nil {
 		return nil // no backend to ask: no admission
 	}
-	adm, done, err := g.admission(ctx, b, out, "")
+	adm, err := g.admission(ctx, b, out, "")
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer adm.Conn.Close()
 	return admit(ctx, adm, spec.Quota)
 }
 
@@ -170,11 +170,11 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if err == nil {
 		// The directory's backend answers the plan's admission.
-		adm, done, err := g.admission(ctx, b, g.stderr(), "kl: ")
+		adm, err := g.admission(ctx, b, g.stderr(), "kl: ")
 		if err != nil {
 			return err
 		}
-		defer done()
+		defer adm.Conn.Close()
 		adm.Quiet = g.quiet() // on stderr beside the apply: KL_LOG_LEVEL=warn hides what fits
 		req.Admission = adm
 	}

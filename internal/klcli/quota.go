@@ -79,30 +79,23 @@ func backendCredentials(cfg map[string]any) (user, password string, headers map[
 // server's JSON API (--server, --token); otherwise the initialized http
 // backend of dir, asked at the state's own address with the
 // configuration's credentials (--server and --token override them).
-func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, func(), error) {
-	if g.Database != "" || state != "" {
-		if state == "" {
-			b, err := ReadTFBackend(dir)
-			if err != nil {
-				return nil, "", nil, err
-			}
-			state = b.State
+func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, error) {
+	var b *TFBackend
+	if state == "" {
+		var err error
+		if b, err = ReadTFBackend(dir); err != nil {
+			return nil, "", err
 		}
-		b, err := g.open(ctx)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return b, state, func() { b.Close() }, nil
+		state = b.State
 	}
-	b, err := ReadTFBackend(dir)
-	if err != nil {
-		return nil, "", nil, err
+	var qb *Conn
+	var err error
+	if g.Database != "" || b == nil {
+		qb, err = g.open(ctx)
+	} else {
+		qb, err = g.laneQuota(b)
 	}
-	qb, err := g.laneQuota(b)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return qb, b.State, func() { qb.Close() }, nil
+	return qb, state, err
 }
 
 // laneQuota is the backend of an initialized backend b that asks quotas
@@ -170,21 +163,20 @@ func verdictLine(c kilolock.QuotaCount) string {
 }
 
 // admission is the Admission of the initialized backend b: on the
-// database with --database, else at the state's own address. Its close
-// releases what it opened.
-func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, prefix string) (*Admission, func(), error) {
+// database with --database, else at the state's own address. Close its
+// Conn.
+func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, prefix string) (*Admission, error) {
+	var conn *Conn
+	var err error
 	if g.Database != "" {
-		eb, err := Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Admission{Conn: eb, State: b.State, Out: out, Prefix: prefix}, func() { eb.Close() }, nil
+		conn, err = Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
+	} else {
+		conn, err = g.laneQuota(b)
 	}
-	lq, err := g.laneQuota(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &Admission{Conn: lq, State: b.State, Out: out, Prefix: prefix}, func() { lq.Close() }, nil
+	return &Admission{Conn: conn, State: b.State, Out: out, Prefix: prefix}, nil
 }
 
 // admit runs a's admission of changes, when there is one. A plan past a

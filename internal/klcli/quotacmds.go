@@ -101,11 +101,11 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 
 // withQuota runs f on the quota backend and state g, state and dir name.
 func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*Conn, string) error) error {
-	qb, name, done, err := g.quotaBackend(ctx, state, dir)
+	qb, name, err := g.quotaBackend(ctx, state, dir)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer qb.Close()
 	return f(qb, name)
 }
 
