@@ -136,13 +136,9 @@ func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error
 // warnMissingState says on stderr when --state names no state: a limit or
 // a policy may be set before a state's first write, so the command goes
 // on, but a misspelt name no longer passes silently. Nothing is said when
-// the state cannot be asked about (no server, no right to read it).
-func (g *Globals) warnMissingState(ctx context.Context, state string) {
-	b, err := g.open(ctx)
-	if err != nil {
-		return
-	}
-	defer b.Close()
+// the state cannot be asked about (no right to read it). b is the Conn
+// the command goes on with.
+func (g *Globals) warnMissingState(ctx context.Context, b *Conn, state string) {
 	if _, err := b.api.Status(ctx, state); errors.Is(err, kilolock.ErrNotFound) {
 		fmt.Fprintf(g.stderr(), "kl: warning: state %s does not exist (yet): what is set for it applies once it is written; list the states with kl states\n", state)
 	}

@@ -83,10 +83,10 @@ func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
 // showQuota prints the standing of the state state and dir name, with its
 // latest refusal and warning when events.
 func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string, events bool) error {
-	if state != "" {
-		g.warnMissingState(ctx, state)
-	}
 	return g.withQuota(ctx, state, dir, func(qb *Conn, name string) error {
+		if state != "" { // qb is then g's Conn, not a configuration's lane
+			g.warnMissingState(ctx, qb, state)
+		}
 		st, err := qb.QuotaStatus(ctx, name, 0)
 		if err != nil {
 			return err
@@ -250,10 +250,12 @@ func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if ch.Scope == kilolock.QuotaState {
-		g.warnMissingState(ctx, ch.Target)
-	}
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.SetQuota(ctx, ch) })
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		if ch.Scope == kilolock.QuotaState {
+			g.warnMissingState(ctx, cli.Conn, ch.Target)
+		}
+		return cli.SetQuota(ctx, ch)
+	})
 }
 
 // change is the change the flags ask for.
