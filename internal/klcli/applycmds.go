@@ -186,7 +186,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	defer hb.Close()
-	req.Backend, req.Runs, req.Status = b, hb.api, hb.api.Status
+	req.Backend, req.Runs = b, hb.api
 	return Apply(ctx, req)
 }
 
