@@ -46,8 +46,9 @@ type StateList struct {
 }
 
 // VersionList is the answer of GET /v1/api/states/NAME/versions: newest
-// first.
+// first, with the state's current version (0 before its first write).
 type VersionList struct {
+	Current  int64              `json:"current_version"`
 	Versions []kilolock.Version `json:"versions"`
 }
 

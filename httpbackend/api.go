@@ -50,14 +50,21 @@ func (h *Handler) listVersions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	versions, err := h.engine.History(r.Context(), r.PathValue("name"), kilolock.HistoryOptions{Limit: int(limit), Before: before})
+	name := r.PathValue("name")
+	versions, err := h.engine.History(r.Context(), name, kilolock.HistoryOptions{Limit: int(limit), Before: before})
+	if err != nil {
+		return err
+	}
+	// The current version too, so that a page of history needs no status
+	// (a status reads the current version's graph).
+	st, err := h.engine.Store().State(r.Context(), name)
 	if err != nil {
 		return err
 	}
 	if versions == nil {
 		versions = []kilolock.Version{}
 	}
-	writeJSON(w, http.StatusOK, client.VersionList{Versions: versions})
+	writeJSON(w, http.StatusOK, client.VersionList{Current: st.Current, Versions: versions})
 	return nil
 }
 

@@ -40,12 +40,12 @@ func activeRun(t *testing.T) (*kilolock.Engine, *kilolock.ApplyRun, map[string]*
 	}
 	srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{Logger: log.New(io.Discard)}))
 	t.Cleanup(srv.Close)
-	hb, err := NewHTTPBackend(srv.URL, HTTPOptions{Timeout: 10 * time.Second})
+	hb, err := NewConn(srv.URL, HTTPOptions{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hb.Close() })
-	return e, run, map[string]*client.Client{"engine": NewDatabaseBackend(e, "").c, "http": hb.c}
+	return e, run, map[string]*client.Client{"engine": NewDatabaseConn(e, HTTPOptions{}).api, "http": hb.api}
 }
 
 // TestWatchRunSeesAbort: a running orchestrated apply learns that its run

@@ -118,27 +118,28 @@ func (g *Globals) progress(json bool) progress.Reporter {
 // informational messages.
 func (g *Globals) quiet() bool { return g.LogLevel == "warn" || g.LogLevel == "error" }
 
-// with opens the backend g names, runs f on a CLI over it and closes it.
+// open opens the Conn to the server or database g names.
+func (g *Globals) open(ctx context.Context) (*Conn, error) {
+	return Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+}
+
+// with opens the Conn g names, runs f on a CLI over it and closes it.
 func (g *Globals) with(ctx context.Context, json bool, f func(*CLI) error) error {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+	b, err := g.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	return f(&CLI{Backend: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
+	return f(&CLI{Conn: b, Out: g.out(), Documents: g.documents(), JSON: json, Progress: g.progress(json)})
 }
 
 // warnMissingState says on stderr when --state names no state: a limit or
 // a policy may be set before a state's first write, so the command goes
 // on, but a misspelt name no longer passes silently. Nothing is said when
-// the state cannot be asked about (no server, no right to read it).
-func (g *Globals) warnMissingState(ctx context.Context, state string) {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
-	if err != nil {
-		return
-	}
-	defer b.Close()
-	if _, err := b.Status(ctx, state); errors.Is(err, kilolock.ErrNotFound) {
+// the state cannot be asked about (no right to read it). b is the Conn
+// the command goes on with.
+func (g *Globals) warnMissingState(ctx context.Context, b *Conn, state string) {
+	if _, err := b.api.Status(ctx, state); errors.Is(err, kilolock.ErrNotFound) {
 		fmt.Fprintf(g.stderr(), "kl: warning: state %s does not exist (yet): what is set for it applies once it is written; list the states with kl states\n", state)
 	}
 }

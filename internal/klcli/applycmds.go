@@ -87,11 +87,11 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if berr != nil {
 		return nil // no backend to ask: no admission
 	}
-	adm, done, err := g.admission(ctx, b, out, "")
+	adm, err := g.admission(ctx, b, out, "")
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer adm.Conn.Close()
 	return admit(ctx, adm, spec.Quota)
 }
 
@@ -170,23 +170,23 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if err == nil {
 		// The directory's backend answers the plan's admission.
-		adm, done, err := g.admission(ctx, b, g.stderr(), "kl: ")
+		adm, err := g.admission(ctx, b, g.stderr(), "kl: ")
 		if err != nil {
 			return err
 		}
-		defer done()
+		defer adm.Conn.Close()
 		adm.Quiet = g.quiet() // on stderr beside the apply: KL_LOG_LEVEL=warn hides what fits
 		req.Admission = adm
 	}
 	if !c.Orchestrated {
 		return Apply(ctx, req)
 	}
-	hb, err := NewHTTPBackend(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
+	hb, err := NewConn(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
 	if err != nil {
 		return err
 	}
 	defer hb.Close()
-	req.Backend, req.Runs, req.Status = b, hb.c, hb.Status
+	req.Backend, req.Runs = b, hb.api
 	return Apply(ctx, req)
 }
 
@@ -222,12 +222,8 @@ func (c *ApplyAbortCmd) Run(ctx context.Context, g *Globals) error {
 // is empty. An ended run is a *kilolock.RunEndedError; no run in flight,
 // ErrNotFound.
 func (c *CLI) Abort(ctx context.Context, id, state string) error {
-	b, err := c.server("apply runs")
-	if err != nil {
-		return err
-	}
 	if id == "" {
-		l, err := b.c.Runs(ctx, state, client.RunsOptions{InFlight: true, Limit: 1})
+		l, err := c.api().Runs(ctx, state, client.RunsOptions{InFlight: true, Limit: 1})
 		if err != nil {
 			return err
 		}
@@ -237,7 +233,7 @@ func (c *CLI) Abort(ctx context.Context, id, state string) error {
 		}
 		id = runs[0].ID
 	}
-	run, err := b.c.AbortRun(ctx, id)
+	run, err := c.api().AbortRun(ctx, id)
 	var ended *kilolock.RunEndedError
 	if errors.As(err, &ended) {
 		return withHint(err, "only a waiting or active run can be aborted; this one is over and holds nothing")

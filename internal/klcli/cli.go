@@ -9,14 +9,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
-// CLI runs kl's commands against a Backend. Each command writes its result
-// to Out: aligned tables for people, or JSON when JSON is set.
+// CLI runs kl's commands over a Conn. Each command writes its result to
+// Out: aligned tables for people, or JSON when JSON is set.
 type CLI struct {
-	Backend Backend
-	Out     io.Writer
+	Conn *Conn
+	Out  io.Writer
 	// Documents receives what is written byte for byte, for programs: the
 	// state files of kl export and kl state pull. nil means Out. Out
 	// escapes control characters (Globals gives it so); Documents does not.
@@ -29,6 +30,9 @@ type CLI struct {
 	// shows nothing.
 	Progress progress.Reporter
 }
+
+// api is the client of the CLI's Conn.
+func (c *CLI) api() *client.Client { return c.Conn.api }
 
 // withProgress is ctx carrying the CLI's Progress, for the backend's
 // transfers.

@@ -64,11 +64,11 @@ func TestHTTPErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := fakeServer(t, tc.status, tc.body)
-			b, err := klcli.NewHTTPBackend(srv.URL, klcli.HTTPOptions{})
+			b, err := klcli.NewConn(srv.URL, klcli.HTTPOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = b.Status(ctx, "x")
+			_, err = b.API().Status(ctx, "x")
 			var ae *client.Error
 			if !errors.As(err, &ae) {
 				t.Fatalf("err %T %v, want *client.Error", err, err)
@@ -100,13 +100,13 @@ func TestHTTPErrors(t *testing.T) {
 
 func TestHTTPRequest(t *testing.T) {
 	srv, last := fakeServer(t, 200, `{"versions":[]}`)
-	b, err := klcli.NewHTTPBackend(srv.URL+"/prefix/", klcli.HTTPOptions{Token: "t0k"})
+	b, err := klcli.NewConn(srv.URL+"/prefix/", klcli.HTTPOptions{Token: "t0k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := b.History(context.Background(), "prod", kilolock.HistoryOptions{Limit: 5, Before: 9})
-	if err != nil || vs == nil || len(vs) != 0 {
-		t.Fatalf("history: %v, %v", vs, err)
+	l, err := b.API().History(context.Background(), "prod", client.HistoryOptions{Limit: 5, Before: 9})
+	if vs := l.Versions; err != nil || vs == nil || len(vs) != 0 {
+		t.Fatalf("history: %v, %v", l, err)
 	}
 	if got := last.URL.RequestURI(); got != "/prefix/v1/api/states/prod/versions?before=9&limit=5" {
 		t.Errorf("request %s", got)
@@ -123,11 +123,11 @@ func TestHTTPUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nobody listens there now
-	b, err := klcli.NewHTTPBackend("http://"+addr, klcli.HTTPOptions{})
+	b, err := klcli.NewConn("http://"+addr, klcli.HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.States(context.Background())
+	_, err = b.API().States(context.Background())
 	if code := klcli.ExitCode(err); code != klcli.ExitUnavailable {
 		t.Errorf("exit code %d for %v", code, err)
 	}
@@ -146,11 +146,11 @@ func TestHTTPTimeout(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	b, err := klcli.NewHTTPBackend(srv.URL, klcli.HTTPOptions{Timeout: 50 * time.Millisecond})
+	b, err := klcli.NewConn(srv.URL, klcli.HTTPOptions{Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.States(context.Background())
+	_, err = b.API().States(context.Background())
 	if code := klcli.ExitCode(err); code != klcli.ExitUnavailable {
 		t.Errorf("exit code %d for %v", code, err)
 	}
@@ -175,7 +175,7 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sts, err := b.States(ctx); err != nil || len(sts) != 0 {
+	if sts, err := states(b); err != nil || len(sts) != 0 {
 		t.Errorf("states of an empty database: %v, %v", sts, err)
 	}
 	if err := b.Close(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -178,11 +179,11 @@ func TestErrors(t *testing.T) {
 		{"status of a missing state", func(c *klcli.CLI) error { return c.Status(ctx, "nope") }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"history of a missing state", func(c *klcli.CLI) error { return c.History(ctx, "nope", kilolock.HistoryOptions{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"config of a missing state", func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "nope", klcli.StateSettings{AllowLineageChange: ptr(true)})
+			return c.ConfigureState(ctx, "nope", client.StateConfig{AllowLineageChange: ptr(true)})
 		}, klcli.ExitNotFound, kilolock.ErrNotFound},
-		{"settings of a missing state", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "nope", klcli.StateSettings{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
+		{"settings of a missing state", func(c *klcli.CLI) error { return c.ConfigureState(ctx, "nope", client.StateConfig{}) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"lock mode of a locked state", func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "prod", klcli.StateSettings{ExclusiveLocks: ptr(false)})
+			return c.ConfigureState(ctx, "prod", client.StateConfig{ExclusiveLocks: ptr(false)})
 		}, klcli.ExitConflict, kilolock.ErrConflict},
 		{"conflicts of a missing state", func(c *klcli.CLI) error { return c.Conflicts(ctx, "nope", 0) }, klcli.ExitNotFound, kilolock.ErrNotFound},
 		{"conflicts with a negative limit", func(c *klcli.CLI) error { return c.Conflicts(ctx, "prod", -1) }, klcli.ExitUsage, nil},
@@ -233,7 +234,7 @@ func TestStateConfig(t *testing.T) {
 		}
 
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "staging", klcli.StateSettings{AllowLineageChange: ptr(true)})
+			return c.ConfigureState(ctx, "staging", client.StateConfig{AllowLineageChange: ptr(true)})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -241,7 +242,7 @@ func TestStateConfig(t *testing.T) {
 		if !strings.Contains(out, "lineage change allowed") {
 			t.Errorf("output %q", out)
 		}
-		s, err := h.backend.Status(ctx, "staging")
+		s, err := h.backend.API().Status(ctx, "staging")
 		if err != nil || !s.AllowLineageChange {
 			t.Fatalf("status after allowing: %+v, %v", s, err)
 		}
@@ -250,7 +251,7 @@ func TestStateConfig(t *testing.T) {
 		}
 
 		out, err = h.run(t, true, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "staging", klcli.StateSettings{AllowLineageChange: ptr(false)})
+			return c.ConfigureState(ctx, "staging", client.StateConfig{AllowLineageChange: ptr(false)})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -258,25 +259,25 @@ func TestStateConfig(t *testing.T) {
 		if want := "{\n  \"ok\": true,\n  \"state\": \"staging\",\n  \"allow_lineage_change\": false\n}\n"; out != want {
 			t.Errorf("json %q, want %q", out, want)
 		}
-		if s, err := h.backend.Status(ctx, "staging"); err != nil || s.AllowLineageChange {
+		if s, err := h.backend.API().Status(ctx, "staging"); err != nil || s.AllowLineageChange {
 			t.Fatalf("status after refusing again: %+v, %v", s, err)
 		}
 	})
 }
 
 func TestVersion(t *testing.T) {
-	client := klcli.VersionInfo{Version: "v1.2.3", Commit: "deadbee", Date: "2026-11-30T12:00:00Z", GoVersion: "go1.26.0"}
+	kl := client.VersionInfo{Version: "v1.2.3", Commit: "deadbee", Date: "2026-11-30T12:00:00Z", GoVersion: "go1.26.0"}
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		var out strings.Builder
-		c := &klcli.CLI{Backend: h.raw, Out: &out, JSON: true}
-		if err := c.Version(context.Background(), client); err != nil {
+		c := &klcli.CLI{Conn: h.raw, Out: &out, JSON: true}
+		if err := c.Version(context.Background(), kl); err != nil {
 			t.Fatal(err)
 		}
 		var got klcli.VersionJSON
 		if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Client != client {
+		if got.Client != kl {
 			t.Errorf("client = %+v", got.Client)
 		}
 		switch {
@@ -289,7 +290,7 @@ func TestVersion(t *testing.T) {
 
 	// Without any backend (kl version without --server): the client only.
 	var out strings.Builder
-	if err := (&klcli.CLI{Out: &out}).Version(context.Background(), client); err != nil {
+	if err := (&klcli.CLI{Out: &out}).Version(context.Background(), kl); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "version", out.String())

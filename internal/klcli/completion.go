@@ -90,12 +90,12 @@ func statesFor(words []string) []string {
 		return nil
 	}
 	defer b.Close()
-	states, err := b.States(ctx)
+	l, err := b.api.States(ctx)
 	if err != nil {
 		return nil
 	}
-	names := make([]string, 0, len(states))
-	for _, st := range states {
+	names := make([]string, 0, len(l.States))
+	for _, st := range l.States {
 		names = append(names, st.Name)
 	}
 	return names

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 )
 
 // StateConfigCmd is kl state config.
@@ -21,7 +22,7 @@ type StateConfigCmd struct {
 // Run runs the command.
 func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.ConfigureState(ctx, c.Name, StateSettings{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
+		return cli.ConfigureState(ctx, c.Name, client.StateConfig{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
 			SharedPlanLocks: c.SharedPlanLocks, RequireClientEncryption: c.RequireClientEncryption})
 	})
 }
@@ -44,12 +45,14 @@ type StateConfigJSON struct {
 // -force` of a state from another lineage, and whether it takes only
 // OpenTofu client-side encrypted writes. With no setting given it shows
 // them (StateSettings).
-func (c *CLI) ConfigureState(ctx context.Context, name string, s StateSettings) error {
+func (c *CLI) ConfigureState(ctx context.Context, name string, s client.StateConfig) error {
 	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil && s.RequireClientEncryption == nil {
 		return c.StateSettings(ctx, name)
 	}
-	if err := c.Backend.ConfigureState(ctx, name, s); err != nil {
+	if out, err := c.api().Configure(ctx, name, s); err != nil {
 		return err
+	} else if !out.OK {
+		return fmt.Errorf("server did not confirm the configuration of state %q", name)
 	}
 	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange, SharedPlanLocks: s.SharedPlanLocks, RequireClientEncryption: s.RequireClientEncryption}
 	if s.ExclusiveLocks != nil {
@@ -106,7 +109,7 @@ type StateSettingsJSON struct {
 // StateSettings shows a state's settings, each with the flag of kl state
 // config that changes it. ErrNotFound when the state does not exist.
 func (c *CLI) StateSettings(ctx context.Context, name string) error {
-	st, err := c.Backend.Status(ctx, name)
+	st, err := c.api().Status(ctx, name)
 	if err != nil {
 		return err
 	}

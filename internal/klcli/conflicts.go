@@ -44,10 +44,11 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 	if limit < 0 || limit > maxConflictsLimit {
 		return &UsageError{Message: fmt.Sprintf("--limit takes a number from 1 to %d", maxConflictsLimit), Hint: "e.g. kl conflicts NAME --limit 20"}
 	}
-	rs, err := c.Backend.Rejections(ctx, name, limit)
+	l, err := c.api().Rejections(ctx, name, limit)
 	if err != nil {
 		return err
 	}
+	rs := nonNil(l.Rejections)
 	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
 		if len(rs) == 0 {
 			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -147,38 +148,38 @@ func TestConfigureLockMode(t *testing.T) {
 	ctx := context.Background()
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "staging", klcli.StateSettings{ExclusiveLocks: ptr(false)})
+			return c.ConfigureState(ctx, "staging", client.StateConfig{ExclusiveLocks: ptr(false)})
 		})
 		if err != nil || !strings.Contains(out, "state staging: optimistic locks") {
 			t.Fatalf("config --exclusive-locks=false: %q, %v", out, err)
 		}
-		if s, err := h.backend.Status(ctx, "staging"); err != nil || s.LockMode != kilolock.LockOptimistic || s.AllowLineageChange {
+		if s, err := h.backend.API().Status(ctx, "staging"); err != nil || s.LockMode != kilolock.LockOptimistic || s.AllowLineageChange {
 			t.Fatalf("status: %+v, %v", s, err)
 		}
 
 		out, err = h.run(t, true, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "staging", klcli.StateSettings{ExclusiveLocks: ptr(true), AllowLineageChange: ptr(true)})
+			return c.ConfigureState(ctx, "staging", client.StateConfig{ExclusiveLocks: ptr(true), AllowLineageChange: ptr(true)})
 		})
 		if want := "{\n  \"ok\": true,\n  \"state\": \"staging\",\n  \"lock_mode\": \"exclusive\",\n  \"allow_lineage_change\": true\n}\n"; err != nil || out != want {
 			t.Fatalf("config --exclusive-locks --allow-lineage-change --json: %q, %v", out, err)
 		}
-		if s, err := h.backend.Status(ctx, "staging"); err != nil || s.LockMode != kilolock.LockExclusive || !s.AllowLineageChange {
+		if s, err := h.backend.API().Status(ctx, "staging"); err != nil || s.LockMode != kilolock.LockExclusive || !s.AllowLineageChange {
 			t.Fatalf("status: %+v, %v", s, err)
 		}
 
 		// A state configured before its first apply is created in that mode.
 		if _, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "new", klcli.StateSettings{ExclusiveLocks: ptr(false)})
+			return c.ConfigureState(ctx, "new", client.StateConfig{ExclusiveLocks: ptr(false)})
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if s, err := h.backend.Status(ctx, "new"); err != nil || s.LockMode != kilolock.LockOptimistic {
+		if s, err := h.backend.API().Status(ctx, "new"); err != nil || s.LockMode != kilolock.LockOptimistic {
 			t.Fatalf("status of a state configured before its first write: %+v, %v", s, err)
 		}
 
 		// Refused while the two holders of "shared" hold it, naming them.
 		_, err = h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "shared", klcli.StateSettings{ExclusiveLocks: ptr(true)})
+			return c.ConfigureState(ctx, "shared", client.StateConfig{ExclusiveLocks: ptr(true)})
 		})
 		var report strings.Builder
 		klcli.Report(&report, err)

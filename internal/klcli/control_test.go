@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/internal/testpg"
@@ -138,7 +139,7 @@ func TestControlCommands(t *testing.T) {
 			t.Errorf("env list = %+v", envs)
 		}
 
-		var auto klcli.IssuedToken
+		var auto client.IssuedToken
 		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--name", "ci", "--json"), &auto)
 		if !strings.HasPrefix(auto.Secret, "klt_") || auto.Scope != tenancy.ScopeReadWrite || auto.EnvironmentID != env.PublicID {
 			t.Errorf("token issue = %+v", auto)
@@ -152,7 +153,7 @@ func TestControlCommands(t *testing.T) {
 			t.Errorf("token list shows a secret:\n%s", out)
 		}
 
-		var pat klcli.IssuedToken
+		var pat client.IssuedToken
 		decodeJSON(t, s.kl("pat", "create", "--user", "alice", "--json"), &pat)
 		if !strings.HasPrefix(pat.Secret, "klp_") || pat.Kind != tenancy.TokenPersonal {
 			t.Fatalf("pat = %+v", pat)
@@ -187,7 +188,7 @@ func TestControlCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tok := range []klcli.IssuedToken{auto, pat} {
+		for _, tok := range []client.IssuedToken{auto, pat} {
 			got, err := st.(tenancy.TenantStore).TokenByHash(context.Background(), tenancy.HashSecret(tok.Secret))
 			if err != nil || got.ID != tok.ID {
 				t.Errorf("the secret of %s finds %+v, %v", tok.ID, got, err)
@@ -445,7 +446,7 @@ func TestWhoami(t *testing.T) {
 		var env, theirs tenancy.Environment
 		decodeJSON(t, s.kl("env", "create", "--workspace", ws.ID, "prod", "--json"), &env)
 		decodeJSON(t, s.kl("env", "create", "--workspace", other.ID, "prod", "--json"), &theirs)
-		var pat, auto klcli.IssuedToken
+		var pat, auto client.IssuedToken
 		decodeJSON(t, s.kl("pat", "create", "--user", "alice", "--expires-in", "30d", "--json"), &pat)
 		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--scope", "read", "--json"), &auto)
 		s.kl("grant", "add", pat.ID, env.PublicID)
@@ -470,7 +471,7 @@ func TestWhoami(t *testing.T) {
 			t.Errorf("kl whoami --json (read token) = %+v", r)
 		}
 		// An outputs token is told the outputs-only address it may read.
-		var outputs klcli.IssuedToken
+		var outputs client.IssuedToken
 		decodeJSON(t, s.kl("token", "issue", "--env", env.PublicID, "--scope", "outputs", "--json"), &outputs)
 		out = s.kl("--token", outputs.Secret, "whoami")
 		for _, want := range []string{"(automation token, outputs)", "outputs ", "/v1/states/" + ws.ID + "/" + env.PublicID + "/{state_name}/outputs"} {

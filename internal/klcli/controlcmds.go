@@ -4,12 +4,41 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
-// The tenancy commands: each goes to the server's operator control API
-// (--server with --token klo_…) or, with --database, to the database
-// directly through tenancy.Control, audited as "db:" and --actor.
+// The tenancy commands (workspaces, environments, members, tokens, PATs,
+// grants, state lifecycles, audit; trust policies and quotas beside them)
+// run on kld's operator control API: a server's (--server with --token
+// klo_…), or, with --database, a database's in-process as its operator,
+// audited as "db:" and --actor.
+
+// listed runs get on the API g names and shows the items it answers: a
+// table of header and cells, or JSON (list).
+func listed[T any](ctx context.Context, g *Globals, json bool, get func(*client.Client) ([]T, error), header []string, cells func(T) []string) error {
+	return g.with(ctx, json, func(cli *CLI) error {
+		items, err := get(cli.api())
+		if err != nil {
+			return err
+		}
+		return list(cli, items, header, cells)
+	})
+}
+
+// said runs do on the API g names and shows what it did: show's JSON
+// value, or its line of text.
+func said[T any](ctx context.Context, g *Globals, json bool, do func(*client.Client) (T, error), show func(T) (any, string)) error {
+	return g.with(ctx, json, func(cli *CLI) error {
+		out, err := do(cli.api())
+		if err != nil {
+			return err
+		}
+		v, text := show(out)
+		return cli.say(v, "%s", text)
+	})
+}
 
 // WorkspaceCmds are kl workspace create|list|suspend|resume.
 type WorkspaceCmds struct {
@@ -29,8 +58,10 @@ type WorkspaceCreateCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.CreateWorkspace(ctx, c.Name, tenancy.WorkspaceKind(c.Kind), c.Owner)
+	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Workspace, error) {
+		return api.CreateWorkspace(ctx, client.WorkspaceRequest{Name: c.Name, Kind: tenancy.WorkspaceKind(c.Kind), Owner: c.Owner})
+	}, func(ws *tenancy.Workspace) (any, string) {
+		return ws, fmt.Sprintf("Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
 	})
 }
 
@@ -39,7 +70,10 @@ type WorkspaceListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *WorkspaceListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Workspaces(ctx) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Workspace, error) { return api.Workspaces(ctx) },
+		[]string{"ID", "NAME", "KIND", "LIFECYCLE", "CREATED"}, func(ws tenancy.Workspace) []string {
+			return []string{ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created)}
+		})
 }
 
 // WorkspaceSuspendCmd is kl workspace suspend.
@@ -50,7 +84,7 @@ type WorkspaceSuspendCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceSuspendCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, true) })
+	return setWorkspaceLifecycle(ctx, g, c.JSON, c.ID, true)
 }
 
 // WorkspaceResumeCmd is kl workspace resume.
@@ -61,7 +95,19 @@ type WorkspaceResumeCmd struct {
 
 // Run runs the command.
 func (c *WorkspaceResumeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetWorkspaceLifecycle(ctx, c.ID, false) })
+	return setWorkspaceLifecycle(ctx, g, c.JSON, c.ID, false)
+}
+
+// setWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
+func setWorkspaceLifecycle(ctx context.Context, g *Globals, json bool, id string, suspend bool) error {
+	return said(ctx, g, json, func(api *client.Client) (*tenancy.Workspace, error) {
+		if suspend {
+			return api.SuspendWorkspace(ctx, id)
+		}
+		return api.ResumeWorkspace(ctx, id)
+	}, func(ws *tenancy.Workspace) (any, string) {
+		return ws, fmt.Sprintf("Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
+	})
 }
 
 // EnvCmds are kl env create|list|config.
@@ -82,8 +128,8 @@ type EnvConfigCmd struct {
 
 // Run runs the command.
 func (c *EnvConfigCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.ConfigureEnvironment(ctx, c.Workspace, c.Env, tenancy.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.ConfigureEnvironment(ctx, c.Workspace, c.Env, tenancy.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
 	})
 }
 
@@ -96,7 +142,12 @@ type EnvCreateCmd struct {
 
 // Run runs the command.
 func (c *EnvCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.CreateEnvironment(ctx, c.Workspace, c.Slug) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Environment, error) {
+		return api.CreateEnvironment(ctx, c.Workspace, c.Slug)
+	},
+		func(e *tenancy.Environment) (any, string) {
+			return e, fmt.Sprintf("Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
+		})
 }
 
 // EnvListCmd is kl env list.
@@ -107,7 +158,10 @@ type EnvListCmd struct {
 
 // Run runs the command.
 func (c *EnvListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Environments(ctx, c.Workspace) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Environment, error) { return api.Environments(ctx, c.Workspace) },
+		[]string{"ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED"}, func(e tenancy.Environment) []string {
+			return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created)}
+		})
 }
 
 // TokenCmds are kl token issue|list|revoke: automation tokens.
@@ -152,13 +206,7 @@ type TokenIssueCmd struct {
 
 // Run runs the command.
 func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
-		if err != nil {
-			return err
-		}
-		return ct.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope), ExpiresIn: expiresIn})
-	})
+	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope)})
 }
 
 // TokenListCmd is kl token list.
@@ -166,25 +214,46 @@ type TokenListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, tenancy.TokenAutomation) })
+	return listTokens(ctx, g, c.JSON, tenancy.TokenAutomation)
 }
 
-// TokenRevokeCmd is kl token revoke.
+// TokenRevokeCmd is kl token revoke, and kl pat delete.
 type TokenRevokeCmd struct {
 	JSONFlag
 	ID string `arg:"" help:"Token ID (tok_…)."`
 }
 
-// Run runs the command.
+// Run runs the command: a token revoked, automation or personal.
 func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, c.ID) },
+		func(*client.Revoked) (any, string) {
+			return map[string]string{"revoked": c.ID}, fmt.Sprintf("Revoked token %s.\n", cell(c.ID))
+		})
+}
+
+// issueToken issues the token req asks, expiring after expiresIn (a
+// lifetime tenancy.ParseExpiry reads; "" never), and shows its secret.
+func issueToken(ctx context.Context, g *Globals, json bool, expiresIn string, req tenancy.TokenRequest) error {
+	var err error
+	if req.ExpiresIn, err = tenancy.ParseExpiry(expiresIn); err != nil {
+		return err
+	}
+	return g.with(ctx, json, func(cli *CLI) error { return cli.IssueToken(ctx, req) })
+}
+
+// listTokens lists the tokens of kind, without secrets.
+func listTokens(ctx context.Context, g *Globals, json bool, kind tenancy.TokenKind) error {
+	return listed(ctx, g, json, func(api *client.Client) ([]tenancy.Token, error) { return api.Tokens(ctx, kind) },
+		[]string{"ID", "KIND", "NAME", "ENVIRONMENT", "SCOPE", "USER", "CREATED", "LAST USED", "EXPIRES"}, func(t tenancy.Token) []string {
+			return []string{t.ID, string(t.Kind), orDash(t.Name), orDash(t.EnvironmentID), orDash(string(t.Scope)), orDash(t.UserID), formatTime(t.Created), formatTime(t.LastUsed), formatTime(t.Expires)}
+		})
 }
 
 // PATCmds are kl pat create|list|delete: personal access tokens.
 type PATCmds struct {
-	Create PATCreateCmd `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
-	List   PATListCmd   `cmd:"" help:"List the personal access tokens (never their secrets)."`
-	Delete PATDeleteCmd `cmd:"" help:"Delete a personal access token."`
+	Create PATCreateCmd   `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
+	List   PATListCmd     `cmd:"" help:"List the personal access tokens (never their secrets)."`
+	Delete TokenRevokeCmd `cmd:"" help:"Delete a personal access token."`
 }
 
 // PATCreateCmd is kl pat create.
@@ -197,13 +266,7 @@ type PATCreateCmd struct {
 
 // Run runs the command.
 func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		expiresIn, err := tenancy.ParseExpiry(c.ExpiresIn)
-		if err != nil {
-			return err
-		}
-		return ct.IssueToken(ctx, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User, ExpiresIn: expiresIn})
-	})
+	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User})
 }
 
 // PATListCmd is kl pat list.
@@ -211,18 +274,7 @@ type PATListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Tokens(ctx, tenancy.TokenPersonal) })
-}
-
-// PATDeleteCmd is kl pat delete.
-type PATDeleteCmd struct {
-	JSONFlag
-	ID string `arg:"" help:"Token ID (tok_…)."`
-}
-
-// Run runs the command.
-func (c *PATDeleteCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.DeleteToken(ctx, c.ID) })
+	return listTokens(ctx, g, c.JSON, tenancy.TokenPersonal)
 }
 
 // GrantCmds are kl grant add|revoke|list.
@@ -241,7 +293,10 @@ type GrantAddCmd struct {
 
 // Run runs the command.
 func (c *GrantAddCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.AddGrant(ctx, c.Token, c.Env) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Grant, error) { return api.AddGrant(ctx, c.Token, c.Env) },
+		func(gr *tenancy.Grant) (any, string) {
+			return gr, fmt.Sprintf("Granted %s access to %s.\n", gr.TokenID, gr.EnvironmentID)
+		})
 }
 
 // GrantRevokeCmd is kl grant revoke.
@@ -253,7 +308,10 @@ type GrantRevokeCmd struct {
 
 // Run runs the command.
 func (c *GrantRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.RevokeGrant(ctx, c.Token, c.Env) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeGrant(ctx, c.Token, c.Env) },
+		func(*client.Revoked) (any, string) {
+			return map[string]string{"revoked": c.Token + "->" + c.Env}, fmt.Sprintf("Revoked the grant of %s on %s.\n", cell(c.Token), cell(c.Env))
+		})
 }
 
 // GrantListCmd is kl grant list.
@@ -264,7 +322,10 @@ type GrantListCmd struct {
 
 // Run runs the command.
 func (c *GrantListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Grants(ctx, c.Token) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Grant, error) { return api.Grants(ctx, c.Token) },
+		[]string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(gr tenancy.Grant) []string {
+			return []string{gr.TokenID, gr.EnvironmentID, formatTime(gr.Created)}
+		})
 }
 
 // MemberCmds are kl member add|remove|list.
@@ -284,7 +345,11 @@ type MemberAddCmd struct {
 
 // Run runs the command.
 func (c *MemberAddCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.PutMember(ctx, c.Workspace, c.User, tenancy.Role(c.Role)) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Member, error) {
+		return api.PutMember(ctx, c.Workspace, c.User, tenancy.Role(c.Role))
+	}, func(m *tenancy.Member) (any, string) {
+		return m, fmt.Sprintf("%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(c.Workspace))
+	})
 }
 
 // MemberRemoveCmd is kl member remove.
@@ -296,7 +361,10 @@ type MemberRemoveCmd struct {
 
 // Run runs the command.
 func (c *MemberRemoveCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.RemoveMember(ctx, c.Workspace, c.User) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Removed, error) { return api.RemoveMember(ctx, c.Workspace, c.User) },
+		func(*client.Removed) (any, string) {
+			return map[string]string{"removed": c.User}, fmt.Sprintf("Removed %s from workspace %s.\n", cell(c.User), cell(c.Workspace))
+		})
 }
 
 // MemberListCmd is kl member list.
@@ -307,7 +375,8 @@ type MemberListCmd struct {
 
 // Run runs the command.
 func (c *MemberListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Members(ctx, c.Workspace) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Member, error) { return api.Members(ctx, c.Workspace) },
+		[]string{"USER", "ROLE"}, func(m tenancy.Member) []string { return []string{cell(m.UserID), string(m.Role)} })
 }
 
 // stateLifecycleFlags name one tenant state.
@@ -318,14 +387,28 @@ type stateLifecycleFlags struct {
 	Name      string `arg:"" help:"State name within the environment."`
 }
 
+// set archives (archive true) or restores the state f names.
+func (f *stateLifecycleFlags) set(ctx context.Context, g *Globals, archive bool) error {
+	return said(ctx, g, f.JSON, func(api *client.Client) (*client.LifecycleAnswer, error) {
+		if archive {
+			return api.ArchiveState(ctx, f.Workspace, f.Env, f.Name)
+		}
+		return api.RestoreState(ctx, f.Workspace, f.Env, f.Name)
+	}, func(*client.LifecycleAnswer) (any, string) {
+		l := tenancy.LifecycleActive
+		if archive {
+			l = tenancy.LifecycleArchived
+		}
+		return map[string]string{"state": f.Name, "lifecycle": string(l)}, fmt.Sprintf("State %s is %s.\n", cell(f.Name), l)
+	})
+}
+
 // StateArchiveCmd is kl state archive.
 type StateArchiveCmd struct{ stateLifecycleFlags }
 
 // Run runs the command.
 func (c *StateArchiveCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, true)
-	})
+	return c.set(ctx, g, true)
 }
 
 // StateRestoreCmd is kl state restore.
@@ -333,9 +416,7 @@ type StateRestoreCmd struct{ stateLifecycleFlags }
 
 // Run runs the command.
 func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error {
-		return ct.SetStateLifecycle(ctx, c.Workspace, c.Env, c.Name, false)
-	})
+	return c.set(ctx, g, false)
 }
 
 // AuditCmd is kl audit.
@@ -347,7 +428,18 @@ type AuditCmd struct {
 
 // Run runs the command.
 func (c *AuditCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Audit(ctx, c.Denied, c.Limit) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]kilolock.AuditEntry, error) {
+		return api.Audit(ctx, client.AuditOptions{DeniedOnly: c.Denied, Limit: c.Limit})
+	}, []string{"AT", "ACTOR", "ACTION", "TARGET", "RESULT", "FROM"}, func(e kilolock.AuditEntry) []string {
+		result := "ok"
+		if e.Denied {
+			result = "denied"
+			if e.Reason != "" {
+				result += ": " + e.Reason
+			}
+		}
+		return []string{formatTime(e.At), orDash(e.Actor), orDash(e.Action), orDash(e.Target), cell(result), orDash(e.From)}
+	})
 }
 
 // WhoamiCmd is kl whoami.
@@ -355,5 +447,124 @@ type WhoamiCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *WhoamiCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Whoami(ctx, g.Token) })
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Whoami(ctx, g.Token) })
+}
+
+// ConfigureEnvironment changes the settings cfg sets of environment env of
+// workspace ws: whether every state of it takes only OpenTofu client-side
+// encrypted writes.
+func (c *CLI) ConfigureEnvironment(ctx context.Context, ws, env string, cfg tenancy.EnvironmentConfig) error {
+	if cfg.RequireClientEncryption == nil {
+		return &UsageError{Message: "no setting to change", Hint: "give --require-client-encryption=true|false"}
+	}
+	e, err := c.api().ConfigureEnvironment(ctx, ws, env, cfg)
+	if err != nil {
+		return err
+	}
+	return c.show(e, func() error {
+		if e.RequireClientEncryption {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption required; every state of it refuses plaintext writes (409 client_encryption_required).\n", e.PublicID, cell(e.Slug))
+		} else {
+			fmt.Fprintf(c.Out, "Environment %s (%s): client-side encryption not required; a state may still require it (kl state config NAME --require-client-encryption).\n", e.PublicID, cell(e.Slug))
+		}
+		return nil
+	})
+}
+
+// IssueToken issues an automation token (env, scope) or a personal access
+// token (user) and shows its secret, this once.
+func (c *CLI) IssueToken(ctx context.Context, req tenancy.TokenRequest) error {
+	expires := ""
+	if req.ExpiresIn > 0 {
+		expires = req.ExpiresIn.String()
+	}
+	tok, err := c.api().IssueToken(ctx, client.TokenRequest{Kind: req.Kind, Name: req.Name, EnvironmentID: req.EnvironmentID,
+		Scope: req.Scope, UserID: req.UserID, ExpiresIn: expires})
+	if err != nil {
+		return err
+	}
+	return c.show(tok, func() error {
+		what := "token"
+		if tok.Kind == tenancy.TokenPersonal {
+			what = "personal access token"
+		}
+		fmt.Fprintf(c.Out, "Issued %s %s", what, tok.ID)
+		switch {
+		case tok.EnvironmentID != "":
+			fmt.Fprintf(c.Out, " (%s on %s)", tok.Scope, tok.EnvironmentID)
+		case tok.UserID != "":
+			fmt.Fprintf(c.Out, " (for %s)", cell(tok.UserID))
+		}
+		if !tok.Expires.IsZero() {
+			fmt.Fprintf(c.Out, ", expiring %s", formatTime(tok.Expires))
+		}
+		fmt.Fprintln(c.Out, ".")
+		fmt.Fprintf(c.Out, "Secret: %s\n", tok.Secret)
+		fmt.Fprintln(c.Out, "Store this secret now: it will not be shown again.")
+		return nil
+	})
+}
+
+// Whoami shows what the token with secret reaches: each environment with
+// its backend path, and the grants that reach nothing.
+func (c *CLI) Whoami(ctx context.Context, secret string) error {
+	if secret == "" {
+		return &UsageError{Message: "kl whoami needs the token to look at", Hint: "give it with --token klt_… or klp_… (KL_TOKEN)"}
+	}
+	r, err := c.api().Whoami(ctx) // with kl's --token
+	if err != nil {
+		return err
+	}
+	return c.show(r, func() error {
+		what := "automation token, " + string(r.Token.Scope)
+		if r.Token.Kind == tenancy.TokenPersonal {
+			what = "personal access token of " + cell(r.Token.UserID)
+		}
+		expiry := "never expires"
+		switch {
+		case r.Expired:
+			expiry = "EXPIRED at " + formatTime(r.Token.Expires) + ": every request is refused"
+		case !r.Token.Expires.IsZero():
+			expiry = "expires " + formatTime(r.Token.Expires)
+		}
+		fmt.Fprintf(c.Out, "Token %s (%s); %s.\n", r.Token.ID, what, expiry)
+		if len(r.Environments) == 0 {
+			fmt.Fprintln(c.Out, "It reaches no environment.")
+		} else {
+			tw := c.table()
+			row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
+			for _, e := range r.Environments {
+				access := "read"
+				switch {
+				case e.Writable:
+					access = "read-write"
+				case e.OutputsOnly:
+					access = "outputs"
+				}
+				row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		for _, u := range r.Unusable {
+			fmt.Fprintf(c.Out, "Its grant to %s reaches nothing: %s is not a member of that environment's workspace (%s).\n", u.EnvironmentID, cell(r.Token.UserID), u.Reason)
+		}
+		return nil
+	})
+}
+
+// requiredOrDash is "required" for a requirement that holds, else "-".
+func requiredOrDash(required bool) string {
+	if required {
+		return "required"
+	}
+	return "-"
+}
+
+func article(word string) string {
+	if word != "" && (word[0] == 'a' || word[0] == 'o') {
+		return "n"
+	}
+	return ""
 }

@@ -18,11 +18,11 @@ import (
 // opened itself: any state, as the library takes it.
 const inProcessBodyLimit = 1 << 40
 
-// openDatabase opens the database t names and returns an HTTPBackend on
-// kld's handler over an Engine on it, reached in-process (no socket) as
-// the operator of that database, audited as databaseCaller(t.Actor). Every
+// openDatabase opens the database t names and returns a Conn to kld's
+// handler over an Engine on it, reached in-process (no socket) as the
+// operator of that database, audited as databaseCaller(t.Actor). Every
 // command is so written once, over the API. Close closes the store.
-func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
+func openDatabase(ctx context.Context, t Target) (*Conn, error) {
 	ring, err := loadKeyring(t.KeyFile)
 	if err != nil {
 		return nil, err
@@ -31,29 +31,25 @@ func openDatabase(ctx context.Context, t Target) (*HTTPBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := newDatabaseBackend(kilolock.NewEngine(s, kilolock.Options{}), t.Actor, t.Token) // the token kl whoami looks at
+	b := NewDatabaseConn(kilolock.NewEngine(s, kilolock.Options{}), HTTPOptions{Actor: t.Actor, Token: t.Token}) // the token kl whoami looks at
 	b.closer = s
 	return b, nil
 }
 
-// NewDatabaseBackend returns an HTTPBackend on kld's handler over e, reached
+// NewDatabaseConn returns a Conn to kld's handler over e, reached
 // in-process as the operator of e's database, audited as
-// databaseCaller(actor); the versions it makes name actor (kl when "").
-// Close does not close e's store: it belongs to the caller.
-func NewDatabaseBackend(e *kilolock.Engine, actor string) *HTTPBackend {
-	return newDatabaseBackend(e, actor, "")
-}
-
-// newDatabaseBackend is NewDatabaseBackend sending token, when set.
-func newDatabaseBackend(e *kilolock.Engine, actor, token string) *HTTPBackend {
+// databaseCaller(o.Actor); the versions it makes name o.Actor (kl when
+// ""). Of o, Actor, Token and Wrap count. Close does not close e's store:
+// it belongs to the caller.
+func NewDatabaseConn(e *kilolock.Engine, o HTTPOptions) *Conn {
 	// What kl never asks of a database is not set up for every command:
 	// a registry of its own, empty (no /metrics, no Go and process
 	// collectors), and a version of its own (no /versionz: kl version
 	// shows no server), so that the build information is not read.
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
 		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
-	tr := operatorTransport{next: client.InProcess(h), by: databaseCaller(actor)}
-	b, err := NewHTTPBackend("http://database.kl.invalid", HTTPOptions{Client: &http.Client{Transport: tr}, Actor: actor, Token: token})
+	o.Client = &http.Client{Transport: operatorTransport{next: client.InProcess(h), by: databaseCaller(o.Actor)}}
+	b, err := NewConn("http://database.kl.invalid", o)
 	if err != nil {
 		panic(err) // the URL above is valid
 	}

@@ -1,11 +1,11 @@
 // Package klcli holds the logic of kl, the KiloLock command-line client, so
 // that it can be tested without a process: every command writes to an
-// io.Writer and talks to a Backend.
+// io.Writer and talks to kld's JSON API through a Conn.
 //
 // # Basics
 //
-// A Backend is kld's JSON API, reached by HTTPBackend through package client: over
-// HTTP from a kld server, or in-process from a database (--database: kld's
+// A Conn reaches kld's JSON API through package client, whose methods and
+// wire types the commands use directly: over HTTP from a kld server, or in-process from a database (--database: kld's
 // handler over an Engine on it, reached through client.InProcess with no
 // socket, as that database's operator). Each command is so written once,
 // and behaves the same whichever kl reaches.
@@ -15,7 +15,7 @@
 //		return err
 //	}
 //	defer b.Close()
-//	c := &klcli.CLI{Backend: b, Out: os.Stdout}
+//	c := &klcli.CLI{Conn: b, Out: os.Stdout}
 //	err = c.History(ctx, "prod", kilolock.HistoryOptions{Limit: 10})
 //	os.Exit(klcli.ExitCode(err))
 //

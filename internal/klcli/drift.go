@@ -6,45 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/drift"
 )
-
-// DriftOps are a state's drift checks. Both answer ErrNotFound for a
-// missing state and an invalid-input error for a report that does not
-// fit the state (another lineage, a serial no version has).
-type DriftOps interface {
-	// RecordDrift records what a refresh-only plan found.
-	RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error)
-	// Drift lists a state's open drift records by address.
-	Drift(ctx context.Context, state string) ([]drift.DriftRecord, error)
-	// AcceptRefresh writes a refresh-only plan's refreshed state as a
-	// version of source refresh; nil when it changed nothing.
-	AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error)
-}
-
-// RecordDrift implements DriftOps.
-func (b *HTTPBackend) RecordDrift(ctx context.Context, state string, r *drift.DriftReport) (*drift.DriftCheck, error) {
-	return ok(b.c.RecordDrift(ctx, state, r))
-}
-
-// Drift implements DriftOps.
-func (b *HTTPBackend) Drift(ctx context.Context, state string) ([]drift.DriftRecord, error) {
-	l, err := b.c.Drift(ctx, state)
-	if err != nil {
-		return nil, err
-	}
-	return l.Drift, nil
-}
-
-// AcceptRefresh implements DriftOps.
-func (b *HTTPBackend) AcceptRefresh(ctx context.Context, state string, refreshed []byte) (*kilolock.Version, error) {
-	a, err := b.c.AcceptRefresh(ctx, state, refreshed)
-	if err != nil {
-		return nil, err
-	}
-	return a.Version, nil
-}
 
 // maxShownChanges bounds the attribute paths kl drift list shows per
 // instance; --json has all of them.
@@ -53,13 +16,11 @@ const maxShownChanges = 5
 // DriftList shows a state's open drift: per instance what differs, with
 // the recorded and the real value, against which version, when, by whom.
 func (c *CLI) DriftList(ctx context.Context, name string) error {
-	ds, err := c.Backend.Drift(ctx, name)
+	l, err := c.api().Drift(ctx, name)
 	if err != nil {
 		return err
 	}
-	if ds == nil {
-		ds = []drift.DriftRecord{}
-	}
+	ds := nonNil(l.Drift)
 	return c.show(map[string]any{"drift": ds}, func() error {
 		return c.driftTable(ds)
 	})

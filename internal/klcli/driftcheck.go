@@ -14,6 +14,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/drift"
 	"github.com/kilolock/kilolock/history"
 )
@@ -112,7 +113,7 @@ type DriftResult struct {
 func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 	targets := r.Addresses
 	if r.Cone {
-		v, err := c.Backend.Cone(ctx, r.State, kilolock.Latest, r.Addresses, history.Dependents, 0)
+		v, err := c.api().Cone(ctx, r.State, r.Addresses, client.ConeOptions{Direction: history.Dependents})
 		if err != nil {
 			return err
 		}
@@ -134,15 +135,17 @@ func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 		return err
 	}
 	report.Scope = targets
-	check, err := c.Backend.RecordDrift(ctx, r.State, report)
+	check, err := c.api().RecordDrift(ctx, r.State, report)
 	if err != nil {
 		return err
 	}
 	res := DriftResult{Check: check, Targets: targets}
 	if r.Accept && len(check.Drifted) > 0 {
-		if res.Accepted, err = c.Backend.AcceptRefresh(ctx, r.State, refreshed); err != nil {
+		a, err := c.api().AcceptRefresh(ctx, r.State, refreshed)
+		if err != nil {
 			return fmt.Errorf("drift recorded (check %d), but accepting the refresh failed: %w", check.ID, err)
 		}
+		res.Accepted = a.Version
 	}
 	return c.show(res, func() error {
 		scope := "the whole state"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 )
 
@@ -24,7 +25,7 @@ func TestClientSideEncryptionShown(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "enc", klcli.StateSettings{RequireClientEncryption: ptr(true)})
+			return c.ConfigureState(ctx, "enc", client.StateConfig{RequireClientEncryption: ptr(true)})
 		})
 		if err != nil || !strings.Contains(out, "client-side encryption required") {
 			t.Fatalf("state config = %q, %v", out, err)
@@ -68,11 +69,11 @@ func TestClientSideEncryptionShown(t *testing.T) {
 			t.Errorf("plaintext write = %v, want client_encryption_required", err)
 		}
 		if _, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.ConfigureState(ctx, "enc", klcli.StateSettings{RequireClientEncryption: ptr(false)})
+			return c.ConfigureState(ctx, "enc", client.StateConfig{RequireClientEncryption: ptr(false)})
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if st, err := h.backend.Status(ctx, "enc"); err != nil || st.RequireClientEncryption {
+		if st, err := h.backend.API().Status(ctx, "enc"); err != nil || st.RequireClientEncryption {
 			t.Errorf("after --require-client-encryption=false: %+v, %v", st, err)
 		}
 	})

@@ -70,12 +70,12 @@ func TestRunErrorFromServer(t *testing.T) {
 		w.Write([]byte(`{"error":"run_ended","message":"…","hint":"stop","run":{"id":"run_7c3a91d2e4f5a6b7","state":"s","status":"aborted","ended_by":"ops"}}`))
 	}))
 	defer srv.Close()
-	b, err := NewHTTPBackend(srv.URL, HTTPOptions{})
+	b, err := NewConn(srv.URL, HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ended *kilolock.RunEndedError
-	_, err = b.c.RenewRun(context.Background(), "run_7c3a91d2e4f5a6b7")
+	_, err = b.api.RenewRun(context.Background(), "run_7c3a91d2e4f5a6b7")
 	if !errors.As(err, &ended) || ended.Run.Status != kilolock.RunAborted || ended.Run.EndedBy != "ops" {
 		t.Fatalf("renew = %#v, want a RunEndedError of the aborted run", err)
 	}

@@ -6,23 +6,9 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
-
-// GraphOps are the reads of a state's dependency graph: cones and slices,
-// at any version. Both answer ErrNotFound for a missing state, a
-// *kilolock.VersionNotFoundError (over HTTP an error matching ErrNotFound)
-// for a missing version, an invalid-input error for an address that does
-// not parse or that the version does not hold, and ErrEncrypted for a
-// client-side encrypted version.
-type GraphOps interface {
-	// Cone returns the instances reachable from addresses following dir,
-	// at most depth edges away (0: all).
-	Cone(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, dir history.Direction, depth int) (*history.ConeView, error)
-	// Slice returns a state file holding the instances at addresses and
-	// their cone, every output, the version's lineage and serial.
-	Slice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) ([]byte, error)
-}
 
 // Graph formats of kl graph.
 const (
@@ -44,7 +30,7 @@ func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, a
 	if format != GraphTable && format != GraphJSON && format != GraphDOT {
 		return &UsageError{Message: fmt.Sprintf("format %q is not table, json or dot", format), Hint: "use --format table, --format json or --format dot"}
 	}
-	v, err := c.Backend.Cone(ctx, name, ref, addresses, dir, depth)
+	v, err := c.api().Cone(ctx, name, addresses, client.ConeOptions{Ref: ref.String(), Direction: dir, Depth: depth})
 	if err != nil {
 		return err
 	}
@@ -105,7 +91,7 @@ func dotQuote(s string) string {
 // file: the instances at addresses with their cone, every output, the same
 // lineage and serial.
 func (c *CLI) PullSlice(ctx context.Context, name string, ref kilolock.VersionRef, addresses []string, cone history.SliceCone) error {
-	doc, err := c.Backend.Slice(ctx, name, ref, addresses, cone)
+	doc, err := readAll(c.api().Slice(transfer(ctx), name, ref.String(), addresses, cone))
 	if err != nil {
 		return err
 	}

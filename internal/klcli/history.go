@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -62,15 +63,11 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	if opts.Limit < 0 || opts.Before < 0 {
 		return &UsageError{Message: "--limit and --before take positive numbers", Hint: "e.g. kl history NAME --limit 20 --before 120"}
 	}
-	s, err := c.Backend.Status(ctx, name)
+	l, err := c.api().History(ctx, name, client.HistoryOptions{Limit: opts.Limit, Before: opts.Before})
 	if err != nil {
 		return err
 	}
-	vs, err := c.Backend.History(ctx, name, opts)
-	if err != nil {
-		return err
-	}
-	current := statusVersion(s)
+	vs, current := nonNil(l.Versions), l.Current
 	pruned, err := c.prunedAmong(ctx, name, vs, opts)
 	if err != nil {
 		return err
@@ -79,13 +76,13 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	if err != nil {
 		return err
 	}
-	return c.show(HistoryJSON{State: s.Name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
+	return c.show(HistoryJSON{State: name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
 		if len(vs) == 0 && len(pruned) == 0 {
 			if opts.Before > 0 {
-				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", s.Name, opts.Before)
+				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", name, opts.Before)
 				return err
 			}
-			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", s.Name)
+			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", name)
 			return err
 		}
 		w := c.table()
@@ -125,18 +122,13 @@ func prunedRow(w *tabwriter.Writer, p kilolock.PrunedRange) {
 
 // prunedAmong returns the runs of pruned versions among the page vs of
 // history opts asked: those above its oldest version, and, on the last
-// page (fewer than the limit), those below it too. A backend without
-// retention has none.
+// page (fewer than the limit), those below it too.
 func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Version, opts kilolock.HistoryOptions) ([]kilolock.PrunedRange, error) {
-	b, ok := c.Backend.(*HTTPBackend)
-	if !ok {
-		return nil, nil
-	}
 	limit := opts.Limit
 	if limit == 0 {
 		limit = 50
 	}
-	l, err := b.c.Pruned(ctx, name, opts.Before, maxHistoryPruned)
+	l, err := c.api().Pruned(ctx, name, opts.Before, maxHistoryPruned)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func writeChangeSet(w io.Writer, cs *history.ChangeSet, verbs changeVerbs) {
 // address, and for changed instances and outputs by attribute path, with
 // sensitive values masked.
 func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRef) error {
-	d, err := c.Backend.Diff(ctx, name, from, to)
+	d, err := c.api().Diff(ctx, name, from.String(), to.String())
 	if err != nil {
 		return err
 	}
@@ -173,10 +173,11 @@ type AddressHistoryJSON struct {
 // instance (or any instance of the resource) at address, newest first,
 // with what changed.
 func (c *CLI) AddressHistory(ctx context.Context, name, address string) error {
-	cs, err := c.Backend.AddressHistory(ctx, name, address)
+	l, err := c.api().AddressHistory(ctx, name, address)
 	if err != nil {
 		return err
 	}
+	cs := l.Changes
 	return c.show(AddressHistoryJSON{State: name, Address: address, Changes: cs}, func() error {
 		fmt.Fprintf(c.Out, "History of %s in state %s, newest first:\n", address, name)
 		marks := map[string]string{"added": "+", "changed": "~", "removed": "-"}
@@ -202,7 +203,7 @@ func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, ad
 	if address != "" {
 		return c.showInstance(ctx, name, ref, address)
 	}
-	v, err := c.Backend.Show(ctx, name, ref)
+	v, err := c.api().Show(ctx, name, ref.String())
 	if err != nil {
 		return err
 	}
@@ -239,7 +240,7 @@ func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, ad
 }
 
 func (c *CLI) showInstance(ctx context.Context, name string, ref kilolock.VersionRef, address string) error {
-	in, err := c.Backend.ShowInstance(ctx, name, ref, address)
+	in, err := c.api().ShowInstance(ctx, name, ref.String(), address)
 	if err != nil {
 		return err
 	}

@@ -55,11 +55,7 @@ type KeysJSON struct {
 
 // KeyStatus lists the keys.
 func (c *CLI) KeyStatus(ctx context.Context) error {
-	b, err := c.server("encryption at rest")
-	if err != nil {
-		return err
-	}
-	keys, err := b.c.Keys(ctx)
+	keys, err := c.api().Keys(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,12 +84,8 @@ func yesNo(b bool) string {
 // RotateKeys re-wraps the data keys with the active key, printing a line
 // of progress per batch (on a server, per poll), and what is left to do.
 func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) error {
-	b, err := c.server("encryption at rest")
-	if err != nil {
-		return err
-	}
 	last := int64(-1)
-	res, err := b.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
+	res, err := c.Conn.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
 		if c.JSON || r.Done == last {
 			return
 		}
@@ -117,8 +109,8 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 // RotateKeys starts the server's rotation of the data keys to the active
 // key and, with wait, asks for its progress every so often until it is
 // over, calling progress each time.
-func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	started, err := b.c.RotateKeys(ctx)
+func (b *Conn) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
+	started, err := b.api.RotateKeys(ctx)
 	if err != nil {
 		return kilolock.KeyRotation{}, err
 	}
@@ -130,7 +122,7 @@ func (b *HTTPBackend) RotateKeys(ctx context.Context, wait bool, every time.Dura
 			return r, ctx.Err()
 		case <-time.After(max(every, 10*time.Millisecond)):
 		}
-		st, err := b.c.Keys(ctx)
+		st, err := b.api.Keys(ctx)
 		if err != nil {
 			return r, err
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -27,14 +28,14 @@ func TestMain(m *testing.M) { testpg.Main(m) }
 // harness is one backend under test, on a store seeded by seed.
 type harness struct {
 	engine  *kilolock.Engine
-	backend klcli.Backend // times rewritten by stableTimes
-	raw     klcli.Backend // as the backend answers
-	url     string        // the server's URL; "" in-process
+	backend *klcli.Conn // times rewritten by stableTimes
+	raw     *klcli.Conn // as the API answers
+	url     string      // the server's URL; "" in-process
 }
 
 // cli returns a CLI on h's backend writing to out, with the fixed clock.
 func (h *harness) cli(out io.Writer, json bool) *klcli.CLI {
-	return &klcli.CLI{Backend: h.backend, Out: out, JSON: json, Now: func() time.Time { return testNow }}
+	return &klcli.CLI{Conn: h.backend, Out: out, JSON: json, Now: func() time.Time { return testNow }}
 }
 
 // run runs one command and returns its output.
@@ -45,29 +46,38 @@ func (h *harness) run(t testing.TB, json bool, cmd func(*klcli.CLI) error) (stri
 	return out.String(), err
 }
 
+// wrapper wraps the transport of a Conn's requests (nil: none).
+type wrapper = func(http.RoundTripper) http.RoundTripper
+
 // backends are the ways kl reaches KiloLock. Each test body runs on every
-// one of them, on a SQLite store of its own.
+// one of them, on a SQLite store of its own. open returns what makes a
+// Conn whose requests go through a wrapper.
 var backends = []struct {
 	name string
-	open func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string)
+	open func(t testing.TB, e *kilolock.Engine) (func(wrapper) *klcli.Conn, string)
 }{
-	{"database", func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string) {
-		return klcli.NewDatabaseBackend(e, ""), ""
+	{"database", func(t testing.TB, e *kilolock.Engine) (func(wrapper) *klcli.Conn, string) {
+		return func(wrap wrapper) *klcli.Conn { return klcli.NewDatabaseConn(e, klcli.HTTPOptions{Wrap: wrap}) }, ""
 	}},
-	{"http", func(t testing.TB, e *kilolock.Engine) (klcli.Backend, string) {
+	{"http", func(t testing.TB, e *kilolock.Engine) (func(wrapper) *klcli.Conn, string) {
 		srv := httptest.NewServer(httpbackend.New(e, httpbackend.Options{
 			Logger:  log.New(io.Discard),
 			Version: httpbackend.VersionInfo{Version: "v9.9.9-test", Commit: "abc1234", GoVersion: "go1.26"},
 		}))
 		t.Cleanup(srv.Close)
-		b, err := klcli.NewHTTPBackend(srv.URL, klcli.HTTPOptions{Timeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b, srv.URL
+		return func(wrap wrapper) *klcli.Conn {
+			b, err := klcli.NewConn(srv.URL, klcli.HTTPOptions{Timeout: 10 * time.Second, Wrap: wrap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		}, srv.URL
 	}},
 }
+
+// stable wraps a transport in stableTimes.
+func stable(next http.RoundTripper) http.RoundTripper { return stableTimes{next} }
 
 // forEachBackend runs f once per backend, each on a freshly seeded SQLite
 // store.
@@ -75,8 +85,8 @@ func forEachBackend(t *testing.T, f func(t *testing.T, h *harness)) {
 	for _, bk := range backends {
 		t.Run(bk.name, func(t *testing.T) {
 			e := seededEngine(t, sqliteURL(t))
-			b, url := bk.open(t, e)
-			f(t, &harness{engine: e, backend: stableTimes{b}, raw: b, url: url})
+			open, url := bk.open(t, e)
+			f(t, &harness{engine: e, backend: open(stable), raw: open(nil), url: url})
 		})
 	}
 }

@@ -14,11 +14,10 @@ import (
 // moveNotes are what kl history says of name's versions a move made, by
 // version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
 func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []history.MoveRecord, error) {
-	b, ok := c.Backend.(*HTTPBackend)
-	if !ok || !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
+	if !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
 		return nil, nil, nil
 	}
-	l, err := b.c.Moves(ctx, name)
+	l, err := c.api().Moves(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -38,11 +37,7 @@ func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version)
 // MoveStates runs a move between states and prints what moved, the edges
 // it makes cross the states, and what each configuration must do.
 func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error {
-	b, err := c.server("moves between states")
-	if err != nil {
-		return err
-	}
-	res, err := b.c.Move(ctx, req)
+	res, err := c.api().Move(ctx, req)
 	if err != nil {
 		return err
 	}

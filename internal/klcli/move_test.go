@@ -23,7 +23,7 @@ func TestMoveStates(t *testing.T) {
 		run := func(json bool, req httpbackend.MoveRequest) (string, error) {
 			t.Helper()
 			c := h.cli(nil, json)
-			c.Backend = h.raw
+			c.Conn = h.raw
 			var out strings.Builder
 			c.Out = &out
 			err := c.MoveStates(ctx, req)
@@ -48,7 +48,7 @@ func TestMoveStates(t *testing.T) {
 		}
 		// kl history names the other side of each move.
 		c := h.cli(nil, false)
-		c.Backend = h.raw
+		c.Conn = h.raw
 		var hist strings.Builder
 		c.Out = &hist
 		if err := c.History(ctx, "app", kilolock.HistoryOptions{}); err != nil || !strings.Contains(hist.String(), "(1 instance(s) to app-net @1)") || !strings.Contains(hist.String(), "(1 instance(s) from app-net @2)") {

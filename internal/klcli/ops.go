@@ -19,7 +19,7 @@ import (
 
 // Backup writes the server's backup to w, with the operator
 // token, with no bound on its whole time.
-func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
+func (b *Conn) Backup(ctx context.Context, w io.Writer) error {
 	r, err := b.long.Backup(transfer(ctx))
 	if err != nil {
 		return err
@@ -34,10 +34,6 @@ func (b *HTTPBackend) Backup(ctx context.Context, w io.Writer) error {
 // what it holds. A file is written as output.partial and renamed only once
 // it is whole, so no cut-short backup ever takes the name.
 func (c *CLI) Backup(ctx context.Context, output string) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
-		return err
-	}
 	if output == "" {
 		return &UsageError{Message: "kl backup needs a file to write", Hint: "kl backup -o kilolock-backup.json.gz (or -o - for stdout)"}
 	}
@@ -51,7 +47,7 @@ func (c *CLI) Backup(ctx context.Context, output string) error {
 			pr.CloseWithError(err)
 			done <- err
 		}()
-		err := b.Backup(ctx, io.MultiWriter(w, pw))
+		err := c.Conn.Backup(ctx, io.MultiWriter(w, pw))
 		pw.CloseWithError(err)
 		if verr := <-done; err == nil && verr != nil {
 			err = fmt.Errorf("the backup read back is not whole: %w", verr)
@@ -167,11 +163,7 @@ func byteSize(n int64) string {
 
 // RetentionPolicies lists the policies.
 func (c *CLI) RetentionPolicies(ctx context.Context) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
-		return err
-	}
-	l, err := b.c.RetentionPolicies(ctx)
+	l, err := c.api().RetentionPolicies(ctx)
 	if err != nil {
 		return err
 	}
@@ -199,11 +191,7 @@ func limitText(n int64) string {
 
 // SetRetentionPolicy stores a policy and shows it.
 func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolicy) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
-		return err
-	}
-	out, err := b.c.SetRetentionPolicy(ctx, p)
+	out, err := c.api().SetRetentionPolicy(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -215,25 +203,17 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolic
 
 // UnsetRetentionPolicy removes a policy.
 func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope retention.RetentionScope, target string) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
+	if _, err := c.api().DeleteRetentionPolicy(ctx, scope, target); err != nil {
 		return err
 	}
-	if _, err := b.c.DeleteRetentionPolicy(ctx, scope, target); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
+	_, err := fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
 	return err
 }
 
 // ApplyRetention prunes (or with dryRun lists) what the policies do not
 // keep, and reports it state by state.
 func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, batch int) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
-		return err
-	}
-	rep, err := b.long.ApplyRetention(ctx, client.RetentionRequest{DryRun: dryRun, State: state, Batch: batch})
+	rep, err := c.Conn.long.ApplyRetention(ctx, client.RetentionRequest{DryRun: dryRun, State: state, Batch: batch})
 	if err != nil {
 		return err
 	}
@@ -278,14 +258,10 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 // Pruned lists the runs of pruned versions of state name below before (0:
 // all), newest first: who pruned them, when and under what policy.
 func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) error {
-	b, err := c.server("backups or retention")
-	if err != nil {
-		return err
-	}
 	if before < 0 || limit < 1 || limit > maxHistoryPruned {
 		return &UsageError{Message: fmt.Sprintf("--before takes a version number and --limit 1 to %d", maxHistoryPruned), Hint: "e.g. kl retention pruned NAME --limit 20"}
 	}
-	l, err := b.c.Pruned(ctx, name, before, limit)
+	l, err := c.api().Pruned(ctx, name, before, limit)
 	if err != nil {
 		return err
 	}

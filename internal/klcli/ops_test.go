@@ -19,7 +19,7 @@ import (
 // opsCLI is a CLI on h's backend as it answers (stableTimes hides the
 // Operations methods).
 func opsCLI(h *harness, out *bytes.Buffer, json bool) *klcli.CLI {
-	return &klcli.CLI{Backend: h.raw, Out: out, JSON: json}
+	return &klcli.CLI{Conn: h.raw, Out: out, JSON: json}
 }
 
 // TestRetentionCommands sets a policy, prunes with a dry run and for real
@@ -144,13 +144,14 @@ func TestBackupCommand(t *testing.T) {
 		if !strings.Contains(out.String(), "Restored") {
 			t.Errorf("kl restore:\n%s", out.String())
 		}
-		restored := klcli.NewDatabaseBackend(openEngine(t, target), "")
+		restored := klcli.NewDatabaseConn(openEngine(t, target), klcli.HTTPOptions{})
 		for _, name := range []string{"prod", "staging"} {
-			want, _ := h.raw.History(ctx, name, kilolock.HistoryOptions{})
-			got, err := restored.History(ctx, name, kilolock.HistoryOptions{})
-			if err != nil || len(got) != len(want) {
-				t.Fatalf("%s: restored history %d versions, %v; want %d", name, len(got), err, len(want))
+			w, _ := h.raw.API().History(ctx, name, client.HistoryOptions{})
+			g, err := restored.API().History(ctx, name, client.HistoryOptions{})
+			if err != nil || len(g.Versions) != len(w.Versions) {
+				t.Fatalf("%s: restored history %d versions, %v; want %d", name, len(g.Versions), err, len(w.Versions))
 			}
+			want, got := w.Versions, g.Versions
 			for i := range want {
 				if !want[i].Created.Equal(got[i].Created) || want[i].ID != got[i].ID || want[i].Serial != got[i].Serial {
 					t.Errorf("%s: version %+v restored as %+v", name, want[i], got[i])

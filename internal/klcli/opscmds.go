@@ -132,11 +132,13 @@ func (c *RetentionSetCmd) Run(ctx context.Context, g *Globals) error {
 	if c.KeepAll == (c.KeepLast != 0 || c.KeepDays != 0) {
 		return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
 	}
-	if scope == retention.RetentionState {
-		g.warnMissingState(ctx, target)
-	}
 	p := retention.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.SetRetentionPolicy(ctx, p) })
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		if scope == retention.RetentionState {
+			g.warnMissingState(ctx, cli.Conn, target)
+		}
+		return cli.SetRetentionPolicy(ctx, p)
+	})
 }
 
 // RetentionUnsetCmd is kl retention unset.

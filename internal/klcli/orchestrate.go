@@ -40,10 +40,9 @@ type ApplyRequest struct {
 	WaitTimeout time.Duration
 	Lease       time.Duration
 	// Backend is the server and state (with the init's configuration);
-	// Runs and Status reach that server.
+	// Runs reaches that server.
 	Backend *TFBackend
 	Runs    *client.Client
-	Status  func(ctx context.Context, name string) (*kilolock.Status, error)
 	// Out receives kl's summary (stdout), Stderr kl's progress and the
 	// wait feedback, CLIOutput the CLI's own output (nil: none; kl
 	// --verbose gives stderr).
@@ -433,7 +432,7 @@ func (o *orchestration) checkSpec(ctx context.Context, spec *reserve.Spec) error
 	if spec.Source.Serial == 0 {
 		// Planned against a state that had no version: anything written
 		// since may matter.
-		st, err := o.req.Status(ctx, o.state())
+		st, err := o.req.Runs.Status(ctx, o.state())
 		if err != nil && !errors.Is(err, kilolock.ErrNotFound) {
 			return err
 		}
@@ -467,7 +466,7 @@ func (o *orchestration) plan(ctx context.Context, name string) (*reserve.Spec, e
 // the plan read, and goes on only if the new plan writes nothing the run
 // did not reserve.
 func (o *orchestration) replanIfMoved(ctx context.Context, spec *reserve.Spec) (*reserve.Spec, error) {
-	st, err := o.req.Status(ctx, o.state())
+	st, err := o.req.Runs.Status(ctx, o.state())
 	if err != nil && !errors.Is(err, kilolock.ErrNotFound) {
 		return nil, err
 	}

@@ -21,9 +21,10 @@ func TestTransferProgress(t *testing.T) {
 	doc := []byte(`{"version":4,"terraform_version":"1.10.10","serial":1,"lineage":"p","outputs":{},"resources":[],"check_results":null}` + "\n")
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			b, _ := be.open(t, openEngine(t, sqliteURL(t)))
+			open, _ := be.open(t, openEngine(t, sqliteURL(t)))
+			b := open(nil)
 			var term, out bytes.Buffer
-			cli := &klcli.CLI{Backend: b, Out: &out, Progress: progress.NewTerminal(&term)}
+			cli := &klcli.CLI{Conn: b, Out: &out, Progress: progress.NewTerminal(&term)}
 			if err := cli.Import(context.Background(), "p", "p.tfstate", doc, false); err != nil {
 				t.Fatal(err)
 			}

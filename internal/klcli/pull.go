@@ -44,7 +44,7 @@ func (c *CLI) Pull(ctx context.Context, name string, ref kilolock.VersionRef) er
 	case kilolock.RefNumber:
 		number = int64(ref.N)
 	case kilolock.RefLatest:
-		s, err := c.Backend.Status(ctx, name)
+		s, err := c.api().Status(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -52,13 +52,13 @@ func (c *CLI) Pull(ctx context.Context, name string, ref kilolock.VersionRef) er
 			return fmt.Errorf("state %q has no version yet: %w", name, kilolock.ErrNotFound)
 		}
 	default: // a tag, a serial, @-K: the server resolves it
-		v, err := c.Backend.Show(ctx, name, ref)
+		v, err := c.api().Show(ctx, name, ref.String())
 		if err != nil {
 			return err
 		}
 		number = v.Version.Number
 	}
-	doc, err := c.Backend.ReadVersion(ctx, name, number)
+	doc, err := readAll(c.api().StateVersion(transfer(ctx), name, number))
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func (c *CLI) Query(ctx context.Context, sql string) error {
 	if strings.TrimSpace(sql) == "" {
 		return &UsageError{Message: "no SQL to run", Hint: `e.g. kl query "SELECT name FROM states"`}
 	}
-	res, err := c.Backend.Query(ctx, sql)
+	res, err := c.api().Query(ctx, sql)
 	if errors.Is(err, kilolock.ErrReadOnly) {
 		return fmt.Errorf("query refused, nothing was changed: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
 	"github.com/kilolock/kilolock/internal/testpg"
 )
@@ -21,20 +22,20 @@ var writes = []string{
 
 // checkWritesRefused runs every write through the CLI on b and checks that
 // each fails as read-only with a clear message and changes nothing.
-func checkWritesRefused(t *testing.T, b klcli.Backend) {
+func checkWritesRefused(t *testing.T, b *klcli.Conn) {
 	ctx := context.Background()
-	before, err := b.States(ctx)
+	before, err := states(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := b.History(ctx, "prod", kilolock.HistoryOptions{})
+	hist, err := versions(b, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sql := range writes {
 		t.Run(strings.Fields(sql)[0], func(t *testing.T) {
 			var out strings.Builder
-			err := (&klcli.CLI{Backend: b, Out: &out}).Query(ctx, sql)
+			err := (&klcli.CLI{Conn: b, Out: &out}).Query(ctx, sql)
 			if !errors.Is(err, kilolock.ErrReadOnly) {
 				t.Fatalf("%s: err = %v, want ErrReadOnly", sql, err)
 			}
@@ -52,7 +53,7 @@ func checkWritesRefused(t *testing.T, b klcli.Backend) {
 			}
 		})
 	}
-	after, err := b.States(ctx)
+	after, err := states(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func checkWritesRefused(t *testing.T, b klcli.Backend) {
 			t.Errorf("state changed: %+v -> %+v", before[i], after[i])
 		}
 	}
-	if h2, err := b.History(ctx, "prod", kilolock.HistoryOptions{}); err != nil || len(h2) != len(hist) {
+	if h2, err := versions(b, "prod"); err != nil || len(h2) != len(hist) {
 		t.Errorf("history of prod: %d versions before, %d after (%v)", len(hist), len(h2), err)
 	}
 }
@@ -82,5 +83,23 @@ func TestQueryRefusesWritesPostgres(t *testing.T) {
 		t.Skip("PostgreSQL in -short mode")
 	}
 	e := seededEngine(t, testpg.URL(t))
-	checkWritesRefused(t, klcli.NewDatabaseBackend(e, ""))
+	checkWritesRefused(t, klcli.NewDatabaseConn(e, klcli.HTTPOptions{}))
+}
+
+// states lists b's states.
+func states(b *klcli.Conn) ([]kilolock.State, error) {
+	l, err := b.API().States(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return l.States, nil
+}
+
+// versions lists the newest versions of state name on b.
+func versions(b *klcli.Conn, name string) ([]kilolock.Version, error) {
+	l, err := b.API().History(context.Background(), name, client.HistoryOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Versions, nil
 }

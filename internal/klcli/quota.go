@@ -21,10 +21,10 @@ import (
 // for a configuration's lane (laneQuota), at the state's own address. A
 // delta whose commit would be refused (a 403 quota_exceeded) is the status
 // with the admission's *kilolock.QuotaError.
-func (b *HTTPBackend) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
-	ask, at := b.c.Quota, name
+func (b *Conn) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
+	ask, at := b.api.Quota, name
 	if b.lane {
-		ask = b.c.StateQuota
+		ask = b.api.StateQuota
 		if ws, env, state, ok := tenancy.SplitTenantStateName(name); ok {
 			at = ws + "/" + env + "/" + state
 		}
@@ -32,7 +32,10 @@ func (b *HTTPBackend) QuotaStatus(ctx context.Context, name string, delta int64)
 	st, err := ask(ctx, at, delta)
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Code() != "quota_exceeded" {
-		return ok(st, err)
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	}
 	counts := ce.Body.Counts
 	st = &kilolock.QuotaStatus{State: name, Exists: true, Delta: delta, Level: quota.Exceed, Counts: counts}
@@ -76,43 +79,36 @@ func backendCredentials(cfg map[string]any) (user, password string, headers map[
 // server's JSON API (--server, --token); otherwise the initialized http
 // backend of dir, asked at the state's own address with the
 // configuration's credentials (--server and --token override them).
-func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*HTTPBackend, string, func(), error) {
-	if g.Database != "" || state != "" {
-		if state == "" {
-			b, err := ReadTFBackend(dir)
-			if err != nil {
-				return nil, "", nil, err
-			}
-			state = b.State
+func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, error) {
+	var b *TFBackend
+	if state == "" {
+		var err error
+		if b, err = ReadTFBackend(dir); err != nil {
+			return nil, "", err
 		}
-		b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
-		if err != nil {
-			return nil, "", nil, err
-		}
-		return b, state, func() { b.Close() }, nil
+		state = b.State
 	}
-	b, err := ReadTFBackend(dir)
-	if err != nil {
-		return nil, "", nil, err
+	var qb *Conn
+	var err error
+	if g.Database != "" || b == nil {
+		qb, err = g.open(ctx)
+	} else {
+		qb, err = g.laneQuota(b)
 	}
-	qb, err := g.laneQuota(b)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return qb, b.State, func() { qb.Close() }, nil
+	return qb, state, err
 }
 
 // laneQuota is the backend of an initialized backend b that asks quotas
 // at its state's address on its server (--server overrides), with its
 // credentials (--token overrides them), so that the configuration's token
 // is enough.
-func (g *Globals) laneQuota(b *TFBackend) (*HTTPBackend, error) {
+func (g *Globals) laneQuota(b *TFBackend) (*Conn, error) {
 	server := b.Server
 	if g.Server != "" {
 		server = g.Server
 	}
 	user, password, headers := backendCredentials(b.Config)
-	hb, err := NewHTTPBackend(server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: g.Actor, Username: user, Password: password, Headers: headers})
+	hb, err := NewConn(server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: g.Actor, Username: user, Password: password, Headers: headers})
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +119,8 @@ func (g *Globals) laneQuota(b *TFBackend) (*HTTPBackend, error) {
 // Admission asks a backend whether a plan's changes fit a state's limits,
 // the same rules its commit will be held to, and says so.
 type Admission struct {
-	Backend *HTTPBackend
-	State   string
+	Conn  *Conn
+	State string
 	// Out receives one line for the plan's changes and one per scope
 	// counted, each after Prefix.
 	Out    io.Writer
@@ -139,7 +135,7 @@ type Admission struct {
 // hard one. A plan past a hard limit is a *kilolock.QuotaError, returned
 // with the status.
 func (a *Admission) Admit(ctx context.Context, changes quota.PlanChanges) (*kilolock.QuotaStatus, error) {
-	st, err := a.Backend.QuotaStatus(ctx, a.State, changes.Delta())
+	st, err := a.Conn.QuotaStatus(ctx, a.State, changes.Delta())
 	if st == nil {
 		return nil, err
 	}
@@ -167,21 +163,20 @@ func verdictLine(c kilolock.QuotaCount) string {
 }
 
 // admission is the Admission of the initialized backend b: on the
-// database with --database, else at the state's own address. Its close
-// releases what it opened.
-func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, prefix string) (*Admission, func(), error) {
+// database with --database, else at the state's own address. Close its
+// Conn.
+func (g *Globals) admission(ctx context.Context, b *TFBackend, out io.Writer, prefix string) (*Admission, error) {
+	var conn *Conn
+	var err error
 	if g.Database != "" {
-		eb, err := Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
-		if err != nil {
-			return nil, nil, err
-		}
-		return &Admission{Backend: eb, State: b.State, Out: out, Prefix: prefix}, func() { eb.Close() }, nil
+		conn, err = Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
+	} else {
+		conn, err = g.laneQuota(b)
 	}
-	lq, err := g.laneQuota(b)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return &Admission{Backend: lq, State: b.State, Out: out, Prefix: prefix}, func() { lq.Close() }, nil
+	return &Admission{Conn: conn, State: b.State, Out: out, Prefix: prefix}, nil
 }
 
 // admit runs a's admission of changes, when there is one. A plan past a

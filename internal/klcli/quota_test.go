@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/graph/graphtest"
 	"github.com/kilolock/kilolock/httpbackend"
@@ -126,7 +127,7 @@ func TestQuotaCommands(t *testing.T) {
 		if s.target != "server" {
 			var cli klcli.CLI
 			var b strings.Builder
-			cli.Backend, cli.Out = klcli.NewDatabaseBackend(e, ""), &b
+			cli.Conn, cli.Out = klcli.NewDatabaseConn(e, klcli.HTTPOptions{}), &b
 			if err := cli.Status(ctx, name); err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestQuotaCheckFindsTheBackend(t *testing.T) {
 		var env tenancy.Environment
 		out, _ = runKL(t, append(op, "env", "create", "--workspace", ws.ID, "prod", "--json")...)
 		decodeJSON(t, out, &env)
-		var tok klcli.IssuedToken
+		var tok client.IssuedToken
 		out, _ = runKL(t, append(op, "token", "issue", "--env", env.PublicID, "--scope", "read", "--json")...)
 		decodeJSON(t, out, &tok)
 		if _, err := runKL(t, append(op, "quota", "set", "--env", env.PublicID, "--workspace", ws.ID, "--soft", "3", "--hard", "9")...); err != nil {
@@ -253,7 +254,7 @@ func TestAdmissionQuiet(t *testing.T) {
 	defer eb.Close()
 	admit := func(quiet bool) string {
 		var out strings.Builder
-		a := &klcli.Admission{Backend: eb, State: "demo", Out: &out, Prefix: "kl: ", Quiet: quiet}
+		a := &klcli.Admission{Conn: eb, State: "demo", Out: &out, Prefix: "kl: ", Quiet: quiet}
 		a.Admit(ctx, quota.PlanChanges{Create: 5})
 		return out.String()
 	}

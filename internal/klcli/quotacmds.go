@@ -83,10 +83,10 @@ func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
 // showQuota prints the standing of the state state and dir name, with its
 // latest refusal and warning when events.
 func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string, events bool) error {
-	if state != "" {
-		g.warnMissingState(ctx, state)
-	}
-	return g.withQuota(ctx, state, dir, func(qb *HTTPBackend, name string) error {
+	return g.withQuota(ctx, state, dir, func(qb *Conn, name string) error {
+		if state != "" { // qb is then g's Conn, not a configuration's lane
+			g.warnMissingState(ctx, qb, state)
+		}
 		st, err := qb.QuotaStatus(ctx, name, 0)
 		if err != nil {
 			return err
@@ -100,12 +100,12 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 }
 
 // withQuota runs f on the quota backend and state g, state and dir name.
-func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*HTTPBackend, string) error) error {
-	qb, name, done, err := g.quotaBackend(ctx, state, dir)
+func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*Conn, string) error) error {
+	qb, name, err := g.quotaBackend(ctx, state, dir)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer qb.Close()
 	return f(qb, name)
 }
 
@@ -185,12 +185,12 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	return g.withQuota(ctx, c.State, c.Dir, func(qb *HTTPBackend, name string) error {
+	return g.withQuota(ctx, c.State, c.Dir, func(qb *Conn, name string) error {
 		out := g.out()
 		if c.JSON {
 			out = io.Discard
 		}
-		st, err := (&Admission{Backend: qb, State: name, Out: out}).Admit(ctx, quota.CountPlan(plan))
+		st, err := (&Admission{Conn: qb, State: name, Out: out}).Admit(ctx, quota.CountPlan(plan))
 		if c.JSON && st != nil {
 			if jerr := (&CLI{Out: g.out()}).writeJSON(st); jerr != nil {
 				return jerr
@@ -250,10 +250,12 @@ func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	if ch.Scope == kilolock.QuotaState {
-		g.warnMissingState(ctx, ch.Target)
-	}
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.SetQuota(ctx, ch) })
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		if ch.Scope == kilolock.QuotaState {
+			g.warnMissingState(ctx, cli.Conn, ch.Target)
+		}
+		return cli.SetQuota(ctx, ch)
+	})
 }
 
 // change is the change the flags ask for.
@@ -312,31 +314,23 @@ type QuotaListCmd struct{ JSONFlag }
 
 // Run runs the command.
 func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.control(ctx, c.JSON, func(ct *Control) error { return ct.Quotas(ctx) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]kilolock.QuotaSetting, error) { return api.Quotas(ctx) },
+		[]string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
+			return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
+		})
 }
 
 // SetQuota sets or clears a limit.
-func (c *Control) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
-	if _, err := c.API.SetQuota(ctx, client.QuotaRequest{QuotaChange: ch, Clear: ch.Limit == nil}); err != nil {
+func (c *CLI) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
+	if _, err := c.api().SetQuota(ctx, client.QuotaRequest{QuotaChange: ch, Clear: ch.Limit == nil}); err != nil {
 		return err
 	}
-	return c.cli().show(ch, func() error {
+	return c.show(ch, func() error {
 		if ch.Limit == nil {
 			fmt.Fprintf(c.Out, "Cleared the limit of %s %s: it inherits its default again.\n", ch.Scope, cell(ch.Target))
 			return nil
 		}
 		fmt.Fprintf(c.Out, "The limit of %s %s is %s.\n", ch.Scope, cell(ch.Target), ch.Limit)
 		return nil
-	})
-}
-
-// Quotas lists the limits set.
-func (c *Control) Quotas(ctx context.Context) error {
-	out, err := c.API.Quotas(ctx)
-	if err != nil {
-		return err
-	}
-	return list(c.cli(), out, []string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
-		return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -31,10 +32,10 @@ func (f *rollbackFlags) run(ctx context.Context, g *Globals, name, address strin
 		return &UsageError{Message: "--dry-run and --apply contradict each other", Hint: "drop --apply to preview, or --dry-run to write (with --yes)"}
 	}
 	if f.Apply && !f.Yes { // refused before anything is dialed
-		return (&CLI{}).Rollback(ctx, name, RollbackRequest{Apply: true}, false)
+		return (&CLI{}).Rollback(ctx, name, client.RollbackRequest{Apply: true}, false)
 	}
 	return g.with(ctx, f.JSON, func(cli *CLI) error {
-		return cli.Rollback(ctx, name, RollbackRequest{To: ref, Address: address, Apply: f.Apply}, f.Yes)
+		return cli.Rollback(ctx, name, client.RollbackRequest{To: ref.String(), Address: address, Apply: f.Apply}, f.Yes)
 	})
 }
 
@@ -96,17 +97,18 @@ func oneOf(what, arg, flag, flagName, usage string) (string, error) {
 // would be added back, removed and changed. It always prints the warning
 // that rolling back state does not roll back infrastructure. Applying
 // needs yes as well: --apply without --yes is a *UsageError.
-func (c *CLI) Rollback(ctx context.Context, name string, r RollbackRequest, yes bool) error {
+func (c *CLI) Rollback(ctx context.Context, name string, r client.RollbackRequest, yes bool) error {
 	if r.Apply && !yes {
 		return &UsageError{
 			Message: "kl rollback --apply changes the state and needs --yes as well",
 			Hint:    "run the dry run first (without --apply), read the warning, then add --apply --yes",
 		}
 	}
-	res, err := c.Backend.Rollback(ctx, name, r)
+	out, err := c.api().Rollback(ctx, name, r)
 	if err != nil {
 		return err
 	}
+	res := &out.RollbackResult
 	return c.show(struct {
 		*history.RollbackResult
 		DryRun bool `json:"dry_run"`

@@ -35,7 +35,7 @@ func TestStatusRunsAndAbort(t *testing.T) {
 			t.Fatalf("acquire: %v %v", bs, err)
 		}
 		var out bytes.Buffer
-		cli := &klcli.CLI{Backend: h.raw, Out: &out}
+		cli := &klcli.CLI{Conn: h.raw, Out: &out}
 		if err := cli.Status(ctx, "staging"); err != nil {
 			t.Fatal(err)
 		}

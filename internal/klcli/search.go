@@ -42,14 +42,10 @@ func (c *SearchCmd) Run(ctx context.Context, g *Globals) error {
 // that matched, or an inventory.Page as JSON (its next set when more
 // hits follow).
 func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error {
-	b, err := c.server("search across states")
-	if err != nil {
-		return err
-	}
 	all := &inventory.Page{Hits: []inventory.Hit{}}
 	for {
 		f.Limit = min(limit-len(all.Hits), inventory.MaxLimit)
-		p, err := b.c.Search(ctx, f)
+		p, err := c.api().Search(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -77,7 +73,7 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 		if all.Next != "" {
 			more = fmt.Sprintf("; more follow (--limit %d or more shows them)", limit*2)
 		}
-		_, err = fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
+		_, err := fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
 		return err
 	})
 }
@@ -85,11 +81,7 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 // Duplicates shows the objects more than one state records: per object
 // its type, key and value, then each state and address recording it.
 func (c *CLI) Duplicates(ctx context.Context, typ string) error {
-	b, err := c.server("search across states")
-	if err != nil {
-		return err
-	}
-	l, err := b.c.Duplicates(ctx, typ)
+	l, err := c.api().Duplicates(ctx, typ)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func TestSearch(t *testing.T) {
 		ctx := context.Background()
 		run := func(json bool, f func(*klcli.CLI) error) (string, error) {
 			var out bytes.Buffer
-			err := f(&klcli.CLI{Backend: h.raw, Out: &out, JSON: json})
+			err := f(&klcli.CLI{Conn: h.raw, Out: &out, JSON: json})
 			return out.String(), err
 		}
 		out, err := run(false, func(c *klcli.CLI) error {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -92,10 +93,11 @@ func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
 // StateList prints the addresses of the current version's instances that
 // match pattern, one a line, as `tofu state list` does.
 func (c *CLI) StateList(ctx context.Context, name, pattern string) error {
-	list, err := c.Backend.StateList(ctx, name, pattern)
+	l, err := c.api().StateList(ctx, name, pattern)
 	if err != nil {
 		return err
 	}
+	list := nonNil(l.Instances)
 	return c.show(map[string]any{"state": name, "instances": list}, func() error {
 		var b strings.Builder
 		for _, in := range list {
@@ -118,7 +120,7 @@ func (c *CLI) StateRm(ctx context.Context, name string, addresses []string, dryR
 	if len(addresses) == 0 {
 		return &UsageError{Message: "kl state rm needs at least one address", Hint: "e.g. kl state rm NAME aws_instance.web"}
 	}
-	res, err := c.Backend.StateRm(ctx, name, addresses, dryRun)
+	res, err := c.api().StateRm(ctx, name, client.StateRmRequest{Addresses: addresses, DryRun: dryRun})
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func (c *CLI) StateRm(ctx context.Context, name string, addresses []string, dryR
 // StateMv moves an instance or resource to another address as a new
 // version (source state-op); dryRun only shows the move.
 func (c *CLI) StateMv(ctx context.Context, name, from, to string, dryRun bool) error {
-	res, err := c.Backend.StateMv(ctx, name, from, to, dryRun)
+	res, err := c.api().StateMv(ctx, name, client.StateMvRequest{From: from, To: to, DryRun: dryRun})
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/klcli"
@@ -43,10 +44,10 @@ func TestStateOpsGolden(t *testing.T) {
 		{"history_address_resource", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.c") }},
 		{"diff_app", func(c *klcli.CLI) error { return c.Diff(ctx, "app", ref(t, "@1"), ref(t, "@3")) }},
 		{"rollback_dry_run", func(c *klcli.CLI) error {
-			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1")}, false)
+			return c.Rollback(ctx, "app", client.RollbackRequest{To: "@1"}, false)
 		}},
 		{"rollback_resource_dry_run", func(c *klcli.CLI) error {
-			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Address: "terraform_data.a"}, false)
+			return c.Rollback(ctx, "app", client.RollbackRequest{To: "@1", Address: "terraform_data.a"}, false)
 		}},
 		{"show_instance", func(c *klcli.CLI) error { return c.Show(ctx, "app", ref(t, "@3"), "terraform_data.a") }},
 		{"show_app", func(c *klcli.CLI) error { return c.Show(ctx, "app", kilolock.Latest, "") }},
@@ -59,14 +60,14 @@ func TestRollbackApply(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, h *harness) {
 		seedApp(t, h)
 		_, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Apply: true}, false)
+			return c.Rollback(ctx, "app", client.RollbackRequest{To: "@1", Apply: true}, false)
 		})
 		var ue *klcli.UsageError
 		if !errors.As(err, &ue) || klcli.ExitCode(err) != klcli.ExitUsage {
 			t.Fatalf("--apply without --yes = %v", err)
 		}
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@1"), Apply: true}, true)
+			return c.Rollback(ctx, "app", client.RollbackRequest{To: "@1", Apply: true}, true)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -75,11 +76,11 @@ func TestRollbackApply(t *testing.T) {
 			t.Errorf("rollback output:\n%s", out)
 		}
 		// The new version has @1's content; @3 stays in the history.
-		d, err := h.backend.Diff(ctx, "app", ref(t, "@1"), kilolock.Latest)
+		d, err := h.backend.API().Diff(ctx, "app", "@1", "@latest")
 		if err != nil || !d.Empty() || d.To.Source != kilolock.SourceRollback || d.To.Serial != 4 {
 			t.Errorf("diff @1 @latest = %+v, %v", d, err)
 		}
-		if _, err := h.backend.Show(ctx, "app", ref(t, "@3")); err != nil {
+		if _, err := h.backend.API().Show(ctx, "app", "@3"); err != nil {
 			t.Errorf("@3 after rollback: %v", err)
 		}
 	})
@@ -100,7 +101,7 @@ func TestStateOpsErrors(t *testing.T) {
 			{"missing state", func(c *klcli.CLI) error { return c.Diff(ctx, "nope", ref(t, "@1"), kilolock.Latest) }, klcli.ExitNotFound, "nope"},
 			{"never held", func(c *klcli.CLI) error { return c.AddressHistory(ctx, "app", "terraform_data.zz") }, klcli.ExitNotFound, "terraform_data.zz"},
 			{"locked rollback", func(c *klcli.CLI) error {
-				return c.Rollback(ctx, "prod", klcli.RollbackRequest{To: ref(t, "@1")}, false)
+				return c.Rollback(ctx, "prod", client.RollbackRequest{To: "@1"}, false)
 			}, klcli.ExitConflict, "carol"},
 			{"locked rm", func(c *klcli.CLI) error { return c.StateRm(ctx, "prod", []string{"terraform_data.a"}, false) }, klcli.ExitConflict, "carol"},
 			{"mv onto taken", func(c *klcli.CLI) error {
@@ -154,7 +155,7 @@ func TestStateRmMv(t *testing.T) {
 		if err != nil || json.Unmarshal([]byte(out), &js) != nil || len(js.Instances) != 1 || js.Instances[0].Module != "module.demo" {
 			t.Errorf("list --json module.demo: %v %s", err, out)
 		}
-		vs, err := h.backend.History(ctx, "app", kilolock.HistoryOptions{Limit: 1})
+		vs, err := versions(h.backend, "app")
 		if err != nil || vs[0].Source != kilolock.SourceStateOp || vs[0].Actor != "kl" {
 			t.Errorf("latest version = %+v, %v", vs, err)
 		}
@@ -178,7 +179,7 @@ func TestExportImport(t *testing.T) {
 		if err != nil || !strings.Contains(out, "as version @1 (serial 2)") {
 			t.Fatalf("import: %v\n%s", err, out)
 		}
-		d, err := h.backend.Diff(ctx, "copy", kilolock.Latest, kilolock.Latest)
+		d, err := h.backend.API().Diff(ctx, "copy", "@latest", "@latest")
 		if err != nil || d.To.Source != kilolock.SourceImport {
 			t.Errorf("copy = %+v, %v", d, err)
 		}
@@ -204,7 +205,7 @@ func TestRollbackEncryptedState(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, err := h.run(t, false, func(c *klcli.CLI) error {
-			return c.Rollback(ctx, "app", klcli.RollbackRequest{To: ref(t, "@3"), Apply: true}, true)
+			return c.Rollback(ctx, "app", client.RollbackRequest{To: "@3", Apply: true}, true)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func TestRollbackEncryptedState(t *testing.T) {
 		if !strings.Contains(out, "client-side encrypted") || !strings.Contains(out, "new version @5") || !strings.Contains(out, history.RollbackWarning[:40]) {
 			t.Errorf("rollback output:\n%s", out)
 		}
-		d, err := h.backend.Diff(ctx, "app", ref(t, "@3"), kilolock.Latest)
+		d, err := h.backend.API().Diff(ctx, "app", "@3", "@latest")
 		if err != nil || !d.Empty() || d.To.Source != kilolock.SourceRollback {
 			t.Errorf("diff @3 @latest = %+v, %v; want @3's content in a rollback version", d, err)
 		}

@@ -27,10 +27,11 @@ type StatesJSON struct {
 // States lists every state: current version and serial, lock mode and who
 // holds it.
 func (c *CLI) States(ctx context.Context) error {
-	sts, err := c.Backend.States(ctx)
+	l, err := c.api().States(ctx)
 	if err != nil {
 		return err
 	}
+	sts := nonNil(l.States)
 	return c.show(StatesJSON{States: sts}, func() error {
 		if len(sts) == 0 {
 			_, err := fmt.Fprintln(c.Out, "no states yet")

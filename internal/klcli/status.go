@@ -26,7 +26,7 @@ func (c *StatusCmd) Run(ctx context.Context, g *Globals) error {
 // and latest refusal.
 // JSON output is kilolock.Status, as the server's API answers it.
 func (c *CLI) Status(ctx context.Context, name string) error {
-	s, err := c.Backend.Status(ctx, name)
+	s, err := c.api().Status(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -8,40 +8,7 @@ import (
 	"github.com/kilolock/kilolock/client"
 
 	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/history"
 )
-
-// TagOps are a state's tags. Both answer ErrNotFound for a missing state,
-// version or tag, and an invalid-input error for a name that cannot be a
-// tag (kilolock.ValidTagName).
-type TagOps interface {
-	// SetTag makes tag name the version ref resolves to now.
-	SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error)
-	// Tags lists a state's tags by name.
-	Tags(ctx context.Context, state string) ([]history.Tag, error)
-	// UnsetTag removes a tag.
-	UnsetTag(ctx context.Context, state, name string) error
-}
-
-// SetTag implements TagOps.
-func (b *HTTPBackend) SetTag(ctx context.Context, state, name string, ref kilolock.VersionRef, description string) (*history.Tag, error) {
-	return ok(b.c.SetTag(ctx, state, name, client.TagRequest{Ref: ref.String(), Description: description}))
-}
-
-// Tags implements TagOps.
-func (b *HTTPBackend) Tags(ctx context.Context, state string) ([]history.Tag, error) {
-	l, err := b.c.Tags(ctx, state)
-	if err != nil {
-		return nil, err
-	}
-	return l.Tags, nil
-}
-
-// UnsetTag implements TagOps.
-func (b *HTTPBackend) UnsetTag(ctx context.Context, state, name string) error {
-	_, err := b.c.DeleteTag(ctx, state, name)
-	return err
-}
 
 // TagCmds are kl tag set, list and unset.
 type TagCmds struct {
@@ -69,7 +36,7 @@ func (c *TagSetCmd) Run(ctx context.Context, g *Globals) error {
 		return err
 	}
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		t, err := cli.Backend.SetTag(ctx, c.Name, c.Tag, ref, c.Description)
+		t, err := cli.api().SetTag(ctx, c.Name, c.Tag, client.TagRequest{Ref: ref.String(), Description: c.Description})
 		if err != nil {
 			return err
 		}
@@ -86,13 +53,11 @@ type TagListCmd struct {
 // Run runs the command.
 func (c *TagListCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		tags, err := cli.Backend.Tags(ctx, c.Name)
+		l, err := cli.api().Tags(ctx, c.Name)
 		if err != nil {
 			return err
 		}
-		if tags == nil {
-			tags = []history.Tag{}
-		}
+		tags := nonNil(l.Tags)
 		return cli.show(map[string]any{"tags": tags}, func() error {
 			w := cli.table()
 			row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
@@ -113,7 +78,7 @@ type TagUnsetCmd struct {
 // Run runs the command.
 func (c *TagUnsetCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, false, func(cli *CLI) error {
-		if err := cli.Backend.UnsetTag(ctx, c.Name, c.Tag); err != nil {
+		if _, err := cli.api().DeleteTag(ctx, c.Name, c.Tag); err != nil {
 			return err
 		}
 		_, err := fmt.Fprintf(cli.Out, "tag %s of state %s removed\n", c.Tag, c.Name)

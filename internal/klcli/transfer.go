@@ -55,7 +55,7 @@ func (c *ImportCmd) Run(ctx context.Context, g *Globals) error {
 // Export writes version ref of a state to Documents as a state file that `tofu
 // state push` accepts.
 func (c *CLI) Export(ctx context.Context, name string, ref kilolock.VersionRef) error {
-	data, err := c.Backend.Export(c.withProgress(ctx), name, ref)
+	data, err := readAll(c.api().Export(transfer(c.withProgress(ctx)), name, ref.String()))
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (c *CLI) Export(ctx context.Context, name string, ref kilolock.VersionRef) 
 // Import writes data, a state file read from source, into a state as a new
 // version (source import), under the lineage guard unless force.
 func (c *CLI) Import(ctx context.Context, name, source string, data []byte, force bool) error {
-	res, err := c.Backend.Import(c.withProgress(ctx), name, data, force)
+	res, err := c.api().Import(transfer(c.withProgress(ctx)), name, data, force)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kilolock/kilolock/client"
-
 	"github.com/kilolock/kilolock/tenancy"
 	"github.com/kilolock/kilolock/tenancy/trust"
 )
@@ -71,7 +70,7 @@ func (c *TrustAddCmd) Run(ctx context.Context, g *Globals) error {
 		}
 		p.MaxTTL = trust.Duration(d)
 	}
-	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.Add(ctx, p) })
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.AddTrustPolicy(ctx, p) })
 }
 
 // TrustListCmd is kl trust list.
@@ -82,7 +81,10 @@ type TrustListCmd struct {
 
 // Run runs the command.
 func (c *TrustListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.List(ctx, c.Env) })
+	return listed(ctx, g, c.JSON, func(api *client.Client) ([]trust.Policy, error) { return api.TrustPolicies(ctx, c.Env) },
+		[]string{"ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED"}, func(p trust.Policy) []string {
+			return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created)}
+		})
 }
 
 // TrustRemoveCmd is kl trust remove.
@@ -93,54 +95,20 @@ type TrustRemoveCmd struct {
 
 // Run runs the command.
 func (c *TrustRemoveCmd) Run(ctx context.Context, g *Globals) error {
-	return g.trust(ctx, c.JSON, func(t *Trust) error { return t.Remove(ctx, c.ID) })
+	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Removed, error) { return api.RemoveTrustPolicy(ctx, c.ID) },
+		func(*client.Removed) (any, string) {
+			return map[string]string{"removed": c.ID}, fmt.Sprintf("Removed trust policy %s.\n", cell(c.ID))
+		})
 }
 
-// Trust runs kl trust's commands on kld's control API (a server's, or a
-// database's in-process) and prints their results.
-type Trust struct {
-	API *client.Client
-	cli *CLI
-}
-
-// trust opens the server or database g names and runs f on a Trust over
-// it, as control does for the tenancy commands.
-func (g *Globals) trust(ctx context.Context, asJSON bool, f func(*Trust) error) error {
-	b, err := Open(ctx, Target{Server: g.Server, Database: g.Database, KeyFile: g.KeyFile, Token: g.Token, Timeout: g.Timeout, Actor: g.Actor})
+// AddTrustPolicy adds a policy and prints its id.
+func (c *CLI) AddTrustPolicy(ctx context.Context, p trust.Policy) error {
+	out, err := c.api().AddTrustPolicy(ctx, p)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	return f(&Trust{API: b.c, cli: &CLI{Out: g.out(), JSON: asJSON}})
-}
-
-// Add adds a policy and prints its id.
-func (t *Trust) Add(ctx context.Context, p trust.Policy) error {
-	out, err := t.API.AddTrustPolicy(ctx, p)
-	if err != nil {
-		return err
-	}
-	return t.cli.say(out, "%s\nTrust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
+	return c.say(out, "%s\nTrust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
 		out.ID, out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
-}
-
-// List prints the policies (of env, when given).
-func (t *Trust) List(ctx context.Context, env string) error {
-	out, err := t.API.TrustPolicies(ctx, env)
-	if err != nil {
-		return err
-	}
-	return list(t.cli, out, []string{"ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED"}, func(p trust.Policy) []string {
-		return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created)}
-	})
-}
-
-// Remove removes a policy.
-func (t *Trust) Remove(ctx context.Context, id string) error {
-	if _, err := t.API.RemoveTrustPolicy(ctx, id); err != nil {
-		return err
-	}
-	return t.cli.say(map[string]string{"removed": id}, "Removed trust policy %s.\n", cell(id))
 }
 
 // claimsText spells a policy's claims: exact ones as K=V, globs as K~P.

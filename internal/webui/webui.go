@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -54,9 +55,11 @@ type Options struct {
 
 // UI serves the web view of one Engine.
 type UI struct {
-	engine   *kilolock.Engine
-	o        Options
-	pages    map[string]*template.Template
+	engine *kilolock.Engine
+	o      Options
+	// pages are parsed on the first page served, not by New: kl
+	// --database builds a handler for every command and shows no page.
+	pages    func() map[string]*template.Template
 	assets   http.Handler
 	now      func() time.Time
 	assetTag string
@@ -67,7 +70,7 @@ const Prefix = "/ui/"
 
 // New returns the web view of e.
 func New(e *kilolock.Engine, o Options) *UI {
-	u := &UI{engine: e, o: o, now: o.Now, pages: map[string]*template.Template{}}
+	u := &UI{engine: e, o: o, now: o.Now, pages: sync.OnceValue(parsePages)}
 	if u.now == nil {
 		u.now = time.Now
 	}
@@ -79,18 +82,24 @@ func New(e *kilolock.Engine, o Options) *UI {
 		panic(err)
 	}
 	u.assets = http.StripPrefix(Prefix+"assets/", http.FileServerFS(sub))
+	return u
+}
+
+// parsePages parses each page's template with the layout, by name.
+func parsePages() map[string]*template.Template {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		panic(err)
 	}
+	pages := map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
 		if base == "layout" {
 			continue
 		}
-		u.pages[base] = template.Must(template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+		pages[base] = template.Must(template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
 	}
-	return u
+	return pages
 }
 
 // Routes registers the web view's routes with add (an http.ServeMux's
@@ -163,7 +172,7 @@ func (u *UI) page(fn pageFunc) func(http.ResponseWriter, *http.Request) {
 // render executes a view into a buffer first, so that a template failure
 // is an error page rather than half a page.
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, pv *view, v *visit) {
-	t := u.pages[pv.Template]
+	t := u.pages()[pv.Template]
 	if t == nil {
 		panic("webui: no template " + pv.Template)
 	}
