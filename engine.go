@@ -408,6 +408,12 @@ type WriteOptions struct {
 	// than copy them. Once Spool.Taken, it is the engine's, which closes
 	// it; the caller must neither close it nor change its bytes.
 	Spool *Spool
+	// Owned says body is the writer's to give away: Write may keep body
+	// itself, not a copy, as the new version's bytes (a small body, kept
+	// in memory, whose capacity is its length). The caller must then never
+	// change body nor reuse its memory, once Write is called. The HTTP
+	// handler's bodies are: each is read into memory of its own.
+	Owned bool
 	// Done, when set, is told which bytes of body Write has read and will
 	// not read again soon, as it reads them (see graph.ParseOptions.Done):
 	// body may map a file whose pages the caller gives back behind each
