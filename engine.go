@@ -563,13 +563,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		cold *coldIndex
 		// src reads body's bytes without touching its pages, and
 		// bodySum is their hash, from the Spool they were written to
-		// when there is one.
+		// when there is one; spooled is that Spool (nil: the comparison
+		// with the rendering reads body in place, not copies of it).
 		src     io.ReaderAt = bytes.NewReader(body)
-		bodySum             = sync.OnceValue(func() uint64 { return sumOfDone(body, o.Done) })
+		spooled io.ReaderAt
+		bodySum = sync.OnceValue(func() uint64 { return sumOfDone(body, o.Done) })
 	)
 	if sp := o.Spool; sp != nil && !p.released {
 		if fi, err := sp.Stat(); err == nil && fi.Size() == int64(len(body)) {
-			src = sp
+			src, spooled = sp, sp
 			if sum, ok := sp.sum(int64(len(body))); ok {
 				bodySum = func() uint64 { return sum }
 			}
@@ -723,7 +725,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		case merged != nil:
 			// Made by the server: its document is its rendering.
 			next = func(v Version) (*Body, *graph.State, error) { return e.keepRendering(v, merged) }
-		case held.RenderEqualAt(held.Format, body, src):
+		case held.RenderEqualAt(held.Format, body, spooled):
 			// What the CLIs write: the rows give the posted bytes back,
 			// compared piece by piece, never built. The bytes are kept
 			// (the caller's file when it hands it over) before the body
