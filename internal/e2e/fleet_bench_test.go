@@ -89,8 +89,9 @@ var fleetRuns sync.Map
 // same load; KL_FLEET_KLD_ARGS adds flags to kld's command line;
 // KL_FLEET_STORES picks the stores (default sqlite,postgres);
 // KL_FLEET_CLIENT=terraform makes each POST's body as Terraform's CLI
-// does, marshalling the whole state (about 20 ms of the two cores per
-// 0.4 MB POST, which both servers then share with their clients), where by
+// does, marshalling the whole state (5-7 ms of CPU a cycle of 0.4 MB
+// with its HTTP, bench_cpu_ms/commit, on the cores both servers then
+// share with their clients), where by
 // default the client edits the last body's bytes and costs next to
 // nothing. Run once per fleet (make bench-fleet; -count for more runs):
 //
