@@ -408,6 +408,12 @@ type WriteOptions struct {
 	// than copy them. Once Spool.Taken, it is the engine's, which closes
 	// it; the caller must neither close it nor change its bytes.
 	Spool *Spool
+	// Owned says body is the writer's to give away: Write may keep body
+	// itself, not a copy, as the new version's bytes (a small body, kept
+	// in memory, whose capacity is its length). The caller must then never
+	// change body nor reuse its memory, once Write is called. The HTTP
+	// handler's bodies are: each is read into memory of its own.
+	Owned bool
 	// Done, when set, is told which bytes of body Write has read and will
 	// not read again soon, as it reads them (see graph.ParseOptions.Done):
 	// body may map a file whose pages the caller gives back behind each
@@ -557,13 +563,15 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		cold *coldIndex
 		// src reads body's bytes without touching its pages, and
 		// bodySum is their hash, from the Spool they were written to
-		// when there is one.
+		// when there is one; spooled is that Spool (nil: the comparison
+		// with the rendering reads body in place, not copies of it).
 		src     io.ReaderAt = bytes.NewReader(body)
-		bodySum             = sync.OnceValue(func() uint64 { return sumOfDone(body, o.Done) })
+		spooled io.ReaderAt
+		bodySum = sync.OnceValue(func() uint64 { return sumOfDone(body, o.Done) })
 	)
 	if sp := o.Spool; sp != nil && !p.released {
 		if fi, err := sp.Stat(); err == nil && fi.Size() == int64(len(body)) {
-			src = sp
+			src, spooled = sp, sp
 			if sum, ok := sp.sum(int64(len(body))); ok {
 				bodySum = func() uint64 { return sum }
 			}
@@ -717,7 +725,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		case merged != nil:
 			// Made by the server: its document is its rendering.
 			next = func(v Version) (*Body, *graph.State, error) { return e.keepRendering(v, merged) }
-		case held.RenderEqualAt(held.Format, body, src):
+		case held.RenderEqualAt(held.Format, body, spooled):
 			// What the CLIs write: the rows give the posted bytes back,
 			// compared piece by piece, never built. The bytes are kept
 			// (the caller's file when it hands it over) before the body

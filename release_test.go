@@ -110,6 +110,85 @@ func TestWriteReleasesTheBody(t *testing.T) {
 	})
 }
 
+// TestWriteKeepsAnOwnedBody: a body the writer gives away
+// (WriteOptions.Owned) is kept as the version's bytes as it is, not
+// copied; one it does not give, or whose memory goes on past its end, is
+// copied. Either way the version holds and serves the bytes posted, also
+// when another replica commits first and the write is recomputed from
+// what it kept.
+func TestWriteKeepsAnOwnedBody(t *testing.T) {
+	enginetest.EachStore(t, func(t *testing.T, kind string, open func(testing.TB) kilolock.Store) bool {
+		return t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			e := kilolock.NewEngine(st, kilolock.Options{})
+			series, err := graphtest.NewSeries(graphtest.Generate(200, 256, graph.FormatIndent))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name        string
+				owned, room bool
+				replica     bool
+				kept        bool
+			}{
+				{name: "first version, owned", owned: true, kept: true},
+				{name: "owned", owned: true, kept: true},
+				{name: "not owned"},
+				{name: "owned, with room past its end", owned: true, room: true},
+				{name: "owned, another replica commits first", owned: true, replica: true, kept: true},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					want := series.Next()
+					body := exactly(want)
+					if c.room {
+						body = append(make([]byte, 0, len(want)+100), want...)
+					}
+					o := kilolock.WriteOptions{Owned: c.owned}
+					if c.replica {
+						theirs := series.Next()
+						want = series.Next()
+						body = exactly(want)
+						replica := kilolock.NewEngine(st, kilolock.Options{})
+						o.Release = func() {
+							if _, err := replica.Write(ctx, "s", bytes.Clone(theirs), kilolock.WriteOptions{}); err != nil {
+								t.Errorf("the replica's write: %v", err)
+							}
+						}
+					}
+					res, err := e.Write(ctx, "s", body, o)
+					if err != nil {
+						t.Fatalf("Write: %v", err)
+					}
+					kept := kilolock.KeptDocument(e, "s")
+					if len(kept) != len(want) {
+						t.Fatalf("the cache keeps %d bytes in memory, want the %d posted", len(kept), len(want))
+					}
+					if same := &kept[0] == &body[0]; same != c.kept {
+						t.Errorf("kept the body itself: %v, want %v", same, c.kept)
+					}
+					got, err := e.Read(ctx, "s")
+					if err != nil || !bytes.Equal(got.Bytes, want) || got.Version.Number != res.Version.Number {
+						t.Fatalf("Read: version %d, %d bytes (%v); want version %d, the %d posted", got.Version.Number, len(got.Bytes), err, res.Version.Number, len(want))
+					}
+					fresh, err := kilolock.NewEngine(st, kilolock.Options{}).Read(ctx, "s")
+					if err != nil || !bytes.Equal(fresh.Bytes, want) {
+						t.Fatalf("Read by another engine: %d bytes (%v), want the %d posted", len(fresh.Bytes), err, len(want))
+					}
+				})
+			}
+		})
+	})
+}
+
+// exactly is a copy of b whose capacity is its length, as the HTTP
+// handler reads a body of announced length (bytes.Clone may round it up).
+func exactly(b []byte) []byte {
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
+}
+
 // current is the number of the current version of state "s" (0 before
 // its first).
 func current(tb testing.TB, st kilolock.Store) int64 {

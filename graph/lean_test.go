@@ -280,7 +280,8 @@ func equalStrings(a, b []string) bool {
 // it changes nothing), skipping the instances parsed from doc where they
 // stand; a document that differs in its layout or in an instance not
 // parsed from it is told apart; a copy of the document, which nothing
-// aliases, is compared byte for byte, and equal.
+// aliases, is compared byte for byte, and equal. With no at, the same
+// holds of doc's own memory.
 func TestRenderEqualAt(t *testing.T) {
 	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
 		t.Run(f.String(), func(t *testing.T) {
@@ -314,6 +315,25 @@ func TestRenderEqualAt(t *testing.T) {
 			}
 			if !fresh.RenderEqualAt(f, bytes.Clone(orig), bytes.NewReader(orig)) {
 				t.Error("RenderEqualAt: not equal to a copy of its document")
+			}
+
+			// With no at, doc's own memory is compared, in place.
+			inPlace := bytes.Clone(orig)
+			own, err := graph.ParseWith(inPlace, graph.ParseOptions{Lean: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !own.RenderEqualAt(f, inPlace, nil) {
+				t.Error("RenderEqualAt, in place: the parsed document does not render back")
+			}
+			last := len(inPlace) - 1
+			inPlace[last] = ' '
+			if own.RenderEqualAt(f, inPlace, nil) {
+				t.Error("RenderEqualAt, in place: equal to a document with another last byte")
+			}
+			inPlace[last] = orig[last]
+			if own.RenderEqualAt(f, next, nil) || !fresh.RenderEqualAt(f, bytes.Clone(orig), nil) {
+				t.Error("RenderEqualAt, in place: a changed document equal, or a copy of its document not")
 			}
 		})
 	}

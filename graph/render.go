@@ -90,7 +90,9 @@ func (s *State) RenderEqualDone(f Format, doc []byte, done func(from, to int)) b
 
 // RenderEqualAt is RenderEqual reading doc's bytes from at, which holds
 // the same bytes (a file doc maps), where it compares them, and not
-// touching doc's own memory: an instance parsed from doc that rendering
+// touching doc's own memory (at nil: doc's memory, in place, as
+// RenderEqual does, where a copy read from a bytes.Reader of it would
+// only cost): an instance parsed from doc that rendering
 // would copy from doc at that very place is doc's bytes, and is skipped,
 // not compared. So a state parsed from a document costs, to be checked
 // against it, its other bytes: the document's headers and layout, and what

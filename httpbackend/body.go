@@ -262,6 +262,7 @@ type bodyBuffer struct {
 	buf    []byte   // being read into, up to its capacity
 	chunks [][]byte // full chunks before buf
 	inCh   int64    // bytes in chunks
+	pooled [][]byte // the memory of chunks (and buf) from bodyChunks
 	spool  *spooledBody
 	inFile int64 // bytes written to spool
 	taken  int64 // budget taken for a spooled body
@@ -314,6 +315,10 @@ func (b *bodyBuffer) grow(most int64) error {
 		}
 		copy(whole[at:], b.buf)
 		b.buf, b.chunks, b.inCh = whole, nil, 0
+		for _, c := range b.pooled {
+			putChunk(c)
+		}
+		b.pooled = nil
 	case b.size >= 0:
 		next := min(max(2*int64(cap(b.buf)), firstBodyChunk), half-got)
 		if err := b.take(next); err != nil {
@@ -323,7 +328,11 @@ func (b *bodyBuffer) grow(most int64) error {
 			b.chunks = append(b.chunks, b.buf)
 			b.inCh += int64(len(b.buf))
 		}
-		b.buf = make([]byte, 0, next)
+		var mem []byte
+		b.buf, mem = getChunk(next)
+		if mem != nil {
+			b.pooled = append(b.pooled, mem)
+		}
 	default:
 		next := min(most, max(2*int64(cap(b.buf)), firstBodyChunk))
 		if err := b.take(next - int64(cap(b.buf))); err != nil {
@@ -334,6 +343,47 @@ func (b *bodyBuffer) grow(most int64) error {
 		b.buf = grown
 	}
 	return nil
+}
+
+// bodyChunks hold the chunks bodies of announced size are read into
+// until half of them arrived (see bodyBuffer), by size class: a chunk is
+// garbage once copied into its body's own buffer, and allocating,
+// zeroing and collecting them was a few percent of kld's CPU under a
+// fleet of 0.4 MB states (internal/e2e BenchmarkKLDFleet's profile).
+// Class c holds chunks of firstBodyChunk<<c bytes, up to half of
+// spoolMinBody; a larger chunk (a body that is not spooled) is allocated
+// as before. A chunk's bytes are only ever read up to what its body read
+// into it.
+var bodyChunks [chunkClasses]sync.Pool
+
+const chunkClasses = 5 // 32 KiB to 512 KiB
+
+// getChunk returns a buffer of capacity n to read into, and the memory to
+// give back to putChunk once its bytes are copied (nil for none).
+func getChunk(n int64) (buf, mem []byte) {
+	c := 0
+	for c < chunkClasses && int64(firstBodyChunk)<<c < n {
+		c++
+	}
+	if c == chunkClasses {
+		return make([]byte, 0, n), nil
+	}
+	if p, ok := bodyChunks[c].Get().(*[]byte); ok {
+		mem = *p
+	} else {
+		mem = make([]byte, firstBodyChunk<<c)
+	}
+	return mem[:0:n], mem
+}
+
+// putChunk gives back the memory of a chunk getChunk returned.
+func putChunk(mem []byte) {
+	for c := range chunkClasses {
+		if len(mem) == firstBodyChunk<<c {
+			bodyChunks[c].Put(&mem)
+			return
+		}
+	}
 }
 
 // spoolStart makes the file of a body of announced size, inside a request

@@ -151,7 +151,11 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		verify() // the checksum has read the body
 		h.releaseBodies(ri)
 	}
-	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Actor: info(r).workload, Verify: verify, Release: release, Done: done, Spool: spool})
+	// A body in memory is the request's own (see readBody), never
+	// changed or reused: the engine may keep it rather than copy it. A
+	// spooled one is a mapping, unmapped when the request ends.
+	owned := spoolOf(ri, body) == nil
+	res, err := h.engine.Write(r.Context(), name, body, kilolock.WriteOptions{LockID: lockID, Actor: info(r).workload, Verify: verify, Release: release, Done: done, Spool: spool, Owned: owned})
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -75,15 +74,24 @@ var fleetRuns sync.Map
 // whose index it kept) and the bytes it held at the end (cache_MB),
 // from /metrics; cpu_ms/commit, kld's CPU time (user and system) over the
 // cycles per cycle, which other jobs on the machine sway less than times
-// and rates; seed_s, how long creating the states took. Every state
-// is then read back and compared with what was last posted.
+// and rates; bench_cpu_ms/commit, the benchmark's own (its client's, and
+// on the blob run the blob server's too); on PostgreSQL pg_cpu_ms/commit, that of the server's
+// processes serving kld's database (its connections, not the server's
+// background writers); seed_s, how long creating the states took. Every
+// state is then read back and compared with what was last posted.
+//
+// KL_FLEET_PROFILE=DIR writes a CPU profile of kld over the cycles (the
+// first KL_FLEET_PROFILE_SECONDS of them, default 20) into DIR, a file per
+// fleet and store, for go tool pprof with the kld binary, and its
+// allocations before and after them.
 //
 // KL_FLEET_KLD runs another build of kld (an earlier commit's) through the
 // same load; KL_FLEET_KLD_ARGS adds flags to kld's command line;
 // KL_FLEET_STORES picks the stores (default sqlite,postgres);
 // KL_FLEET_CLIENT=terraform makes each POST's body as Terraform's CLI
-// does, marshalling the whole state (about 20 ms of the two cores per
-// 0.4 MB POST, which both servers then share with their clients), where by
+// does, marshalling the whole state (5-7 ms of CPU a cycle of 0.4 MB
+// with its HTTP, bench_cpu_ms/commit, on the cores both servers then
+// share with their clients), where by
 // default the client edits the last body's bytes and costs next to
 // nothing. Run once per fleet (make bench-fleet; -count for more runs):
 //
@@ -127,22 +135,25 @@ func envOr(name, def string) string {
 }
 
 func runFleetBlob(b *testing.B, sz fleetSize, commits int) {
-	srv := httptest.NewServer(newBlobServer())
-	defer srv.Close()
+	srv := startBlob(b)
 	t := newFleetTarget(func(name string) string { return srv.URL + "/v1/states/" + name })
 	f := newFleetOf(b, sz)
 	ctx := context.Background()
 	if err := f.seed(ctx, t, fleetWriters); err != nil {
 		b.Fatal(err)
 	}
+	cpu, self := procCPU(b, srv.PID()), procCPU(b, os.Getpid())
 	times, err := f.run(ctx, t, fleetWriters, commits)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu, self = procCPU(b, srv.PID())-cpu, procCPU(b, os.Getpid())-self
 	if err := f.verify(ctx, t, fleetWriters); err != nil {
 		b.Fatal(err)
 	}
 	rate := reportFleetTimes(b, times)
+	b.ReportMetric(cpu.Seconds()*1000/float64(commits), "cpu_ms/commit")
+	b.ReportMetric(self.Seconds()*1000/float64(commits), "bench_cpu_ms/commit")
 	fleetRuns.Store(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances), rate)
 }
 
@@ -152,7 +163,12 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 		bin = tofu.BuildKLD(b)
 	}
 	url := s.url(b)
-	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--database", url}, strings.Fields(os.Getenv("KL_FLEET_KLD_ARGS"))...)...)
+	args := append([]string{"--listen", "127.0.0.1:0", "--database", url}, strings.Fields(os.Getenv("KL_FLEET_KLD_ARGS"))...)
+	prof := newFleetProfile(b, s, sz)
+	if prof != nil {
+		args = append(args, "--pprof-listen", prof.addr)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = tofu.CleanEnv("KL_")
 	srv := tofu.StartCommand(b, cmd, url)
 	if _, err := os.Stat(procStatus(srv.PID())); err != nil {
@@ -167,12 +183,17 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	}
 	seeded := time.Since(begin)
 	before := scrapeMetrics(b, srv.URL)
-	cpuBefore := procCPU(b, srv.PID())
+	pg := postgresBackends(b, url)
+	pgBefore := pg.cpu(b)
+	cpuBefore, self := procCPU(b, srv.PID()), procCPU(b, os.Getpid())
+	prof.start(b)
 	times, err := f.run(ctx, t, fleetWriters, commits)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu := procCPU(b, srv.PID()) - cpuBefore
+	cpu, self := procCPU(b, srv.PID())-cpuBefore, procCPU(b, os.Getpid())-self
+	pgCPU := cpuSince(pgBefore, pg.cpu(b))
+	prof.cycled(b)
 	rss := vmHWM(b, srv.PID())
 	after := scrapeMetrics(b, srv.URL)
 	if err := f.verify(ctx, t, fleetWriters); err != nil {
@@ -181,6 +202,10 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 
 	rate := reportFleetTimes(b, times)
 	b.ReportMetric(cpu.Seconds()*1000/float64(commits), "cpu_ms/commit")
+	b.ReportMetric(self.Seconds()*1000/float64(commits), "bench_cpu_ms/commit")
+	if pg != nil {
+		b.ReportMetric(pgCPU.Seconds()*1000/float64(commits), "pg_cpu_ms/commit")
+	}
 	b.ReportMetric(seeded.Seconds(), "seed_s")
 	b.ReportMetric(rss, "rss_MB")
 	if blob, ok := fleetRuns.Load(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances)); ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,7 +19,12 @@ import (
 	"github.com/kilolock/kilolock/internal/tofu"
 )
 
-func TestMain(m *testing.M) { testpg.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(blobServeEnv) != "" {
+		serveBlob()
+	}
+	testpg.Main(m)
+}
 
 // store is one kind of database kld runs on.
 type store struct {

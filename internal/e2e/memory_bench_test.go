@@ -257,9 +257,19 @@ func procStatus(pid int) string { return fmt.Sprintf("/proc/%d/status", pid) }
 // from /proc/PID/stat.
 func procCPU(b *testing.B, pid int) time.Duration {
 	b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procCPUOf(pid)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return d
+}
+
+// procCPUOf is procCPU's reading, or why there is none (the process is
+// gone, say).
+func procCPUOf(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	// The fields after the command's name (in parentheses, which may hold
 	// spaces): utime and stime are the 12th and 13th of them, in clock
@@ -267,14 +277,14 @@ func procCPU(b *testing.B, pid int) time.Duration {
 	_, rest, _ := bytes.Cut(stat, []byte(") "))
 	f := strings.Fields(string(rest))
 	if len(f) < 13 {
-		b.Fatalf("/proc/%d/stat: %d fields after the name", pid, len(f))
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
 	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 // vmHWM returns the peak resident set size of process pid, in MiB.

@@ -87,6 +87,8 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 	var runs []kilolock.ApplyRun
 	queueRunRows(more, &runs, inFlight+` OR a.id = (SELECT l.run_id FROM locks l WHERE l.state_id = `+sqlStateID+` AND l.lock_id = $3)`,
 		`ORDER BY a.created_at, a.id{C}`, name, now, c.LockID)
+	var counts versionCounts
+	queueVersionCounts(more, name, &counts)
 	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, more)
 	if err != nil {
 		return nil, err
@@ -115,12 +117,12 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 		v.LockID = c.LockID
 	}
 	v.Added, v.Changed, v.Removed = ch.added, ch.changed, ch.removed
-	v.Instances = st.instances + ch.added - ch.removed
+	v.Instances = counts.instances + ch.added - ch.removed
 	delta := ch.managedAdded - cur.managedRemoved
-	v.Managed = int(st.managed + delta)
+	v.Managed = int(counts.managed + delta)
 	if delta > 0 {
 		// Only a commit that adds what quotas count can pass a limit.
-		if ch.warnings, err = checkQuota(ctx, tx, st, delta, c.DefaultQuota); err != nil {
+		if ch.warnings, err = checkQuota(ctx, tx, st, counts.managed, delta, c.DefaultQuota); err != nil {
 			return nil, err
 		}
 	}

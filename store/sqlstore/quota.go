@@ -87,15 +87,16 @@ func queueQuotaFacts(b *Batch, name string, def *quota.Limit, lock bool) *kilolo
 }
 
 // checkQuota counts the commit adding delta managed instances to st,
-// under st's row lock, with the environment's row locked first. It
-// returns the warnings to record, or a *kilolock.QuotaError.
-func checkQuota(ctx context.Context, tx Tx, st *stateRow, delta int64, def *quota.Limit) ([]kilolock.QuotaCount, error) {
+// whose current version has managed, under st's row lock, with the
+// environment's row locked first. It returns the warnings to record, or a
+// *kilolock.QuotaError.
+func checkQuota(ctx context.Context, tx Tx, st *stateRow, managed, delta int64, def *quota.Limit) ([]kilolock.QuotaCount, error) {
 	b := &Batch{}
 	f := queueQuotaFacts(b, st.Name, def, true)
 	if err := tx.Send(ctx, b); err != nil {
 		return nil, err
 	}
-	f.Managed = st.managed
+	f.Managed = managed
 	counts := f.Count(delta)
 	if err := kilolock.CheckQuota(st.Name, counts); err != nil {
 		return nil, err

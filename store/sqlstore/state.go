@@ -13,9 +13,23 @@ import (
 type stateRow struct {
 	id int64
 	kilolock.State
-	instances int   // the instance count of the current version
-	managed   int64 // and its managed count (quota.Counts)
-	created   bool
+	created bool
+}
+
+// versionCounts are the instance count of a state's current version and
+// its managed count (quota.Counts), which a commit adds to.
+type versionCounts struct {
+	instances int
+	managed   int64
+}
+
+// queueVersionCounts queues the read of the counts of state name's
+// current version into c (zero before its first): after lockState's
+// queries, under the state's row lock, for a commit only; a lock or an
+// unlock pays no statement for them.
+func queueVersionCounts(b *Batch, name string, c *versionCounts) {
+	b.Query(func(r Rows) error { return r.Scan(&c.instances, &c.managed) },
+		`SELECT v.instance_count, v.managed_count FROM states s JOIN state_versions v ON v.id = s.current_version_id WHERE s.name = $1`, name)
 }
 
 // stateColumns are what scanState reads. The environment's setting comes
@@ -100,12 +114,6 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 	// snapshot and read the rest.
 	b.Query(func(r Rows) (err error) { st, err = scanState(r); return err },
 		`SELECT `+stateColumns+` FROM states s WHERE s.name = $1{forupdate}`, name)
-	var (
-		instances int
-		managed   int64
-	)
-	b.Query(func(r Rows) error { return r.Scan(&instances, &managed) },
-		`SELECT v.instance_count, v.managed_count FROM states s JOIN state_versions v ON v.id = s.current_version_id WHERE s.name = $1`, name)
 	var locks []kilolock.Lock
 	b.Query(func(r Rows) error {
 		l, err := scanLock(r)
@@ -124,7 +132,7 @@ func lockState(ctx context.Context, tx Tx, name string, create bool, mode kilolo
 		}
 		return nil, notFound(name)
 	}
-	st.created, st.instances, st.managed = created == 1, instances, managed
+	st.created = created == 1
 	if locks != nil {
 		st.Locks = locks
 	}
