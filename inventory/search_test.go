@@ -73,3 +73,20 @@ func TestIdentity(t *testing.T) {
 		t.Errorf("hashes of t x, t x, t y, t arn x, u x: %x %x %x %x %x", a, b, c, d, e)
 	}
 }
+
+// SearchText holds every key and scalar value a search by text reads,
+// lowercased, in key order, and no sensitive value: a text any of them
+// holds is in it, a secret is not.
+func TestSearchText(t *testing.T) {
+	for _, tc := range []struct{ obj, want string }{
+		{`{"attributes":{"id":"I-1","tags":{"Name":"Web"},"ports":[80,true,null],"n":1.50}}`, "id\ni-1\nn\n1.50\nports\n80\ntrue\ntags\nname\nweb\n"},
+		{`{"attributes":{"host":"db.internal","password":"hunter2-secret"},"sensitive_attributes":[[{"type":"get_attr","value":"password"}]]}`, "host\ndb.internal\npassword\n"},
+		{`{"attributes":"scalar"}`, ""},
+		{`{"attributes":{}}`, ""},
+		{`not json`, ""},
+	} {
+		if got := SearchText([]byte(tc.obj)); got != tc.want {
+			t.Errorf("SearchText(%s) = %q, want %q", tc.obj, got, tc.want)
+		}
+	}
+}
