@@ -421,10 +421,28 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
+// undoDuplicatesByKey takes a database back from the schema whose
+// duplicate_objects reads the identity keys to the one before: the view
+// as its own migration made it.
+var undoDuplicatesByKey = []string{migration("0021_duplicate_objects.sql")}
+
+// undoSearchText takes a database back from the schema that added the
+// search text (and the view after it) to the one before.
+var undoSearchText = append(slices.Clone(undoDuplicatesByKey), storetest.UndoSearchTextPostgres...)
+
+// migration is the SQL of the migration file name.
+func migration(name string) string {
+	b, err := migrations.ReadFile("migrations/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // undoSpellings takes a database back from the schema that added
 // instance_intervals' spellings (and the search text after it) to the one
 // before.
-var undoSpellings = append(slices.Clone(storetest.UndoSearchTextPostgres), []string{
+var undoSpellings = append(slices.Clone(undoSearchText), []string{
 	`ALTER TABLE instance_intervals DROP COLUMN spelling`,
 	`ALTER TABLE instance_intervals DROP COLUMN canonical_hash`,
 }...)
@@ -469,7 +487,13 @@ func TestMigrateIdentityKeys(t *testing.T) {
 // current intervals as the store opens: a search by text finds what
 // states recorded before.
 func TestMigrateSearchText(t *testing.T) {
-	checkUpgrade(t, 24, storetest.UndoSearchTextPostgres, storetest.SeedSearchText, storetest.CheckSearchText) // migrations/0024_search_text.sql
+	checkUpgrade(t, 24, undoSearchText, storetest.SeedSearchText, storetest.CheckSearchText) // migrations/0024_search_text.sql
+}
+
+// Upgrading a database to schema 25 makes duplicate_objects read the
+// identity keys: it lists what states recorded before, as it did.
+func TestMigrateDuplicatesByKey(t *testing.T) {
+	checkUpgrade(t, 25, undoDuplicatesByKey, storetest.SeedIdentityKeys, storetest.CheckDuplicateView) // migrations/0025_duplicate_objects_by_key.sql
 }
 
 // checkUpgrade writes with before, takes the database back to the schema

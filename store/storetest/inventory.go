@@ -502,3 +502,21 @@ func CheckIdentityKeys(t testing.TB, s kilolock.Store) {
 		t.Errorf("duplicates after the upgrade = %+v, want bucket-1 in keys-a and keys-b", got)
 	}
 }
+
+// CheckDuplicateView checks the view duplicate_objects of SeedIdentityKeys'
+// states: the bucket both record, in each.
+func CheckDuplicateView(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	res, err := s.Query(context.Background(), kilolock.QueryLimits{}, `SELECT type, key, value, state, address, states FROM duplicate_objects ORDER BY state`)
+	if err != nil {
+		t.Fatalf("duplicate_objects: %v", err)
+	}
+	var rows []string
+	for _, r := range res.Rows {
+		rows = append(rows, strings.TrimSpace(fmt.Sprintln(r...)))
+	}
+	want := []string{"aws_s3_bucket id bucket-1 keys-a aws_s3_bucket.b 2", "aws_s3_bucket id bucket-1 keys-b aws_s3_bucket.b 2"}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("duplicate_objects after the upgrade (-want +got):\n%s", diff)
+	}
+}
