@@ -82,8 +82,19 @@ func (s *Store) scanRows(ctx context.Context, op, sql string, args []any, each f
 }
 
 // rowColumns are the columns of an inventory.Row, from the current
-// intervals i, their states s and payloads p.
-const rowColumns = `i.state_id, s.name, s.current_version, i.instance_id, i.address, i.module, i.mode, i.type, i.name, i.deposed, p.body`
+// intervals i and their states s, but its body: that of payloads p
+// joined (pBody), or looked up per row (bodyOf).
+const (
+	rowColumns = `i.state_id, s.name, s.current_version, i.instance_id, i.address, i.module, i.mode, i.type, i.name, i.deposed, `
+	pBody      = `p.body`
+	// A lookup, not a join, so that PostgreSQL counts a scan's rows by
+	// the intervals' own statistics: it takes the join on (state_id,
+	// hash) for a filter of independent columns and counts a few dozen
+	// rows of 15,000, then sorts every match of a common type for what
+	// it thinks is all of them, where walking the type's index in order
+	// stops at the batch (0.6 s against 3 ms, 150 states of 1,000).
+	bodyOf = `(SELECT p.body FROM payloads p WHERE p.state_id = i.state_id AND p.hash = i.hash)`
+)
 
 // duplicatesBatch is how many identity hashes one statement of
 // ScanDuplicates reads the objects of.
@@ -153,7 +164,7 @@ func DuplicatesSQL(scope *tenancy.QueryScope, typ string, hashes [][]byte) (stri
 		return `SELECT i.ident_hash FROM instance_intervals i` + join + ` WHERE ` + where + `
 			GROUP BY i.ident_hash HAVING count(DISTINCT i.state_id) > 1 ORDER BY i.ident_hash`, args
 	}
-	return `SELECT ` + rowColumns + ` FROM instance_intervals i
+	return `SELECT ` + rowColumns + pBody + ` FROM instance_intervals i
 		JOIN states s ON s.id = i.state_id
 		JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 		WHERE ` + where + ` AND i.ident_hash IN (SELECT k FROM {bytes ` + arg(hashes) + `} AS h)
@@ -212,10 +223,9 @@ func ScanSQL(f inventory.ScanFilter) (string, []any) {
 		// OR of the two comparisons PostgreSQL reads as a filter).
 		where = append(where, "(i.state_id, i.instance_id{C}) > ("+sid+", "+iid+")")
 	}
-	sql := `SELECT ` + rowColumns + `
+	sql := `SELECT ` + rowColumns + bodyOf + `
 		FROM instance_intervals i
 		JOIN states s ON s.id = i.state_id
-		JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 		WHERE i.valid_to IS NULL`
 	for _, w := range where {
 		sql += " AND " + w
