@@ -269,20 +269,11 @@ func TestMigrateMergedWrites(t *testing.T) {
 // undoDuplicatesByKey takes a database back from the schema whose
 // duplicate_objects reads the identity keys to the one before: the view
 // as its own migration made it.
-var undoDuplicatesByKey = []string{`DROP VIEW duplicate_objects`, migration("0019_duplicate_objects.sql")}
+var undoDuplicatesByKey = []string{`DROP VIEW duplicate_objects`, storetest.Migration(migrations, "0019_duplicate_objects.sql")}
 
 // undoSearchText takes a database back from the schema that added the
 // search text (and the view after it) to the one before.
 var undoSearchText = append(slices.Clone(undoDuplicatesByKey), storetest.UndoSearchTextSQLite...)
-
-// migration is the SQL of the migration file name.
-func migration(name string) string {
-	b, err := migrations.ReadFile("migrations/" + name)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
 
 // undoSpellings takes a database back from the schema that added
 // instance_intervals' spellings (and the search text after it) to the one

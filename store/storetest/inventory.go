@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -519,4 +520,15 @@ func CheckDuplicateView(t testing.TB, s kilolock.Store) {
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("duplicate_objects after the upgrade (-want +got):\n%s", diff)
 	}
+}
+
+// Migration is the SQL of the migration file name of a store's migrations
+// (its embedded migrations/ directory), for an undo list that restores
+// what a later migration replaced.
+func Migration(migrations fs.ReadFileFS, name string) string {
+	b, err := migrations.ReadFile("migrations/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
