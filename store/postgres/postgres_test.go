@@ -442,8 +442,8 @@ var undoSpellings = append(slices.Clone(undoSearchText), []string{
 // identity keys (and the spellings after it) to the one before.
 var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
 
-// undoClientEncryption takes a database back from schema 24 (search
-// text), 23 (instance spellings), 22 (identity keys), 19 (state moves), 18 (trust policies) and 17 (client-side
+// undoClientEncryption takes a database back from schema 25 (the view
+// by identity keys), 24 (search text), 23 (instance spellings), 22 (identity keys), 19 (state moves), 18 (trust policies) and 17 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = append(undoIdentityKeys, []string{

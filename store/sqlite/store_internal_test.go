@@ -287,8 +287,8 @@ var undoSpellings = append(slices.Clone(undoSearchText), []string{
 // identity keys (and the spellings after it) to the one before.
 var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
 
-// undoClientEncryption takes a database back from schema 22 (search
-// text), 21 (instance spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoClientEncryption takes a database back from schema 23 (the view
+// by identity keys), 22 (search text), 21 (instance spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = append(undoIdentityKeys, []string{
