@@ -28,7 +28,8 @@
 // scope lists its environments' state-name prefixes, and the store
 // applies it in SQL, so rows of other tenants never leave the database.
 //
-// A search by text still reads the current objects of the states in
-// scope that its other filters leave (no text index yet): narrow it with
-// --type or --state on a large fleet.
+// A search by text of MinIndexedText characters or more reads only the
+// objects whose SearchText holds it, through the store's text index of
+// the current objects (a commit indexes the objects it writes, masked);
+// a shorter text reads every current object its other filters leave.
 package inventory

@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,7 +115,7 @@ func ParseQuery(f Filters) (*Query, error) {
 	}
 	if f.Text != "" {
 		q.text = strings.ToLower(f.Text)
-		if prefilterable(q.text) {
+		if indexable(q.text) {
 			q.scan.Text = q.text
 		}
 	}
@@ -157,19 +158,6 @@ func narrowByAddress(s *ScanFilter, pattern string) {
 		}
 		s.Module = "module." + name
 	}
-}
-
-// prefilterable reports whether a database may look for text in an
-// object's JSON as it is: ASCII that JSON writes as it is, so that
-// lowering the JSON in SQL lowers it as Go does.
-func prefilterable(text string) bool {
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 // likeOf is the LIKE pattern (escape '\') of a state pattern.
@@ -405,12 +393,7 @@ func scalarIs(v any, want string) bool {
 func textPaths(v any, text string, path []string, out *[]string) {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			p := append(path[:len(path):len(path)], k)
 			if strings.Contains(strings.ToLower(k), text) {
 				*out = append(*out, strings.Join(p, "."))

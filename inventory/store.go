@@ -44,9 +44,10 @@ type ScanFilter struct {
 	Module string
 	// Data reads data sources too.
 	Data bool
-	// Text, when not "", is lowercase ASCII that the lowercased object's
-	// JSON contains, LIKE's wildcards in it meaning themselves (a
-	// prefilter: the caller checks the masked object).
+	// Text, when not "", is lowercase text of at least MinIndexedText
+	// characters that the object's SearchText holds, found through the
+	// store's text index (a prefilter: the caller checks the masked
+	// object).
 	Text string
 	// After is where the previous page stopped.
 	After Cursor

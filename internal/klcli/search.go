@@ -15,7 +15,7 @@ type SearchCmd struct {
 	Type       string   `help:"Resource type, matched exactly (aws_instance)." placeholder:"TYPE"`
 	Address    string   `help:"Address pattern, as reservations take them: an instance (aws_instance.web[0]), a resource (aws_instance.web), a module (module.net.*)." placeholder:"PATTERN"`
 	Attr       []string `help:"PATH=VALUE: the attribute at the dotted PATH (tags.Name, ingress.0.from_port) is VALUE; repeat for more, all must hold." placeholder:"PATH=VALUE" sep:"none"`
-	Text       string   `help:"Part of an attribute's name or value, without regard to case; sensitive values are never matched." placeholder:"TEXT"`
+	Text       string   `help:"Part of an attribute's name or value, without regard to case (of three characters or more, found through an index); sensitive values are never matched." placeholder:"TEXT"`
 	State      string   `help:"State name pattern, * matching any run of characters (a tenant's states also by their name within the environment)." placeholder:"PATTERN"`
 	Limit      int      `help:"Most hits shown; kl reads as many pages as it takes." default:"100"`
 	Data       bool     `help:"Find data sources too."`

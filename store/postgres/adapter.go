@@ -14,7 +14,8 @@ import (
 )
 
 // spell is the shared SQL in PostgreSQL's words: lists as arrays, the row
-// lock of FOR UPDATE, byte order by the "C" collation, rows by their ctid.
+// lock of FOR UPDATE, byte order by the "C" collation, rows by their ctid,
+// the text index through pg_trgm.
 var spell = sqlstore.NewSpell(func(n int) string { return "$" + strconv.Itoa(n) }, map[string]string{
 	"now":       "clock_timestamp()",
 	"C":         ` COLLATE "C"`,
@@ -26,6 +27,9 @@ var spell = sqlstore.NewSpell(func(n int) string { return "$" + strconv.Itoa(n) 
 	"rowidin": "ctid = ANY($$::tid[])",
 	"texts":   "(SELECT unnest($$::text[]) AS k)",
 	"bytes":   "(SELECT unnest($$::bytea[]) AS k)",
+	// LIKE, which the pg_trgm index instance_intervals_text answers, with
+	// the text's own wildcards escaped.
+	"textmatch": `i.search_text LIKE '%' || replace(replace(replace($$::text, '\', '\\'), '%', '\%'), '_', '\_') || '%'`,
 })
 
 // copyThreshold is the number of rows from which an Insert loads them with

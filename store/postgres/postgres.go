@@ -113,7 +113,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := s.FillIdentityKeys(ctx); err != nil {
+	if err := s.FillInventory(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}

@@ -13,8 +13,9 @@ import (
 )
 
 // spell is the shared SQL in SQLite's words: ?n placeholders, lists as
-// JSON arrays read with json_each, the rowid, and no row locks (a write
-// transaction holds the database's write lock from its BEGIN IMMEDIATE).
+// JSON arrays read with json_each, the rowid, no row locks (a write
+// transaction holds the database's write lock from its BEGIN IMMEDIATE),
+// and the text index as an FTS5 table.
 var spell = sqlstore.NewSpell(func(n int) string { return "?" + strconv.Itoa(n) }, map[string]string{
 	"now":       "kl_now()",
 	"C":         "",
@@ -23,6 +24,10 @@ var spell = sqlstore.NewSpell(func(n int) string { return "?" + strconv.Itoa(n) 
 	"texts":     "(SELECT value AS k FROM json_each($$))",
 	"bytes":     "(SELECT unhex(value) AS k FROM json_each($$))",
 	"rowidin":   "rowid IN (SELECT value FROM json_each($$))",
+	// The FTS5 index of trigrams (see migrations/0022_search_text.sql),
+	// asked for the text's every trigram (kl_trigrams).
+	"textmatch": `(i.state_id, i.instance_id) IN (SELECT r.state_id, r.instance_id FROM instance_text
+		JOIN instance_text_rows r ON r.id = instance_text.rowid WHERE instance_text MATCH kl_trigrams($$))`,
 })
 
 // timeFormat is how timestamps are stored: UTC, fixed-width microseconds.

@@ -24,22 +24,7 @@ func TestQueryPlans(t *testing.T) {
 		"current outputs":      sqlstore.SQLCurrentOutputs,
 		"versions of a number": `SELECT 1 FROM state_versions WHERE state_id = $1 AND number = $2`,
 	} {
-		rows, err := s.d.write.db.Query("EXPLAIN QUERY PLAN "+spell.Of(q), "a", 2, `["a"]`)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
+		plan := queryPlan(t, s, q, "a", 2, `["a"]`)
 		for _, step := range plan {
 			// A search of the intervals by state_id alone is a scan of
 			// the state's history; the scan of json_each is the list of keys,
@@ -51,4 +36,26 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// queryPlan is the steps of SQLite's plan of the shared SQL q.
+func queryPlan(t *testing.T, s *Store, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.d.write.db.Query("EXPLAIN QUERY PLAN "+spell.Of(q), args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }

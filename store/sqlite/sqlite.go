@@ -73,14 +73,37 @@ type dialect struct {
 }
 
 // storeDriver opens the store's own connections, with kl_now(): the
-// current time as the store keeps it (the shared SQL's {now}).
+// current time as the store keeps it (the shared SQL's {now}), and
+// kl_trigrams(text): the query of the text index for text (the shared
+// SQL's {textmatch}).
 var storeDriver = func() *sqlite.Driver {
 	d := &sqlite.Driver{}
 	d.MustRegisterScalarFunction("kl_now", 0, func(*sqlite.FunctionContext, []driver.Value) (driver.Value, error) {
 		return time.Now().UTC().Format(timeFormat), nil
 	})
+	d.MustRegisterDeterministicScalarFunction("kl_trigrams", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		text, _ := args[0].(string)
+		return trigramQuery(text), nil
+	})
 	return d
 }()
+
+// trigramQuery is the FTS5 query of the objects whose text holds every
+// trigram of text, each a quoted string ("" for a quote in it): the text
+// index keeps no positions (detail=none, a third of a first write's time
+// less), so it cannot match a phrase, and the trigrams in a row are a
+// prefilter the caller's exact check confirms.
+func trigramQuery(text string) string {
+	r := []rune(text)
+	var b strings.Builder
+	for i := 0; i+3 <= len(r); i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(`"` + strings.ReplaceAll(string(r[i:i+3]), `"`, `""`) + `"`)
+	}
+	return b.String()
+}
 
 // Option configures Open.
 type Option func(*options)
@@ -165,7 +188,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
-	if err := s.FillIdentityKeys(ctx); err != nil {
+	if err := s.FillInventory(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}

@@ -266,19 +266,29 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
+// undoDuplicatesByKey takes a database back from the schema whose
+// duplicate_objects reads the identity keys to the one before: the view
+// as its own migration made it.
+var undoDuplicatesByKey = []string{`DROP VIEW duplicate_objects`, storetest.Migration(migrations, "0019_duplicate_objects.sql")}
+
+// undoSearchText takes a database back from the schema that added the
+// search text (and the view after it) to the one before.
+var undoSearchText = append(slices.Clone(undoDuplicatesByKey), storetest.UndoSearchTextSQLite...)
+
 // undoSpellings takes a database back from the schema that added
-// instance_intervals' spellings to the one before.
-var undoSpellings = []string{
+// instance_intervals' spellings (and the search text after it) to the one
+// before.
+var undoSpellings = append(slices.Clone(undoSearchText), []string{
 	`ALTER TABLE instance_intervals DROP COLUMN spelling`,
 	`ALTER TABLE instance_intervals DROP COLUMN canonical_hash`,
-}
+}...)
 
 // undoIdentityKeys takes a database back from the schema that added the
 // identity keys (and the spellings after it) to the one before.
 var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
 
-// undoClientEncryption takes a database back from schema 21 (instance
-// spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoClientEncryption takes a database back from schema 23 (the view
+// by identity keys), 22 (search text), 21 (instance spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = append(undoIdentityKeys, []string{
@@ -307,6 +317,19 @@ func TestMigrateSpellings(t *testing.T) {
 // recorded before.
 func TestMigrateIdentityKeys(t *testing.T) {
 	checkUpgrade(t, 20, undoIdentityKeys, storetest.SeedIdentityKeys, storetest.CheckIdentityKeys) // migrations/0020_identity_keys.sql
+}
+
+// Upgrading a database to schema 22 works out the search text of the
+// current intervals as the store opens: a search by text finds what
+// states recorded before.
+func TestMigrateSearchText(t *testing.T) {
+	checkUpgrade(t, 22, undoSearchText, storetest.SeedSearchText, storetest.CheckSearchText) // migrations/0022_search_text.sql
+}
+
+// Upgrading a database to schema 23 makes duplicate_objects read the
+// identity keys: it lists what states recorded before, as it did.
+func TestMigrateDuplicatesByKey(t *testing.T) {
+	checkUpgrade(t, 23, undoDuplicatesByKey, storetest.SeedIdentityKeys, storetest.CheckDuplicateView) // migrations/0023_duplicate_objects_by_key.sql
 }
 
 // checkUpgrade writes with before, takes the database back to the schema

@@ -274,7 +274,7 @@ func (s *Store) Restore(ctx context.Context, r io.Reader, lim retention.RestoreL
 		return nil, err
 	}
 	// A backup of an older release has intervals without identity keys.
-	if err := s.FillIdentityKeys(ctx); err != nil {
+	if err := s.FillInventory(ctx); err != nil {
 		return nil, err
 	}
 	sum.Bytes = cr.n

@@ -25,7 +25,7 @@ var BackupTables = []BackupTable{
 	table("instance_intervals", "state_id, instance_id, valid_from", "state_id int", "instance_id text", "address text",
 		"module text", "mode text", "type text", "name text", "index_key text", "deposed text", "each text",
 		"provider text", "status text", "hash bytes", "valid_from int", "valid_to int", "ident_key text", "ident_hash bytes",
-		"spelling bytes", "canonical_hash bytes"),
+		"spelling bytes", "canonical_hash bytes", "search_text text"),
 	table("output_intervals", "state_id, name, valid_from", "state_id int", "name text", "hash bytes", "sensitive bool",
 		"valid_from int", "valid_to int"),
 	table("rejected_commits", "id", "id int", "state_id int", "created_at time", "lock_id text", "actor text",
@@ -75,7 +75,18 @@ var notBackedUp = map[string]string{
 	"kl_settings":       "the PostgreSQL query role's login, made anew by each database",
 	"sqlite_sequence":   "SQLite's own counters, set again by the restored ids",
 	"kl_query_scopes":   "the scope of one tenant's query in flight, written and removed by kld around that query",
+	// The SQLite store's text index: an FTS5 table, what FTS5 keeps of it,
+	// and the intervals its rows stand for, all kept by triggers from
+	// instance_intervals.search_text as a restore writes it.
+	"instance_text":         textIndex,
+	"instance_text_data":    textIndex,
+	"instance_text_idx":     textIndex,
+	"instance_text_docsize": textIndex,
+	"instance_text_config":  textIndex,
+	"instance_text_rows":    textIndex,
 }
+
+const textIndex = "the SQLite store's text index of the current objects, made anew from instance_intervals.search_text as the restore writes it"
 
 // BackupTable is one table of BackupTables: its name, the columns it is
 // read in order of (its primary key), and its columns.

@@ -452,7 +452,7 @@ var (
 	versionColumns = []string{"state_id", "number", "serial", "lineage", "terraform_version", "source", "actor", "lock_id",
 		"base_serial", "merged", "added", "changed", "removed", "instance_count", "managed_count", "format", "check_results"}
 	openColumns = []string{"state_id", "valid_from", "instance_id", "address", "module", "mode", "type", "name",
-		"index_key", "deposed", "each", "provider", "status", "hash", "ident_key", "ident_hash", "spelling", "canonical_hash"}
+		"index_key", "deposed", "each", "provider", "status", "hash", "ident_key", "ident_hash", "spelling", "canonical_hash", "search_text"}
 	outputColumns  = []string{"state_id", "valid_from", "name", "hash", "sensitive"}
 	payloadColumns = []string{"state_id", "hash", "body"}
 )
@@ -491,7 +491,9 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	// transaction, under the state's row lock, which every writer of the
 	// state's intervals holds: so they are still the current intervals.
 	if len(ch.closeIDs) > 0 {
-		b.Exec(counter(stats, len(ch.closeIDs), intBytes), `UPDATE instance_intervals SET valid_to = $1
+		// A closed interval keeps no search text: only the current
+		// objects are searched, and their text is all the index holds.
+		b.Exec(counter(stats, len(ch.closeIDs), intBytes), `UPDATE instance_intervals SET valid_to = $1, search_text = NULL
 			WHERE {rowidin $2}`, v.Number, ch.closeIDs)
 	}
 	if len(ch.closeOutputs) > 0 {
@@ -530,24 +532,20 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 	// of a large state would otherwise hold them all at once beside its
 	// graph (about 600 bytes an instance).
 	// Each opened object's identity key, which the duplicates across
-	// states group by (inventory.IdentityKey), is worked out once, here.
+	// states group by (inventory.IdentityKey), and its search text, which
+	// the text index holds (inventory.SearchText), are worked out once,
+	// here: an unchanged object opens no interval, and is not read again.
 	insert(b, stats, "instance_intervals", openColumns, stateID, len(ch.opens), func(i int) []any {
 		in := ch.opens[i]
 		r := &in.Resource
-		var (
-			identKey  string
-			identHash []byte
-		)
-		if r.Mode == "managed" && in.Deposed == "" {
-			obj, err := c.Object(in)
-			if err != nil && readErr == nil {
-				readErr = err
-			}
-			identKey, identHash = inventory.IdentityKey(r.Mode, r.Type, in.Deposed, obj)
+		obj, err := c.Object(in)
+		if err != nil && readErr == nil {
+			readErr = err
 		}
+		identKey, identHash := inventory.IdentityKey(r.Mode, r.Type, in.Deposed, obj)
 		spelling, canonical := cur.spelling(in)
 		return []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
-			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash, spelling, canonical}
+			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash, spelling, canonical, inventory.SearchText(obj)}
 	})
 	insert(b, stats, "output_intervals", outputColumns, stateID, len(ch.outputs), func(i int) []any {
 		o := ch.outputs[i]

@@ -177,6 +177,10 @@ func (b *Batch) InsertRows(done func(int64) error, table string, columns []strin
 //	{rowidin $n} a condition: the row's identity is in the list $n
 //	{texts $n}   a FROM item (column k) of the strings of list $n
 //	{bytes $n}   the same of a list of byte strings
+//	{textmatch $n} a condition, found through the text index: the
+//	             current interval i's search_text holds the text $n
+//	             (lowercase, of inventory.MinIndexedText characters or
+//	             more), or may (a prefilter: every trigram of it)
 //
 // Results are kept: the shared SQL is a small, fixed set of strings.
 type Spell struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -127,6 +128,16 @@ func testInventory(t *testing.T, open Opener) {
 			{"text", inventory.Filters{Text: "SUBNET-ALPHA"}, each("module.net.aws_subnet.a", "ws_a.env_a.net")},
 			{"text of an unmasked attribute of a secret's object", inventory.Filters{Text: "db-beta.internal"}, each("aws_db_instance.db", "ws_b.env_b.net")},
 			{"text with a quote", inventory.Filters{Text: `"`}, []string{}},
+			{"text with a quote, indexed", inventory.Filters{Text: `"i-alpha`}, []string{}},
+			// LIKE's wildcards mean themselves: web_ is no web-.
+			{"text with a wildcard", inventory.Filters{Text: "web_"}, []string{}},
+			{"text with a wildcard, of a state", inventory.Filters{Text: "web%"}, []string{}},
+			// Shorter than the index finds: every object is checked.
+			{"short text", inventory.Filters{Text: "PH"}, []string{"ws_a.env_a.net aws_instance.web[0]", "ws_a.env_a.net module.net.aws_subnet.a",
+				"ws_a.env_a.net aws_db_instance.db", "plain aws_instance.web[0] deposed 0badcafe"}},
+			{"text of a key", inventory.Filters{Text: "cidr_bl"}, each("module.net.aws_subnet.a", all...)},
+			{"text of a data source", inventory.Filters{Text: "ubuntu-gamma", Data: true}, each("data.aws_ami.ubuntu", "plain")},
+			{"text of a data source, without data", inventory.Filters{Text: "ubuntu-gamma"}, []string{}},
 			{"state", inventory.Filters{State: "plain", Type: "time_static"}, each("time_static.copy", "plain")},
 			{"everything managed", inventory.Filters{State: "ws_b.env_b.net"}, []string{"ws_b.env_b.net aws_db_instance.db", "ws_b.env_b.net aws_instance.web[0]", "ws_b.env_b.net module.net.aws_subnet.a", "ws_b.env_b.net time_static.born"}},
 		} {
@@ -302,6 +313,39 @@ func testInventory(t *testing.T, open Opener) {
 			t.Errorf("pages gave %d objects, want %d", len(seen), n)
 		}
 	})
+
+	// The text index holds the current objects only: a text an object
+	// held before its state's latest write, or that a deleted state held,
+	// is not found; the text it holds now is.
+	t.Run("TextOfCurrentObjects", func(t *testing.T) {
+		found := func(text string) []string {
+			t.Helper()
+			return hitKeys(search(t, is, nil, inventory.Filters{Text: text}).Hits)
+		}
+		note := resource("aws_ssm_parameter", "note")
+		c := next(t, s, "texts")
+		c.Upserts = append(c.Upserts, instance(t, note, graph.IndexKey{}, `{"id":"note-1","value":"first-words"}`),
+			instance(t, resource("aws_ssm_parameter", "kept"), graph.IndexKey{}, `{"id":"note-2","value":"kept-words"}`))
+		commit(t, s, "texts", c)
+		c = next(t, s, "texts")
+		c.Upserts = append(c.Upserts, instance(t, note, graph.IndexKey{}, `{"id":"note-1","value":"second-words"}`))
+		commit(t, s, "texts", c)
+		for text, want := range map[string][]string{
+			"first-words":  {},
+			"second-words": {"texts aws_ssm_parameter.note"},
+			"-words":       {"texts aws_ssm_parameter.kept", "texts aws_ssm_parameter.note"},
+		} {
+			if got := found(text); !slices.Equal(got, want) {
+				t.Errorf("text %q: %v, want %v", text, got, want)
+			}
+		}
+		if _, err := s.Delete(context.Background(), "texts", kilolock.DeleteOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		if got := found("-words"); len(got) != 0 {
+			t.Errorf("text of a deleted state: %v", got)
+		}
+	})
 }
 
 // testInventoryLeaks is the inventory's leak matrix: every filter, with
@@ -382,6 +426,57 @@ var UndoIdentityKeys = []string{
 	`ALTER TABLE instance_intervals DROP COLUMN ident_hash`,
 }
 
+// UndoSearchTextPostgres takes a PostgreSQL database back from the
+// schema that added the search text (its migration 24) to the one before
+// (pg_trgm, which the migration creates if it must, stays).
+var UndoSearchTextPostgres = []string{
+	`DROP INDEX instance_intervals_text`,
+	`DROP INDEX instance_intervals_text_pending`,
+	`ALTER TABLE instance_intervals DROP COLUMN search_text`,
+}
+
+// UndoSearchTextSQLite takes a SQLite database back from the schema that
+// added the search text (its migration 22) to the one before.
+var UndoSearchTextSQLite = []string{
+	`DROP TRIGGER instance_text_open`,
+	`DROP TRIGGER instance_text_update`,
+	`DROP TRIGGER instance_text_delete`,
+	`DROP TABLE instance_text`,
+	`DROP TABLE instance_text_rows`,
+	`DROP INDEX instance_intervals_text_pending`,
+	`ALTER TABLE instance_intervals DROP COLUMN search_text`,
+}
+
+// SeedSearchText commits a state of two objects, for a test of the
+// migration that adds the search text: undo it, open the store again,
+// and CheckSearchText finds them by text from the texts the store filled
+// in as it opened.
+func SeedSearchText(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	c := &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: lineage, Source: kilolock.SourcePush, Format: "compact"}}
+	c.Upserts = append(c.Upserts,
+		instance(t, resource("aws_s3_bucket", "a"), graph.IndexKey{}, `{"id":"bucket-before-upgrade","tags":{"Team":"Platform"}}`),
+		instance(t, resource("aws_s3_bucket", "b"), graph.IndexKey{}, `{"id":"other"}`))
+	if _, _, err := s.Commit(context.Background(), "texts-upgraded", c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckSearchText checks a search by text of SeedSearchText's state.
+func CheckSearchText(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	is := inventoryStore(t, s)
+	for text, want := range map[string][]string{
+		"before-upgrade": {"texts-upgraded aws_s3_bucket.a"},
+		"platform":       {"texts-upgraded aws_s3_bucket.a"},
+		"nowhere":        {},
+	} {
+		if got := hitKeys(search(t, is, nil, inventory.Filters{Text: text}).Hits); !slices.Equal(got, want) {
+			t.Errorf("text %q after the upgrade: %v, want %v", text, got, want)
+		}
+	}
+}
+
 // SeedIdentityKeys commits two states that record the same bucket and one
 // that records another, for a test of the migration that adds identity
 // keys: undo it, open the store again, and CheckIdentityKeys finds the
@@ -407,4 +502,33 @@ func CheckIdentityKeys(t testing.TB, s kilolock.Store) {
 	if len(got) != 1 || got[0].Value != "bucket-1" || len(got[0].Objects) != 2 || got[0].Objects[0].State != "keys-a" || got[0].Objects[1].State != "keys-b" {
 		t.Errorf("duplicates after the upgrade = %+v, want bucket-1 in keys-a and keys-b", got)
 	}
+}
+
+// CheckDuplicateView checks the view duplicate_objects of SeedIdentityKeys'
+// states: the bucket both record, in each.
+func CheckDuplicateView(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	res, err := s.Query(context.Background(), kilolock.QueryLimits{}, `SELECT type, key, value, state, address, states FROM duplicate_objects ORDER BY state`)
+	if err != nil {
+		t.Fatalf("duplicate_objects: %v", err)
+	}
+	var rows []string
+	for _, r := range res.Rows {
+		rows = append(rows, strings.TrimSpace(fmt.Sprintln(r...)))
+	}
+	want := []string{"aws_s3_bucket id bucket-1 keys-a aws_s3_bucket.b 2", "aws_s3_bucket id bucket-1 keys-b aws_s3_bucket.b 2"}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("duplicate_objects after the upgrade (-want +got):\n%s", diff)
+	}
+}
+
+// Migration is the SQL of the migration file name of a store's migrations
+// (its embedded migrations/ directory), for an undo list that restores
+// what a later migration replaced.
+func Migration(migrations fs.ReadFileFS, name string) string {
+	b, err := migrations.ReadFile("migrations/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
