@@ -13,9 +13,11 @@ import (
 // id; ok is false when it has none, or a masked one. Sensitive values are
 // masked before it looks, so none is ever a key.
 func Identity(obj []byte) (key, value string, ok bool) {
-	if m, sensitive := graph.MaskedInstanceObject(obj); sensitive {
-		obj = m
-	}
+	return identity(masked(obj))
+}
+
+// identity is Identity of a masked instance object.
+func identity(obj []byte) (key, value string, ok bool) {
 	var o struct {
 		Identity   map[string]any `json:"identity"`
 		Attributes struct {
@@ -55,10 +57,27 @@ func IdentityKey(mode, typ, deposed string, obj []byte) (key string, hash []byte
 	if mode != "managed" || deposed != "" {
 		return "", nil
 	}
-	key, value, ok := Identity(obj)
+	return identityKey(typ, masked(obj))
+}
+
+// identityKey is IdentityKey of a masked object of a managed, current
+// instance.
+func identityKey(typ string, obj []byte) (key string, hash []byte) {
+	key, value, ok := identity(obj)
 	if !ok {
 		return "", nil
 	}
 	h := sha256.Sum256([]byte(typ + "\x00" + key + "\x00" + value))
 	return key, h[:16]
+}
+
+// Record is what a store records of an instance object at commit for the
+// inventory: IdentityKey and SearchText, of one masked copy of obj (a
+// commit works both out for every object it writes).
+func Record(mode, typ, deposed string, obj []byte) (key string, hash []byte, text string) {
+	obj = masked(obj)
+	if mode == "managed" && deposed == "" {
+		key, hash = identityKey(typ, obj)
+	}
+	return key, hash, searchText(obj)
 }

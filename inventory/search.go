@@ -328,9 +328,20 @@ func (q *Query) match(r *Row) (Hit, bool) {
 // maskedAttributes decodes the attributes of an instance object, with its
 // sensitive values masked.
 func maskedAttributes(obj []byte) (any, bool) {
+	return attributes(masked(obj))
+}
+
+// masked is an instance object with its sensitive values masked: obj
+// itself when it marks none.
+func masked(obj []byte) []byte {
 	if m, sensitive := graph.MaskedInstanceObject(obj); sensitive {
-		obj = m
+		return m
 	}
+	return obj
+}
+
+// attributes decodes the attributes of a masked instance object.
+func attributes(obj []byte) (any, bool) {
 	var o struct {
 		Attributes json.RawMessage `json:"attributes"`
 	}

@@ -92,6 +92,25 @@ func TestSearchText(t *testing.T) {
 	}
 }
 
+// Record, what a commit records, is IdentityKey and SearchText of the
+// same object, masked once.
+func TestRecord(t *testing.T) {
+	for _, obj := range []string{
+		`{"attributes":{"id":"i-1","tags":{"Name":"Web"}}}`,
+		`{"attributes":{"id":"hunter2-secret","host":"db"},"sensitive_attributes":[[{"type":"get_attr","value":"id"}]]}`,
+		`{"identity":{"account":"1","name":"b"},"attributes":{"arn":"arn:x","id":"b"}}`,
+		`not json`,
+	} {
+		for _, m := range [][2]string{{"managed", ""}, {"data", ""}, {"managed", "00000001"}} {
+			key, hash, text := Record(m[0], "t", m[1], []byte(obj))
+			wantKey, wantHash := IdentityKey(m[0], "t", m[1], []byte(obj))
+			if key != wantKey || !bytes.Equal(hash, wantHash) || text != SearchText([]byte(obj)) {
+				t.Errorf("Record(%s, %s, %q) = %q %x %q, want %q %x %q", m[0], obj, m[1], key, hash, text, wantKey, wantHash, SearchText([]byte(obj)))
+			}
+		}
+	}
+}
+
 // BenchmarkSearchText is what a commit spends on each object it writes
 // for the text index: about 300 bytes of attributes, as
 // storetest.BenchInventory's.

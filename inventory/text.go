@@ -19,7 +19,12 @@ const MinIndexedText = 3
 // the objects whose SearchText holds the text, and miss none), and no
 // sensitive value ever is. An object with no attributes has "".
 func SearchText(obj []byte) string {
-	attrs, ok := maskedAttributes(obj)
+	return searchText(masked(obj))
+}
+
+// searchText is SearchText of a masked instance object.
+func searchText(obj []byte) string {
+	attrs, ok := attributes(obj)
 	if !ok {
 		return ""
 	}

@@ -542,10 +542,10 @@ func (ch *changes) write(ctx context.Context, tx Tx, stateID int64, v *kilolock.
 		if err != nil && readErr == nil {
 			readErr = err
 		}
-		identKey, identHash := inventory.IdentityKey(r.Mode, r.Type, in.Deposed, obj)
+		identKey, identHash, text := inventory.Record(r.Mode, r.Type, in.Deposed, obj)
 		spelling, canonical := cur.spelling(in)
 		return []any{nil, v.Number, in.ID(), in.Address(), r.Module, r.Mode, r.Type, r.Name, in.Key.JSON(), in.Deposed,
-			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash, spelling, canonical, inventory.SearchText(obj)}
+			r.Each, r.Provider, in.Status, cur.address(in.Hash), identKey, identHash, spelling, canonical, text}
 	})
 	insert(b, stats, "output_intervals", outputColumns, stateID, len(ch.outputs), func(i int) []any {
 		o := ch.outputs[i]
