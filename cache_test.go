@@ -151,12 +151,12 @@ type readCounter struct {
 }
 
 // readCounts counts versions read whole, versions' hashes read, reads of
-// some instances and the instances they asked for, and the spellings the
-// hashes came with.
-type readCounts struct{ whole, hashes, some, ids, spelled int }
+// some instances and the instances they asked for, the spellings the
+// hashes came with, and versions' outputs read.
+type readCounts struct{ whole, hashes, some, ids, spelled, outputs int }
 
 func (a readCounts) minus(b readCounts) readCounts {
-	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids, a.spelled - b.spelled}
+	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids, a.spelled - b.spelled, a.outputs - b.outputs}
 }
 
 func newReadCounter(t *testing.T, s kilolock.Store) *readCounter {
@@ -190,6 +190,11 @@ func (r *readCounter) Snapshot(ctx context.Context, name string, number int64) (
 func (r *readCounter) SnapshotEach(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
 	r.count(func(n *readCounts) { n.whole++ })
 	return r.ss.SnapshotEach(ctx, name, number, each)
+}
+
+func (r *readCounter) SnapshotOutputs(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {
+	r.count(func(n *readCounts) { n.outputs++ })
+	return r.ir.SnapshotOutputs(ctx, name, number)
 }
 
 func (r *readCounter) SnapshotHashes(ctx context.Context, name string, number int64) (*kilolock.Snapshot, map[string]graph.Hash, map[graph.Hash]graph.Spelled, error) {

@@ -221,6 +221,11 @@ type IndexReader interface {
 	// hold is left out. ErrNotFound when the state or the version does not
 	// exist.
 	SnapshotSome(ctx context.Context, name string, number int64, ids []string) ([]Instance, error)
+	// SnapshotOutputs is Snapshot with its Instances and Raw left empty:
+	// the version and its outputs, read without a row of its instances
+	// (what history's views read of each version a change sits between,
+	// for its secrets). ErrNotFound as for Snapshot.
+	SnapshotOutputs(ctx context.Context, name string, number int64) (*Snapshot, error)
 }
 
 // TagResolver is a Store that keeps tags: the Engine resolves a tag's

@@ -94,3 +94,41 @@ func BenchmarkHistoryOps(b *testing.B) {
 		return true
 	})
 }
+
+// BenchmarkAddressHistory measures `kl history --address` of an instance
+// that 50 versions of a 10,000-instance state changed, on both stores: it
+// reads the intervals of the address and the outputs of the versions
+// either side of each change, so its cost must not grow with the state.
+func BenchmarkAddressHistory(b *testing.B) {
+	const n, changes = 10000, 50
+	ctx := context.Background()
+	enginetest.EachStore(b, func(b *testing.B, store string, open func(testing.TB) kilolock.Store) bool {
+		b.Run(store, func(b *testing.B) {
+			e := kilolock.NewEngine(open(b), kilolock.Options{})
+			doc := graphtest.Generate(n, 64, graph.FormatCompact)
+			if _, err := e.Write(ctx, "big", doc, kilolock.WriteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			g, _, err := e.Graph(ctx, "big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := g.Instances[0]
+			for v := range changes {
+				g.Serial++
+				g.Instances[0].Object = append([]byte(`{"kl_bench":`+strconv.Itoa(v)+`,`), in.Object[1:]...)
+				if _, err := e.Write(ctx, "big", g.Render(g.Format), kilolock.WriteOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				h, err := history.AddressHistory(ctx, e, "big", in.Address())
+				if err != nil || len(h) != changes+1 {
+					b.Fatalf("%d changes, %v; want %d", len(h), err, changes+1)
+				}
+			}
+		})
+		return true
+	})
+}

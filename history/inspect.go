@@ -230,8 +230,7 @@ type AddressChange struct {
 // — newest first, with the attribute paths that changed, masked by graph's
 // one rule with the secrets of the sensitive outputs of the versions
 // either side of each change. Its cost is that of the intervals of the
-// address and of the outputs (and instance hashes) of those versions, not
-// of their instances' objects.
+// address and of the outputs of those versions, not of their instances.
 // ErrNotFound when the state does not exist or no version ever held
 // address.
 func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address string) ([]AddressChange, error) {
@@ -303,7 +302,7 @@ func AddressHistory(ctx context.Context, e *kilolock.Engine, name, address strin
 
 // versionSecrets returns what gives the secrets (graph.OutputSecrets) of
 // the version that made a change and of the one before it, each version's
-// read once: its outputs without its instances' objects where the store
+// read once: its outputs without a row of its instances where the store
 // can (kilolock.IndexReader). A version retention pruned has no secrets
 // left to read.
 func versionSecrets(ctx context.Context, e *kilolock.Engine, name string) func(changedAt int64) (graph.Secrets, error) {
@@ -317,7 +316,7 @@ func versionSecrets(ctx context.Context, e *kilolock.Engine, name string) func(c
 			err  error
 		)
 		if ir, ok := e.Store().(kilolock.IndexReader); ok {
-			snap, _, _, err = ir.SnapshotHashes(ctx, name, n)
+			snap, err = ir.SnapshotOutputs(ctx, name, n)
 		} else {
 			snap, err = e.Store().Snapshot(ctx, name, n)
 		}

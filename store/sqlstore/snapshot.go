@@ -84,13 +84,21 @@ func (s *Store) SnapshotSome(ctx context.Context, name string, number int64, ids
 	return snap.Instances, nil
 }
 
+// SnapshotOutputs is Snapshot without its instances or raw document
+// (kilolock.IndexReader): the version and its outputs.
+func (s *Store) SnapshotOutputs(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {
+	return s.snapshot(ctx, name, number, snapshotPart{outputs: true})
+}
+
 // snapshotPart is what snapshot reads of a version: everything (the zero
 // snapshotPart), its instances given to each one at a time, only the
-// hashes of its instances (into hashes; no raw document either), or only
-// the instances of ids (no outputs either).
+// hashes of its instances (into hashes; no raw document either), only
+// the instances of ids (no outputs either), or only its outputs (no raw
+// document either).
 type snapshotPart struct {
-	each   func(*kilolock.Instance) error
-	hashes map[string]graph.Hash
+	outputs bool
+	each    func(*kilolock.Instance) error
+	hashes  map[string]graph.Hash
 	// spelled, with hashes, gets the instances' spellings the
 	// intervals keep.
 	spelled map[graph.Hash]graph.Spelled
@@ -101,7 +109,7 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, part sn
 	snap := &kilolock.Snapshot{}
 	each := part.each
 	raw := "r.raw, r.sealed"
-	if part.hashes != nil || part.ids != nil {
+	if part.hashes != nil || part.ids != nil || part.outputs {
 		raw = "NULL, NULL"
 	}
 	err := s.read(ctx, "snapshot", func(tx Tx) error {
@@ -140,7 +148,7 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, part sn
 		switch {
 		case part.ids != nil:
 			snap.Instances = make([]kilolock.Instance, 0, len(part.ids))
-		case each == nil && part.hashes == nil:
+		case each == nil && part.hashes == nil && !part.outputs:
 			snap.Instances = make([]kilolock.Instance, 0, max(v.Instances, 0))
 		}
 		snap.Outputs = []kilolock.Output{}
@@ -158,6 +166,8 @@ func (s *Store) snapshot(ctx context.Context, name string, number int64, part sn
 		instances := `SELECT ` + instanceSelect + ` FROM instance_intervals i JOIN payloads p ON p.state_id = i.state_id AND p.hash = i.hash
 			WHERE i.state_id = $1 AND ` + valid
 		switch {
+		case part.outputs:
+			// No instance: the outputs' query below only.
 		case part.hashes != nil:
 			b.Query(readSpelled(part.hashes, part.spelled), `SELECT i.instance_id, i.hash, i.spelling, i.canonical_hash
 				FROM instance_intervals i WHERE i.state_id = $1 AND `+valid, args...)

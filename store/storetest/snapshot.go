@@ -312,9 +312,9 @@ func checkSnapshotEach(t *testing.T, s kilolock.SnapshotStreamer, name string, h
 
 // checkIndexReader checks that SnapshotHashes gives each version's
 // instance hashes by ID and the rest of its Snapshot but its raw
-// document, that SnapshotSome gives the instances asked for that the
+// document, that SnapshotOutputs gives that rest too, that SnapshotSome gives the instances asked for that the
 // version holds, objects and all, and that a missing version is
-// ErrNotFound for both.
+// ErrNotFound for each.
 func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history []model) {
 	t.Helper()
 	ctx := context.Background()
@@ -345,6 +345,13 @@ func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history
 			if w, ok := m.outputs[out.Name]; !ok || w.Hash != out.Hash {
 				t.Errorf("SnapshotHashes(%d): output %s of hash %x, want %x", n, out.Name, out.Hash, w.Hash)
 			}
+		}
+		outs, err := s.SnapshotOutputs(ctx, name, n)
+		if err != nil {
+			t.Fatalf("SnapshotOutputs(%d): %v", n, err)
+		}
+		if diff := cmp.Diff(snap, outs, cmpOpts...); diff != "" {
+			t.Errorf("SnapshotOutputs(%d) is not SnapshotHashes' snapshot (-hashes +outputs):\n%s", n, diff)
 		}
 		// Some IDs it holds, one of another version, one never committed.
 		var ids []string
@@ -381,6 +388,8 @@ func checkIndexReader(t *testing.T, s kilolock.IndexReader, name string, history
 	_, _, _, err := s.SnapshotHashes(ctx, name, last+1)
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, err = s.SnapshotSome(ctx, name, last+1, []string{"x"})
+	errorIs(t, err, kilolock.ErrNotFound)
+	_, err = s.SnapshotOutputs(ctx, name, last+1)
 	errorIs(t, err, kilolock.ErrNotFound)
 	_, _, _, err = s.SnapshotHashes(ctx, "no-such-state", 1)
 	errorIs(t, err, kilolock.ErrNotFound)
