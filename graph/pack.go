@@ -54,8 +54,8 @@ func (s *State) Pack() Packed {
 	for i := range s.Instances {
 		in := &s.Instances[i]
 		r := &in.Resource
-		for _, f := range [...]string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider, in.Key.Str, in.Deposed, in.Status} {
-			b = w.ref(b, f)
+		for k, f := range [...]string{r.Module, r.Mode, r.Type, r.Name, r.Each, r.Provider, in.Key.Str, in.Deposed, in.Status} {
+			b = w.field(b, k, f)
 		}
 		b = append(b, byte(in.Key.Kind))
 		b = binary.AppendVarint(b, in.Key.Int)
@@ -107,16 +107,38 @@ func (s *State) Pack() Packed {
 type packWriter struct {
 	strs map[string]uint64
 	list []string
+	// last is each header field's string in the instance before and its
+	// number: the instances of a resource share all but their key, so
+	// most fields are numbered without a look-up in strs.
+	last [9]struct {
+		s   string
+		n   uint64
+		set bool
+	}
+}
+
+// field is ref of the k-th of an instance's header fields.
+func (w *packWriter) field(b []byte, k int, s string) []byte {
+	l := &w.last[k]
+	if !l.set || l.s != s {
+		l.s, l.n, l.set = s, w.number(s), true
+	}
+	return binary.AppendUvarint(b, l.n)
 }
 
 func (w *packWriter) ref(b []byte, s string) []byte {
+	return binary.AppendUvarint(b, w.number(s))
+}
+
+// number is s's number, given the first time it is asked for.
+func (w *packWriter) number(s string) uint64 {
 	n, ok := w.strs[s]
 	if !ok {
 		n = uint64(len(w.list))
 		w.strs[s] = n
 		w.list = append(w.list, s)
 	}
-	return binary.AppendUvarint(b, n)
+	return n
 }
 
 // str appends s itself: a string of the state, not of its instances.

@@ -74,3 +74,29 @@ func TestPack(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkPack is what a cached write pays to pack the index it leaves
+// (500 instances, the fleet benchmark's state) and to unpack it again for
+// the next write.
+func BenchmarkPack(b *testing.B) {
+	st, err := graph.Parse(graphtest.Generate(500, 300, graph.FormatIndent))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.Lean()
+	b.Run("pack", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			st.Pack()
+		}
+	})
+	b.Run("unpack", func(b *testing.B) {
+		p := st.Pack()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Unpack(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

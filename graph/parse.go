@@ -149,10 +149,14 @@ type pending struct {
 	start, end int
 	index      int
 	scanned    bool // obj, canon and head are set
-	canon      bool
-	obj        []byte
-	head       head
-	spelling   Hash // of a lean instance
+	// hashed: rawHash (the fragment's hash before its header's) and sum
+	// are set, by the guess that skipped validating it (see skipKnown).
+	hashed       bool
+	rawHash, sum uint64
+	canon        bool
+	obj          []byte
+	head         head
+	spelling     Hash // of a lean instance
 }
 
 // instanceID is what makes an instance unique in a state: its address and
@@ -179,6 +183,9 @@ type parser struct {
 	prevNext []int32
 	prevObjs map[Hash]int32 // prev's instances that know no fragment, by Hash
 	prevOuts map[string]int
+	// guess is the instance of prev the next one in the document is
+	// likely to be (the one after the last found there): see skipKnown.
+	guess int
 
 	notObject   error
 	env         envelope
@@ -740,11 +747,14 @@ func (p *parser) instances(ri int) bool {
 			}
 			p.fieldf(at, "an instance must be an object", "resources[%d].instances[%d]", ri, ii)
 		case p.reuse:
-			// The hot path: validate only; most instances are found in prev.
-			if !s.value(instanceDepth, 0) {
+			// The hot path: validate only; most instances are found in prev,
+			// and those spelled as the one guessed need no validating.
+			pd := pending{start: at, index: ii}
+			if !p.skipKnown(&pd) && !s.value(instanceDepth, 0) {
 				return false
 			}
-			p.pend = append(p.pend, pending{start: at, end: s.pos, index: ii})
+			pd.end = s.pos
+			p.pend = append(p.pend, pd)
 		default:
 			pd := pending{start: at, index: ii, scanned: true}
 			var ok bool
@@ -911,18 +921,51 @@ func (p *parser) setupReuse() {
 // more (see Detach): the two 64-bit hashes, of independent random seeds,
 // stand for the bytes; two different fragments of one length share both
 // with a chance of 2^-128.
-func (p *parser) lookup(h, sum uint64, r *Resource, frag []byte) *Instance {
+func (p *parser) lookup(h, sum uint64, r *Resource, frag []byte) int {
 	j, ok := p.prevIdx[h]
 	if !ok {
-		return nil
+		return -1
 	}
 	for ; j >= 0; j = p.prevNext[j] {
 		in := &p.prev.Instances[j]
 		if in.fragHash == h && in.fragSum == sum && in.fragLen == len(frag) && in.Resource == *r {
-			return in
+			return int(j)
 		}
 	}
-	return nil
+	return -1
+}
+
+// skipKnown moves past the instance at pd.start without validating it when
+// its bytes are those of prev's instance p.guess (both of its hashes
+// match over its fragment's length), which a parse validated in the same
+// place of a document of the same layout, and records the hashes in pd
+// for finishResource, which decides (by its resource header too) whether
+// it is that instance. An unchanged instance so costs two hash passes
+// over its bytes, not a scan as well. When the bytes differ it moves on
+// the guess (a changed instance is most often where it was) and reports
+// false: the caller validates the instance.
+func (p *parser) skipKnown(pd *pending) bool {
+	if p.prevIdx == nil || p.guess >= len(p.prev.Instances) {
+		return false
+	}
+	in := &p.prev.Instances[p.guess]
+	p.guess++
+	end := pd.start + in.fragLen
+	if !in.parsedAs() || in.fragmentFormat != p.format || end > len(p.s.data) {
+		return false
+	}
+	frag := p.s.data[pd.start:end]
+	sum := maphash.Bytes(sumSeed, frag)
+	if sum != in.fragSum {
+		return false
+	}
+	raw := maphash.Bytes(fragmentSeed, frag)
+	if raw^headerHash(&in.Resource) != in.fragHash {
+		return false
+	}
+	pd.hashed, pd.rawHash, pd.sum = true, raw, sum
+	p.s.pos = end
+	return true
 }
 
 // headerHash is the part of an instance's fragment hash that comes from its
@@ -949,11 +992,14 @@ func (p *parser) finishResource(ri int, r *Resource) {
 		pd := &p.pend[i]
 		again.At(pd.start)
 		frag := s.data[pd.start:pd.end:pd.end]
-		fh := maphash.Bytes(fragmentSeed, frag) ^ hh
-		sum := maphash.Bytes(sumSeed, frag)
+		if !pd.hashed {
+			pd.rawHash, pd.sum = maphash.Bytes(fragmentSeed, frag), maphash.Bytes(sumSeed, frag)
+		}
+		fh, sum := pd.rawHash^hh, pd.sum
 		if p.prevIdx != nil {
-			if old := p.lookup(fh, sum, r, frag); old != nil {
-				in := *old
+			if j := p.lookup(fh, sum, r, frag); j >= 0 {
+				p.guess = j + 1
+				in := p.prev.Instances[j]
 				in.Resource = *r
 				in.fragment, in.fragOff = frag, int64(pd.start)
 				if !p.addInstance(&in, ri, pd) {

@@ -234,3 +234,73 @@ func TestParseReusingDoesNotPinOldDocuments(t *testing.T) {
 		t.Error("Render differs from the posted document")
 	}
 }
+
+// TestParseReusingGuesses covers what ParseReusing skips without
+// validating: an instance spelled exactly as the one of prev it guesses
+// comes next. Bytes that match the guess under another resource header,
+// a guess thrown off by a shifted order, and bytes that differ from the
+// guess in one place, however small, still parse exactly as Parse does,
+// and what Parse refuses ParseReusing refuses with the same error.
+func TestParseReusingGuesses(t *testing.T) {
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		t.Run(f.String(), func(t *testing.T) {
+			doc := graphtest.Generate(200, 100, f)
+			prev := parse(t, doc)
+			base, err := graphtest.Decode(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name   string
+				edit   func(s *graphtest.StateV4)
+				reused int // instances taken over from prev; -1 to not check
+			}{
+				{"unchanged", func(s *graphtest.StateV4) {}, 200},
+				{"renamed resource", func(s *graphtest.StateV4) {
+					s.Resources[3].Name += "_renamed" // same instance bytes, another header
+				}, 200 - len(base.Resources[3].Instances)},
+				{"first instance removed", func(s *graphtest.StateV4) {
+					s.Resources[0].Instances = s.Resources[0].Instances[1:]
+					if len(s.Resources[0].Instances) == 0 {
+						s.Resources = s.Resources[1:]
+					}
+				}, 199},
+				{"resources swapped", func(s *graphtest.StateV4) {
+					s.Resources[0], s.Resources[len(s.Resources)-1] = s.Resources[len(s.Resources)-1], s.Resources[0]
+				}, 200},
+				{"one byte of an attribute", func(s *graphtest.StateV4) {
+					in := &s.Resources[1].Instances[0]
+					a := bytes.Clone(in.Attributes)
+					i := bytes.LastIndexByte(a, '"') - 1
+					a[i] ^= 1 // same length: the guess's length lands on the same end
+					in.Attributes = a
+				}, 199},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					s, err := graphtest.Decode(doc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.edit(s)
+					_, n := checkReusing(t, graphtest.Encode(s, f), prev)
+					if c.reused >= 0 && n != c.reused {
+						t.Errorf("reused %d instances, want %d", n, c.reused)
+					}
+				})
+			}
+			// An instance that no longer parses, at the guess's length and
+			// with its first and last bytes in place, is refused as Parse
+			// refuses it.
+			at := bytes.Index(doc, []byte(`"schema_version"`))
+			if at < 0 {
+				t.Fatal("no schema_version in the generated document")
+			}
+			bad := bytes.Clone(doc)
+			bad[at] = '{' // `{schema_version": ...`: not JSON
+			checkReusing(t, bad, prev)
+			if _, err := graph.ParseReusing(bad, prev); err == nil {
+				t.Fatal("ParseReusing took a document that is not JSON")
+			}
+		})
+	}
+}

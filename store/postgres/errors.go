@@ -129,7 +129,7 @@ func (d *dialect) Pool() sqlstore.Tx { return tx{d.pool} }
 func (d *dialect) inTx(ctx context.Context, opts pgx.TxOptions, fn func(sqlstore.Tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = pgx.BeginTxFunc(ctx, d.pool, opts, func(t pgx.Tx) error { return fn(tx{t}) })
+		err = runTx(ctx, d.pool, opts, fn)
 		if err == nil || attempt == maxAttempts || !retryable(err) || ctx.Err() != nil {
 			break
 		}
