@@ -84,4 +84,7 @@ func BenchmarkRestoreHugeLine(b *testing.B) {
 func BenchmarkInventory(b *testing.B) { storetest.BenchInventory(b, open(b)) }
 
 // BenchmarkCommitText is storetest.BenchCommitText.
-func BenchmarkCommitText(b *testing.B) { storetest.BenchCommitText(b, open(b), processCPU) }
+func BenchmarkCommitText(b *testing.B) {
+	s := open(b)
+	storetest.BenchCommitText(b, s, processCPU, s.IndexText)
+}
