@@ -91,9 +91,8 @@ func (d *dialect) startTextIndexer() {
 // the queue into the index.
 const textDelay = time.Second
 
-// indexText moves a batch of the queue into the index each time it is
-// woken, textDelay later: a batch's transaction wakes it again while rows are left (see
-// commit). A batch that fails (the database held by another process past
+// indexText moves the queue into the index, a batch at a time, each
+// time it is woken, textDelay later. A batch that fails (the database held by another process past
 // its busy timeout, the disk full) is tried again a second later; the
 // queue keeps what it has not moved, and searches read it meanwhile.
 func (d *dialect) indexText(ctx context.Context, x *textIndexer) {
@@ -111,12 +110,21 @@ func (d *dialect) indexText(ctx context.Context, x *textIndexer) {
 			return
 		case <-time.After(textDelay):
 		}
-		if _, err := d.indexTextBatch(ctx); err != nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-				x.wake()
+		// A backlog (a first write's objects) is moved a batch after the
+		// other, without waiting: a search reads what is pending.
+		for {
+			more, err := d.indexTextBatch(ctx)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+					x.wake()
+				}
+				break
+			}
+			if !more || ctx.Err() != nil {
+				break
 			}
 		}
 	}
