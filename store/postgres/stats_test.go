@@ -101,6 +101,10 @@ func TestWriteStatsMatchPostgres(t *testing.T) {
 // BenchmarkCommit2of10000 is storetest.BenchCommit2of10000.
 func BenchmarkCommit2of10000(b *testing.B) { storetest.BenchCommit2of10000(b, openStore(b)) }
 
+// BenchmarkCommitText is storetest.BenchCommitText (the server's work is
+// in its own processes: no CPU times).
+func BenchmarkCommitText(b *testing.B) { storetest.BenchCommitText(b, openStore(b), nil, nil) }
+
 // BenchmarkChangesSince is storetest.BenchChangesSince. The store's work
 // is done by the server, so beside wall time it reports the shared buffers
 // the server touched per operation (pg_stat_database), which neither a busy

@@ -25,9 +25,11 @@ var spell = sqlstore.NewSpell(func(n int) string { return "?" + strconv.Itoa(n) 
 	"bytes":     "(SELECT unhex(value) AS k FROM json_each($$))",
 	"rowidin":   "rowid IN (SELECT value FROM json_each($$))",
 	// The FTS5 index of trigrams (see migrations/0022_search_text.sql),
-	// asked for the text's every trigram (kl_trigrams).
-	"textmatch": `(i.state_id, i.instance_id) IN (SELECT r.state_id, r.instance_id FROM instance_text
-		JOIN instance_text_rows r ON r.id = instance_text.rowid WHERE instance_text MATCH kl_trigrams($$))`,
+	// asked for the text's every trigram (kl_trigrams), and the rows
+	// queued for it (textindex.go), each a candidate.
+	"textmatch": `((i.state_id, i.instance_id) IN (SELECT r.state_id, r.instance_id FROM instance_text
+		JOIN instance_text_rows r ON r.id = instance_text.rowid WHERE instance_text MATCH kl_trigrams($$))
+		OR (i.state_id, i.instance_id) IN (SELECT state_id, instance_id FROM instance_text_rows WHERE pending IS NOT NULL))`,
 })
 
 // timeFormat is how timestamps are stored: UTC, fixed-width microseconds.

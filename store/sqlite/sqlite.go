@@ -70,6 +70,9 @@ type dialect struct {
 	pool *tx
 	// lazyLocks is WithLazyLockSync.
 	lazyLocks bool
+	// text moves the text index's queue into it (textindex.go), once
+	// the schema queues it; nil before.
+	text *textIndexer
 }
 
 // storeDriver opens the store's own connections, with kl_now(): the
@@ -153,7 +156,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	d := &dialect{lazyLocks: o.lazyLocks}
 	s := &Store{Store: sqlstore.New(d, false), d: d, path: path}
 	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=cache_size(-%d)", busyTimeout.Milliseconds(), pageCacheKiB)
-	d.write = &pool{db: sql.OpenDB(connector{storeDriver, fileURI(path) + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"})}
+	// temp_store(memory): a statement's journal (what undoes the
+	// statement alone: every write of a table with triggers has one) is
+	// kept in memory and emptied as the statement ends, where past 64 KiB
+	// in a transaction SQLite wrote it to a file, a write call per page,
+	// for every statement after (a first write's row inserts). It also
+	// keeps the write connection's sorts in memory: a migration's index
+	// over a large table is sorted there.
+	d.write = &pool{db: sql.OpenDB(connector{storeDriver, fileURI(path) + "?" + pragmas +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=temp_store(memory)&_txlock=immediate"})}
 	d.write.db.SetMaxOpenConns(1)
 	d.write.db.SetMaxIdleConns(1)
 	d.write.db.SetConnMaxIdleTime(0)
@@ -192,6 +203,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
+	// What a store that stopped left queued is indexed now.
+	d.startTextIndexer()
+	d.text.wake()
 	return s, nil
 }
 
@@ -219,6 +233,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // afterwards; a second Close does nothing.
 func (s *Store) Close() error {
 	var errs []error
+	if s.d.text != nil {
+		errs = append(errs, s.d.stopTextIndexer())
+	}
 	for _, db := range []*sql.DB{s.query, s.tenant} {
 		if db != nil {
 			errs = append(errs, db.Close())
@@ -245,12 +262,13 @@ func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	}
 	run := &tx{p: d.write, tx: t}
 	defer run.done(context.WithoutCancel(ctx))
-	return commit(t, run, fn)
+	return d.commit(ctx, t, run, fn)
 }
 
 // commit runs fn on run and commits t, its transaction, when fn returns
-// nil; it rolls back on an error or a panic.
-func commit(t *sql.Tx, run *tx, fn func(sqlstore.Tx) error) (err error) {
+// nil, and wakes the text indexer when the transaction queued changes of
+// the text index; it rolls back on an error or a panic.
+func (d *dialect) commit(ctx context.Context, t *sql.Tx, run *tx, fn func(sqlstore.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.Rollback()
@@ -263,7 +281,19 @@ func commit(t *sql.Tx, run *tx, fn func(sqlstore.Tx) error) (err error) {
 	if err := fn(run); err != nil {
 		return err
 	}
-	return t.Commit()
+	var queued bool
+	if d.text != nil {
+		if err := run.QueryRow(ctx, sqlTextQueued).Scan(&queued); err != nil {
+			return err
+		}
+	}
+	if err := t.Commit(); err != nil {
+		return err
+	}
+	if queued {
+		d.text.wake()
+	}
+	return nil
 }
 
 // WriteLock is Write for locks and unlocks (sqlstore.LockWriter): with
@@ -295,7 +325,7 @@ func (d *dialect) WriteLock(ctx context.Context, fn func(sqlstore.Tx) error) err
 	if run.tx, err = c.BeginTx(ctx, nil); err != nil {
 		return err
 	}
-	return commit(run.tx, run, fn)
+	return d.commit(ctx, run.tx, run, fn)
 }
 
 // Read runs fn in a read transaction, so that the reads it makes see one

@@ -82,3 +82,9 @@ func BenchmarkRestoreHugeLine(b *testing.B) {
 // BenchmarkInventory is storetest.BenchInventory (KL_BENCH_STATES and
 // KL_BENCH_INSTANCES size the fleet; 1,000 x 1,000 by default).
 func BenchmarkInventory(b *testing.B) { storetest.BenchInventory(b, open(b)) }
+
+// BenchmarkCommitText is storetest.BenchCommitText.
+func BenchmarkCommitText(b *testing.B) {
+	s := open(b)
+	storetest.BenchCommitText(b, s, processCPU, s.IndexText)
+}

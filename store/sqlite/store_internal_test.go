@@ -266,10 +266,32 @@ func TestMigrateMergedWrites(t *testing.T) {
 	}
 }
 
+// undoTextQueue takes a database back from the schema that writes the
+// text index a statement at a time to the one before: schema 22's
+// triggers, which write it a row at a time.
+var undoTextQueue = []string{
+	`DROP TRIGGER instance_text_open`,
+	`DROP TRIGGER instance_text_update`,
+	`DROP TRIGGER instance_text_delete`,
+	`DROP TABLE instance_text_gone`,
+	`DROP INDEX instance_text_rows_pending`,
+	`ALTER TABLE instance_text_rows DROP COLUMN pending`,
+	triggersOf(storetest.Migration(migrations, "0022_search_text.sql")),
+}
+
+// triggersOf is the CREATE TRIGGER statements of a migration, its last.
+func triggersOf(migration string) string {
+	i := strings.Index(migration, "CREATE TRIGGER")
+	if i < 0 {
+		panic("no trigger in the migration")
+	}
+	return migration[i:]
+}
+
 // undoDuplicatesByKey takes a database back from the schema whose
-// duplicate_objects reads the identity keys to the one before: the view
-// as its own migration made it.
-var undoDuplicatesByKey = []string{`DROP VIEW duplicate_objects`, storetest.Migration(migrations, "0019_duplicate_objects.sql")}
+// duplicate_objects reads the identity keys (and the text index's queue
+// after it) to the one before: the view as its own migration made it.
+var undoDuplicatesByKey = append(slices.Clone(undoTextQueue), `DROP VIEW duplicate_objects`, storetest.Migration(migrations, "0019_duplicate_objects.sql"))
 
 // undoSearchText takes a database back from the schema that added the
 // search text (and the view after it) to the one before.
@@ -287,8 +309,8 @@ var undoSpellings = append(slices.Clone(undoSearchText), []string{
 // identity keys (and the spellings after it) to the one before.
 var undoIdentityKeys = append(slices.Clone(undoSpellings), storetest.UndoIdentityKeys...)
 
-// undoClientEncryption takes a database back from schema 23 (the view
-// by identity keys), 22 (search text), 21 (instance spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
+// undoClientEncryption takes a database back from schema 24 (the text
+// index's queue), 23 (the view by identity keys), 22 (search text), 21 (instance spellings), 20 (identity keys), 17 (state moves), 16 (trust policies) and 15 (client-side
 // encryption) to the one before: how a test of an earlier migration makes
 // the schema that migration met.
 var undoClientEncryption = append(undoIdentityKeys, []string{
@@ -332,6 +354,13 @@ func TestMigrateDuplicatesByKey(t *testing.T) {
 	checkUpgrade(t, 23, undoDuplicatesByKey, storetest.SeedIdentityKeys, storetest.CheckDuplicateView) // migrations/0023_duplicate_objects_by_key.sql
 }
 
+// Upgrading a database to schema 24 keeps what the text index held: a
+// search finds what states recorded before, and the writes after it
+// index a new object's text and drop a replaced or removed one's.
+func TestMigrateTextQueue(t *testing.T) {
+	checkUpgrade(t, 24, undoTextQueue, storetest.SeedSearchText, storetest.CheckTextIndexUpgrade) // migrations/0024_text_index_by_statement.sql
+}
+
 // checkUpgrade writes with before, takes the database back to the schema
 // before version with undo, reopens it (which migrates it from version
 // on) and checks it with after.
@@ -339,6 +368,10 @@ func checkUpgrade(t *testing.T, version int, undo []string, before, after func(t
 	path := filepath.Join(t.TempDir(), "kl.db")
 	s := openAt(t, path)
 	before(t, s)
+	// The text index whole, as the schema before kept it.
+	if err := s.d.flushText(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range append(undo[:len(undo):len(undo)], fmt.Sprintf(`DELETE FROM kl_schema_version WHERE version >= %d`, version)) {
 		if _, err := s.d.write.db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -433,5 +466,53 @@ func BenchmarkLockCycle(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestTextIndexer: the text indexer moves what writes queue into the
+// FTS5 index by itself, after they commit: a new object's text enters
+// it, a replaced or removed object's leaves it, and the queue empties.
+// (What a search finds meanwhile is storetest's: the queue is read too.)
+func TestTextIndexer(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "kl.db"))
+	storetest.SeedSearchText(t, s)
+	waitTextQueue(t, s)
+	indexed := func(text string) (n int) {
+		t.Helper()
+		if err := s.d.write.db.QueryRow(`SELECT count(*) FROM instance_text WHERE instance_text MATCH kl_trigrams(?)`, text).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n, o := indexed("before-upgrade"), indexed("other"); n != 1 || o != 1 {
+		t.Fatalf("after the first write the index holds %d objects with its first text and %d with its second, want 1 and 1", n, o)
+	}
+	storetest.CheckTextIndexUpgrade(t, s) // replaces one, removes the other
+	waitTextQueue(t, s)
+	for text, want := range map[string]int{"after-upgrade": 1, "before-upgrade": 0, "other": 0} {
+		if n := indexed(text); n != want {
+			t.Errorf("after the second write the index holds %d objects with %q, want %d", n, text, want)
+		}
+	}
+	var rows int
+	if err := s.d.write.db.QueryRow(`SELECT count(*) FROM instance_text_rows`).Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("instance_text_rows: %d rows (%v), want 1", rows, err)
+	}
+}
+
+// waitTextQueue waits up to 10 s for s's text indexer to empty the queue.
+func waitTextQueue(t *testing.T, s *Store) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var queued bool
+		if err := s.d.write.db.QueryRow(sqlTextQueued).Scan(&queued); err != nil {
+			t.Fatal(err)
+		}
+		if !queued {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the text index's queue is not empty after 10 s")
+		}
 	}
 }

@@ -76,14 +76,15 @@ var notBackedUp = map[string]string{
 	"sqlite_sequence":   "SQLite's own counters, set again by the restored ids",
 	"kl_query_scopes":   "the scope of one tenant's query in flight, written and removed by kld around that query",
 	// The SQLite store's text index: an FTS5 table, what FTS5 keeps of it,
-	// and the intervals its rows stand for, all kept by triggers from
-	// instance_intervals.search_text as a restore writes it.
+	// the intervals its rows stand for and the ids that left it, all kept
+	// from instance_intervals.search_text as a restore writes it.
 	"instance_text":         textIndex,
 	"instance_text_data":    textIndex,
 	"instance_text_idx":     textIndex,
 	"instance_text_docsize": textIndex,
 	"instance_text_config":  textIndex,
 	"instance_text_rows":    textIndex,
+	"instance_text_gone":    textIndex,
 }
 
 const textIndex = "the SQLite store's text index of the current objects, made anew from instance_intervals.search_text as the restore writes it"

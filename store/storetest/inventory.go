@@ -477,6 +477,34 @@ func CheckSearchText(t testing.TB, s kilolock.Store) {
 	}
 }
 
+// CheckTextIndexUpgrade is CheckSearchText, then a write of
+// SeedSearchText's state (its version 1) that replaces one object and
+// removes the other: the new text is found,
+// neither old one is.
+func CheckTextIndexUpgrade(t testing.TB, s kilolock.Store) {
+	t.Helper()
+	CheckSearchText(t, s)
+	ctx := context.Background()
+	a := instance(t, resource("aws_s3_bucket", "a"), graph.IndexKey{}, `{"id":"bucket-after-upgrade"}`)
+	b := instance(t, resource("aws_s3_bucket", "b"), graph.IndexKey{}, `{"id":"other"}`)
+	c := &kilolock.Commit{Parent: 1, Version: kilolock.Version{Serial: 2, Lineage: lineage, Source: kilolock.SourcePush, Format: "compact"},
+		Upserts: []graph.Instance{a}, Removed: []string{b.ID()}}
+	if _, _, err := s.Commit(ctx, "texts-upgraded", c); err != nil {
+		t.Fatal(err)
+	}
+	is := inventoryStore(t, s)
+	for text, want := range map[string][]string{
+		"after-upgrade":  {"texts-upgraded aws_s3_bucket.a"},
+		"before-upgrade": {},
+		"platform":       {},
+		"other":          {},
+	} {
+		if got := hitKeys(search(t, is, nil, inventory.Filters{Text: text}).Hits); !slices.Equal(got, want) {
+			t.Errorf("text %q after a write on the upgraded schema: %v, want %v", text, got, want)
+		}
+	}
+}
+
 // SeedIdentityKeys commits two states that record the same bucket and one
 // that records another, for a test of the migration that adds identity
 // keys: undo it, open the store again, and CheckIdentityKeys finds the
