@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/orchestrate"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -190,7 +190,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 		if c.JSON {
 			out = io.Discard
 		}
-		st, err := (&Admission{Conn: qb, State: name, Out: out}).Admit(ctx, quota.CountPlan(plan))
+		st, err := qb.admission(name, out, "").Admit(ctx, quota.CountPlan(plan))
 		if c.JSON && st != nil {
 			if jerr := (&CLI{Out: g.out()}).writeJSON(st); jerr != nil {
 				return jerr
@@ -204,16 +204,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 // stderr goes to log.
 func (c *QuotaCheckCmd) readPlan(ctx context.Context, log io.Writer) (*tfjson.Plan, error) {
 	if c.TFPlan != "" {
-		tf, err := newTF(ctx, c.Dir, c.TFBin, io.Discard, log, nil)
-		if err != nil {
-			return nil, err
-		}
-		path := c.TFPlan
-		if !filepath.IsAbs(path) {
-			path = absPath(path)
-		}
-		p, err := tf.ShowPlanFile(ctx, path)
-		return p, cliError("show -json "+c.TFPlan, err)
+		return orchestrate.ShowPlan(ctx, c.Dir, c.TFBin, c.TFPlan, log)
 	}
 	var r io.Reader = os.Stdin
 	if c.TFPlanJSON != "-" {
