@@ -1,15 +1,21 @@
 package klcli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/applyrun"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/klcli"
+	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/inventory"
+	"github.com/kilolock/kilolock/reserve"
 )
 
 // TestGolden checks the human output of every command against one golden
@@ -297,3 +303,273 @@ func TestVersion(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestClientSideEncryptionShown: kl status and kl states say that a state
+// is client-side encrypted and by which key providers (type and name, never
+// the meta's material), kl history that its version is, and kl state config --require-client-encryption
+// makes the state refuse plaintext writes, on every backend.
+func TestClientSideEncryptionShown(t *testing.T) {
+	ctx := context.Background()
+	const salt = "eyJzYWx0IjoiU0VDUkVUX1NBTFQifQ==" // {"salt":"SECRET_SALT"}
+	blob := []byte(`{"serial":1,"lineage":"enc-lineage","meta":{"key_provider.pbkdf2.team":"` + salt + `","ops-kms\u001b]0;x":"e30="},"encrypted_data":"c2VjcmV0","encryption_version":"v0"}`)
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		if _, err := h.engine.Write(ctx, "enc", blob, kilolock.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "enc", client.StateConfig{RequireClientEncryption: ptr(true)})
+		})
+		if err != nil || !strings.Contains(out, "client-side encryption required") {
+			t.Fatalf("state config = %q, %v", out, err)
+		}
+		status, err := h.run(t, false, func(c *klcli.CLI) error { return c.Status(ctx, "enc") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"serial 1", "encryption:", "client-side (OpenTofu v0), key providers pbkdf2.team, alias ops-kms\uFFFD]0;x", "required by the state"} {
+			if !strings.Contains(status, want) {
+				t.Errorf("kl status lacks %q:\n%s", want, status)
+			}
+		}
+		history, err := h.run(t, false, func(c *klcli.CLI) error { return c.History(ctx, "enc", kilolock.HistoryOptions{}) })
+		if err != nil || !strings.Contains(history, "encrypted") || strings.Contains(history, "+0 ~0") {
+			t.Errorf("kl history = %v\n%s", err, history)
+		}
+		states, err := h.run(t, false, func(c *klcli.CLI) error { return c.States(ctx) })
+		if err != nil || !strings.Contains(states, "pbkdf2.team, alias ops-kms\uFFFD]0;x, required") {
+			t.Errorf("kl states = %v\n%s", err, states)
+		}
+		js, err := h.run(t, true, func(c *klcli.CLI) error { return c.Status(ctx, "enc") })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s kilolock.Status
+		if err := json.Unmarshal([]byte(js), &s); err != nil || s.ClientEncryption == nil || len(s.ClientEncryption.KeyProviders) != 2 ||
+			s.ClientEncryption.KeyProviders[0] != (kilolock.KeyProvider{Type: "pbkdf2", Name: "team"}) || !s.RequireClientEncryption {
+			t.Errorf("kl status --json = %+v, %v\n%s", s.ClientEncryption, err, js)
+		}
+		for _, out := range []string{status, states, js} {
+			if strings.Contains(out, "SECRET_SALT") || strings.Contains(out, salt) || strings.Contains(out, "\x1b") {
+				t.Errorf("kl shows the meta's material or a raw escape:\n%s", out)
+			}
+		}
+
+		plain := seedDoc(t, "prod-1")
+		_, err = h.engine.Write(ctx, "enc", plain, kilolock.WriteOptions{})
+		var ce *kilolock.ConflictError
+		if !errors.As(err, &ce) || ce.Reason != kilolock.ReasonClientEncryptionRequired {
+			t.Errorf("plaintext write = %v, want client_encryption_required", err)
+		}
+		if _, err := h.run(t, false, func(c *klcli.CLI) error {
+			return c.ConfigureState(ctx, "enc", client.StateConfig{RequireClientEncryption: ptr(false)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := h.backend.API().Status(ctx, "enc"); err != nil || st.RequireClientEncryption {
+			t.Errorf("after --require-client-encryption=false: %+v, %v", st, err)
+		}
+	})
+}
+
+// writes are statements kl query must refuse, leaving the store as it was.
+var writes = []string{
+	"DELETE FROM states",
+	"INSERT INTO states (name, created_at) VALUES ('intruder', '2026-01-01T00:00:00.000000Z')",
+	"UPDATE states SET lineage = 'x'",
+	"DROP TABLE locks",
+}
+
+// checkWritesRefused runs every write through the CLI on b and checks that
+// each fails as read-only with a clear message and changes nothing.
+func checkWritesRefused(t *testing.T, b *klcli.Conn) {
+	ctx := context.Background()
+	before, err := states(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := versions(b, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range writes {
+		t.Run(strings.Fields(sql)[0], func(t *testing.T) {
+			var out strings.Builder
+			err := (&klcli.CLI{Conn: b, Out: &out}).Query(ctx, sql)
+			if !errors.Is(err, kilolock.ErrReadOnly) {
+				t.Fatalf("%s: err = %v, want ErrReadOnly", sql, err)
+			}
+			if out.Len() > 0 {
+				t.Errorf("output: %q", out.String())
+			}
+			if code := klcli.ExitCode(err); code != klcli.ExitError {
+				t.Errorf("exit code %d, want %d", code, klcli.ExitError)
+			}
+			var report strings.Builder
+			klcli.Report(&report, err)
+			t.Logf("%s", report.String())
+			if msg := report.String(); !strings.Contains(msg, "nothing was changed") || !strings.Contains(msg, "hint: ") {
+				t.Errorf("report:\n%s", msg)
+			}
+		})
+	}
+	after, err := states(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("states: %d before, %d after", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].Name != after[i].Name || before[i].Lineage != after[i].Lineage || before[i].Current != after[i].Current || len(before[i].Locks) != len(after[i].Locks) {
+			t.Errorf("state changed: %+v -> %+v", before[i], after[i])
+		}
+	}
+	if h2, err := versions(b, "prod"); err != nil || len(h2) != len(hist) {
+		t.Errorf("history of prod: %d versions before, %d after (%v)", len(hist), len(h2), err)
+	}
+}
+
+func TestQueryRefusesWrites(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		checkWritesRefused(t, h.raw)
+	})
+}
+
+// TestQueryRefusesWritesPostgres runs the in-process refusal on PostgreSQL
+// (a throwaway cluster, or KL_TEST_DATABASE_URL).
+func TestQueryRefusesWritesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL in -short mode")
+	}
+	e := seededEngine(t, testpg.URL(t))
+	checkWritesRefused(t, klcli.NewDatabaseConn(e, klcli.HTTPOptions{}))
+}
+
+// states lists b's states.
+func states(b *klcli.Conn) ([]kilolock.State, error) {
+	l, err := b.API().States(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return l.States, nil
+}
+
+// versions lists the newest versions of state name on b.
+func versions(b *klcli.Conn, name string) ([]kilolock.Version, error) {
+	l, err := b.API().History(context.Background(), name, client.HistoryOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Versions, nil
+}
+
+// TestSearch: kl search answers the same through a server and on the
+// database: hits with state, version, address and matched paths, pages
+// read until --limit, bad filters refused as invalid input, duplicates.
+func TestSearch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		run := func(json bool, f func(*klcli.CLI) error) (string, error) {
+			var out bytes.Buffer
+			err := f(&klcli.CLI{Conn: h.raw, Out: &out, JSON: json})
+			return out.String(), err
+		}
+		out, err := run(false, func(c *klcli.CLI) error {
+			return c.Search(ctx, inventory.Filters{Type: "terraform_data", Attr: []string{"input.value=v2"}}, 100)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "STATE  VERSION  ADDRESS           MATCHED\nprod   3        terraform_data.a  input.value\n(1 hit)\n"
+		if out != want {
+			t.Errorf("kl search --type terraform_data --attr input.value=v2:\n%s\nwant:\n%s", out, want)
+		}
+
+		out, err = run(true, func(c *klcli.CLI) error {
+			return c.Search(ctx, inventory.Filters{Address: "terraform_data.c[0]"}, 100)
+		})
+		var page inventory.Page
+		if err != nil || json.Unmarshal([]byte(out), &page) != nil || len(page.Hits) != 1 || page.Hits[0].State != "prod" || page.Hits[0].Version != 3 {
+			t.Errorf("kl search --address terraform_data.c[0] --json: %v\n%s", err, out)
+		}
+
+		// Pages: --limit 2 of 4 instances says more follow; --limit 3 reads
+		// pages of 3 at most; the JSON's next resumes.
+		out, _ = run(false, func(c *klcli.CLI) error { return c.Search(ctx, inventory.Filters{}, 2) })
+		if !strings.Contains(out, "(2 hits; more follow") {
+			t.Errorf("kl search --limit 2:\n%s", out)
+		}
+		out, _ = run(false, func(c *klcli.CLI) error { return c.Search(ctx, inventory.Filters{Text: "5B0D7F3C"}, 100) })
+		if strings.Count(out, "prod ") != 3 || !strings.Contains(out, "(3 hits)") {
+			t.Errorf("kl search --text 5B0D7F3C:\n%s", out)
+		}
+
+		_, err = run(false, func(c *klcli.CLI) error { return c.Search(ctx, inventory.Filters{Attr: []string{"nope"}}, 100) })
+		var report strings.Builder
+		klcli.Report(&report, err)
+		if !errors.Is(err, kilolock.ErrInvalid) || !strings.Contains(report.String(), "PATH=VALUE") || !strings.Contains(report.String(), "hint: ") {
+			t.Errorf("kl search --attr nope: %v\n%s", err, report.String())
+		}
+
+		out, err = run(false, func(c *klcli.CLI) error { return c.Duplicates(ctx, "") })
+		if err != nil || !strings.HasSuffix(out, "(0 objects managed by more than one state)\n") {
+			t.Errorf("kl search --duplicates: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestStatusRunsAndAbort: kl status lists a run in flight with its
+// reservations and lease left; kl apply abort ends it; aborting it again,
+// or --latest with none in flight, is an error — through a server and on
+// the database alike.
+func TestStatusRunsAndAbort(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, h *harness) {
+		ctx := t.Context()
+		run, err := applyrun.StartRun(ctx, h.engine, "staging", kilolock.RunRequest{
+			Actor: "alice@laptop", Info: "kl apply --orchestrated -f slow_a.tf", Lease: 10 * time.Minute,
+			Reservations: []kilolock.Reservation{
+				{Pattern: reserve.MustParse("time_sleep.slow_a"), Mode: reserve.Write},
+				{Pattern: reserve.MustParse("terraform_data.base"), Mode: reserve.Read},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, bs, err := applyrun.AcquireRun(ctx, h.engine, run.ID); err != nil || len(bs) > 0 {
+			t.Fatalf("acquire: %v %v", bs, err)
+		}
+		var out bytes.Buffer
+		cli := &klcli.CLI{Conn: h.raw, Out: &out}
+		if err := cli.Status(ctx, "staging"); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"APPLY RUN", run.ID, "alice@laptop", "active", "2 (1 write, 1 read)", "time_sleep.slow_a", "terraform_data.base"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("kl status does not show %q:\n%s", want, out.String())
+			}
+		}
+		if !strings.Contains(out.String(), "  9m5") && !strings.Contains(out.String(), "  10m0s") {
+			t.Errorf("kl status does not show the lease left (about 10m):\n%s", out.String())
+		}
+
+		out.Reset()
+		if err := cli.Abort(ctx, "", "staging"); err != nil {
+			t.Fatalf("abort --latest: %v", err)
+		}
+		if !strings.Contains(out.String(), "aborted apply run "+run.ID) {
+			t.Errorf("kl apply abort says:\n%s", out.String())
+		}
+		got, err := applyrun.Run(ctx, h.engine, run.ID)
+		if err != nil || got.Status != kilolock.RunAborted {
+			t.Fatalf("the run after abort: %+v, %v", got, err)
+		}
+		err = cli.Abort(ctx, run.ID, "")
+		if !errors.As(err, new(*kilolock.RunEndedError)) || klcli.ExitCode(err) != klcli.ExitConflict {
+			t.Errorf("aborting an aborted run: %v (exit %d), want a RunEndedError (exit 4)", err, klcli.ExitCode(err))
+		}
+		err = cli.Abort(ctx, "", "staging")
+		if klcli.ExitCode(err) != klcli.ExitNotFound || !strings.Contains(err.Error(), "no apply run in flight") {
+			t.Errorf("--latest with none in flight: %v (exit %d), want exit 3", err, klcli.ExitCode(err))
+		}
+	})
+}
