@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/orchestrate"
 
@@ -20,11 +21,34 @@ import (
 
 // QuotaCmds are kl quota remaining|status|check|set|list.
 type QuotaCmds struct {
-	Remaining QuotaRemainingCmd `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
-	Status    QuotaStatusCmd    `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
-	Check     QuotaCheckCmd     `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
-	Set       QuotaSetCmd       `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
-	List      QuotaListCmd      `cmd:"" help:"List the limits set (control plane)."`
+	Remaining struct {
+		JSONFlag
+		quotaTargetFlags
+	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
+	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
+	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
+	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
+	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)."`
+}
+
+// Run runs the subcommand.
+func (c *QuotaCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "remaining":
+		return g.showQuota(ctx, c.Remaining.JSON, c.Remaining.State, c.Remaining.Dir, false)
+	case "status":
+		return c.Status.run(ctx, g)
+	case "check":
+		return c.Check.run(ctx, g)
+	case "set":
+		return c.Set.run(ctx, g)
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]kilolock.QuotaSetting, error) { return api.Quotas(ctx) },
+			[]string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
+				return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
+			})
+	}
+	return unknownCommand(k)
 }
 
 // Help is kl quota --help's long text: the model.
@@ -50,17 +74,6 @@ type quotaTargetFlags struct {
 	Dir   string `default:"." help:"The configuration directory whose initialized backend names the state." type:"path"`
 }
 
-// QuotaRemainingCmd is kl quota remaining.
-type QuotaRemainingCmd struct {
-	JSONFlag
-	quotaTargetFlags
-}
-
-// Run runs the command.
-func (c *QuotaRemainingCmd) Run(ctx context.Context, g *Globals) error {
-	return g.showQuota(ctx, c.JSON, c.State, c.Dir, false)
-}
-
 // QuotaStatusCmd is kl quota status [NAME].
 type QuotaStatusCmd struct {
 	JSONFlag
@@ -68,8 +81,8 @@ type QuotaStatusCmd struct {
 	Name string `arg:"" optional:"" help:"State name (as --state)." predictor:"state"`
 }
 
-// Run runs the command.
-func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota status.
+func (c *QuotaStatusCmd) run(ctx context.Context, g *Globals) error {
 	if c.Name != "" && c.State != "" && c.Name != c.State {
 		return &UsageError{Message: "NAME and --state name two states", Hint: "name the state once: kl quota status NAME"}
 	}
@@ -176,8 +189,8 @@ type QuotaCheckCmd struct {
 // maxPlanJSON bounds a plan read with --tf-plan-json.
 const maxPlanJSON = 1 << 30
 
-// Run runs the command.
-func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota check.
+func (c *QuotaCheckCmd) run(ctx context.Context, g *Globals) error {
 	if (c.TFPlan == "") == (c.TFPlanJSON == "") {
 		return &UsageError{Message: "kl quota check reads one plan: --tf-plan FILE or --tf-plan-json FILE|-", Hint: "save a plan with `tofu plan -out plan.tfplan`, then kl quota check --tf-plan plan.tfplan"}
 	}
@@ -235,8 +248,8 @@ type QuotaSetCmd struct {
 	Clear      bool   `help:"Remove the target's own limit: it inherits the default again."`
 }
 
-// Run runs the command.
-func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota set.
+func (c *QuotaSetCmd) run(ctx context.Context, g *Globals) error {
 	ch, err := c.change()
 	if err != nil {
 		return err
@@ -298,17 +311,6 @@ func (c *QuotaSetCmd) change() (tenancy.QuotaChange, error) {
 		ch.Limit = &quota.Limit{Soft: c.Soft, Hard: c.Hard}
 	}
 	return ch, nil
-}
-
-// QuotaListCmd is kl quota list.
-type QuotaListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]kilolock.QuotaSetting, error) { return api.Quotas(ctx) },
-		[]string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
-			return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
-		})
 }
 
 // SetQuota sets or clears a limit.
