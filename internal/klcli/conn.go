@@ -60,6 +60,9 @@ type Conn struct {
 	lane bool
 }
 
+// serverHint says what --server takes.
+const serverHint = "--server (KL_SERVER) takes the base URL of kld, e.g. http://127.0.0.1:8080"
+
 // NewConn returns a Conn to the server at base, e.g.
 // "http://127.0.0.1:8080" or "https://kl.example.com/prefix".
 func NewConn(base string, o HTTPOptions) (*Conn, error) {
@@ -67,7 +70,7 @@ func NewConn(base string, o HTTPOptions) (*Conn, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &UsageError{
 			Message: fmt.Sprintf("%q is not a server URL", base),
-			Hint:    "--server (KL_SERVER) takes the base URL of kld, e.g. http://127.0.0.1:8080",
+			Hint:    serverHint,
 		}
 	}
 	hc := o.Client
@@ -101,7 +104,7 @@ func NewConn(base string, o HTTPOptions) (*Conn, error) {
 	}
 	c, err := client.New(base, opts...)
 	if err != nil {
-		return nil, &UsageError{Message: err.Error(), Hint: "--server (KL_SERVER) takes the base URL of kld, e.g. http://127.0.0.1:8080"}
+		return nil, &UsageError{Message: err.Error(), Hint: serverHint}
 	}
 	long, _ := client.New(base, append(opts, client.WithTimeout(0))...)
 	return &Conn{api: c, long: long, hc: hc}, nil
