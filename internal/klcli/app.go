@@ -16,8 +16,10 @@ import (
 )
 
 // App is kl's command grammar, parsed by kong: global flags and one struct
-// per command, each with a Run method that kong calls with the Globals.
-// cmd/kl only parses, runs and maps the error to an exit code.
+// per command or group of commands. Kong calls the Run method of the
+// selected command, or of its group (which answers by the subcommand's
+// name), with the Globals. cmd/kl only parses, runs and maps the error to
+// an exit code.
 type App struct {
 	Globals
 
