@@ -53,7 +53,7 @@ func DataDir(dir string) string {
 
 // ReadTFBackend reads the initialized backend of the configuration in dir.
 // A directory never initialized, or one whose backend is not http, is a
-// *UsageError saying to pass --server and --state.
+// *kilolock.InvalidError saying to pass --server and --state.
 func ReadTFBackend(dir string) (*TFBackend, error) {
 	path := filepath.Join(DataDir(dir), "terraform.tfstate")
 	data, err := os.ReadFile(path)
