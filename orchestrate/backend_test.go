@@ -97,3 +97,37 @@ func TestReadTFBackend(t *testing.T) {
 		})
 	}
 }
+
+// TestBackendConfigArgs: the scratch init of an orchestrated apply keeps
+// the user's backend configuration (credentials, methods, flags) and
+// points its three addresses at the run, lock and unlock addresses
+// defaulting to the state's address so that the CLI locks as the run.
+func TestBackendConfigArgs(t *testing.T) {
+	cfg := map[string]any{
+		"address":                "https://kl.example.com/v1/states/app?x=1",
+		"lock_method":            "LOCK",
+		"username":               "ws_1",
+		"password":               "s3cret",
+		"skip_cert_verification": true,
+		"retry_max":              float64(3),
+		"unset":                  nil,
+		"empty":                  "",
+	}
+	args, err := backendConfigArgs(cfg, "run_42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"lock_address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"lock_method=LOCK",
+		"password=s3cret",
+		"retry_max=3",
+		"skip_cert_verification=true",
+		"unlock_address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"username=ws_1",
+	}
+	if !slices.Equal(args, want) {
+		t.Fatalf("backendConfigArgs =\n%q\nwant\n%q", args, want)
+	}
+}

@@ -185,3 +185,30 @@ func TestReadSpecInvalid(t *testing.T) {
 		t.Fatalf("ReadSpec of garbage = %v, want an invalid-input error hinting kl plan -o", err)
 	}
 }
+
+// TestApplyArgs: the CLI's apply runs without prompts or colour, with the
+// variable files, targets and variables given, of a saved plan when one is
+// given.
+func TestApplyArgs(t *testing.T) {
+	got := applyArgs([]string{"time_sleep.slow_a"}, []string{"v=1"}, []string{"prod.tfvars"}, "")
+	want := []string{"apply", "-no-color", "-auto-approve", "-input=false", "-var-file=prod.tfvars", "-target=time_sleep.slow_a", "-var", "v=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("applyArgs = %q, want %q", got, want)
+	}
+	if got := applyArgs(nil, nil, nil, "/tmp/p.tfplan"); !slices.Equal(got, []string{"apply", "-no-color", "-auto-approve", "-input=false", "/tmp/p.tfplan"}) {
+		t.Errorf("applyArgs of a saved plan = %q", got)
+	}
+}
+
+// TestRunInfo: the run tells others what runs it: the command and its
+// scope, file names without their directories, bounded in length.
+func TestRunInfo(t *testing.T) {
+	o := &orchestration{req: ApplyRequest{SpecPath: "/ci/out/kl-plan.json", Scope: Scope{Files: []string{"/ci/cfg/net.tf"}, Targets: []string{"module.db"}}}}
+	if got, want := o.info(), "kl apply --orchestrated --plan-spec kl-plan.json -f net.tf --target module.db"; got != want {
+		t.Errorf("info = %q, want %q", got, want)
+	}
+	o.req = ApplyRequest{Scope: Scope{Targets: slices.Repeat([]string{strings.Repeat("x", 100)}, 20)}}
+	if got := o.info(); len(got) > 1000+len("…") || !strings.HasSuffix(got, "…") {
+		t.Errorf("a long scope's info is %d bytes, unbounded", len(got))
+	}
+}
