@@ -54,18 +54,7 @@ type App struct {
 	Retention  RetentionCmds `cmd:"" help:"Retention: policies per server, environment or state (list, set, unset), pruning (apply [--dry-run]) and what was pruned. See kl retention --help."`
 	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
-	State      struct {
-		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
-		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
-		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-		Mv      StateMvCmd      `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
-		Split   StateSplitCmd   `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
-		Merge   StateMergeCmd   `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
-		Config  StateConfigCmd  `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
-		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
-		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
-		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
-	} `cmd:"" help:"Operate on one state."`
+	State      StateCmds     `cmd:"" help:"Operate on one state."`
 }
 
 // Globals are kl's global flags, given to every command's Run.

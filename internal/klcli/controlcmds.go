@@ -357,22 +357,6 @@ func (f *stateLifecycleFlags) set(ctx context.Context, g *Globals, archive bool)
 	})
 }
 
-// StateArchiveCmd is kl state archive.
-type StateArchiveCmd struct{ stateLifecycleFlags }
-
-// Run runs the command.
-func (c *StateArchiveCmd) Run(ctx context.Context, g *Globals) error {
-	return c.set(ctx, g, true)
-}
-
-// StateRestoreCmd is kl state restore.
-type StateRestoreCmd struct{ stateLifecycleFlags }
-
-// Run runs the command.
-func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
-	return c.set(ctx, g, false)
-}
-
 // AuditCmd is kl audit.
 type AuditCmd struct {
 	JSONFlag

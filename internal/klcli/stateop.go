@@ -6,34 +6,78 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/httpbackend"
 )
 
-// StateListCmd is kl state list.
-type StateListCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
+// StateCmds are kl state list|show|rm|mv|split|merge|config|pull|archive|restore.
+type StateCmds struct {
+	List struct {
+		JSONFlag
+		Name    string `arg:"" help:"State name." predictor:"state"`
+		Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
+	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+	Show struct {
+		JSONFlag
+		Name    string `arg:"" help:"State name." predictor:"state"`
+		Address string `arg:"" help:"Instance address."`
+	} `cmd:"" help:"Show one instance of a state's current version."`
+	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
+	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
+	Split struct {
+		JSONFlag
+		Name    string   `arg:"" help:"State to split." predictor:"state"`
+		ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
+		Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
+		DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
+	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+	Merge struct {
+		JSONFlag
+		Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
+		Into   string `required:"" help:"State that receives them." placeholder:"TO"`
+		DryRun bool   `help:"Show what would move; write nothing."`
+	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
+	Config  StateConfigCmd      `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
+	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
+	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
+	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)."`
 }
 
-// Run runs the command.
-func (c *StateListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateList(ctx, c.Name, c.Pattern) })
-}
-
-// StateShowCmd is kl state show.
-type StateShowCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Address string `arg:"" help:"Instance address."`
-}
-
-// Run runs the command.
-func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Name, c.Address) })
+// Run runs the subcommand.
+func (c *StateCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "list":
+		return g.with(ctx, c.List.JSON, func(cli *CLI) error { return cli.StateList(ctx, c.List.Name, c.List.Pattern) })
+	case "show":
+		return g.with(ctx, c.Show.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Show.Name, c.Show.Address) })
+	case "rm":
+		return c.Rm.run(ctx, g)
+	case "mv":
+		return c.Mv.run(ctx, g)
+	case "split":
+		a := &c.Split
+		req := httpbackend.MoveRequest{Operation: history.OperationSplit, From: a.Name, To: a.ToState, DryRun: a.DryRun}
+		for _, addr := range a.Address {
+			req.Addresses = append(req.Addresses, history.MovePair{From: addr})
+		}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+	case "merge":
+		a := &c.Merge
+		req := httpbackend.MoveRequest{Operation: history.OperationMerge, From: a.Name, To: a.Into, DryRun: a.DryRun}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+	case "config":
+		return c.Config.run(ctx, g)
+	case "pull":
+		return c.Pull.run(ctx, g)
+	case "archive":
+		return c.Archive.set(ctx, g, true)
+	case "restore":
+		return c.Restore.set(ctx, g, false)
+	}
+	return unknownCommand(k)
 }
 
 // StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
@@ -46,8 +90,8 @@ type StateRmCmd struct {
 	DryRun    bool     `help:"Show what would be removed; write nothing."`
 }
 
-// Run runs the command.
-func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state rm.
+func (c *StateRmCmd) run(ctx context.Context, g *Globals) error {
 	addrs := append(append([]string(nil), c.Addresses...), c.Address...)
 	if len(addrs) == 0 {
 		return &UsageError{Message: "no address to remove", Hint: "kl state rm NAME ADDR… (kl state rm prod aws_instance.old --dry-run)"}
@@ -68,8 +112,8 @@ type StateMvCmd struct {
 	DryRun  bool   `help:"Show the move; write nothing."`
 }
 
-// Run runs the command.
-func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state mv.
+func (c *StateMvCmd) run(ctx context.Context, g *Globals) error {
 	usage := "kl state mv NAME SRC DST, or kl state mv NAME SRC [DST] --to-state OTHER"
 	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
 	if err != nil {
@@ -234,38 +278,6 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 		_, err = fmt.Fprint(c.Out, b.String())
 		return err
 	})
-}
-
-// StateSplitCmd is kl state split.
-type StateSplitCmd struct {
-	JSONFlag
-	Name    string   `arg:"" help:"State to split." predictor:"state"`
-	ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
-	Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
-	DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
-}
-
-// Run runs the command.
-func (c *StateSplitCmd) Run(ctx context.Context, g *Globals) error {
-	req := httpbackend.MoveRequest{Operation: history.OperationSplit, From: c.Name, To: c.ToState, DryRun: c.DryRun}
-	for _, a := range c.Address {
-		req.Addresses = append(req.Addresses, history.MovePair{From: a})
-	}
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
-}
-
-// StateMergeCmd is kl state merge.
-type StateMergeCmd struct {
-	JSONFlag
-	Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
-	Into   string `required:"" help:"State that receives them." placeholder:"TO"`
-	DryRun bool   `help:"Show what would move; write nothing."`
-}
-
-// Run runs the command.
-func (c *StateMergeCmd) Run(ctx context.Context, g *Globals) error {
-	req := httpbackend.MoveRequest{Operation: history.OperationMerge, From: c.Name, To: c.Into, DryRun: c.DryRun}
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
 }
 
 // moveToState runs kl state mv --to-state: --to renames on the way.

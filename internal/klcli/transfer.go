@@ -121,8 +121,8 @@ type StatePullCmd struct {
 	Cone    string   `help:"What the slice adds to the addresses: dependencies (what they rest on, the default), dependents (what rests on them) or none." placeholder:"CONE"`
 }
 
-// Run runs the command.
-func (c *StatePullCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state pull.
+func (c *StatePullCmd) run(ctx context.Context, g *Globals) error {
 	ref, err := versionRef(c.Ref, c.Version)
 	if err != nil {
 		return err
