@@ -15,6 +15,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/kilolock/kilolock/internal/klcli"
+	"github.com/kilolock/kilolock/orchestrate"
 )
 
 func main() {
@@ -24,7 +25,7 @@ func main() {
 func run() int {
 	// Ctrl-C, SIGTERM or a reader gone (kl drift check | head) ends ctx,
 	// which stops the IaC CLI gracefully and ends kl's apply run.
-	ctx, stop := klcli.SignalContext(context.Background())
+	ctx, stop := orchestrate.SignalContext(context.Background())
 	defer stop()
 	var cli klcli.App
 	parser, err := kong.New(&cli,

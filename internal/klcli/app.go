@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
 // App is kl's command grammar, parsed by kong: global flags and one struct
-// per command, each with a Run method that kong calls with the Globals.
-// cmd/kl only parses, runs and maps the error to an exit code.
+// per command or group of commands. Kong calls the Run method of the
+// selected command, or of its group (which answers by the subcommand's
+// name), with the Globals. cmd/kl only parses, runs and maps the error to
+// an exit code.
 type App struct {
 	Globals
 
@@ -53,18 +54,7 @@ type App struct {
 	Retention  RetentionCmds `cmd:"" help:"Retention: policies per server, environment or state (list, set, unset), pruning (apply [--dry-run]) and what was pruned. See kl retention --help."`
 	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
 	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
-	State      struct {
-		List    StateListCmd    `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
-		Show    StateShowCmd    `cmd:"" help:"Show one instance of a state's current version."`
-		Rm      StateRmCmd      `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-		Mv      StateMvCmd      `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
-		Split   StateSplitCmd   `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
-		Merge   StateMergeCmd   `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
-		Config  StateConfigCmd  `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
-		Pull    StatePullCmd    `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
-		Archive StateArchiveCmd `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
-		Restore StateRestoreCmd `cmd:"" help:"Restore an archived tenant state (control plane)."`
-	} `cmd:"" help:"Operate on one state."`
+	State      StateCmds     `cmd:"" help:"Operate on one state."`
 }
 
 // Globals are kl's global flags, given to every command's Run.
@@ -219,4 +209,63 @@ func versionRef(positional, flag string) (kilolock.VersionRef, error) {
 // positional REF.
 type VersionFlag struct {
 	Version string `help:"The version, as the positional REF takes it." placeholder:"REF"`
+}
+
+// ExitCodeDoc is one of kl's exit codes and what it means, as kl --help
+// and docs/cli.md list them.
+type ExitCodeDoc struct {
+	Code    int
+	Meaning string
+}
+
+// ExitCodes are the exit codes of every kl command, in order; the
+// constants above are their names.
+var ExitCodes = []ExitCodeDoc{
+	{ExitOK, "the command did what was asked (a dry run included; kl quota check: within the limits, or past a soft one with a WARN line)"},
+	{ExitError, "any other failure: a refused query, past a hard quota limit (kl quota check, kl plan, kl apply)"},
+	{ExitUsage, "bad flags or arguments, or input the server rejects as invalid"},
+	{ExitNotFound, "the state, version, run or address does not exist"},
+	{ExitConflict, "locked by someone else, a lock ID mismatch, or a conflicting or stale write"},
+	{ExitUnavailable, "the server or the database cannot be reached, or is busy: retry later"},
+	{ExitBlocked, "kl apply --orchestrated gave up waiting for its reservations (--wait-timeout)"},
+	{ExitAborted, "kl apply: the run was aborted (kl apply abort) or its lease ran out; the apply was stopped or its write refused"},
+	{ExitCLI, "kl plan, kl apply, kl drift check: the IaC CLI (tofu or terraform) failed"},
+	{130, "interrupted: Ctrl-C, SIGTERM, or a reader gone (kl … | head); the CLI is stopped gracefully and its lock released"},
+}
+
+// Description is kl's kl --help text: what kl is, its conventions, and
+// its exit codes.
+func Description() string {
+	var b strings.Builder
+	b.WriteString(`KiloLock client: states, history, diff, rollback, state operations, locks and SQL, through a kld server or on its database.
+
+Conventions: a state is named by the first argument (NAME); a version by REF, positional or --version REF: @N (a bare N too), latest, @-K, serial:S or a tag; kl rollback previews unless --apply --yes, kl state rm|mv write unless --dry-run; --json (after the command, or before it) writes JSON for scripts. See docs/cli.md.
+
+Exit codes:
+`)
+	for _, e := range ExitCodes {
+		fmt.Fprintf(&b, "  %3d  %s\n", e.Code, wrap(e.Meaning, 72, "       "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// wrap breaks s into lines of at most width characters, each after the
+// first starting with indent (kong prints indented lines as they are).
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case line+1+len(w) > width:
+			b.WriteString("\n" + indent)
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(w)
+		line += len(w)
+	}
+	return b.String()
 }

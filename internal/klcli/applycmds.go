@@ -10,7 +10,14 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/orchestrate"
 )
+
+// TFBinFlag is --tf-bin (KL_TF_BIN): the one name, in every command that
+// runs the IaC CLI, of the binary it runs.
+type TFBinFlag struct {
+	TFBin string `name:"tf-bin" env:"KL_TF_BIN" help:"The IaC CLI to run: a name in PATH or a path (default: tofu, else terraform, in PATH)." placeholder:"BIN"`
+}
 
 // tfFlags are the flags of the commands that run the IaC CLI.
 type tfFlags struct {
@@ -22,7 +29,9 @@ type tfFlags struct {
 	TFBinFlag
 }
 
-func (f *tfFlags) scope() Scope { return Scope{Files: f.Files, Targets: f.Targets} }
+func (f *tfFlags) scope() orchestrate.Scope {
+	return orchestrate.Scope{Files: f.Files, Targets: f.Targets}
+}
 
 // configDir is the configuration directory a command was given, the
 // current one when none was: what an omitted [DIR] means everywhere.
@@ -38,13 +47,13 @@ func configDir(dir string) (string, error) {
 
 // backend finds the server and state: the directory's initialized
 // backend, with --server and --state overriding it.
-func (f *tfFlags) backend(g *Globals, dir string) (*TFBackend, error) {
-	b, err := ReadTFBackend(dir)
+func (f *tfFlags) backend(g *Globals, dir string) (*orchestrate.TFBackend, error) {
+	b, err := orchestrate.ReadTFBackend(dir)
 	if err != nil {
 		if g.Server == "" || f.State == "" {
 			return nil, err
 		}
-		return &TFBackend{Server: g.Server, State: f.State, Address: g.Server + "/v1/states/" + f.State}, nil
+		return &orchestrate.TFBackend{Server: g.Server, State: f.State, Address: g.Server + "/v1/states/" + f.State}, nil
 	}
 	if g.Server != "" {
 		b.Server = g.Server
@@ -73,9 +82,9 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if berr == nil {
 		state, server = b.State, b.Server
 	}
-	spec, err := Plan(ctx, PlanRequest{
+	spec, err := orchestrate.Plan(ctx, orchestrate.PlanRequest{
 		Dir: dir, Scope: c.scope(), Vars: c.Vars, VarFiles: c.VarFiles,
-		SpecPath: c.Out, TFBin: c.TFBin, State: state, Server: server, Actor: whoAmI(g.Actor),
+		SpecPath: c.Out, TFBin: c.TFBin, State: state, Server: server, Actor: orchestrate.WhoAmI(g.Actor),
 		Stdout: g.cliOutput(), Stderr: g.cliOutput(),
 	})
 	if err != nil {
@@ -87,12 +96,12 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 	if berr != nil {
 		return nil // no backend to ask: no admission
 	}
-	adm, err := g.admission(ctx, b, out, "")
+	conn, err := g.admissionConn(ctx, b)
 	if err != nil {
 		return err
 	}
-	defer adm.Conn.Close()
-	return admit(ctx, adm, spec.Quota)
+	defer conn.Close()
+	return conn.admission(b.State, out, "").Check(ctx, spec.Quota)
 }
 
 // ApplyCmds are kl apply and kl apply abort.
@@ -143,7 +152,7 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	if c.WaitTimeout < 0 {
 		return &UsageError{Message: "--wait-timeout cannot be negative", Hint: "give 0 to fail at once, or a duration such as 2m"}
 	}
-	req := ApplyRequest{
+	req := orchestrate.ApplyRequest{
 		Scope: c.scope(), SpecPath: c.PlanSpec, Vars: c.Vars, VarFiles: c.VarFiles, TFBin: c.TFBin,
 		Actor: g.Actor, Orchestrated: c.Orchestrated, WaitTimeout: c.WaitTimeout, Lease: c.Lease,
 		Quiet: g.quiet(), Out: g.out(), Stderr: g.stderr(), CLIOutput: g.cliOutput(),
@@ -170,29 +179,30 @@ func (c *ApplyCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	if err == nil {
 		// The directory's backend answers the plan's admission.
-		adm, err := g.admission(ctx, b, g.stderr(), "kl: ")
+		conn, err := g.admissionConn(ctx, b)
 		if err != nil {
 			return err
 		}
-		defer adm.Conn.Close()
+		defer conn.Close()
+		adm := conn.admission(b.State, g.stderr(), "kl: ")
 		adm.Quiet = g.quiet() // on stderr beside the apply: KL_LOG_LEVEL=warn hides what fits
 		req.Admission = adm
 	}
 	if !c.Orchestrated {
-		return Apply(ctx, req)
+		return orchestrate.Apply(ctx, req)
 	}
-	hb, err := NewConn(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: whoAmI(g.Actor)})
+	hb, err := NewConn(b.Server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: orchestrate.WhoAmI(g.Actor)})
 	if err != nil {
 		return err
 	}
 	defer hb.Close()
 	req.Backend, req.Runs = b, hb.api
-	return Apply(ctx, req)
+	return orchestrate.Apply(ctx, req)
 }
 
 // readSpecDir returns the configuration directory a plan spec names.
 func readSpecDir(path string) (string, error) {
-	spec, err := readSpec(path)
+	spec, err := orchestrate.ReadSpec(path)
 	if err != nil {
 		return "", err
 	}

@@ -19,8 +19,8 @@ type StateConfigCmd struct {
 	RequireClientEncryption *bool `negatable:"" help:"Refuse plaintext writes: the state takes only OpenTofu client-side encrypted ones (terraform { encryption { … } }); =false lifts it. Its environment may require it too (kl env config)."`
 }
 
-// Run runs the command.
-func (c *StateConfigCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state config.
+func (c *StateConfigCmd) run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error {
 		return cli.ConfigureState(ctx, c.Name, client.StateConfig{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
 			SharedPlanLocks: c.SharedPlanLocks, RequireClientEncryption: c.RequireClientEncryption})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/tenancy"
@@ -40,151 +41,153 @@ func said[T any](ctx context.Context, g *Globals, json bool, do func(*client.Cli
 	})
 }
 
+// The groups below declare their subcommands' flags as fields and run
+// them all in one Run: kong calls the Run of the selected command's group,
+// which answers by the subcommand's name. Subcommands of the same
+// arguments share one type.
+
+// unknownCommand is a group's Run asked for a subcommand it does not
+// declare: a mistake in kl, not in the command line.
+func unknownCommand(k *kong.Context) error {
+	return fmt.Errorf("kl: %q has no Run", k.Command())
+}
+
+// workspaceArg names a workspace.
+type workspaceArg struct {
+	JSONFlag
+	ID string `arg:"" help:"Workspace ID (ws_…)."`
+}
+
 // WorkspaceCmds are kl workspace create|list|suspend|resume.
 type WorkspaceCmds struct {
-	Create  WorkspaceCreateCmd  `cmd:"" help:"Create a workspace."`
-	List    WorkspaceListCmd    `cmd:"" help:"List the workspaces."`
-	Suspend WorkspaceSuspendCmd `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed."`
-	Resume  WorkspaceResumeCmd  `cmd:"" help:"Resume a suspended workspace."`
+	Create struct {
+		JSONFlag
+		Name  string `arg:"" help:"Workspace name."`
+		Kind  string `help:"organization or personal." default:"organization" enum:"organization,personal"`
+		Owner string `help:"User made the workspace's owner." placeholder:"USER"`
+	} `cmd:"" help:"Create a workspace."`
+	List    JSONFlag     `cmd:"" help:"List the workspaces."`
+	Suspend workspaceArg `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed."`
+	Resume  workspaceArg `cmd:"" help:"Resume a suspended workspace."`
 }
 
-// WorkspaceCreateCmd is kl workspace create.
-type WorkspaceCreateCmd struct {
-	JSONFlag
-	Name  string `arg:"" help:"Workspace name."`
-	Kind  string `help:"organization or personal." default:"organization" enum:"organization,personal"`
-	Owner string `help:"User made the workspace's owner." placeholder:"USER"`
-}
-
-// Run runs the command.
-func (c *WorkspaceCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Workspace, error) {
-		return api.CreateWorkspace(ctx, client.WorkspaceRequest{Name: c.Name, Kind: tenancy.WorkspaceKind(c.Kind), Owner: c.Owner})
-	}, func(ws *tenancy.Workspace) (any, string) {
-		return ws, fmt.Sprintf("Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
-	})
-}
-
-// WorkspaceListCmd is kl workspace list.
-type WorkspaceListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *WorkspaceListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Workspace, error) { return api.Workspaces(ctx) },
-		[]string{"ID", "NAME", "KIND", "LIFECYCLE", "CREATED"}, func(ws tenancy.Workspace) []string {
-			return []string{ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created)}
-		})
-}
-
-// WorkspaceSuspendCmd is kl workspace suspend.
-type WorkspaceSuspendCmd struct {
-	JSONFlag
-	ID string `arg:"" help:"Workspace ID (ws_…)."`
-}
-
-// Run runs the command.
-func (c *WorkspaceSuspendCmd) Run(ctx context.Context, g *Globals) error {
-	return setWorkspaceLifecycle(ctx, g, c.JSON, c.ID, true)
-}
-
-// WorkspaceResumeCmd is kl workspace resume.
-type WorkspaceResumeCmd struct {
-	JSONFlag
-	ID string `arg:"" help:"Workspace ID (ws_…)."`
-}
-
-// Run runs the command.
-func (c *WorkspaceResumeCmd) Run(ctx context.Context, g *Globals) error {
-	return setWorkspaceLifecycle(ctx, g, c.JSON, c.ID, false)
-}
-
-// setWorkspaceLifecycle suspends (suspend true) or resumes a workspace.
-func setWorkspaceLifecycle(ctx context.Context, g *Globals, json bool, id string, suspend bool) error {
-	return said(ctx, g, json, func(api *client.Client) (*tenancy.Workspace, error) {
-		if suspend {
-			return api.SuspendWorkspace(ctx, id)
-		}
-		return api.ResumeWorkspace(ctx, id)
-	}, func(ws *tenancy.Workspace) (any, string) {
+// Run runs the subcommand.
+func (c *WorkspaceCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	shown := func(ws *tenancy.Workspace) (any, string) {
 		return ws, fmt.Sprintf("Workspace %s is %s.\n", ws.ID, orDash(string(ws.Lifecycle)))
-	})
+	}
+	switch k.Selected().Name {
+	case "create":
+		a := &c.Create
+		return said(ctx, g, a.JSON, func(api *client.Client) (*tenancy.Workspace, error) {
+			return api.CreateWorkspace(ctx, client.WorkspaceRequest{Name: a.Name, Kind: tenancy.WorkspaceKind(a.Kind), Owner: a.Owner})
+		}, func(ws *tenancy.Workspace) (any, string) {
+			return ws, fmt.Sprintf("Created workspace %s (%s, %s).\n", ws.ID, cell(ws.Name), ws.Kind)
+		})
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Workspace, error) { return api.Workspaces(ctx) },
+			[]string{"ID", "NAME", "KIND", "LIFECYCLE", "CREATED"}, func(ws tenancy.Workspace) []string {
+				return []string{ws.ID, cell(ws.Name), string(ws.Kind), orDash(string(ws.Lifecycle)), formatTime(ws.Created)}
+			})
+	case "suspend":
+		return said(ctx, g, c.Suspend.JSON, func(api *client.Client) (*tenancy.Workspace, error) { return api.SuspendWorkspace(ctx, c.Suspend.ID) }, shown)
+	case "resume":
+		return said(ctx, g, c.Resume.JSON, func(api *client.Client) (*tenancy.Workspace, error) { return api.ResumeWorkspace(ctx, c.Resume.ID) }, shown)
+	}
+	return unknownCommand(k)
 }
 
 // EnvCmds are kl env create|list|config.
 type EnvCmds struct {
-	Create EnvCreateCmd `cmd:"" help:"Create an environment in a workspace."`
-	List   EnvListCmd   `cmd:"" help:"List a workspace's environments."`
-	Config EnvConfigCmd `cmd:"" help:"Configure an environment: whether its states require client-side encryption."`
+	Create struct {
+		JSONFlag
+		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+		Slug      string `arg:"" help:"Environment slug, e.g. prod."`
+	} `cmd:"" help:"Create an environment in a workspace."`
+	List struct {
+		JSONFlag
+		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	} `cmd:"" help:"List a workspace's environments."`
+	Config struct {
+		JSONFlag
+		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+		Env       string `arg:"" help:"Environment ID (env_…)."`
+		// RequireClientEncryption is named as the state's setting is.
+		RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
+	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption."`
 }
 
-// EnvConfigCmd is kl env config.
-type EnvConfigCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	Env       string `arg:"" help:"Environment ID (env_…)."`
-	// RequireClientEncryption is named as the state's setting is.
-	RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
-}
-
-// Run runs the command.
-func (c *EnvConfigCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.ConfigureEnvironment(ctx, c.Workspace, c.Env, tenancy.EnvironmentConfig{RequireClientEncryption: c.RequireClientEncryption})
-	})
-}
-
-// EnvCreateCmd is kl env create.
-type EnvCreateCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	Slug      string `arg:"" help:"Environment slug, e.g. prod."`
-}
-
-// Run runs the command.
-func (c *EnvCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Environment, error) {
-		return api.CreateEnvironment(ctx, c.Workspace, c.Slug)
-	},
-		func(e *tenancy.Environment) (any, string) {
+// Run runs the subcommand.
+func (c *EnvCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "create":
+		return said(ctx, g, c.Create.JSON, func(api *client.Client) (*tenancy.Environment, error) {
+			return api.CreateEnvironment(ctx, c.Create.Workspace, c.Create.Slug)
+		}, func(e *tenancy.Environment) (any, string) {
 			return e, fmt.Sprintf("Created environment %s (%s) in workspace %s.\n", e.PublicID, cell(e.Slug), e.WorkspaceID)
 		})
-}
-
-// EnvListCmd is kl env list.
-type EnvListCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-}
-
-// Run runs the command.
-func (c *EnvListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Environment, error) { return api.Environments(ctx, c.Workspace) },
-		[]string{"ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED"}, func(e tenancy.Environment) []string {
-			return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created)}
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Environment, error) {
+			return api.Environments(ctx, c.List.Workspace)
+		},
+			[]string{"ID", "SLUG", "WORKSPACE", "CLIENT ENCRYPTION", "CREATED"}, func(e tenancy.Environment) []string {
+				return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, requiredOrDash(e.RequireClientEncryption), formatTime(e.Created)}
+			})
+	case "config":
+		a := &c.Config
+		return g.with(ctx, a.JSON, func(cli *CLI) error {
+			return cli.ConfigureEnvironment(ctx, a.Workspace, a.Env, tenancy.EnvironmentConfig{RequireClientEncryption: a.RequireClientEncryption})
 		})
+	}
+	return unknownCommand(k)
 }
 
-// TokenCmds are kl token issue|list|revoke: automation tokens.
+// tokenArg names a token (automation or personal).
+type tokenArg struct {
+	JSONFlag
+	ID string `arg:"" help:"Token ID (tok_…)."`
+}
+
+// tokenFlags name a new token and say how long it lives.
+type tokenFlags struct {
+	Name      string `help:"A name to recognize the token by."`
+	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
+}
+
+// TokenCmds are kl token issue|list|revoke|operator: automation tokens.
 type TokenCmds struct {
-	Issue  TokenIssueCmd  `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
-	List   TokenListCmd   `cmd:"" help:"List the automation tokens (never their secrets)."`
-	Revoke TokenRevokeCmd `cmd:"" help:"Revoke a token."`
+	Issue struct {
+		JSONFlag
+		Env   string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
+		Scope string `help:"read-write, read, or outputs (reads only states' outputs, at their /outputs address, for terraform_remote_state)." default:"read-write" enum:"read,read-write,outputs"`
+		tokenFlags
+	} `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
+	List   JSONFlag `cmd:"" help:"List the automation tokens (never their secrets)."`
+	Revoke tokenArg `cmd:"" help:"Revoke a token."`
 	// Operator makes a secret locally: the operator token is kld's flag,
 	// not a row of the store.
-	Operator TokenOperatorCmd `cmd:"" help:"Print a new operator token (klo_ and 64 random hex digits) for kld --operator-token; made here, sent nowhere. Example: kld --auth=token --operator-token \"$(kl token operator)\"."`
+	Operator struct{} `cmd:"" help:"Print a new operator token (klo_ and 64 random hex digits) for kld --operator-token; made here, sent nowhere. Example: kld --auth=token --operator-token \"$(kl token operator)\"."`
 }
 
-// TokenOperatorCmd is kl token operator.
-type TokenOperatorCmd struct{}
-
-// Run runs the command.
-func (c *TokenOperatorCmd) Run(g *Globals) error {
-	secret, err := NewOperatorSecret()
-	if err != nil {
+// Run runs the subcommand.
+func (c *TokenCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "issue":
+		a := &c.Issue
+		return issueToken(ctx, g, a.JSON, a.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: a.Name, EnvironmentID: a.Env, Scope: tenancy.Scope(a.Scope)})
+	case "list":
+		return listTokens(ctx, g, c.List.JSON, tenancy.TokenAutomation)
+	case "revoke":
+		return revokeToken(ctx, g, c.Revoke)
+	case "operator":
+		secret, err := NewOperatorSecret()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(g.documents(), secret)
 		return err
 	}
-	_, err = fmt.Fprintln(g.documents(), secret)
-	return err
+	return unknownCommand(k)
 }
 
 // NewOperatorSecret returns a new operator token: klo_ and 256 random bits
@@ -195,39 +198,11 @@ func NewOperatorSecret() (string, error) {
 	return secret, err
 }
 
-// TokenIssueCmd is kl token issue.
-type TokenIssueCmd struct {
-	JSONFlag
-	Env       string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
-	Scope     string `help:"read-write, read, or outputs (reads only states' outputs, at their /outputs address, for terraform_remote_state)." default:"read-write" enum:"read,read-write,outputs"`
-	Name      string `help:"A name to recognize the token by."`
-	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
-}
-
-// Run runs the command.
-func (c *TokenIssueCmd) Run(ctx context.Context, g *Globals) error {
-	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenAutomation, Name: c.Name, EnvironmentID: c.Env, Scope: tenancy.Scope(c.Scope)})
-}
-
-// TokenListCmd is kl token list.
-type TokenListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *TokenListCmd) Run(ctx context.Context, g *Globals) error {
-	return listTokens(ctx, g, c.JSON, tenancy.TokenAutomation)
-}
-
-// TokenRevokeCmd is kl token revoke, and kl pat delete.
-type TokenRevokeCmd struct {
-	JSONFlag
-	ID string `arg:"" help:"Token ID (tok_…)."`
-}
-
-// Run runs the command: a token revoked, automation or personal.
-func (c *TokenRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, c.ID) },
+// revokeToken revokes a token, automation or personal.
+func revokeToken(ctx context.Context, g *Globals, a tokenArg) error {
+	return said(ctx, g, a.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, a.ID) },
 		func(*client.Revoked) (any, string) {
-			return map[string]string{"revoked": c.ID}, fmt.Sprintf("Revoked token %s.\n", cell(c.ID))
+			return map[string]string{"revoked": a.ID}, fmt.Sprintf("Revoked token %s.\n", cell(a.ID))
 		})
 }
 
@@ -251,132 +226,111 @@ func listTokens(ctx context.Context, g *Globals, json bool, kind tenancy.TokenKi
 
 // PATCmds are kl pat create|list|delete: personal access tokens.
 type PATCmds struct {
-	Create PATCreateCmd   `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
-	List   PATListCmd     `cmd:"" help:"List the personal access tokens (never their secrets)."`
-	Delete TokenRevokeCmd `cmd:"" help:"Delete a personal access token."`
+	Create struct {
+		JSONFlag
+		User string `required:"" help:"The user the token acts as." placeholder:"USER"`
+		tokenFlags
+	} `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
+	List   JSONFlag `cmd:"" help:"List the personal access tokens (never their secrets)."`
+	Delete tokenArg `cmd:"" help:"Delete a personal access token."`
 }
 
-// PATCreateCmd is kl pat create.
-type PATCreateCmd struct {
+// Run runs the subcommand.
+func (c *PATCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "create":
+		a := &c.Create
+		return issueToken(ctx, g, a.JSON, a.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: a.Name, UserID: a.User})
+	case "list":
+		return listTokens(ctx, g, c.List.JSON, tenancy.TokenPersonal)
+	case "delete":
+		return revokeToken(ctx, g, c.Delete)
+	}
+	return unknownCommand(k)
+}
+
+// grantArgs name a grant: a token's on an environment.
+type grantArgs struct {
 	JSONFlag
-	User      string `required:"" help:"The user the token acts as." placeholder:"USER"`
-	Name      string `help:"A name to recognize the token by."`
-	ExpiresIn string `help:"Lifetime, e.g. 90d or 720h, at most 3650d; the token stops working after it (default: never)." placeholder:"DURATION"`
-}
-
-// Run runs the command.
-func (c *PATCreateCmd) Run(ctx context.Context, g *Globals) error {
-	return issueToken(ctx, g, c.JSON, c.ExpiresIn, tenancy.TokenRequest{Kind: tenancy.TokenPersonal, Name: c.Name, UserID: c.User})
-}
-
-// PATListCmd is kl pat list.
-type PATListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *PATListCmd) Run(ctx context.Context, g *Globals) error {
-	return listTokens(ctx, g, c.JSON, tenancy.TokenPersonal)
+	Token string `arg:"" help:"Token ID (tok_…)."`
+	Env   string `arg:"" help:"Environment ID (env_…)."`
 }
 
 // GrantCmds are kl grant add|revoke|list.
 type GrantCmds struct {
-	Add    GrantAddCmd    `cmd:"" help:"Grant a personal access token access to an environment."`
-	Revoke GrantRevokeCmd `cmd:"" help:"Take a grant away."`
-	List   GrantListCmd   `cmd:"" help:"List a token's grants."`
+	Add    grantArgs `cmd:"" help:"Grant a personal access token access to an environment."`
+	Revoke grantArgs `cmd:"" help:"Take a grant away."`
+	List   struct {
+		JSONFlag
+		Token string `arg:"" help:"Token ID (tok_…)."`
+	} `cmd:"" help:"List a token's grants."`
 }
 
-// GrantAddCmd is kl grant add.
-type GrantAddCmd struct {
+// Run runs the subcommand.
+func (c *GrantCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "add":
+		a := &c.Add
+		return said(ctx, g, a.JSON, func(api *client.Client) (*tenancy.Grant, error) { return api.AddGrant(ctx, a.Token, a.Env) },
+			func(gr *tenancy.Grant) (any, string) {
+				return gr, fmt.Sprintf("Granted %s access to %s.\n", gr.TokenID, gr.EnvironmentID)
+			})
+	case "revoke":
+		a := &c.Revoke
+		return said(ctx, g, a.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeGrant(ctx, a.Token, a.Env) },
+			func(*client.Revoked) (any, string) {
+				return map[string]string{"revoked": a.Token + "->" + a.Env}, fmt.Sprintf("Revoked the grant of %s on %s.\n", cell(a.Token), cell(a.Env))
+			})
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Grant, error) { return api.Grants(ctx, c.List.Token) },
+			[]string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(gr tenancy.Grant) []string {
+				return []string{gr.TokenID, gr.EnvironmentID, formatTime(gr.Created)}
+			})
+	}
+	return unknownCommand(k)
+}
+
+// memberArgs name a workspace's member.
+type memberArgs struct {
 	JSONFlag
-	Token string `arg:"" help:"Token ID (tok_…)."`
-	Env   string `arg:"" help:"Environment ID (env_…)."`
-}
-
-// Run runs the command.
-func (c *GrantAddCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Grant, error) { return api.AddGrant(ctx, c.Token, c.Env) },
-		func(gr *tenancy.Grant) (any, string) {
-			return gr, fmt.Sprintf("Granted %s access to %s.\n", gr.TokenID, gr.EnvironmentID)
-		})
-}
-
-// GrantRevokeCmd is kl grant revoke.
-type GrantRevokeCmd struct {
-	JSONFlag
-	Token string `arg:"" help:"Token ID (tok_…)."`
-	Env   string `arg:"" help:"Environment ID (env_…)."`
-}
-
-// Run runs the command.
-func (c *GrantRevokeCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeGrant(ctx, c.Token, c.Env) },
-		func(*client.Revoked) (any, string) {
-			return map[string]string{"revoked": c.Token + "->" + c.Env}, fmt.Sprintf("Revoked the grant of %s on %s.\n", cell(c.Token), cell(c.Env))
-		})
-}
-
-// GrantListCmd is kl grant list.
-type GrantListCmd struct {
-	JSONFlag
-	Token string `arg:"" help:"Token ID (tok_…)."`
-}
-
-// Run runs the command.
-func (c *GrantListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Grant, error) { return api.Grants(ctx, c.Token) },
-		[]string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(gr tenancy.Grant) []string {
-			return []string{gr.TokenID, gr.EnvironmentID, formatTime(gr.Created)}
-		})
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	User      string `arg:"" help:"User ID."`
 }
 
 // MemberCmds are kl member add|remove|list.
 type MemberCmds struct {
-	Add    MemberAddCmd    `cmd:"" help:"Add a user to a workspace, or change their role."`
-	Remove MemberRemoveCmd `cmd:"" help:"Remove a user from a workspace."`
-	List   MemberListCmd   `cmd:"" help:"List a workspace's members."`
+	Add struct {
+		memberArgs
+		Role string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
+	} `cmd:"" help:"Add a user to a workspace, or change their role."`
+	Remove memberArgs `cmd:"" help:"Remove a user from a workspace."`
+	List   struct {
+		JSONFlag
+		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+	} `cmd:"" help:"List a workspace's members."`
 }
 
-// MemberAddCmd is kl member add.
-type MemberAddCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	User      string `arg:"" help:"User ID."`
-	Role      string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
-}
-
-// Run runs the command.
-func (c *MemberAddCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*tenancy.Member, error) {
-		return api.PutMember(ctx, c.Workspace, c.User, tenancy.Role(c.Role))
-	}, func(m *tenancy.Member) (any, string) {
-		return m, fmt.Sprintf("%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(c.Workspace))
-	})
-}
-
-// MemberRemoveCmd is kl member remove.
-type MemberRemoveCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	User      string `arg:"" help:"User ID."`
-}
-
-// Run runs the command.
-func (c *MemberRemoveCmd) Run(ctx context.Context, g *Globals) error {
-	return said(ctx, g, c.JSON, func(api *client.Client) (*client.Removed, error) { return api.RemoveMember(ctx, c.Workspace, c.User) },
-		func(*client.Removed) (any, string) {
-			return map[string]string{"removed": c.User}, fmt.Sprintf("Removed %s from workspace %s.\n", cell(c.User), cell(c.Workspace))
+// Run runs the subcommand.
+func (c *MemberCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "add":
+		a := &c.Add
+		return said(ctx, g, a.JSON, func(api *client.Client) (*tenancy.Member, error) {
+			return api.PutMember(ctx, a.Workspace, a.User, tenancy.Role(a.Role))
+		}, func(m *tenancy.Member) (any, string) {
+			return m, fmt.Sprintf("%s is a%s %s of workspace %s.\n", cell(m.UserID), article(string(m.Role)), m.Role, cell(a.Workspace))
 		})
-}
-
-// MemberListCmd is kl member list.
-type MemberListCmd struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-}
-
-// Run runs the command.
-func (c *MemberListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]tenancy.Member, error) { return api.Members(ctx, c.Workspace) },
-		[]string{"USER", "ROLE"}, func(m tenancy.Member) []string { return []string{cell(m.UserID), string(m.Role)} })
+	case "remove":
+		a := &c.Remove
+		return said(ctx, g, a.JSON, func(api *client.Client) (*client.Removed, error) { return api.RemoveMember(ctx, a.Workspace, a.User) },
+			func(*client.Removed) (any, string) {
+				return map[string]string{"removed": a.User}, fmt.Sprintf("Removed %s from workspace %s.\n", cell(a.User), cell(a.Workspace))
+			})
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Member, error) { return api.Members(ctx, c.List.Workspace) },
+			[]string{"USER", "ROLE"}, func(m tenancy.Member) []string { return []string{cell(m.UserID), string(m.Role)} })
+	}
+	return unknownCommand(k)
 }
 
 // stateLifecycleFlags name one tenant state.
@@ -401,22 +355,6 @@ func (f *stateLifecycleFlags) set(ctx context.Context, g *Globals, archive bool)
 		}
 		return map[string]string{"state": f.Name, "lifecycle": string(l)}, fmt.Sprintf("State %s is %s.\n", cell(f.Name), l)
 	})
-}
-
-// StateArchiveCmd is kl state archive.
-type StateArchiveCmd struct{ stateLifecycleFlags }
-
-// Run runs the command.
-func (c *StateArchiveCmd) Run(ctx context.Context, g *Globals) error {
-	return c.set(ctx, g, true)
-}
-
-// StateRestoreCmd is kl state restore.
-type StateRestoreCmd struct{ stateLifecycleFlags }
-
-// Run runs the command.
-func (c *StateRestoreCmd) Run(ctx context.Context, g *Globals) error {
-	return c.set(ctx, g, false)
 }
 
 // AuditCmd is kl audit.

@@ -2,21 +2,14 @@ package klcli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
-	tfjson "github.com/hashicorp/terraform-json"
-
-	"github.com/kilolock/kilolock"
-	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/drift"
-	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/orchestrate"
 )
 
 // DriftCheckCmd is kl drift check.
@@ -46,7 +39,7 @@ func (c *DriftCheckCmd) Run(ctx context.Context, g *Globals) error {
 	// --server or --database is given, the server, as for kl plan.
 	name, target := c.State, *g
 	if name == "" || g.Server == "" && g.Database == "" {
-		b, err := ReadTFBackend(dir)
+		b, err := orchestrate.ReadTFBackend(dir)
 		if err != nil && name == "" {
 			return err
 		}
@@ -61,7 +54,7 @@ func (c *DriftCheckCmd) Run(ctx context.Context, g *Globals) error {
 	}
 	bin := c.tfBin(g.stderr())
 	return target.with(ctx, c.JSON, func(cli *CLI) error {
-		return cli.DriftCheck(ctx, DriftCheckRequest{Dir: dir, State: name, Addresses: c.Address, Cone: c.Cone, Accept: c.Accept, CLI: bin, Log: g.cliOutput()})
+		return cli.DriftCheck(ctx, orchestrate.DriftCheckRequest{Dir: dir, State: name, Addresses: c.Address, Cone: c.Cone, Accept: c.Accept, CLI: bin, Log: g.cliOutput()})
 	})
 }
 
@@ -84,69 +77,14 @@ func (c *DriftCheckCmd) tfBin(warn io.Writer) string {
 	return old
 }
 
-// DriftCheckRequest is what kl drift check runs.
-type DriftCheckRequest struct {
-	Dir, State string
-	Addresses  []string
-	Cone       bool
-	Accept     bool
-	// CLI is the tofu or terraform binary ("" finds one in PATH); Log
-	// gets its output (plan's, never show -json's), nil none.
-	CLI string
-	Log io.Writer
-}
-
-// DriftResult is kl drift check's answer: the check recorded, and the
-// version --accept wrote (nil for none).
-type DriftResult struct {
-	Check    *drift.DriftCheck `json:"check"`
-	Targets  []string          `json:"targets,omitempty"`
-	Accepted *kilolock.Version `json:"accepted,omitempty"`
-}
-
-// DriftCheck runs the real CLI's refresh-only plan (plan -refresh-only
-// -out, then show -json) in r.Dir, targeted at r.Addresses and, with
-// r.Cone, at what rests on them in the stored graph; it records what
-// drifted with the backend against the serial the plan read, and with
-// r.Accept writes the plan's refreshed state as a version of source
-// refresh.
-func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
-	targets := r.Addresses
-	if r.Cone {
-		v, err := c.api().Cone(ctx, r.State, r.Addresses, client.ConeOptions{Direction: history.Dependents})
-		if err != nil {
-			return err
-		}
-		targets = make([]string, 0, len(v.Nodes))
-		seen := map[string]bool{}
-		for _, n := range v.Nodes {
-			if !seen[n.Address] {
-				seen[n.Address] = true
-				targets = append(targets, n.Address)
-			}
-		}
-	}
-	plan, refreshed, err := refreshOnlyPlan(ctx, r, targets)
+// DriftCheck runs orchestrate.DriftCheck over kl's client and prints its
+// result.
+func (c *CLI) DriftCheck(ctx context.Context, r orchestrate.DriftCheckRequest) error {
+	res, err := orchestrate.DriftCheck(ctx, c.api(), r)
 	if err != nil {
 		return err
 	}
-	report, err := driftReport(plan, refreshed)
-	if err != nil {
-		return err
-	}
-	report.Scope = targets
-	check, err := c.api().RecordDrift(ctx, r.State, report)
-	if err != nil {
-		return err
-	}
-	res := DriftResult{Check: check, Targets: targets}
-	if r.Accept && len(check.Drifted) > 0 {
-		a, err := c.api().AcceptRefresh(ctx, r.State, refreshed)
-		if err != nil {
-			return fmt.Errorf("drift recorded (check %d), but accepting the refresh failed: %w", check.ID, err)
-		}
-		res.Accepted = a.Version
-	}
+	check, targets := res.Check, res.Targets
 	return c.show(res, func() error {
 		scope := "the whole state"
 		if targets != nil {
@@ -171,81 +109,73 @@ func (c *CLI) DriftCheck(ctx context.Context, r DriftCheckRequest) error {
 	})
 }
 
-// refreshOnlyPlan runs plan -refresh-only -out in r.Dir and reads the
-// plan back with show -json, and the refreshed state the plan holds.
-func refreshOnlyPlan(ctx context.Context, r DriftCheckRequest, targets []string) (*tfjson.Plan, []byte, error) {
-	log := r.Log
-	if log == nil {
-		log = io.Discard
-	}
-	tf, err := newTF(ctx, r.Dir, r.CLI, log, log, nil)
+// maxShownChanges bounds the attribute paths kl drift list shows per
+// instance; --json has all of them.
+const maxShownChanges = 5
+
+// DriftList shows a state's open drift: per instance what differs, with
+// the recorded and the real value, against which version, when, by whom.
+func (c *CLI) DriftList(ctx context.Context, name string) error {
+	l, err := c.api().Drift(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	tmp, err := os.MkdirTemp("", "kl-drift-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(tmp)
-	planFile := filepath.Join(tmp, "refresh.tfplan")
-	opts := []tfexec.PlanOption{tfexec.RefreshOnly(true), tfexec.Out(planFile)}
-	for _, t := range targets {
-		opts = append(opts, tfexec.Target(t))
-	}
-	if _, err := tf.Plan(ctx, opts...); err != nil {
-		return nil, nil, withHint(cliError("drift check: plan -refresh-only", err), "run tofu init in "+r.Dir+" first if it never ran there; kl --verbose drift check shows the CLI's output")
-	}
-	tf.SetStdout(io.Discard) // show -json is read, not shown
-	plan, err := tf.ShowPlanFile(ctx, planFile)
-	if err != nil {
-		return nil, nil, cliError("drift check: show -json", err)
-	}
-	refreshed, err := planState(planFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	return plan, refreshed, nil
+	ds := nonNil(l.Drift)
+	return c.show(map[string]any{"drift": ds}, func() error {
+		return c.driftTable(ds)
+	})
 }
 
-// planState reads the refreshed state a saved plan holds (its tfstate
-// entry): what applying the plan writes, with the serial it read.
-func planState(planFile string) ([]byte, error) {
-	data, ok, err := planStateEntry(planFile)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("drift check: %w", err)
-	case !ok:
-		return nil, errors.New("drift check: the plan file holds no state (tfstate)")
-	}
-	return data, nil
-}
-
-// driftReport turns a refresh-only plan's resource_drift into a report
-// against the serial and lineage of the state the plan read.
-func driftReport(plan *tfjson.Plan, refreshed []byte) (*drift.DriftReport, error) {
-	var head struct {
-		Serial  uint64 `json:"serial"`
-		Lineage string `json:"lineage"`
-	}
-	if err := json.Unmarshal(refreshed, &head); err != nil {
-		return nil, fmt.Errorf("drift check: the plan's state: %w", err)
-	}
-	r := &drift.DriftReport{Serial: head.Serial, Lineage: head.Lineage, Drifted: []drift.DriftedInstance{}}
-	for _, rc := range plan.ResourceDrift {
-		if rc == nil || rc.Change == nil || rc.Mode != tfjson.ManagedResourceMode || rc.Change.Actions.NoOp() {
-			continue
-		}
-		real, err := json.Marshal(rc.Change.After)
-		if err != nil {
-			return nil, err
-		}
-		d := drift.DriftedInstance{Address: rc.Address, Deposed: rc.DeposedKey, Real: real}
-		if rc.Change.AfterSensitive != nil {
-			if d.RealSensitive, err = json.Marshal(rc.Change.AfterSensitive); err != nil {
-				return nil, err
+func (c *CLI) driftTable(ds []drift.DriftRecord) error {
+	w := c.table()
+	row(w, "ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY")
+	for _, d := range ds {
+		what := "gone: the real object no longer exists"
+		if d.Kind == drift.DriftChanged {
+			var parts []string
+			for i, ch := range d.Changes {
+				if i == maxShownChanges {
+					parts = append(parts, fmt.Sprintf("(and %d more)", len(d.Changes)-i))
+					break
+				}
+				parts = append(parts, ch.Path+": "+driftValue(ch.Recorded, ch.Kind != "added")+" → "+driftValue(ch.Real, ch.Kind != "removed"))
+			}
+			what = strings.Join(parts, "; ")
+			if what == "" {
+				what = "changed"
 			}
 		}
-		r.Drifted = append(r.Drifted, d)
+		row(w, cell(d.Address), cell(what), "@"+strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor))
 	}
-	return r, nil
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(c.Out, "(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
+	return err
+}
+
+// driftValue shows one side of a drifted path; present false is a side
+// that has no value there.
+func driftValue(v any, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	return formatValue(v)
+}
+
+// DriftCmds are kl drift check and kl drift list.
+type DriftCmds struct {
+	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept."`
+	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom."`
+}
+
+// DriftListCmd is kl drift list.
+type DriftListCmd struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Run runs the command.
+func (c *DriftListCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.DriftList(ctx, c.Name) })
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/orchestrate"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -36,9 +37,9 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, new(*reserve.BlockedError)):
 		return ExitBlocked
-	case errors.As(err, new(*AbortedError)):
+	case errors.As(err, new(*orchestrate.AbortedError)):
 		return ExitAborted
-	case errors.As(err, new(*CLIError)):
+	case errors.As(err, new(*orchestrate.CLIError)):
 		return ExitCLI
 	case errors.As(err, &ue), errors.Is(err, kilolock.ErrInvalid):
 		return ExitUsage

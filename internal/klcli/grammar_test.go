@@ -1,6 +1,7 @@
 package klcli_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -102,19 +103,25 @@ func TestOpsGrammar(t *testing.T) {
 // anything is opened.
 func TestOpsUsageErrors(t *testing.T) {
 	ctx := t.Context()
-	g := &klcli.Globals{Server: "http://127.0.0.1:1"}
-	for name, run := range map[string]func() error{
-		"restore through a server": func() error { return (&klcli.RestoreCmd{File: "b.json.gz"}).Run(ctx, g) },
-		"set without a limit":      func() error { return (&klcli.RetentionSetCmd{}).Run(ctx, g) },
-		"keep-all and a limit": func() error {
-			c := &klcli.RetentionSetCmd{KeepAll: true, KeepLast: 3}
-			c.State = "a"
-			return c.Run(ctx, g)
-		},
-		"batch too large": func() error { return (&klcli.RetentionApplyCmd{Batch: 10_001}).Run(ctx, g) },
+	for name, args := range map[string][]string{
+		"restore through a server": {"restore", "b.json.gz"},
+		"set without a limit":      {"retention", "set", "--server-wide"},
+		"set without a scope":      {"retention", "set", "--keep-last", "3"},
+		"keep-all and a limit":     {"retention", "set", "--state", "a", "--keep-all", "--keep-last", "3"},
+		"unset without a scope":    {"retention", "unset"},
+		"batch too large":          {"retention", "apply", "--batch", "10001"},
 	} {
+		var cli klcli.App
+		parser, err := kong.New(&cli, klcli.Vars(), kong.BindTo(ctx, (*context.Context)(nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kctx, err := parser.Parse(append(args, "--server", "http://127.0.0.1:1"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		var ue *klcli.UsageError
-		if err := run(); !errors.As(err, &ue) {
+		if err := kctx.Run(&cli.Globals); !errors.As(err, &ue) {
 			t.Errorf("%s: %v, want a usage error", name, err)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
@@ -177,4 +179,182 @@ func changesText(v *kilolock.Version) string {
 		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)
 	}
 	return s
+}
+
+// ConflictsCmd is kl conflicts.
+type ConflictsCmd struct {
+	JSONFlag
+	Name  string `arg:"" help:"State name." predictor:"state"`
+	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+}
+
+// Run runs the command.
+func (c *ConflictsCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Conflicts(ctx, c.Name, c.Limit) })
+}
+
+// ConflictsJSON is the JSON output of Conflicts, as the server's API
+// answers it.
+type ConflictsJSON struct {
+	State      string               `json:"state"`
+	Rejections []kilolock.Rejection `json:"rejections"`
+}
+
+// maxConflictsLimit is the most rejections one command lists, as the
+// server's API allows.
+const maxConflictsLimit = 1000
+
+// maxShownAddresses bounds the addresses listed per rejection in the human
+// output; --json lists them all.
+const maxShownAddresses = 20
+
+// Conflicts lists a state's rejected commits, newest first, at most limit
+// (0 means 50): when, who (actor and lock id), why (reason), the addresses
+// in conflict, the serials (what the writer's lock read, what the state was
+// at), who got there first and what to do next. Terraform shows only "HTTP
+// error: 409" for a rejected commit; this is the rest of the story.
+func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
+	if limit < 0 || limit > maxConflictsLimit {
+		return &UsageError{Message: fmt.Sprintf("--limit takes a number from 1 to %d", maxConflictsLimit), Hint: "e.g. kl conflicts NAME --limit 20"}
+	}
+	l, err := c.api().Rejections(ctx, name, limit)
+	if err != nil {
+		return err
+	}
+	rs := nonNil(l.Rejections)
+	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
+		if len(rs) == 0 {
+			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
+			return err
+		}
+		fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
+		for _, r := range rs {
+			fmt.Fprintln(c.Out)
+			if err := c.writeRejection(&r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeRejection writes one rejection as a block of labelled lines.
+func (c *CLI) writeRejection(r *kilolock.Rejection) error {
+	fmt.Fprintf(c.Out, "%s  %s\n", formatTime(r.Created), reasonText(r))
+	w := c.table()
+	row(w, "  by:", fmt.Sprintf("%s (lock id %s)", orDash(r.Actor), orDash(r.LockID)))
+	if len(r.Addresses) > 0 {
+		row(w, "  addresses:", addressList(r.Addresses))
+	}
+	row(w, "  serials:", fmt.Sprintf("base %d (what the lock read), latest %d", r.BaseSerial, r.LatestSerial))
+	if v := r.Winner; v != nil {
+		row(w, "  winner:", fmt.Sprintf("%s (lock id %s, version %d)", orDash(v.Actor), orDash(v.LockID), v.Version))
+	} else {
+		row(w, "  winner:", "-")
+	}
+	if r.Hint != "" {
+		row(w, "  hint:", cell(r.Hint))
+	}
+	return w.Flush()
+}
+
+// reasonText says what a rejection's reason code means.
+func reasonText(r *kilolock.Rejection) string {
+	switch r.Reason {
+	case kilolock.ReasonWriteConflict:
+		if len(r.Addresses) == 0 {
+			// Only an encrypted write, or one over an encrypted
+			// version, conflicts without naming addresses.
+			return "conflict: another writer committed first, and client-side encrypted writes cannot be merged"
+		}
+		return "conflict: another writer changed the same addresses first"
+	case kilolock.ReasonClientEncryptionRequired:
+		return "client_encryption_required: a plaintext write to a state that requires client-side encryption"
+	case kilolock.ReasonStaleSerial:
+		return "stale_serial: the write was older than the stored state"
+	case kilolock.ReasonLineage:
+		return "lineage_mismatch: the write came from another lineage"
+	}
+	return orDash(r.Reason)
+}
+
+// addressList joins addresses for one line, the first maxShownAddresses of
+// them.
+func addressList(as []string) string {
+	shown := make([]string, 0, min(len(as), maxShownAddresses))
+	for _, a := range as[:min(len(as), maxShownAddresses)] {
+		shown = append(shown, cell(a))
+	}
+	s := strings.Join(shown, ", ")
+	if n := len(as) - maxShownAddresses; n > 0 {
+		s += fmt.Sprintf(" and %d more (--json lists them all)", n)
+	}
+	return s
+}
+
+// TagCmds are kl tag set, list and unset.
+type TagCmds struct {
+	Set struct {
+		JSONFlag
+		Name        string `arg:"" help:"State name." predictor:"state"`
+		Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
+		Ref         string `arg:"" optional:"" help:"The version it names (set again to move it): ${version_ref}"`
+		Description string `help:"What the version is, for people." placeholder:"TEXT"`
+	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)."`
+	List struct {
+		JSONFlag
+		Name string `arg:"" help:"State name." predictor:"state"`
+	} `cmd:"" help:"List a state's tags and the versions they name."`
+	Unset struct {
+		Name string `arg:"" help:"State name." predictor:"state"`
+		Tag  string `arg:"" help:"Tag name."`
+	} `cmd:"" help:"Remove a tag; the version stays."`
+}
+
+// Run runs the subcommand.
+func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "set":
+		a := &c.Set
+		ref, err := refArg(a.Ref)
+		if err != nil {
+			return err
+		}
+		if err := kilolock.ValidTagName(a.Tag); err != nil {
+			return err
+		}
+		return g.with(ctx, a.JSON, func(cli *CLI) error {
+			t, err := cli.api().SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
+			if err != nil {
+				return err
+			}
+			return cli.say(t, "tag %s names @%d of state %s\n", t.Name, t.Version, a.Name)
+		})
+	case "list":
+		return g.with(ctx, c.List.JSON, func(cli *CLI) error {
+			l, err := cli.api().Tags(ctx, c.List.Name)
+			if err != nil {
+				return err
+			}
+			tags := nonNil(l.Tags)
+			return cli.show(map[string]any{"tags": tags}, func() error {
+				w := cli.table()
+				row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
+				for _, t := range tags {
+					row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
+				}
+				return w.Flush()
+			})
+		})
+	case "unset":
+		a := &c.Unset
+		return g.with(ctx, false, func(cli *CLI) error {
+			if _, err := cli.api().DeleteTag(ctx, a.Name, a.Tag); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(cli.Out, "tag %s of state %s removed\n", a.Tag, a.Name)
+			return err
+		})
+	}
+	return unknownCommand(k)
 }

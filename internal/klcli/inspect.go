@@ -108,26 +108,27 @@ func writeChangeSet(w io.Writer, cs *history.ChangeSet, verbs changeVerbs) {
 		fmt.Fprintln(w, "No changes.")
 		return
 	}
-	for _, id := range cs.Added {
-		fmt.Fprintf(w, "+ %s\n", cell(id))
+	// Instances, then outputs: added, changed (with their attribute
+	// paths), removed.
+	writeChanges := func(prefix string, added, removed []string, n int, changed func(int) (string, []graph.AttributeChange)) {
+		for _, id := range added {
+			fmt.Fprintf(w, "+ %s%s\n", prefix, cell(id))
+		}
+		for i := range n {
+			id, changes := changed(i)
+			fmt.Fprintf(w, "~ %s%s\n", prefix, cell(id))
+			writeAttributeChanges(w, "    ", changes)
+		}
+		for _, id := range removed {
+			fmt.Fprintf(w, "- %s%s\n", prefix, cell(id))
+		}
 	}
-	for _, d := range cs.Changed {
-		fmt.Fprintf(w, "~ %s\n", cell(d.Address))
-		writeAttributeChanges(w, "    ", d.Changes)
-	}
-	for _, id := range cs.Removed {
-		fmt.Fprintf(w, "- %s\n", cell(id))
-	}
-	for _, n := range cs.OutputsAdded {
-		fmt.Fprintf(w, "+ output.%s\n", cell(n))
-	}
-	for _, d := range cs.OutputsChanged {
-		fmt.Fprintf(w, "~ output.%s\n", cell(d.Name))
-		writeAttributeChanges(w, "    ", d.Changes)
-	}
-	for _, n := range cs.OutputsRemoved {
-		fmt.Fprintf(w, "- output.%s\n", cell(n))
-	}
+	writeChanges("", cs.Added, cs.Removed, len(cs.Changed), func(i int) (string, []graph.AttributeChange) {
+		return cs.Changed[i].Address, cs.Changed[i].Changes
+	})
+	writeChanges("output.", cs.OutputsAdded, cs.OutputsRemoved, len(cs.OutputsChanged), func(i int) (string, []graph.AttributeChange) {
+		return cs.OutputsChanged[i].Name, cs.OutputsChanged[i].Changes
+	})
 	counts := func(a, c, r int) string {
 		return fmt.Sprintf("%d %s, %d %s, %d %s", a, verbs.added, c, verbs.changed, r, verbs.removed)
 	}

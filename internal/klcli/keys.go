@@ -6,46 +6,34 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/keyring"
 )
 
 // KeysCmds are kl keys: the keys of encryption at rest.
 type KeysCmds struct {
-	Generate KeysGenerateCmd `cmd:"" help:"Print a new random key (base64, 32 bytes) for a key file: put it first to make it the active key."`
-	Status   KeysStatusCmd   `cmd:"" help:"List the keys that wrap the states' data keys, and the configured ones."`
-	Rotate   KeysRotateCmd   `cmd:"" help:"Re-wrap every state's data key with the active key (the first of the key file), in the background on a server; shows the progress until done."`
+	Generate struct{} `cmd:"" help:"Print a new random key (base64, 32 bytes) for a key file: put it first to make it the active key."`
+	Status   JSONFlag `cmd:"" help:"List the keys that wrap the states' data keys, and the configured ones."`
+	Rotate   struct {
+		JSONFlag
+		NoWait bool          `help:"On a server: start the rotation and return; kl keys status shows what is left."`
+		Every  time.Duration `help:"How often a server's progress is asked for." default:"1s" hidden:""`
+	} `cmd:"" help:"Re-wrap every state's data key with the active key (the first of the key file), in the background on a server; shows the progress until done."`
 }
 
-// KeysGenerateCmd is kl keys generate.
-type KeysGenerateCmd struct{}
-
-// Run runs the command.
-func (c *KeysGenerateCmd) Run(g *Globals) error {
-	_, err := fmt.Fprintln(g.out(), keyring.Generate())
-	return err
-}
-
-// KeysStatusCmd is kl keys status.
-type KeysStatusCmd struct {
-	JSONFlag
-}
-
-// Run runs the command.
-func (c *KeysStatusCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.KeyStatus(ctx) })
-}
-
-// KeysRotateCmd is kl keys rotate.
-type KeysRotateCmd struct {
-	JSONFlag
-	NoWait bool          `help:"On a server: start the rotation and return; kl keys status shows what is left."`
-	Every  time.Duration `help:"How often a server's progress is asked for." default:"1s" hidden:""`
-}
-
-// Run runs the command.
-func (c *KeysRotateCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.RotateKeys(ctx, !c.NoWait, c.Every) })
+// Run runs the subcommand.
+func (c *KeysCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "generate":
+		_, err := fmt.Fprintln(g.out(), keyring.Generate())
+		return err
+	case "status":
+		return g.with(ctx, c.Status.JSON, func(cli *CLI) error { return cli.KeyStatus(ctx) })
+	case "rotate":
+		return g.with(ctx, c.Rotate.JSON, func(cli *CLI) error { return cli.RotateKeys(ctx, !c.Rotate.NoWait, c.Rotate.Every) })
+	}
+	return unknownCommand(k)
 }
 
 // KeysJSON is the JSON output of kl keys status.

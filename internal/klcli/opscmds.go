@@ -3,6 +3,7 @@ package klcli
 import (
 	"context"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock/internal/bytesize"
 	"github.com/kilolock/kilolock/retention"
 	"github.com/kilolock/kilolock/store"
@@ -64,11 +65,27 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
 
 // RetentionCmds are kl retention list|set|unset|apply|pruned.
 type RetentionCmds struct {
-	List   RetentionListCmd   `cmd:"" help:"List the retention policies."`
-	Set    RetentionSetCmd    `cmd:"" help:"Set the policy of the server, an environment or a state: keep the last N versions and/or those of the last D days."`
-	Unset  RetentionUnsetCmd  `cmd:"" help:"Remove a policy."`
-	Apply  RetentionApplyCmd  `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)."`
-	Pruned RetentionPrunedCmd `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy."`
+	List JSONFlag `cmd:"" help:"List the retention policies."`
+	Set  struct {
+		JSONFlag
+		retentionScopeFlags
+		KeepLast int64 `help:"Keep the newest N versions." placeholder:"N"`
+		KeepDays int64 `help:"Keep the versions of the last D days." placeholder:"D"`
+		KeepAll  bool  `help:"Keep every version: exempts the state or environment from a broader policy."`
+	} `cmd:"" help:"Set the policy of the server, an environment or a state: keep the last N versions and/or those of the last D days."`
+	Unset retentionScopeFlags `cmd:"" help:"Remove a policy."`
+	Apply struct {
+		JSONFlag
+		DryRun bool   `help:"List what would be pruned; change nothing."`
+		State  string `help:"Prune only this state." placeholder:"NAME" predictor:"state"`
+		Batch  int    `help:"Prune at most N versions per transaction (1 to 10000; default 100)." placeholder:"N"`
+	} `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)."`
+	Pruned struct {
+		JSONFlag
+		Name   string `arg:"" help:"State name." predictor:"state"`
+		Before int64  `help:"Only versions numbered below M." placeholder:"M"`
+		Limit  int    `help:"At most N runs of versions." default:"50" placeholder:"N"`
+	} `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy."`
 }
 
 // Help is kl retention --help's long text: the model.
@@ -84,6 +101,49 @@ nor a version a rollback plan names (pinned for a week by kl rollback's dry run)
 Pruning deletes the versions, the intervals and payloads only they referenced,
 and keeps a marker per version (kl retention pruned, kl history) and an audit
 entry per batch. kld prunes on a schedule with --retention-interval.`
+}
+
+// maxBatch bounds --batch (as kld's API does).
+const maxBatch = 10_000
+
+// Run runs the subcommand.
+func (c *RetentionCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "list":
+		return g.with(ctx, c.List.JSON, func(cli *CLI) error { return cli.RetentionPolicies(ctx) })
+	case "set":
+		a := &c.Set
+		scope, target, err := a.scope()
+		if err != nil {
+			return err
+		}
+		if a.KeepAll == (a.KeepLast != 0 || a.KeepDays != 0) {
+			return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
+		}
+		p := retention.RetentionPolicy{Scope: scope, Target: target, KeepLast: a.KeepLast, KeepDays: a.KeepDays}
+		return g.with(ctx, a.JSON, func(cli *CLI) error {
+			if scope == retention.RetentionState {
+				g.warnMissingState(ctx, cli.Conn, target)
+			}
+			return cli.SetRetentionPolicy(ctx, p)
+		})
+	case "unset":
+		scope, target, err := c.Unset.scope()
+		if err != nil {
+			return err
+		}
+		return g.with(ctx, false, func(cli *CLI) error { return cli.UnsetRetentionPolicy(ctx, scope, target) })
+	case "apply":
+		a := &c.Apply
+		if a.Batch < 0 || a.Batch > maxBatch {
+			return &UsageError{Message: "--batch takes 1 to 10000", Hint: "leave it out for the default, 100"}
+		}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.ApplyRetention(ctx, a.DryRun, a.State, a.Batch) })
+	case "pruned":
+		a := &c.Pruned
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.Pruned(ctx, a.Name, a.Before, a.Limit) })
+	}
+	return unknownCommand(k)
 }
 
 // retentionScopeFlags name what a policy applies to.
@@ -104,83 +164,4 @@ func (f *retentionScopeFlags) scope() (retention.RetentionScope, string, error) 
 		return retention.RetentionServer, "", nil
 	}
 	return "", "", &UsageError{Message: "say which policy: --state NAME, --env ENV or --server-wide", Hint: "e.g. kl retention set --server-wide --keep-last 100"}
-}
-
-// RetentionListCmd is kl retention list.
-type RetentionListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *RetentionListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.RetentionPolicies(ctx) })
-}
-
-// RetentionSetCmd is kl retention set.
-type RetentionSetCmd struct {
-	JSONFlag
-	retentionScopeFlags
-	KeepLast int64 `help:"Keep the newest N versions." placeholder:"N"`
-	KeepDays int64 `help:"Keep the versions of the last D days." placeholder:"D"`
-	KeepAll  bool  `help:"Keep every version: exempts the state or environment from a broader policy."`
-}
-
-// Run runs the command.
-func (c *RetentionSetCmd) Run(ctx context.Context, g *Globals) error {
-	scope, target, err := c.scope()
-	if err != nil {
-		return err
-	}
-	if c.KeepAll == (c.KeepLast != 0 || c.KeepDays != 0) {
-		return &UsageError{Message: "give --keep-last N and/or --keep-days D, or --keep-all", Hint: "e.g. kl retention set --state prod --keep-last 50 --keep-days 30"}
-	}
-	p := retention.RetentionPolicy{Scope: scope, Target: target, KeepLast: c.KeepLast, KeepDays: c.KeepDays}
-	return g.with(ctx, c.JSON, func(cli *CLI) error {
-		if scope == retention.RetentionState {
-			g.warnMissingState(ctx, cli.Conn, target)
-		}
-		return cli.SetRetentionPolicy(ctx, p)
-	})
-}
-
-// RetentionUnsetCmd is kl retention unset.
-type RetentionUnsetCmd struct{ retentionScopeFlags }
-
-// Run runs the command.
-func (c *RetentionUnsetCmd) Run(ctx context.Context, g *Globals) error {
-	scope, target, err := c.scope()
-	if err != nil {
-		return err
-	}
-	return g.with(ctx, false, func(cli *CLI) error { return cli.UnsetRetentionPolicy(ctx, scope, target) })
-}
-
-// RetentionApplyCmd is kl retention apply.
-type RetentionApplyCmd struct {
-	JSONFlag
-	DryRun bool   `help:"List what would be pruned; change nothing."`
-	State  string `help:"Prune only this state." placeholder:"NAME" predictor:"state"`
-	Batch  int    `help:"Prune at most N versions per transaction (1 to 10000; default 100)." placeholder:"N"`
-}
-
-// Run runs the command.
-func (c *RetentionApplyCmd) Run(ctx context.Context, g *Globals) error {
-	if c.Batch < 0 || c.Batch > maxBatch {
-		return &UsageError{Message: "--batch takes 1 to 10000", Hint: "leave it out for the default, 100"}
-	}
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.ApplyRetention(ctx, c.DryRun, c.State, c.Batch) })
-}
-
-// maxBatch bounds --batch (as kld's API does).
-const maxBatch = 10_000
-
-// RetentionPrunedCmd is kl retention pruned.
-type RetentionPrunedCmd struct {
-	JSONFlag
-	Name   string `arg:"" help:"State name." predictor:"state"`
-	Before int64  `help:"Only versions numbered below M." placeholder:"M"`
-	Limit  int    `help:"At most N runs of versions." default:"50" placeholder:"N"`
-}
-
-// Run runs the command.
-func (c *RetentionPrunedCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.Pruned(ctx, c.Name, c.Before, c.Limit) })
 }

@@ -237,37 +237,3 @@ func TestQuotaCheckFindsTheBackend(t *testing.T) {
 		}
 	})
 }
-
-// TestAdmissionQuiet: under KL_LOG_LEVEL=warn an apply's admission says
-// nothing of a plan that fits every limit, and still shows one past one.
-func TestAdmissionQuiet(t *testing.T) {
-	ctx := context.Background()
-	url := sqliteURL(t)
-	e := openEngine(t, url)
-	if _, err := e.Write(ctx, "demo", sized(t, 2, 1), kilolock.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eb, err := klcli.Open(ctx, klcli.Target{Database: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eb.Close()
-	admit := func(quiet bool) string {
-		var out strings.Builder
-		a := &klcli.Admission{Conn: eb, State: "demo", Out: &out, Prefix: "kl: ", Quiet: quiet}
-		a.Admit(ctx, quota.PlanChanges{Create: 5})
-		return out.String()
-	}
-	if got := admit(false); !strings.Contains(got, "kl: quota: the plan creates 5") {
-		t.Errorf("admission at info: %q", got)
-	}
-	if got := admit(true); got != "" {
-		t.Errorf("quiet admission of a plan within its limits: %q", got)
-	}
-	if _, err := runKL(t, "--database", url, "quota", "set", "--state", "demo", "--hard", "6"); err != nil {
-		t.Fatal(err)
-	}
-	if got := admit(true); !strings.Contains(got, "FAIL state demo: 7 managed instance(s) would exceed the hard limit of 6") {
-		t.Errorf("quiet admission past a hard limit: %q", got)
-	}
-}

@@ -6,25 +6,47 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
-	"github.com/kilolock/kilolock/client"
-
+	"github.com/alecthomas/kong"
 	tfjson "github.com/hashicorp/terraform-json"
-
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/orchestrate"
 	"github.com/kilolock/kilolock/quota"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
 // QuotaCmds are kl quota remaining|status|check|set|list.
 type QuotaCmds struct {
-	Remaining QuotaRemainingCmd `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
-	Status    QuotaStatusCmd    `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
-	Check     QuotaCheckCmd     `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
-	Set       QuotaSetCmd       `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
-	List      QuotaListCmd      `cmd:"" help:"List the limits set (control plane)."`
+	Remaining struct {
+		JSONFlag
+		quotaTargetFlags
+	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
+	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
+	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
+	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
+	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)."`
+}
+
+// Run runs the subcommand.
+func (c *QuotaCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "remaining":
+		return g.showQuota(ctx, c.Remaining.JSON, c.Remaining.State, c.Remaining.Dir, false)
+	case "status":
+		return c.Status.run(ctx, g)
+	case "check":
+		return c.Check.run(ctx, g)
+	case "set":
+		return c.Set.run(ctx, g)
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]kilolock.QuotaSetting, error) { return api.Quotas(ctx) },
+			[]string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
+				return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
+			})
+	}
+	return unknownCommand(k)
 }
 
 // Help is kl quota --help's long text: the model.
@@ -50,17 +72,6 @@ type quotaTargetFlags struct {
 	Dir   string `default:"." help:"The configuration directory whose initialized backend names the state." type:"path"`
 }
 
-// QuotaRemainingCmd is kl quota remaining.
-type QuotaRemainingCmd struct {
-	JSONFlag
-	quotaTargetFlags
-}
-
-// Run runs the command.
-func (c *QuotaRemainingCmd) Run(ctx context.Context, g *Globals) error {
-	return g.showQuota(ctx, c.JSON, c.State, c.Dir, false)
-}
-
 // QuotaStatusCmd is kl quota status [NAME].
 type QuotaStatusCmd struct {
 	JSONFlag
@@ -68,8 +79,8 @@ type QuotaStatusCmd struct {
 	Name string `arg:"" optional:"" help:"State name (as --state)." predictor:"state"`
 }
 
-// Run runs the command.
-func (c *QuotaStatusCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota status.
+func (c *QuotaStatusCmd) run(ctx context.Context, g *Globals) error {
 	if c.Name != "" && c.State != "" && c.Name != c.State {
 		return &UsageError{Message: "NAME and --state name two states", Hint: "name the state once: kl quota status NAME"}
 	}
@@ -176,8 +187,8 @@ type QuotaCheckCmd struct {
 // maxPlanJSON bounds a plan read with --tf-plan-json.
 const maxPlanJSON = 1 << 30
 
-// Run runs the command.
-func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota check.
+func (c *QuotaCheckCmd) run(ctx context.Context, g *Globals) error {
 	if (c.TFPlan == "") == (c.TFPlanJSON == "") {
 		return &UsageError{Message: "kl quota check reads one plan: --tf-plan FILE or --tf-plan-json FILE|-", Hint: "save a plan with `tofu plan -out plan.tfplan`, then kl quota check --tf-plan plan.tfplan"}
 	}
@@ -190,7 +201,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 		if c.JSON {
 			out = io.Discard
 		}
-		st, err := (&Admission{Conn: qb, State: name, Out: out}).Admit(ctx, quota.CountPlan(plan))
+		st, err := qb.admission(name, out, "").Admit(ctx, quota.CountPlan(plan))
 		if c.JSON && st != nil {
 			if jerr := (&CLI{Out: g.out()}).writeJSON(st); jerr != nil {
 				return jerr
@@ -204,16 +215,7 @@ func (c *QuotaCheckCmd) Run(ctx context.Context, g *Globals) error {
 // stderr goes to log.
 func (c *QuotaCheckCmd) readPlan(ctx context.Context, log io.Writer) (*tfjson.Plan, error) {
 	if c.TFPlan != "" {
-		tf, err := newTF(ctx, c.Dir, c.TFBin, io.Discard, log, nil)
-		if err != nil {
-			return nil, err
-		}
-		path := c.TFPlan
-		if !filepath.IsAbs(path) {
-			path = absPath(path)
-		}
-		p, err := tf.ShowPlanFile(ctx, path)
-		return p, cliError("show -json "+c.TFPlan, err)
+		return orchestrate.ShowPlan(ctx, c.Dir, c.TFBin, c.TFPlan, log)
 	}
 	var r io.Reader = os.Stdin
 	if c.TFPlanJSON != "-" {
@@ -244,8 +246,8 @@ type QuotaSetCmd struct {
 	Clear      bool   `help:"Remove the target's own limit: it inherits the default again."`
 }
 
-// Run runs the command.
-func (c *QuotaSetCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl quota set.
+func (c *QuotaSetCmd) run(ctx context.Context, g *Globals) error {
 	ch, err := c.change()
 	if err != nil {
 		return err
@@ -309,17 +311,6 @@ func (c *QuotaSetCmd) change() (tenancy.QuotaChange, error) {
 	return ch, nil
 }
 
-// QuotaListCmd is kl quota list.
-type QuotaListCmd struct{ JSONFlag }
-
-// Run runs the command.
-func (c *QuotaListCmd) Run(ctx context.Context, g *Globals) error {
-	return listed(ctx, g, c.JSON, func(api *client.Client) ([]kilolock.QuotaSetting, error) { return api.Quotas(ctx) },
-		[]string{"SCOPE", "TARGET", "LIMIT", "UPDATED"}, func(q kilolock.QuotaSetting) []string {
-			return []string{string(q.Scope), cell(q.Target), q.Limit.String(), formatTime(q.Updated)}
-		})
-}
-
 // SetQuota sets or clears a limit.
 func (c *CLI) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 	if _, err := c.api().SetQuota(ctx, client.QuotaRequest{QuotaChange: ch, Clear: ch.Limit == nil}); err != nil {
@@ -333,4 +324,68 @@ func (c *CLI) SetQuota(ctx context.Context, ch tenancy.QuotaChange) error {
 		fmt.Fprintf(c.Out, "The limit of %s %s is %s.\n", ch.Scope, cell(ch.Target), ch.Limit)
 		return nil
 	})
+}
+
+// QuotaStatus is orchestrate.QuotaStatus over b: on the JSON API, or,
+// for a configuration's lane (laneQuota), at the state's own address.
+func (b *Conn) QuotaStatus(ctx context.Context, name string, delta int64) (*kilolock.QuotaStatus, error) {
+	return orchestrate.QuotaStatus(ctx, b.api, b.lane, name, delta)
+}
+
+// admission is the admission of state's plans over b, printed to out
+// after prefix.
+func (b *Conn) admission(state string, out io.Writer, prefix string) *orchestrate.Admission {
+	return &orchestrate.Admission{Client: b.api, Lane: b.lane, State: state, Out: out, Prefix: prefix}
+}
+
+// quotaBackend finds the backend and state kl quota asks: with
+// --database, the database; with a state named (--state or NAME), the
+// server's JSON API (--server, --token); otherwise the initialized http
+// backend of dir, asked at the state's own address with the
+// configuration's credentials (--server and --token override them).
+func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, error) {
+	var b *orchestrate.TFBackend
+	if state == "" {
+		var err error
+		if b, err = orchestrate.ReadTFBackend(dir); err != nil {
+			return nil, "", err
+		}
+		state = b.State
+	}
+	var qb *Conn
+	var err error
+	if g.Database != "" || b == nil {
+		qb, err = g.open(ctx)
+	} else {
+		qb, err = g.laneQuota(b)
+	}
+	return qb, state, err
+}
+
+// laneQuota is the backend of an initialized backend b that asks quotas
+// at its state's address on its server (--server overrides), with its
+// credentials (--token overrides them), so that the configuration's token
+// is enough.
+func (g *Globals) laneQuota(b *orchestrate.TFBackend) (*Conn, error) {
+	server := b.Server
+	if g.Server != "" {
+		server = g.Server
+	}
+	user, password, headers := orchestrate.BackendCredentials(b.Config)
+	hb, err := NewConn(server, HTTPOptions{Token: g.Token, Timeout: g.Timeout, Actor: g.Actor, Username: user, Password: password, Headers: headers})
+	if err != nil {
+		return nil, err
+	}
+	hb.lane = true
+	return hb, nil
+}
+
+// admissionConn is what answers the admission of the initialized
+// backend b's plans: the database with --database, else the state's own
+// address. Close it.
+func (g *Globals) admissionConn(ctx context.Context, b *orchestrate.TFBackend) (*Conn, error) {
+	if g.Database != "" {
+		return Open(ctx, Target{Database: g.Database, KeyFile: g.KeyFile, Actor: g.Actor})
+	}
+	return g.laneQuota(b)
 }

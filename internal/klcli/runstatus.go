@@ -51,3 +51,8 @@ func (c *CLI) writeRuns(runs []kilolock.ApplyRun, now time.Time) error {
 	}
 	return w.Flush()
 }
+
+// leaseLeft is how long a run's lease holds from now; 0 once it ran out.
+func leaseLeft(r *kilolock.ApplyRun, now time.Time) time.Duration {
+	return max(r.Expires.Sub(now), 0)
+}

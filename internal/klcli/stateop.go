@@ -3,35 +3,81 @@ package klcli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/history"
+	"github.com/kilolock/kilolock/httpbackend"
 )
 
-// StateListCmd is kl state list.
-type StateListCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
+// StateCmds are kl state list|show|rm|mv|split|merge|config|pull|archive|restore.
+type StateCmds struct {
+	List struct {
+		JSONFlag
+		Name    string `arg:"" help:"State name." predictor:"state"`
+		Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
+	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+	Show struct {
+		JSONFlag
+		Name    string `arg:"" help:"State name." predictor:"state"`
+		Address string `arg:"" help:"Instance address."`
+	} `cmd:"" help:"Show one instance of a state's current version."`
+	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
+	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
+	Split struct {
+		JSONFlag
+		Name    string   `arg:"" help:"State to split." predictor:"state"`
+		ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
+		Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
+		DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
+	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+	Merge struct {
+		JSONFlag
+		Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
+		Into   string `required:"" help:"State that receives them." placeholder:"TO"`
+		DryRun bool   `help:"Show what would move; write nothing."`
+	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
+	Config  StateConfigCmd      `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
+	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
+	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
+	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)."`
 }
 
-// Run runs the command.
-func (c *StateListCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateList(ctx, c.Name, c.Pattern) })
-}
-
-// StateShowCmd is kl state show.
-type StateShowCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
-	Address string `arg:"" help:"Instance address."`
-}
-
-// Run runs the command.
-func (c *StateShowCmd) Run(ctx context.Context, g *Globals) error {
-	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Name, c.Address) })
+// Run runs the subcommand.
+func (c *StateCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "list":
+		return g.with(ctx, c.List.JSON, func(cli *CLI) error { return cli.StateList(ctx, c.List.Name, c.List.Pattern) })
+	case "show":
+		return g.with(ctx, c.Show.JSON, func(cli *CLI) error { return cli.StateShow(ctx, c.Show.Name, c.Show.Address) })
+	case "rm":
+		return c.Rm.run(ctx, g)
+	case "mv":
+		return c.Mv.run(ctx, g)
+	case "split":
+		a := &c.Split
+		req := httpbackend.MoveRequest{Operation: history.OperationSplit, From: a.Name, To: a.ToState, DryRun: a.DryRun}
+		for _, addr := range a.Address {
+			req.Addresses = append(req.Addresses, history.MovePair{From: addr})
+		}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+	case "merge":
+		a := &c.Merge
+		req := httpbackend.MoveRequest{Operation: history.OperationMerge, From: a.Name, To: a.Into, DryRun: a.DryRun}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+	case "config":
+		return c.Config.run(ctx, g)
+	case "pull":
+		return c.Pull.run(ctx, g)
+	case "archive":
+		return c.Archive.set(ctx, g, true)
+	case "restore":
+		return c.Restore.set(ctx, g, false)
+	}
+	return unknownCommand(k)
 }
 
 // StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
@@ -44,8 +90,8 @@ type StateRmCmd struct {
 	DryRun    bool     `help:"Show what would be removed; write nothing."`
 }
 
-// Run runs the command.
-func (c *StateRmCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state rm.
+func (c *StateRmCmd) run(ctx context.Context, g *Globals) error {
 	addrs := append(append([]string(nil), c.Addresses...), c.Address...)
 	if len(addrs) == 0 {
 		return &UsageError{Message: "no address to remove", Hint: "kl state rm NAME ADDR… (kl state rm prod aws_instance.old --dry-run)"}
@@ -66,8 +112,8 @@ type StateMvCmd struct {
 	DryRun  bool   `help:"Show the move; write nothing."`
 }
 
-// Run runs the command.
-func (c *StateMvCmd) Run(ctx context.Context, g *Globals) error {
+// run runs kl state mv.
+func (c *StateMvCmd) run(ctx context.Context, g *Globals) error {
 	usage := "kl state mv NAME SRC DST, or kl state mv NAME SRC [DST] --to-state OTHER"
 	src, err := oneOf("the address to move", c.Src, c.From, "--from", usage)
 	if err != nil {
@@ -156,4 +202,87 @@ func (c *CLI) writeStateOp(res *history.StateOpResult) error {
 		}
 		return nil
 	})
+}
+
+// moveNotes are what kl history says of name's versions a move made, by
+// version number: "3 instance(s) to b @7", "3 instance(s) from a @9".
+func (c *CLI) moveNotes(ctx context.Context, name string, vs []kilolock.Version) (map[int64]string, []history.MoveRecord, error) {
+	if !slices.ContainsFunc(vs, func(v kilolock.Version) bool { return v.Source == kilolock.SourceMove }) {
+		return nil, nil, nil
+	}
+	l, err := c.api().Moves(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs := l.Moves
+	notes := map[int64]string{}
+	for _, m := range recs {
+		if m.From == name {
+			notes[m.FromVersion] = fmt.Sprintf("%d instance(s) to %s @%d", m.Instances, m.To, m.ToVersion)
+		}
+		if m.To == name {
+			notes[m.ToVersion] = fmt.Sprintf("%d instance(s) from %s @%d", m.Instances, m.From, m.FromVersion)
+		}
+	}
+	return notes, recs, nil
+}
+
+// MoveStates runs a move between states and prints what moved, the edges
+// it makes cross the states, and what each configuration must do.
+func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error {
+	res, err := c.api().Move(ctx, req)
+	if err != nil {
+		return err
+	}
+	return c.show(res, func() error {
+		var b strings.Builder
+		verb := map[string]string{history.OperationMove: "Moved", history.OperationSplit: "Split", history.OperationMerge: "Merged"}[res.Operation]
+		if res.DryRun {
+			verb = "Would move"
+		}
+		fmt.Fprintf(&b, "%s %d instance(s) from %s to %s:\n", verb, len(res.Moved), res.From, res.To)
+		for _, mv := range res.Moved {
+			if mv.From == mv.To {
+				fmt.Fprintf(&b, "  %s\n", cell(mv.From))
+			} else {
+				fmt.Fprintf(&b, "  %s -> %s\n", cell(mv.From), cell(mv.To))
+			}
+		}
+		if len(res.Edges) > 0 {
+			b.WriteString("Dependencies that will cross the two states:\n")
+			for _, e := range res.Edges {
+				switch e.Kind {
+				case history.EdgeLeftOnMoved:
+					fmt.Fprintf(&b, "  %s (stays in %s) depends on %s (moves)\n", cell(e.From), res.From, cell(e.To))
+				case history.EdgeMovedOnLeft:
+					fmt.Fprintf(&b, "  %s (moves) depends on %s (stays in %s)\n", cell(e.From), cell(e.To), res.From)
+				default:
+					fmt.Fprintf(&b, "  %s of %s holds a value of %s (moves): it likely reads it\n", cell(e.From), res.From, cell(e.To))
+				}
+			}
+		}
+		if v := res.Versions; !res.DryRun && v != nil {
+			fmt.Fprintf(&b, "Written in one transaction: %s @%d (source move: %d instance(s) to %s @%d) and %s @%d (%d instance(s) from %s @%d).\n",
+				res.From, v.From.Number, len(res.Moved), res.To, v.To.Number, res.To, v.To.Number, len(res.Moved), res.From, v.From.Number)
+			if res.Archived {
+				fmt.Fprintf(&b, "State %s is archived (not deleted): its history stays readable.\n", res.From)
+			}
+		}
+		b.WriteString("What the configurations must do:\n")
+		for i, s := range res.Config {
+			fmt.Fprintf(&b, "  %d. %s\n", i+1, s)
+		}
+		if res.DryRun {
+			writeDryRunEnd(&b, withoutDryRun)
+		}
+		_, err = fmt.Fprint(c.Out, b.String())
+		return err
+	})
+}
+
+// moveToState runs kl state mv --to-state: --to renames on the way.
+func (c *StateMvCmd) moveToState(ctx context.Context, g *Globals, src, dst string) error {
+	req := httpbackend.MoveRequest{Operation: history.OperationMove, From: c.Name, To: c.ToState, DryRun: c.DryRun,
+		Addresses: []history.MovePair{{From: src, To: dst}}}
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
 }

@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"archive/zip"
@@ -27,12 +27,6 @@ import (
 // otherwise; the saved plan goes beside it, with the extension .tfplan.
 const DefaultSpecPath = "kl-plan.json"
 
-// TFBinFlag is --tf-bin (KL_TF_BIN): the one name, in every command that
-// runs the IaC CLI, of the binary it runs.
-type TFBinFlag struct {
-	TFBin string `name:"tf-bin" env:"KL_TF_BIN" help:"The IaC CLI to run: a name in PATH or a path (default: tofu, else terraform, in PATH)." placeholder:"BIN"`
-}
-
 // lookTFBin finds the IaC CLI: bin, a name in PATH or a path; when bin is
 // empty, tofu, else terraform, in PATH.
 func lookTFBin(bin string) (string, error) {
@@ -48,9 +42,9 @@ func lookTFBin(bin string) (string, error) {
 		}
 	}
 	if bin == "" {
-		return "", &UsageError{Message: "neither tofu nor terraform is in PATH", Hint: "install OpenTofu or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)"}
+		return "", invalid("neither tofu nor terraform is in PATH", "install OpenTofu or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)")
 	}
-	return "", &UsageError{Message: fmt.Sprintf("cannot find the IaC CLI %q: %v", bin, err), Hint: "install OpenTofu (tofu) or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)"}
+	return "", invalid(fmt.Sprintf("cannot find the IaC CLI %q: %v", bin, err), "install OpenTofu (tofu) or Terraform, or name the binary with --tf-bin BIN (KL_TF_BIN)")
 }
 
 // Scope limits a plan to the blocks some configuration files declare
@@ -85,10 +79,10 @@ func (s Scope) resolve(dir string) (*resolvedScope, error) {
 			}
 		}
 		if _, err := os.Stat(p); err != nil {
-			return nil, &UsageError{Message: fmt.Sprintf("-f %s: no such configuration file in %s", f, dir), Hint: "name a .tf file of the configuration directory, e.g. -f main.tf"}
+			return nil, invalid(fmt.Sprintf("-f %s: no such configuration file in %s", f, dir), "name a .tf file of the configuration directory, e.g. -f main.tf")
 		}
 		if filepath.Dir(absPath(p)) != absPath(dir) {
-			return nil, &UsageError{Message: fmt.Sprintf("-f %s is not a file of the configuration directory %s", f, dir), Hint: "name a root module file; to scope to a module, use --target module.NAME"}
+			return nil, invalid(fmt.Sprintf("-f %s is not a file of the configuration directory %s", f, dir), "name a root module file; to scope to a module, use --target module.NAME")
 		}
 		paths = append(paths, p)
 		rel, _ := filepath.Rel(absPath(dir), absPath(p))
@@ -98,10 +92,10 @@ func (s Scope) resolve(dir string) (*resolvedScope, error) {
 	if len(paths) > 0 {
 		decls, err := reserve.Declared(paths)
 		if err != nil {
-			return nil, &UsageError{Message: err.Error(), Hint: "fix the configuration file (tofu validate shows the problem)"}
+			return nil, invalid(err.Error(), "fix the configuration file (tofu validate shows the problem)")
 		}
 		if len(decls) == 0 {
-			return nil, &UsageError{Message: fmt.Sprintf("%s declare(s) no resource, data or module block", strings.Join(s.Files, ", ")), Hint: "name the files that declare what you want to apply"}
+			return nil, invalid(fmt.Sprintf("%s declare(s) no resource, data or module block", strings.Join(s.Files, ", ")), "name the files that declare what you want to apply")
 		}
 		for _, d := range decls {
 			rs.patterns = append(rs.patterns, d.Pattern)
@@ -111,7 +105,7 @@ func (s Scope) resolve(dir string) (*resolvedScope, error) {
 	for _, t := range s.Targets {
 		p, err := reserve.Parse(t)
 		if err != nil || p.String() == "*" || strings.HasPrefix(t, "output.") {
-			return nil, &UsageError{Message: fmt.Sprintf("--target %s: not a resource, instance or module address", t), Hint: "target an address as tofu does: aws_instance.web, aws_instance.web[0], module.net"}
+			return nil, invalid(fmt.Sprintf("--target %s: not a resource, instance or module address", t), "target an address as tofu does: aws_instance.web, aws_instance.web[0], module.net")
 		}
 		rs.patterns = append(rs.patterns, p)
 		rs.targets = append(rs.targets, t)
@@ -368,6 +362,18 @@ func planStateEntry(planPath string) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
+// ShowPlan reads the saved plan planFile (relative to the working
+// directory) with the CLI's show -json in the configuration directory
+// dir; the CLI's stderr goes to log.
+func ShowPlan(ctx context.Context, dir, bin, planFile string, log io.Writer) (*tfjson.Plan, error) {
+	tf, err := newTF(ctx, dir, bin, io.Discard, log, nil)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tf.ShowPlanFile(ctx, absPath(planFile))
+	return p, cliError("show -json "+planFile, err)
+}
+
 // newTF returns a terraform-exec handle on the CLI bin (see lookTFBin) in
 // dir, with env added to kl's environment.
 func newTF(ctx context.Context, dir, bin string, stdout, stderr io.Writer, env map[string]string) (*tfexec.Terraform, error) {
@@ -417,7 +423,12 @@ func envMap(environ []string) map[string]string {
 type CLIError struct {
 	Command string
 	Err     error
+	// Advice is what to do next, when the step knows ("" when not).
+	Advice string
 }
+
+// Hint is the error's advice.
+func (e *CLIError) Hint() string { return e.Advice }
 
 func (e *CLIError) Error() string {
 	msg := strings.TrimSpace(e.Err.Error())
@@ -434,8 +445,8 @@ func cliError(command string, err error) error {
 	return &CLIError{Command: command, Err: err}
 }
 
-// whoAmI is who runs kl, as user@host, unless actor names someone.
-func whoAmI(actor string) string {
+// WhoAmI is who runs kl, as user@host, unless actor names someone.
+func WhoAmI(actor string) string {
 	if actor != "" {
 		return actor
 	}

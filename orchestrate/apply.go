@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"context"
@@ -113,7 +113,7 @@ func Apply(ctx context.Context, req ApplyRequest) error {
 	var spec *reserve.Spec
 	if req.SpecPath != "" {
 		var err error
-		if spec, err = readSpec(req.SpecPath); err != nil {
+		if spec, err = ReadSpec(req.SpecPath); err != nil {
 			return err
 		}
 		if req.Dir == "" {
@@ -142,15 +142,15 @@ func Apply(ctx context.Context, req ApplyRequest) error {
 	if !req.Orchestrated {
 		return plainApply(ctx, req, spec)
 	}
-	o := &orchestration{req: req, actor: whoAmI(req.Actor)}
+	o := &orchestration{req: req, actor: WhoAmI(req.Actor)}
 	return o.do(ctx, spec)
 }
 
 // readSpec reads a plan spec, an unreadable one being a usage error.
-func readSpec(path string) (*reserve.Spec, error) {
+func ReadSpec(path string) (*reserve.Spec, error) {
 	spec, err := reserve.ReadSpec(path)
 	if err != nil {
-		return nil, &UsageError{Message: err.Error(), Hint: "make a plan spec with `kl plan -o FILE`"}
+		return nil, invalid(err.Error(), "make a plan spec with `kl plan -o FILE`")
 	}
 	return spec, nil
 }
@@ -166,7 +166,7 @@ func plainApply(ctx context.Context, req ApplyRequest, spec *reserve.Spec) error
 		fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan spec changes nothing")
 		return nil
 	}
-	if err := admit(ctx, req.Admission, spec.Quota); err != nil {
+	if err := req.Admission.Check(ctx, spec.Quota); err != nil {
 		return err
 	}
 	if err := runCLI(ctx, cliCommand{Dir: req.Dir, Bin: req.TFBin, Args: applyArgs(targets, req.Vars, req.VarFiles, ""), Output: req.CLIOutput}); err != nil {
@@ -191,7 +191,7 @@ func admittedApply(ctx context.Context, req ApplyRequest) error {
 	}
 	spec, err := Plan(ctx, PlanRequest{
 		Dir: req.Dir, Scope: req.Scope, Vars: req.Vars, VarFiles: req.VarFiles, PlanPath: planPath, TFBin: req.TFBin,
-		State: state, Actor: whoAmI(req.Actor), Stdout: req.CLIOutput, Stderr: req.CLIOutput,
+		State: state, Actor: WhoAmI(req.Actor), Stdout: req.CLIOutput, Stderr: req.CLIOutput,
 	})
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func admittedApply(ctx context.Context, req ApplyRequest) error {
 		fmt.Fprintln(req.Stderr, "kl: nothing to apply: the plan changes nothing")
 		return nil
 	}
-	if err := admit(ctx, req.Admission, spec.Quota); err != nil {
+	if err := req.Admission.Check(ctx, spec.Quota); err != nil {
 		return err
 	}
 	if !req.Quiet {
@@ -283,7 +283,7 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 
 	if spec != nil {
 		if spec.State != "" && spec.State != o.state() {
-			return &UsageError{Message: fmt.Sprintf("the plan spec was made against state %q, not %q", spec.State, o.state()), Hint: "apply it where it was planned, or plan again here"}
+			return invalid(fmt.Sprintf("the plan spec was made against state %q, not %q", spec.State, o.state()), "apply it where it was planned, or plan again here")
 		}
 		if err := o.checkSpec(ctx, spec); err != nil {
 			return err
@@ -296,7 +296,7 @@ func (o *orchestration) do(ctx context.Context, spec *reserve.Spec) (err error) 
 		return nil
 	}
 	o.printf("plan: %s", spec.Summary())
-	if err := admit(ctx, o.req.Admission, spec.Quota); err != nil {
+	if err := o.req.Admission.Check(ctx, spec.Quota); err != nil {
 		return err
 	}
 

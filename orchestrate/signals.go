@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"context"
@@ -22,7 +22,7 @@ var errReaderGone = errors.New("the reader of kl's output went away (SIGPIPE)")
 func SignalContext(parent context.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	// Notified, SIGPIPE no longer kills kl: a write to a gone reader
-	// fails with EPIPE, which kl's output path drops (see textWriter).
+	// fails with EPIPE, which the caller's output path should drop (kl's does).
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	go func() {

@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"encoding/json"
@@ -53,15 +53,12 @@ func DataDir(dir string) string {
 
 // ReadTFBackend reads the initialized backend of the configuration in dir.
 // A directory never initialized, or one whose backend is not http, is a
-// *UsageError saying to pass --server and --state.
+// *kilolock.InvalidError saying to pass --server and --state.
 func ReadTFBackend(dir string) (*TFBackend, error) {
 	path := filepath.Join(DataDir(dir), "terraform.tfstate")
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &UsageError{
-			Message: fmt.Sprintf("%s is not initialized (no %s)", dir, path),
-			Hint:    "run `tofu init` there with an http backend on kld, or name the server and state with --server URL --state NAME",
-		}
+		return nil, invalid(fmt.Sprintf("%s is not initialized (no %s)", dir, path), "run `tofu init` there with an http backend on kld, or name the server and state with --server URL --state NAME")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read backend: %w", err)
@@ -75,10 +72,7 @@ func ReadTFBackend(dir string) (*TFBackend, error) {
 		if f.Backend != nil {
 			typ = f.Backend.Type
 		}
-		return nil, &UsageError{
-			Message: fmt.Sprintf("the backend initialized in %s is %q, not KiloLock's http backend", dir, typ),
-			Hint:    "configure backend \"http\" with kld's address and run `tofu init`, or name the server and state with --server URL --state NAME",
-		}
+		return nil, invalid(fmt.Sprintf("the backend initialized in %s is %q, not KiloLock's http backend", dir, typ), "configure backend \"http\" with kld's address and run `tofu init`, or name the server and state with --server URL --state NAME")
 	}
 	addr, _ := f.Backend.Config["address"].(string)
 	server, state, err := ParseStateAddress(addr)
@@ -94,10 +88,7 @@ func ReadTFBackend(dir string) (*TFBackend, error) {
 func ParseStateAddress(addr string) (server, state string, err error) {
 	u, perr := url.Parse(addr)
 	bad := func(why string) error {
-		return &UsageError{
-			Message: fmt.Sprintf("backend address %q is not a KiloLock state address: %s", addr, why),
-			Hint:    "kld's state addresses look like http://HOST:8080/v1/states/NAME; or name the server and state with --server URL --state NAME",
-		}
+		return invalid(fmt.Sprintf("backend address %q is not a KiloLock state address: %s", addr, why), "kld's state addresses look like http://HOST:8080/v1/states/NAME; or name the server and state with --server URL --state NAME")
 	}
 	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", "", bad("not an http(s) URL")

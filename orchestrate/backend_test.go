@@ -1,4 +1,4 @@
-package klcli
+package orchestrate
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kilolock/kilolock"
 )
 
 func TestParseStateAddress(t *testing.T) {
@@ -26,7 +28,7 @@ func TestParseStateAddress(t *testing.T) {
 		t.Run(tc.addr, func(t *testing.T) {
 			server, state, err := ParseStateAddress(tc.addr)
 			if tc.bad != "" {
-				var ue *UsageError
+				var ue *kilolock.InvalidError
 				if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.bad) || ue.Hint == "" {
 					t.Fatalf("ParseStateAddress(%q) = %q, %q, %v; want a usage error saying %q", tc.addr, server, state, err, tc.bad)
 				}
@@ -88,7 +90,7 @@ func TestReadTFBackend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ReadTFBackend(write(t, tc.content))
-			var ue *UsageError
+			var ue *kilolock.InvalidError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(ue.Hint, "--server") {
 				t.Fatalf("ReadTFBackend = %v; want a usage error saying %q with a hint naming --server", err, tc.want)
 			}
@@ -96,45 +98,36 @@ func TestReadTFBackend(t *testing.T) {
 	}
 }
 
-func TestScopeResolve(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
-		"main.tf":   `resource "terraform_data" "base" {}` + "\n" + `module "net" { source = "./net" }`,
-		"slow_a.tf": `resource "time_sleep" "slow_a" {}` + "\n" + `data "terraform_remote_state" "x" {}`,
-		"empty.tf":  `variable "v" {}`,
+// TestBackendConfigArgs: the scratch init of an orchestrated apply keeps
+// the user's backend configuration (credentials, methods, flags) and
+// points its three addresses at the run, lock and unlock addresses
+// defaulting to the state's address so that the CLI locks as the run.
+func TestBackendConfigArgs(t *testing.T) {
+	cfg := map[string]any{
+		"address":                "https://kl.example.com/v1/states/app?x=1",
+		"lock_method":            "LOCK",
+		"username":               "ws_1",
+		"password":               "s3cret",
+		"skip_cert_verification": true,
+		"retry_max":              float64(3),
+		"unset":                  nil,
+		"empty":                  "",
 	}
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	args, err := backendConfigArgs(cfg, "run_42")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name    string
-		scope   Scope
-		targets []string
-		bad     string
-	}{
-		{name: "files", scope: Scope{Files: []string{"slow_a.tf", "main.tf"}}, targets: []string{"data.terraform_remote_state.x", "module.net", "terraform_data.base", "time_sleep.slow_a"}},
-		{name: "targets", scope: Scope{Targets: []string{`terraform_data.named["a"]`, "module.net"}}, targets: []string{"module.net", `terraform_data.named["a"]`}},
-		{name: "missing file", scope: Scope{Files: []string{"nope.tf"}}, bad: "no such configuration file"},
-		{name: "declares nothing", scope: Scope{Files: []string{"empty.tf"}}, bad: "declare(s) no resource"},
-		{name: "output target", scope: Scope{Targets: []string{"output.x"}}, bad: "not a resource, instance or module address"},
-		{name: "everything", scope: Scope{Targets: []string{"*"}}, bad: "not a resource, instance or module address"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rs, err := tc.scope.resolve(dir)
-			if tc.bad != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.bad) {
-					t.Fatalf("resolve = %v; want an error saying %q", err, tc.bad)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(rs.targets, tc.targets) {
-				t.Fatalf("targets = %q, want %q", rs.targets, tc.targets)
-			}
-		})
+	want := []string{
+		"address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"lock_address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"lock_method=LOCK",
+		"password=s3cret",
+		"retry_max=3",
+		"skip_cert_verification=true",
+		"unlock_address=https://kl.example.com/v1/states/app?run=run_42&x=1",
+		"username=ws_1",
+	}
+	if !slices.Equal(args, want) {
+		t.Fatalf("backendConfigArgs =\n%q\nwant\n%q", args, want)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package klcli
+package orchestrate
 
 import (
 	"os"
