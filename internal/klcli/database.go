@@ -11,7 +11,6 @@ import (
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inProcessBodyLimit is the largest request body kl sends a database it
@@ -43,11 +42,11 @@ func openDatabase(ctx context.Context, t Target) (*Conn, error) {
 // it belongs to the caller.
 func NewDatabaseConn(e *kilolock.Engine, o HTTPOptions) *Conn {
 	// What kl never asks of a database is not set up for every command:
-	// a registry of its own, empty (no /metrics, no Go and process
-	// collectors), and a version of its own (no /versionz: kl version
-	// shows no server), so that the build information is not read.
+	// no metrics (no /metrics, and the Prometheus client not linked), and
+	// a version of its own (no /versionz: kl version shows no server), so
+	// that the build information is not read.
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
-		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
+		Version: httpbackend.VersionInfo{Version: "in-process"}})
 	o.Client = &http.Client{Transport: operatorTransport{next: client.InProcess(h), by: databaseCaller(o.Actor)}}
 	b, err := NewConn("http://database.kl.invalid", o)
 	if err != nil {
