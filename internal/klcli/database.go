@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
@@ -17,11 +18,23 @@ import (
 // opened itself: any state, as the library takes it.
 const inProcessBodyLimit = 1 << 40
 
+// databaseGCPercent is the garbage collector's target (Go's GOGC) of a kl
+// that opened a database itself, unless GOGC is set: kl lives for one
+// command, whose heap is mostly what it answers, so collecting as the
+// heap grows by 100% (Go's default) spends CPU on memory freed at exit
+// anyway. 400 collects half as often on kl history and kl export; it
+// raises the peak resident memory of kl export of a 10,000-instance state
+// from ~48 to ~62 MiB.
+const databaseGCPercent = 400
+
 // openDatabase opens the database t names and returns a Conn to kld's
 // handler over an Engine on it, reached in-process (no socket) as the
 // operator of that database, audited as databaseCaller(t.Actor). Every
 // command is so written once, over the API. Close closes the store.
 func openDatabase(ctx context.Context, t Target) (*Conn, error) {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(databaseGCPercent)
+	}
 	ring, err := loadKeyring(t.KeyFile)
 	if err != nil {
 		return nil, err
