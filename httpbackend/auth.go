@@ -128,7 +128,7 @@ func (h *Handler) recordDenial(r *http.Request, err error) {
 	}
 	h.log.Warn("request denied", "request_id", ri.id, "reason", a.body.Error, "status", a.status, "actor", actor,
 		"method", r.Method, "path", r.URL.Path, "hint", a.body.Hint, "audited", audited)
-	h.metrics.observeDenial(a.body.Error, audited)
+	h.metrics.ObserveDenial(a.body.Error, audited)
 	if ts, ok := h.engine.Store().(tenancy.TenantStore); ok && audited {
 		e := &kilolock.AuditEntry{Actor: actor, Action: r.Method + " " + routeKind(r.URL.Path), Target: r.URL.Path, From: r.RemoteAddr, Denied: true, Reason: a.body.Error, RequestID: ri.id}
 		if aerr := ts.AppendAudit(context.WithoutCancel(r.Context()), e); aerr != nil {

@@ -72,6 +72,12 @@ type bodyBudget struct {
 	by    map[string]int64 // what each credential's bodies hold; none at 0
 }
 
+// stats is what the metrics read of b: the bytes held, the budget, and
+// the bodies being read.
+func (b *bodyBudget) stats() (held, limit, reading int64) {
+	return b.held.Load(), b.limit, b.count.Load()
+}
+
 // newBodyBudget returns the budget of limit bytes whose credentials each
 // hold at most half of it, and never less than one body of bodyLimit.
 func newBodyBudget(limit, bodyLimit int64) *bodyBudget {
@@ -457,7 +463,7 @@ func (b *bodyBuffer) take(n int64) error {
 		ri.bodyBytes += n
 		return nil
 	}
-	h.metrics.observeBodyRefusal(why)
+	h.metrics.ObserveBodyRefusal(why)
 	ri.closeAfter()
 	if why == budgetShare {
 		return &httpError{status: http.StatusTooManyRequests, code: budgetShare, retryAfter: true,
@@ -488,7 +494,7 @@ func (h *Handler) bodyError(ri *reqInfo, err error, limit, received int64, clock
 	case errors.As(err, &mbe):
 		return h.tooLarge(limit)
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		h.metrics.observeBodyRefusal("body_timeout")
+		h.metrics.ObserveBodyRefusal("body_timeout")
 		ri.closeAfter()
 		return &httpError{status: http.StatusRequestTimeout, code: "body_timeout",
 			message: fmt.Sprintf("the request body arrived too slowly: %s in %s; the server waits at most %s for its next bytes and, after that long, needs %s a second on average",
@@ -500,7 +506,7 @@ func (h *Handler) bodyError(ri *reqInfo, err error, limit, received int64, clock
 
 // tooLarge is the 413 of a body over limit.
 func (h *Handler) tooLarge(limit int64) error {
-	h.metrics.observeBodyRefusal("body_too_large")
+	h.metrics.ObserveBodyRefusal("body_too_large")
 	e := &httpError{status: http.StatusRequestEntityTooLarge, code: "body_too_large",
 		message: fmt.Sprintf("the request body is larger than the server's limit of %s", ByteSize(limit)),
 		hint:    "nothing was stored; an operator can raise the limit with kld --body-limit (KL_BODY_LIMIT), e.g. --body-limit=256MiB"}

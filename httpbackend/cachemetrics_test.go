@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/httpbackend/prommetrics"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -23,7 +24,7 @@ func TestMetricsStateCache(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	engine := kilolock.NewEngine(st, kilolock.Options{CacheBytes: 1})
-	h := New(engine, Options{})
+	h := New(engine, Options{Metrics: prommetrics.New(nil)})
 	do := func(method, target string, body []byte) string {
 		t.Helper()
 		r := httptest.NewRequest(method, target, strings.NewReader(string(body)))

@@ -51,7 +51,8 @@
 // "require_client_encryption": bool} (any of them), GET
 // states/{name}/rejections?limit= (refused commits, newest first), POST
 // query {"sql": "…"} (read-only). And GET /healthz, /readyz (503 with
-// Retry-After while the database is down), /versionz, /metrics (Prometheus).
+// Retry-After while the database is down), /versionz, /metrics (Prometheus,
+// with Options.Metrics set to prommetrics.New; 404 without).
 //
 // # Optimistic locking
 //

@@ -68,11 +68,11 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	ri := info(r)
 	ri.errCode = a.body.Error
 	a.body.RequestID = ri.id
-	h.metrics.observeAnswer(a.status, a.body.Error)
+	h.metrics.ObserveAnswer(a.status, a.body.Error)
 	var conflict *kilolock.ConflictError
 	if errors.As(err, &conflict) {
 		ri.conflict = &a.body
-		h.metrics.observeRefusal(a.body.Error)
+		h.metrics.ObserveRefusal(a.body.Error)
 	}
 	if qe, ok := asQuotaError(err); ok {
 		h.recordQuotaRefusal(r, qe, a.body.Hint)

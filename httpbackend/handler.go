@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/log"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
@@ -81,11 +80,10 @@ type Options struct {
 	// Retry-After. Zero means DefaultQueryConcurrency; a negative value
 	// sets no limit.
 	QueryConcurrency int
-	// Registry is where the server's series are registered and what
-	// /metrics serves: an embedding service's own registry. Nil means a
-	// registry of the Handler's own, with the Go runtime and process
-	// collectors.
-	Registry *prometheus.Registry
+	// Metrics counts what the Handler does and serves /metrics:
+	// prommetrics.New, on an embedding service's registry or one of its
+	// own. Nil counts nothing and answers /metrics 404.
+	Metrics Metrics
 	// Trust verifies the OIDC ID tokens of CI jobs (workload identity)
 	// in AuthToken mode, against the trust policies the store keeps
 	// (trust.PolicyStore). Nil refuses ID tokens (401).
@@ -112,9 +110,9 @@ type Handler struct {
 	operatorMux *http.ServeMux
 	ui          *webui.UI // the web view, parsed once for both muxes
 	routeTable  []Route   // what register registered, for Routes
-	metrics     *metrics
-	// metricsHandler serves the registry at /metrics; metricsSummed
-	// serves it with the series by state summed.
+	metrics     Metrics   // Options.Metrics, or noMetrics
+	// metricsHandler serves /metrics; metricsSummed serves it with the
+	// series by state summed. Nil without Options.Metrics.
 	metricsHandler http.Handler
 	metricsSummed  http.Handler
 	refused        *refusedLocks
@@ -174,14 +172,11 @@ func New(e *kilolock.Engine, o Options) *Handler {
 	if h.ready == nil {
 		h.ready = e.Store().Ping
 	}
-	reg := o.Registry
-	if reg == nil {
-		reg = newRegistry()
+	h.metrics = o.Metrics
+	if h.metrics == nil {
+		h.metrics = noMetrics{}
 	}
-	h.metrics = newMetrics(reg)
-	h.registerServerGauges(reg)
-	h.metricsHandler = h.newMetricsHandler(reg)
-	h.metricsSummed = h.newMetricsHandler(anonymousGatherer{reg})
+	h.metricsHandler, h.metricsSummed = h.metrics.Attach(e, h.bodies.stats, h.log.Warn)
 	h.routes(h.auth == AuthToken)
 	if h.auth != AuthToken {
 		// The in-process operator (inprocess.go) is served the routes the

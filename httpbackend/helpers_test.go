@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/log"
 
 	"github.com/kilolock/kilolock"
+	"github.com/kilolock/kilolock/httpbackend/prommetrics"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -70,6 +71,9 @@ func newEnvOn(t testing.TB, st kilolock.Store, o Options) *testEnv {
 	engine := kilolock.NewEngine(st, kilolock.Options{Logger: logger})
 	if o.Logger == nil {
 		o.Logger = logger
+	}
+	if o.Metrics == nil {
+		o.Metrics = prommetrics.New(nil) // kld's
 	}
 	return &testEnv{t: t, h: New(engine, o), engine: engine, store: st, logs: logs}
 }

@@ -46,14 +46,14 @@ func (h *Handler) lockState(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, &locked.Holder)
 		return nil
 	case errors.As(err, &locked):
-		h.metrics.locksRefused.Add(1)
+		h.metrics.ObserveLockRefused()
 		h.refused.add(li.ID)
 		return err
 	case err != nil:
 		return err
 	}
 	if h.refused.take(li.ID) {
-		h.metrics.lockWaits.Add(1) // it was refused before: it waited (-lock-timeout)
+		h.metrics.ObserveLockWaited() // it was refused before: it waited (-lock-timeout)
 	}
 	writeJSON(w, http.StatusOK, lock)
 	return nil

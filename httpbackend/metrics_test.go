@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kilolock/kilolock/httpbackend/prommetrics"
 	"github.com/kilolock/kilolock/tenancy"
 )
 
@@ -17,10 +18,10 @@ import (
 func TestMetricsSeries(t *testing.T) {
 	env := newEnv(t, "", Options{})
 	env.post("demo", "", stateDoc(t, "lin", 1, map[string]string{"web": "v1"}))
-	env.h.metrics.observeAnswer(403, "quota_exceeded") // the quota lane's codes
-	env.h.metrics.observeAnswer(403, "grant_missing")  // not a quota's
+	env.h.metrics.ObserveAnswer(403, "quota_exceeded") // the quota lane's codes
+	env.h.metrics.ObserveAnswer(403, "grant_missing")  // not a quota's
 	custom := prometheus.NewCounter(prometheus.CounterOpts{Name: "kl_drift_checks_total", Help: "Drift checks run."})
-	env.h.Registerer().MustRegister(custom)
+	env.h.metrics.(*prommetrics.Metrics).Registerer().MustRegister(custom)
 	custom.Add(3)
 	w := env.do("GET", "/metrics", nil)
 	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
@@ -56,7 +57,7 @@ func TestMetricsOwnRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	theirs := prometheus.NewCounter(prometheus.CounterOpts{Name: "service_requests_total", Help: "The service's."})
 	reg.MustRegister(theirs)
-	env := newEnv(t, "", Options{Registry: reg})
+	env := newEnv(t, "", Options{Metrics: prommetrics.New(reg)})
 	env.post("demo", "", stateDoc(t, "lin", 1, map[string]string{"web": "v1"}))
 	families, err := reg.Gather()
 	if err != nil {
@@ -137,4 +138,17 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestMetricsUnserved: a Handler given no Metrics (kl's in-process one)
+// answers /metrics 404 with what to scrape instead, and counts nothing
+// while serving the rest.
+func TestMetricsUnserved(t *testing.T) {
+	env := newEnv(t, "", Options{})
+	env.h = New(env.engine, Options{Logger: env.h.log})
+	env.post("demo", "", stateDoc(t, "lin", 1, map[string]string{"web": "v1"}))
+	w := env.do("GET", "/metrics", nil)
+	if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), `"metrics_unserved"`) || !strings.Contains(w.Body.String(), "prommetrics.New") {
+		t.Errorf("GET /metrics without Metrics: %d %s", w.Code, w.Body)
+	}
 }

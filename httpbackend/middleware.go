@@ -142,7 +142,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, ri *reqInfo, d time.Dur
 	if route == "" || route == "/" {
 		route = "unmatched"
 	}
-	h.metrics.observeRequest(route, r.Method, status, d)
+	h.metrics.ObserveRequest(route, r.Method, status, d)
 
 	level := log.InfoLevel
 	switch {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
@@ -25,6 +23,6 @@ func BenchmarkNew(b *testing.B) {
 	e := kilolock.NewEngine(st, kilolock.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		New(e, Options{QueryConcurrency: -1, Registry: prometheus.NewRegistry(), Version: VersionInfo{Version: "in-process"}})
+		New(e, Options{QueryConcurrency: -1, Version: VersionInfo{Version: "in-process"}})
 	}
 }

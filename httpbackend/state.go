@@ -165,7 +165,7 @@ func (h *Handler) postState(w http.ResponseWriter, r *http.Request) error {
 		if v.Merged {
 			source = kilolock.SourceMerge // counted apart: how often writers shared a state
 		}
-		h.metrics.observeCommit(source, res.Stats)
+		h.metrics.ObserveCommit(source, res.Stats)
 	}
 	ri.quotaWarnings = res.QuotaWarnings
 	setVersionHeaders(w.Header(), v)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/httpbackend/prommetrics"
 	"github.com/kilolock/kilolock/internal/buildinfo"
 	"github.com/kilolock/kilolock/internal/kldconfig"
 )
@@ -127,6 +128,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 		OperatorToken: c.Serving.OperatorToken,
 		PublicURL:     c.Serving.Public(),
 		Trust:         verifier,
+		Metrics:       prommetrics.New(nil),
 	}))
 	srv := &http.Server{
 		Handler:           handler,

@@ -6,23 +6,35 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/store"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // inProcessBodyLimit is the largest request body kl sends a database it
 // opened itself: any state, as the library takes it.
 const inProcessBodyLimit = 1 << 40
 
+// databaseGCPercent is the garbage collector's target (Go's GOGC) of a kl
+// that opened a database itself, unless GOGC is set: kl lives for one
+// command, whose heap is mostly what it answers, so collecting as the
+// heap grows by 100% (Go's default) spends CPU on memory freed at exit
+// anyway. 400 collects half as often on kl history and kl export; it
+// raises the peak resident memory of kl export of a 10,000-instance state
+// from ~48 to ~62 MiB.
+const databaseGCPercent = 400
+
 // openDatabase opens the database t names and returns a Conn to kld's
 // handler over an Engine on it, reached in-process (no socket) as the
 // operator of that database, audited as databaseCaller(t.Actor). Every
 // command is so written once, over the API. Close closes the store.
 func openDatabase(ctx context.Context, t Target) (*Conn, error) {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(databaseGCPercent)
+	}
 	ring, err := loadKeyring(t.KeyFile)
 	if err != nil {
 		return nil, err
@@ -43,11 +55,11 @@ func openDatabase(ctx context.Context, t Target) (*Conn, error) {
 // it belongs to the caller.
 func NewDatabaseConn(e *kilolock.Engine, o HTTPOptions) *Conn {
 	// What kl never asks of a database is not set up for every command:
-	// a registry of its own, empty (no /metrics, no Go and process
-	// collectors), and a version of its own (no /versionz: kl version
-	// shows no server), so that the build information is not read.
+	// no metrics (no /metrics, and the Prometheus client not linked), and
+	// a version of its own (no /versionz: kl version shows no server), so
+	// that the build information is not read.
 	h := httpbackend.New(e, httpbackend.Options{BodyLimit: inProcessBodyLimit, QueryConcurrency: -1,
-		Registry: prometheus.NewRegistry(), Version: httpbackend.VersionInfo{Version: "in-process"}})
+		Version: httpbackend.VersionInfo{Version: "in-process"}})
 	o.Client = &http.Client{Transport: operatorTransport{next: client.InProcess(h), by: databaseCaller(o.Actor)}}
 	b, err := NewConn("http://database.kl.invalid", o)
 	if err != nil {

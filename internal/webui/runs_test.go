@@ -13,6 +13,7 @@ import (
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/httpbackend"
+	"github.com/kilolock/kilolock/httpbackend/prommetrics"
 	"github.com/kilolock/kilolock/reserve"
 )
 
@@ -26,7 +27,7 @@ func TestLiveRunsAndMetrics(t *testing.T) {
 			s := st.open(t)
 			e := kilolock.NewEngine(s, kilolock.Options{})
 			seedNet(t, e)
-			srv := server(t, e, httpbackend.Options{})
+			srv := server(t, e, httpbackend.Options{Metrics: prommetrics.New(nil)})
 			page := get200(t, srv.URL+"/ui/live")
 			if _, ok := s.(kilolock.RunStore); !ok {
 				if !strings.Contains(page, "This store keeps no apply runs yet.") {
@@ -84,7 +85,7 @@ func TestLiveLocks(t *testing.T) {
 			if _, err := e.Lock(ctx, "net", kilolock.LockInfo{ID: applyID, Operation: "OperationTypeApply", Who: "alice@laptop"}); err != nil {
 				t.Fatal(err)
 			}
-			srv := server(t, e, httpbackend.Options{})
+			srv := server(t, e, httpbackend.Options{Metrics: prommetrics.New(nil)})
 			page := get200(t, srv.URL+"/ui/live")
 			row := func(id string) string {
 				i := strings.Index(page, `<tr data-lock="`+id+`">`)
@@ -150,7 +151,7 @@ func TestHistoryNamesTheOtherSideOfAMove(t *testing.T) {
 			if _, err := history.Move(ctx, e, "a", "b", []history.MovePair{{From: "terraform_data.x"}}, history.MoveOptions{Actor: "alice"}); err != nil {
 				t.Fatal(err)
 			}
-			srv := server(t, e, httpbackend.Options{}).URL
+			srv := server(t, e, httpbackend.Options{Metrics: prommetrics.New(nil)}).URL
 			for name, want := range map[string]string{
 				"a": `moved 1 instance(s) to <a class="move-other" href="/ui/states/b">b</a> @2`,
 				"b": `moved 1 instance(s) from <a class="move-other" href="/ui/states/a">a</a> @2`,

@@ -1,4 +1,4 @@
-package httpbackend
+package prommetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

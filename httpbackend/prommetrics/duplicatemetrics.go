@@ -1,4 +1,4 @@
-package httpbackend
+package prommetrics
 
 import (
 	"context"
