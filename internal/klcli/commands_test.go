@@ -441,9 +441,6 @@ func TestQueryRefusesWrites(t *testing.T) {
 // TestQueryRefusesWritesPostgres runs the in-process refusal on PostgreSQL
 // (a throwaway cluster, or KL_TEST_DATABASE_URL).
 func TestQueryRefusesWritesPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("PostgreSQL in -short mode")
-	}
 	e := seededEngine(t, testpg.URL(t))
 	checkWritesRefused(t, klcli.NewDatabaseConn(e, klcli.HTTPOptions{}))
 }
