@@ -70,12 +70,16 @@ type tx struct {
 	p       *pool
 	tx      *sql.Tx
 	pending []string
+	// detached: the contexts its statements are given do not cancel them
+	// (a batch of locks, lockbatch.go).
+	detached bool
 }
 
 var _ sqlstore.Tx = (*tx)(nil)
 
 // prepared returns the statement of the shared SQL query on t.
 func (t *tx) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	ctx = detachedCtx(ctx, t.detached)
 	query = spell.Of(query)
 	if t.tx == nil {
 		return t.p.stmt(ctx, query)
@@ -96,6 +100,7 @@ func (t *tx) done(ctx context.Context) {
 }
 
 func (t *tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	ctx = detachedCtx(ctx, t.detached)
 	var res sql.Result
 	var err error
 	if len(args) == 0 && t.tx != nil {
@@ -114,6 +119,7 @@ func (t *tx) Exec(ctx context.Context, query string, args ...any) (int64, error)
 }
 
 func (t *tx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	ctx = detachedCtx(ctx, t.detached)
 	st, err := t.prepared(ctx, query)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,7 @@ func (t *tx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.R
 
 // Send runs the batch's statements one after the other.
 func (t *tx) Send(ctx context.Context, b *sqlstore.Batch) error {
+	ctx = detachedCtx(ctx, t.detached)
 	for _, it := range b.Items {
 		switch {
 		case it.Table != "":

@@ -21,7 +21,9 @@
 //     that reads the state row and its locks, runs storekit.CheckLock or
 //     kilolock.CheckCommit, and writes. Several processes may open one
 //     file: their writes queue on SQLite's write lock, and a write that
-//     waits longer than 5 s gives kilolock.ErrUnavailable;
+//     waits longer than 5 s gives kilolock.ErrUnavailable. The locks and
+//     unlocks that queue while it is busy run next, together: one
+//     transaction, a savepoint each, one fsync (lockbatch.go);
 //   - read connections, opened mode=ro, for State, History, Snapshot…;
 //     every read runs in one transaction, so it sees one version;
 //   - query connections for users' SQL (Query), opened mode=ro with

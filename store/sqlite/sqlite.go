@@ -36,8 +36,10 @@ const pageCacheKiB = 512
 // Store is a kilolock.Store in one SQLite database file. It is safe for
 // concurrent use, and several processes may open the same file: every
 // write is a BEGIN IMMEDIATE transaction, so writers queue on SQLite's
-// write lock (for up to 5 s) and readers never wait in WAL mode. Its
-// operations are sqlstore's; this package gives them SQLite's dialect.
+// write lock (for up to 5 s) and readers never wait in WAL mode; locks
+// and unlocks that queue for the write connection share a transaction
+// (lockbatch.go). Its operations are sqlstore's; this package gives them
+// SQLite's dialect.
 type Store struct {
 	*sqlstore.Store
 	d    *dialect
@@ -70,6 +72,9 @@ type dialect struct {
 	pool *tx
 	// lazyLocks is WithLazyLockSync.
 	lazyLocks bool
+	// locks are the locks and unlocks waiting for the write connection
+	// (lockbatch.go).
+	locks lockQueue
 	// text moves the text index's queue into it (textindex.go), once
 	// the schema queues it; nil before.
 	text *textIndexer
@@ -294,38 +299,6 @@ func (d *dialect) commit(ctx context.Context, t *sql.Tx, run *tx, fn func(sqlsto
 		d.text.wake()
 	}
 	return nil
-}
-
-// WriteLock is Write for locks and unlocks (sqlstore.LockWriter): with
-// WithLazyLockSync, its transaction commits without an fsync
-// (synchronous=NORMAL on the write connection, held for it, and FULL
-// again before the connection serves another).
-func (d *dialect) WriteLock(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	if !d.lazyLocks {
-		return d.Write(ctx, fn)
-	}
-	c, err := d.write.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	run := &tx{p: d.write}
-	// After the connection is back: done prepares statements on the
-	// pool, whose one connection this is.
-	defer run.done(context.WithoutCancel(ctx))
-	defer c.Close()
-	if _, err := c.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
-		return err
-	}
-	defer func() {
-		if _, err := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); err != nil {
-			// Never left lazy for a commit: the connection goes.
-			c.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}()
-	if run.tx, err = c.BeginTx(ctx, nil); err != nil {
-		return err
-	}
-	return d.commit(ctx, run.tx, run, fn)
 }
 
 // Read runs fn in a read transaction, so that the reads it makes see one

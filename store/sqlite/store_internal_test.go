@@ -438,34 +438,59 @@ func TestLazyLockSync(t *testing.T) {
 // BenchmarkLockCycle is a Terraform write cycle's transactions on a
 // database file: LOCK, a commit of one version (no instances: the
 // transactions' own cost, fsyncs included), UNLOCK; with WithLazyLockSync
-// (lazy=true) and without.
+// (lazy=true) and without; by one writer, and by 8 at once, each on a
+// state of its own (a cycle is then b.N/8 of each one's, and the
+// writers' locks and unlocks may share their transactions: lockbatch.go).
 func BenchmarkLockCycle(b *testing.B) {
-	for _, lazy := range []bool{false, true} {
-		b.Run(fmt.Sprintf("lazy=%v", lazy), func(b *testing.B) {
-			ctx := b.Context()
-			var opts []Option
-			if lazy {
-				opts = append(opts, WithLazyLockSync())
-			}
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "kl.db"), opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			for i := range b.N {
-				id := strconv.Itoa(i)
-				if _, err := s.Lock(ctx, "cycle", kilolock.LockInfo{ID: id, Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+	for _, writers := range []int{1, 8} {
+		for _, lazy := range []bool{false, true} {
+			b.Run(fmt.Sprintf("writers=%d/lazy=%v", writers, lazy), func(b *testing.B) {
+				ctx := b.Context()
+				var opts []Option
+				if lazy {
+					opts = append(opts, WithLazyLockSync())
+				}
+				s, err := Open(ctx, filepath.Join(b.TempDir(), "kl.db"), opts...)
+				if err != nil {
 					b.Fatal(err)
 				}
-				c := &kilolock.Commit{Parent: int64(i), LockID: id, Version: kilolock.Version{Serial: uint64(i + 1), Lineage: "l", Source: kilolock.SourceApply, LockID: id}}
-				if _, _, err := s.Commit(ctx, "cycle", c); err != nil {
-					b.Fatal(err)
+				defer s.Close()
+				var wg sync.WaitGroup
+				for w := range writers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						name := "cycle-" + strconv.Itoa(w)
+						for i := w; i < b.N; i += writers {
+							k := i / writers
+							id := strconv.Itoa(i)
+							if _, err := s.Lock(ctx, name, kilolock.LockInfo{ID: id, Operation: "OperationTypeApply"}, kilolock.LockOptions{}); err != nil {
+								b.Error(err)
+								return
+							}
+							c := &kilolock.Commit{Parent: int64(k), LockID: id, Version: kilolock.Version{Serial: uint64(k + 1), Lineage: "l", Source: kilolock.SourceApply, LockID: id}}
+							if k > 0 {
+								st, err := s.State(ctx, name)
+								if err != nil {
+									b.Error(err)
+									return
+								}
+								c.Parent = st.Current
+							}
+							if _, _, err := s.Commit(ctx, name, c); err != nil {
+								b.Error(err)
+								return
+							}
+							if _, err := s.Unlock(ctx, name, id, kilolock.UnlockOptions{}); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
 				}
-				if _, err := s.Unlock(ctx, "cycle", id, kilolock.UnlockOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+				wg.Wait()
+			})
+		}
 	}
 }
 

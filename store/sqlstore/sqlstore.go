@@ -78,10 +78,15 @@ type Dialect interface {
 	Translate(op string, err error) error
 }
 
-// LockWriter is a Dialect that may write locks and unlocks otherwise than
-// commits (SQLite's WithLazyLockSync: without waiting for the disk).
+// LockWriter is a Dialect that writes locks and unlocks otherwise than
+// commits (SQLite: several in one transaction, with WithLazyLockSync
+// without waiting for the disk).
 type LockWriter interface {
-	// WriteLock is Write for a lock's or an unlock's transaction.
+	// WriteLock is Write for a lock's or an unlock's function, which may
+	// share its transaction with others': fn's writes are kept when it
+	// returns nil and the transaction commits, and only fn's are undone
+	// when it fails. Once fn runs it runs to its end: its statements do
+	// not stop when ctx ends.
 	WriteLock(ctx context.Context, fn func(Tx) error) error
 }
 

@@ -12,6 +12,9 @@ import (
 )
 
 func testConcurrency(t *testing.T, open Opener) {
+	t.Run("random locks and unlocks match a linearizable model", func(t *testing.T) {
+		CheckLockModel(t, open(t), 27)
+	})
 	t.Run("the holders cap holds under contention", func(t *testing.T) {
 		s := open(t)
 		const name, lockers, limit = "capped", 16, 5
