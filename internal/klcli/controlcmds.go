@@ -65,10 +65,10 @@ type WorkspaceCmds struct {
 		Name  string `arg:"" help:"Workspace name."`
 		Kind  string `help:"organization or personal." default:"organization" enum:"organization,personal"`
 		Owner string `help:"User made the workspace's owner." placeholder:"USER"`
-	} `cmd:"" help:"Create a workspace."`
-	List    JSONFlag     `cmd:"" help:"List the workspaces."`
-	Suspend workspaceArg `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed."`
-	Resume  workspaceArg `cmd:"" help:"Resume a suspended workspace."`
+	} `cmd:"" help:"Create a workspace." example:"kl workspace create acme --owner alice"`
+	List    JSONFlag     `cmd:"" help:"List the workspaces." example:"kl workspace list"`
+	Suspend workspaceArg `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed." example:"kl workspace suspend ws_0123456789abcdef"`
+	Resume  workspaceArg `cmd:"" help:"Resume a suspended workspace." example:"kl workspace resume ws_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -103,18 +103,18 @@ type EnvCmds struct {
 		JSONFlag
 		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
 		Slug      string `arg:"" help:"Environment slug, e.g. prod."`
-	} `cmd:"" help:"Create an environment in a workspace."`
+	} `cmd:"" help:"Create an environment in a workspace." example:"kl env create --workspace ws_0123456789abcdef prod"`
 	List struct {
 		JSONFlag
 		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's environments."`
+	} `cmd:"" help:"List a workspace's environments." example:"kl env list --workspace ws_0123456789abcdef"`
 	Config struct {
 		JSONFlag
 		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
 		Env       string `arg:"" help:"Environment ID (env_…)."`
 		// RequireClientEncryption is named as the state's setting is.
 		RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
-	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption."`
+	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption." example:"kl env config --workspace ws_0123456789abcdef env_0123456789abcdef --require-client-encryption"`
 }
 
 // Run runs the subcommand.
@@ -161,9 +161,9 @@ type TokenCmds struct {
 		Env   string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
 		Scope string `help:"read-write, read, or outputs (reads only states' outputs, at their /outputs address, for terraform_remote_state)." default:"read-write" enum:"read,read-write,outputs"`
 		tokenFlags
-	} `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
-	List   JSONFlag `cmd:"" help:"List the automation tokens (never their secrets)."`
-	Revoke tokenArg `cmd:"" help:"Revoke a token."`
+	} `cmd:"" help:"Issue an automation token for one environment; its secret is shown once." example:"kl token issue --env env_0123456789abcdef --scope read --expires-in 90d"`
+	List   JSONFlag `cmd:"" help:"List the automation tokens (never their secrets)." example:"kl token list"`
+	Revoke tokenArg `cmd:"" help:"Revoke a token." example:"kl token revoke tok_0123456789abcdef"`
 	// Operator makes a secret locally: the operator token is kld's flag,
 	// not a row of the store.
 	Operator struct{} `cmd:"" help:"Print a new operator token (klo_ and 64 random hex digits) for kld --operator-token; made here, sent nowhere. Example: kld --auth=token --operator-token \"$(kl token operator)\"."`
@@ -230,9 +230,9 @@ type PATCmds struct {
 		JSONFlag
 		User string `required:"" help:"The user the token acts as." placeholder:"USER"`
 		tokenFlags
-	} `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
-	List   JSONFlag `cmd:"" help:"List the personal access tokens (never their secrets)."`
-	Delete tokenArg `cmd:"" help:"Delete a personal access token."`
+	} `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add." example:"kl pat create --user alice"`
+	List   JSONFlag `cmd:"" help:"List the personal access tokens (never their secrets)." example:"kl pat list"`
+	Delete tokenArg `cmd:"" help:"Delete a personal access token." example:"kl pat delete tok_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -258,12 +258,12 @@ type grantArgs struct {
 
 // GrantCmds are kl grant add|revoke|list.
 type GrantCmds struct {
-	Add    grantArgs `cmd:"" help:"Grant a personal access token access to an environment."`
-	Revoke grantArgs `cmd:"" help:"Take a grant away."`
+	Add    grantArgs `cmd:"" help:"Grant a personal access token access to an environment." example:"kl grant add tok_0123456789abcdef env_0123456789abcdef"`
+	Revoke grantArgs `cmd:"" help:"Take a grant away." example:"kl grant revoke tok_0123456789abcdef env_0123456789abcdef"`
 	List   struct {
 		JSONFlag
 		Token string `arg:"" help:"Token ID (tok_…)."`
-	} `cmd:"" help:"List a token's grants."`
+	} `cmd:"" help:"List a token's grants." example:"kl grant list tok_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -302,12 +302,12 @@ type MemberCmds struct {
 	Add struct {
 		memberArgs
 		Role string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
-	} `cmd:"" help:"Add a user to a workspace, or change their role."`
-	Remove memberArgs `cmd:"" help:"Remove a user from a workspace."`
+	} `cmd:"" help:"Add a user to a workspace, or change their role." example:"kl member add --workspace ws_0123456789abcdef bob --role admin"`
+	Remove memberArgs `cmd:"" help:"Remove a user from a workspace." example:"kl member remove --workspace ws_0123456789abcdef bob"`
 	List   struct {
 		JSONFlag
 		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's members."`
+	} `cmd:"" help:"List a workspace's members." example:"kl member list --workspace ws_0123456789abcdef"`
 }
 
 // Run runs the subcommand.

@@ -165,8 +165,8 @@ func driftValue(v any, present bool) string {
 
 // DriftCmds are kl drift check and kl drift list.
 type DriftCmds struct {
-	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept."`
-	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom."`
+	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept." example:"kl drift check . --address aws_instance.web --cone"`
+	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom." example:"kl drift list prod"`
 }
 
 // DriftListCmd is kl drift list.

@@ -300,15 +300,15 @@ type TagCmds struct {
 		Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
 		Ref         string `arg:"" optional:"" help:"The version it names (set again to move it): ${version_ref}"`
 		Description string `help:"What the version is, for people." placeholder:"TEXT"`
-	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)."`
+	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)." example:"kl tag set prod pre-migration @12 --description \"before the VPC move\""`
 	List struct {
 		JSONFlag
 		Name string `arg:"" help:"State name." predictor:"state"`
-	} `cmd:"" help:"List a state's tags and the versions they name."`
+	} `cmd:"" help:"List a state's tags and the versions they name." example:"kl tag list prod"`
 	Unset struct {
 		Name string `arg:"" help:"State name." predictor:"state"`
 		Tag  string `arg:"" help:"Tag name."`
-	} `cmd:"" help:"Remove a tag; the version stays."`
+	} `cmd:"" help:"Remove a tag; the version stays." example:"kl tag unset prod pre-migration"`
 }
 
 // Run runs the subcommand.

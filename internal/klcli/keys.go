@@ -13,13 +13,13 @@ import (
 
 // KeysCmds are kl keys: the keys of encryption at rest.
 type KeysCmds struct {
-	Generate struct{} `cmd:"" help:"Print a new random key (base64, 32 bytes) for a key file: put it first to make it the active key."`
-	Status   JSONFlag `cmd:"" help:"List the keys that wrap the states' data keys, and the configured ones."`
+	Generate struct{} `cmd:"" help:"Print a new random key (base64, 32 bytes) for a key file: put it first to make it the active key." example:"(umask 077; kl keys generate > keys)"`
+	Status   JSONFlag `cmd:"" help:"List the keys that wrap the states' data keys, and the configured ones." example:"kl keys status"`
 	Rotate   struct {
 		JSONFlag
 		NoWait bool          `help:"On a server: start the rotation and return; kl keys status shows what is left."`
 		Every  time.Duration `help:"How often a server's progress is asked for." default:"1s" hidden:""`
-	} `cmd:"" help:"Re-wrap every state's data key with the active key (the first of the key file), in the background on a server; shows the progress until done."`
+	} `cmd:"" help:"Re-wrap every state's data key with the active key (the first of the key file), in the background on a server; shows the progress until done." example:"kl keys rotate --no-wait"`
 }
 
 // Run runs the subcommand.

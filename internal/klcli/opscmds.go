@@ -65,27 +65,27 @@ func (c *RestoreCmd) Run(ctx context.Context, g *Globals) error {
 
 // RetentionCmds are kl retention list|set|unset|apply|pruned.
 type RetentionCmds struct {
-	List JSONFlag `cmd:"" help:"List the retention policies."`
+	List JSONFlag `cmd:"" help:"List the retention policies." example:"kl retention list"`
 	Set  struct {
 		JSONFlag
 		retentionScopeFlags
 		KeepLast int64 `help:"Keep the newest N versions." placeholder:"N"`
 		KeepDays int64 `help:"Keep the versions of the last D days." placeholder:"D"`
 		KeepAll  bool  `help:"Keep every version: exempts the state or environment from a broader policy."`
-	} `cmd:"" help:"Set the policy of the server, an environment or a state: keep the last N versions and/or those of the last D days."`
-	Unset retentionScopeFlags `cmd:"" help:"Remove a policy."`
+	} `cmd:"" help:"Set the policy of the server, an environment or a state: keep the last N versions and/or those of the last D days." example:"kl retention set --state prod --keep-last 50 --keep-days 30"`
+	Unset retentionScopeFlags `cmd:"" help:"Remove a policy." example:"kl retention unset --state prod"`
 	Apply struct {
 		JSONFlag
 		DryRun bool   `help:"List what would be pruned; change nothing."`
 		State  string `help:"Prune only this state." placeholder:"NAME" predictor:"state"`
 		Batch  int    `help:"Prune at most N versions per transaction (1 to 10000; default 100)." placeholder:"N"`
-	} `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)."`
+	} `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)." example:"kl retention apply --dry-run"`
 	Pruned struct {
 		JSONFlag
 		Name   string `arg:"" help:"State name." predictor:"state"`
 		Before int64  `help:"Only versions numbered below M." placeholder:"M"`
 		Limit  int    `help:"At most N runs of versions." default:"50" placeholder:"N"`
-	} `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy."`
+	} `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy." example:"kl retention pruned prod"`
 }
 
 // Help is kl retention --help's long text: the model.

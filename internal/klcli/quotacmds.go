@@ -22,11 +22,11 @@ type QuotaCmds struct {
 	Remaining struct {
 		JSONFlag
 		quotaTargetFlags
-	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
-	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
-	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
-	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
-	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)."`
+	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains." example:"kl quota remaining --state prod"`
+	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)." example:"kl quota status prod"`
+	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit." example:"tofu plan -out plan.tfplan && kl quota check --tf-plan plan.tfplan"`
+	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)." example:"kl quota set --state prod --soft 80 --hard 100"`
+	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)." example:"kl quota list"`
 }
 
 // Run runs the subcommand.

@@ -19,31 +19,31 @@ type StateCmds struct {
 		JSONFlag
 		Name    string `arg:"" help:"State name." predictor:"state"`
 		Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
-	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern." example:"kl state list prod module.network"`
 	Show struct {
 		JSONFlag
 		Name    string `arg:"" help:"State name." predictor:"state"`
 		Address string `arg:"" help:"Instance address."`
-	} `cmd:"" help:"Show one instance of a state's current version."`
-	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
+	} `cmd:"" help:"Show one instance of a state's current version." example:"kl state show prod 'aws_instance.web[0]'"`
+	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)." example:"kl state rm prod aws_instance.old --dry-run"`
+	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)." example:"kl state mv prod aws_instance.web module.app.aws_instance.web --dry-run"`
 	Split struct {
 		JSONFlag
 		Name    string   `arg:"" help:"State to split." predictor:"state"`
 		ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
 		Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
 		DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
-	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)." example:"kl state split prod --to-state prod-net --address module.net --dry-run"`
 	Merge struct {
 		JSONFlag
 		Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
 		Into   string `required:"" help:"State that receives them." placeholder:"TO"`
 		DryRun bool   `help:"Show what would move; write nothing."`
-	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
+	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)." example:"kl state merge prod-net --into prod --dry-run"`
 	Config  StateConfigCmd      `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
-	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
-	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
-	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)."`
+	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it." example:"kl state pull prod @3 > prod-3.tfstate"`
+	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)." example:"kl state archive --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app"`
+	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)." example:"kl state restore --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app"`
 }
 
 // Run runs the subcommand.

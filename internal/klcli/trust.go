@@ -28,15 +28,15 @@ type TrustCmds struct {
 		Scope     string   `required:"" enum:"read,read-write,outputs" help:"What the tokens may do: read-write, read (reads and plans), or outputs (reads states' outputs only)."`
 		State     string   `placeholder:"PATTERN" help:"Only the environment's states whose names match, e.g. 'app-*' (default: every state)."`
 		MaxTTL    string   `name:"max-ttl" placeholder:"DURATION" help:"Longest lifetime (exp - iat) of a token accepted, 1m to 24h (default 1h)."`
-	} `cmd:"" help:"Trust the OIDC ID tokens of CI jobs that match: they reach one environment with a scope, no secret stored in CI. Prints the policy's id (trs_…)."`
+	} `cmd:"" help:"Trust the OIDC ID tokens of CI jobs that match: they reach one environment with a scope, no secret stored in CI. Prints the policy's id (trs_…)." example:"kl trust add --env env_0123456789abcdef --issuer https://token.actions.githubusercontent.com --audience https://kl.example.com --claim repository=acme/infra --scope read-write"`
 	List struct {
 		JSONFlag
 		Env string `placeholder:"ENV" help:"Only the policies of this environment (env_…)."`
-	} `cmd:"" help:"List the trust policies."`
+	} `cmd:"" help:"List the trust policies." example:"kl trust list"`
 	Remove struct {
 		JSONFlag
 		ID string `arg:"" help:"Trust policy ID (trs_…)."`
-	} `cmd:"" help:"Remove a trust policy: the next request with a token only it accepted is refused (401)."`
+	} `cmd:"" help:"Remove a trust policy: the next request with a token only it accepted is refused (401)." example:"kl trust remove trs_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
