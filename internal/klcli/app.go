@@ -168,6 +168,13 @@ type JSONFlag struct {
 	JSON bool `name:"json" help:"Write JSON for scripts instead of a table."`
 }
 
+// stateArg is what a command on one state takes first: the state's name,
+// and --json.
+type stateArg struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
 // Examples is the kong option that shows each command's example, its
 // example tag, in its kl COMMAND --help, below its description (the
 // command lists stay one line a command). TestEveryCommandHasAnExample

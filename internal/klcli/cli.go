@@ -95,6 +95,12 @@ func list[T any](c *CLI, items []T, header []string, cells func(T) []string) err
 	if c.JSON {
 		return c.writeJSON(items)
 	}
+	return writeTable(c, items, header, cells)
+}
+
+// writeTable writes items as a table for people: header, then cells of
+// each item.
+func writeTable[T any](c *CLI, items []T, header []string, cells func(T) []string) error {
 	tw := c.table()
 	row(tw, header...)
 	for _, it := range items {

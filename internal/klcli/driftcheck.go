@@ -171,8 +171,7 @@ type DriftCmds struct {
 
 // DriftListCmd is kl drift list.
 type DriftListCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 }
 
 // Run runs the command.

@@ -15,8 +15,7 @@ import (
 
 // HistoryCmd is kl history.
 type HistoryCmd struct {
-	JSONFlag
-	Name     string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
 	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
 	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
@@ -183,9 +182,8 @@ func changesText(v *kilolock.Version) string {
 
 // ConflictsCmd is kl conflicts.
 type ConflictsCmd struct {
-	JSONFlag
-	Name  string `arg:"" help:"State name." predictor:"state"`
-	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+	stateArg
+	Limit int `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
 }
 
 // Run runs the command.
@@ -295,15 +293,13 @@ func addressList(as []string) string {
 // TagCmds are kl tag set, list and unset.
 type TagCmds struct {
 	Set struct {
-		JSONFlag
-		Name        string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
 		Ref         string `arg:"" optional:"" help:"The version it names (set again to move it): ${version_ref}"`
 		Description string `help:"What the version is, for people." placeholder:"TEXT"`
 	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)." example:"kl tag set prod pre-migration @12 --description \"before the VPC move\""`
 	List struct {
-		JSONFlag
-		Name string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 	} `cmd:"" help:"List a state's tags and the versions they name." example:"kl tag list prod"`
 	Unset struct {
 		Name string `arg:"" help:"State name." predictor:"state"`
@@ -338,12 +334,9 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			}
 			tags := nonNil(l.Tags)
 			return cli.show(map[string]any{"tags": tags}, func() error {
-				w := cli.table()
-				row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
-				for _, t := range tags {
-					row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
-				}
-				return w.Flush()
+				return writeTable(cli, tags, []string{"TAG", "VERSION", "SET", "BY", "DESCRIPTION"}, func(t history.Tag) []string {
+					return []string{cell(t.Name), "@" + strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description)}
+				})
 			})
 		})
 	case "unset":

@@ -15,9 +15,8 @@ import (
 
 // ShowCmd is kl show.
 type ShowCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
-	Ref  string `arg:"" optional:"" help:"Version: ${version_ref}"`
+	stateArg
+	Ref string `arg:"" optional:"" help:"Version: ${version_ref}"`
 	VersionFlag
 	Address string `help:"Show this instance's attributes, sensitive values masked." placeholder:"ADDR"`
 }
@@ -33,8 +32,7 @@ func (c *ShowCmd) Run(ctx context.Context, g *Globals) error {
 
 // DiffCmd is kl diff.
 type DiffCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	From string `arg:"" help:"The older version: ${version_ref}"`
 	To   string `arg:"" optional:"" help:"The newer version (default latest)."`
 }
@@ -219,12 +217,9 @@ func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, ad
 		fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), sourceText(ver),
 			orDash(ver.LockID), ver.Added, ver.Changed, ver.Removed)
 		fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Instances), "instance", "instances"))
-		w := c.table()
-		row(w, "ADDRESS", "TYPE", "STATUS")
-		for _, in := range v.Instances {
-			row(w, cell(in.ID), cell(in.Type), orDash(in.Status))
-		}
-		if err := w.Flush(); err != nil {
+		if err := writeTable(c, v.Instances, []string{"ADDRESS", "TYPE", "STATUS"}, func(in history.InstanceSummary) []string {
+			return []string{cell(in.ID), cell(in.Type), orDash(in.Status)}
+		}); err != nil {
 			return err
 		}
 		if len(v.Outputs) > 0 {
@@ -305,12 +300,9 @@ func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, a
 		what = "Dependencies"
 	}
 	fmt.Fprintf(c.Out, "%s of %s in state %s %s, %s:\n", what, cell(strings.Join(v.Addresses, ", ")), v.State, versionText(&v.Version), reach)
-	w := c.table()
-	row(w, "DEPTH", "ADDRESS", "TYPE")
-	for _, n := range v.Nodes {
-		row(w, fmt.Sprint(n.Depth), cell(n.ID), cell(n.Type))
-	}
-	if err := w.Flush(); err != nil {
+	if err := writeTable(c, v.Nodes, []string{"DEPTH", "ADDRESS", "TYPE"}, func(n history.ConeNode) []string {
+		return []string{fmt.Sprint(n.Depth), cell(n.ID), cell(n.Type)}
+	}); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(c.Out, "%s, %s.\n", plural(len(v.Nodes), "instance", "instances"), plural(len(v.Edges), "edge", "edges"))

@@ -176,12 +176,9 @@ func (c *CLI) RetentionPolicies(ctx context.Context) error {
 			_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
 			return err
 		}
-		w := c.table()
-		row(w, "SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY")
-		for _, p := range ps {
-			row(w, string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy))
-		}
-		return w.Flush()
+		return writeTable(c, ps, []string{"SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY"}, func(p retention.RetentionPolicy) []string {
+			return []string{string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy)}
+		})
 	})
 }
 
@@ -229,12 +226,9 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 			_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
 			return err
 		}
-		w := c.table()
-		row(w, "STATE", "POLICY", "VERSIONS", "PRUNED")
-		for _, sp := range rep.States {
-			row(w, cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions)))
-		}
-		if err := w.Flush(); err != nil {
+		if err := writeTable(c, rep.States, []string{"STATE", "POLICY", "VERSIONS", "PRUNED"}, func(sp retention.StatePruning) []string {
+			return []string{cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions))}
+		}); err != nil {
 			return err
 		}
 		if dryRun {
@@ -274,12 +268,9 @@ func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) 
 			_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
 			return err
 		}
-		w := c.table()
-		row(w, "VERSIONS", "COUNT", "PRUNED", "BY", "POLICY")
-		for _, p := range out {
-			row(w, rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy)
-		}
-		return w.Flush()
+		return writeTable(c, out, []string{"VERSIONS", "COUNT", "PRUNED", "BY", "POLICY"}, func(p kilolock.PrunedRange) []string {
+			return []string{rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy}
+		})
 	})
 }
 
@@ -363,10 +354,9 @@ type RetentionCmds struct {
 		Batch  int    `help:"Prune at most N versions per transaction (1 to 10000; default 100)." placeholder:"N"`
 	} `cmd:"" help:"Prune the versions the policies do not keep (--dry-run: list them)." example:"kl retention apply --dry-run"`
 	Pruned struct {
-		JSONFlag
-		Name   string `arg:"" help:"State name." predictor:"state"`
-		Before int64  `help:"Only versions numbered below M." placeholder:"M"`
-		Limit  int    `help:"At most N runs of versions." default:"50" placeholder:"N"`
+		stateArg
+		Before int64 `help:"Only versions numbered below M." placeholder:"M"`
+		Limit  int   `help:"At most N runs of versions." default:"50" placeholder:"N"`
 	} `cmd:"" help:"List the pruned versions of a state, who pruned them and under what policy." example:"kl retention pruned prod"`
 }
 
@@ -490,12 +480,9 @@ func (c *CLI) KeyStatus(ctx context.Context) error {
 			_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
 			return err
 		}
-		w := c.table()
-		row(w, "KEY", "ACTIVE", "CONFIGURED", "STATES")
-		for _, u := range usage {
-			row(w, u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10))
-		}
-		return w.Flush()
+		return writeTable(c, usage, []string{"KEY", "ACTIVE", "CONFIGURED", "STATES"}, func(u kilolock.KeyUsage) []string {
+			return []string{u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10)}
+		})
 	})
 }
 

@@ -16,13 +16,11 @@ import (
 // StateCmds are kl state list|show|rm|mv|split|merge|config|pull|archive|restore.
 type StateCmds struct {
 	List struct {
-		JSONFlag
-		Name    string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
 	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern." example:"kl state list prod module.network"`
 	Show struct {
-		JSONFlag
-		Name    string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Address string `arg:"" help:"Instance address."`
 	} `cmd:"" help:"Show one instance of a state's current version." example:"kl state show prod 'aws_instance.web[0]'"`
 	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)." example:"kl state rm prod aws_instance.old --dry-run"`
@@ -83,8 +81,7 @@ func (c *StateCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 // StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
 // --address is the older spelling, kept.
 type StateRmCmd struct {
-	JSONFlag
-	Name      string   `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Addresses []string `arg:"" optional:"" name:"address" help:"Addresses to remove: instances, resources or modules."`
 	Address   []string `name:"address" sep:"none" help:"An address to remove (repeat the flag for more); the same as the arguments." placeholder:"ADDR"`
 	DryRun    bool     `help:"Show what would be removed; write nothing."`
@@ -102,8 +99,7 @@ func (c *StateRmCmd) run(ctx context.Context, g *Globals) error {
 // StateMvCmd is kl state mv NAME SRC DST, as tofu state mv takes them;
 // --from and --to are the older spelling, kept as deprecated aliases.
 type StateMvCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Src     string `arg:"" optional:"" help:"Address to move: an instance or a resource (with --to-state, a module too)."`
 	Dst     string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web (with --to-state it defaults to SRC)."`
 	From    string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
@@ -289,11 +285,10 @@ func (c *StateMvCmd) moveToState(ctx context.Context, g *Globals, src, dst strin
 
 // StateConfigCmd is kl state config.
 type StateConfigCmd struct {
-	JSONFlag
-	Name               string `arg:"" help:"State name." predictor:"state"`
-	ExclusiveLocks     *bool  `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
-	AllowLineageChange *bool  `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
-	SharedPlanLocks    *bool  `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
+	stateArg
+	ExclusiveLocks     *bool `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
+	AllowLineageChange *bool `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
+	SharedPlanLocks    *bool `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
 	// RequireClientEncryption is named as the state's setting is.
 	RequireClientEncryption *bool `negatable:"" help:"Refuse plaintext writes: the state takes only OpenTofu client-side encrypted ones (terraform { encryption { … } }); =false lifts it. Its environment may require it too (kl env config)."`
 }

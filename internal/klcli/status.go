@@ -15,8 +15,7 @@ import (
 
 // StatusCmd is kl status.
 type StatusCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 }
 
 // Run runs the command.
@@ -265,16 +264,13 @@ func (c *CLI) States(ctx context.Context) error {
 			_, err := fmt.Fprintln(c.Out, "no states yet")
 			return err
 		}
-		w := c.table()
-		row(w, "NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED")
-		for _, s := range sts {
+		return writeTable(c, sts, []string{"NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED"}, func(s kilolock.State) []string {
 			version, serial := "-", "-"
 			if s.Current > 0 {
 				version, serial = strconv.FormatInt(s.Current, 10), strconv.FormatUint(s.Serial, 10)
 			}
-			row(w, cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created))
-		}
-		return w.Flush()
+			return []string{cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created)}
+		})
 	})
 }
 
