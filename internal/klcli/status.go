@@ -246,20 +246,16 @@ func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.States(ctx) })
 }
 
-// StatesJSON is the JSON output of States, as the server's API answers it.
-type StatesJSON struct {
-	States []kilolock.State `json:"states"`
-}
-
 // States lists every state: current version and serial, lock mode and who
-// holds it.
+// holds it. Its JSON is the server's answer (client.StateList).
 func (c *CLI) States(ctx context.Context) error {
 	l, err := c.api().States(ctx)
 	if err != nil {
 		return err
 	}
 	sts := nonNil(l.States)
-	return c.show(StatesJSON{States: sts}, func() error {
+	l.States = sts
+	return c.show(l, func() error {
 		if len(sts) == 0 {
 			_, err := fmt.Fprintln(c.Out, "no states yet")
 			return err
