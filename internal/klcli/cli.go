@@ -80,10 +80,13 @@ func (c *CLI) show(v any, text func() error) error {
 
 // say is show of one line of text: format with args.
 func (c *CLI) say(v any, format string, args ...any) error {
-	return c.show(v, func() error {
-		_, err := fmt.Fprintf(c.Out, format, args...)
-		return err
-	})
+	return c.show(v, func() error { return c.printf(format, args...) })
+}
+
+// printf writes text for people to Out: format with args.
+func (c *CLI) printf(format string, args ...any) error {
+	_, err := fmt.Fprintf(c.Out, format, args...)
+	return err
 }
 
 // list writes items, as JSON with --json (an empty list, never null),

@@ -150,8 +150,7 @@ func (c *CLI) driftTable(ds []drift.DriftRecord) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(c.Out, "(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
-	return err
+	return c.printf("(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
 }
 
 // driftValue shows one side of a drifted path; present false is a side

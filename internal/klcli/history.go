@@ -80,11 +80,9 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	return c.show(HistoryJSON{State: name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
 		if len(vs) == 0 && len(pruned) == 0 {
 			if opts.Before > 0 {
-				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", name, opts.Before)
-				return err
+				return c.printf("state %s has no version before %d\n", name, opts.Before)
 			}
-			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", name)
-			return err
+			return c.printf("state %s has no version yet\n", name)
 		}
 		w := c.table()
 		row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
@@ -222,8 +220,7 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 	rs := nonNil(l.Rejections)
 	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
 		if len(rs) == 0 {
-			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
-			return err
+			return c.printf("state %s has no rejected commits\n", name)
 		}
 		fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
 		for _, r := range rs {
@@ -345,8 +342,7 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			if _, err := cli.api().DeleteTag(ctx, a.Name, a.Tag); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(cli.Out, "tag %s of state %s removed\n", a.Tag, a.Name)
-			return err
+			return cli.printf("tag %s of state %s removed\n", a.Tag, a.Name)
 		})
 	}
 	return unknownCommand(k)

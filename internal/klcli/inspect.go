@@ -256,8 +256,7 @@ func (c *CLI) showInstance(ctx context.Context, name string, ref kilolock.Versio
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(c.Out, "attributes: %s\n", attrs)
-		return err
+		return c.printf("attributes: %s\n", attrs)
 	})
 }
 
@@ -305,8 +304,7 @@ func (c *CLI) Graph(ctx context.Context, name string, ref kilolock.VersionRef, a
 	}); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.Out, "%s, %s.\n", plural(len(v.Nodes), "instance", "instances"), plural(len(v.Edges), "edge", "edges"))
-	return err
+	return c.printf("%s, %s.\n", plural(len(v.Nodes), "instance", "instances"), plural(len(v.Edges), "edge", "edges"))
 }
 
 // writeDOT writes a cone as a Graphviz digraph: the instances asked for

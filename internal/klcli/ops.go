@@ -33,42 +33,24 @@ func (b *Conn) Backup(ctx context.Context, w io.Writer) error {
 }
 
 // Backup writes a backup of the whole store to the file output ("-":
-// stdout), then reads it back whole (sqlstore.VerifyBackup) and reports
+// stdout), reading it back whole as it goes (sqlstore.CopyBackup), and reports
 // what it holds. A file is written as output.partial and renamed only once
 // it is whole, so no cut-short backup ever takes the name.
 func (c *CLI) Backup(ctx context.Context, output string) error {
 	if output == "" {
 		return &UsageError{Message: "kl backup needs a file to write", Hint: "kl backup -o kilolock-backup.json.gz (or -o - for stdout)"}
 	}
-	var sum *retention.BackupSummary
-	verify := func(w io.Writer) error {
-		pr, pw := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			var err error
-			sum, err = sqlstore.VerifyBackup(pr)
-			pr.CloseWithError(err)
-			done <- err
-		}()
-		err := c.Conn.Backup(ctx, io.MultiWriter(w, pw))
-		pw.CloseWithError(err)
-		if verr := <-done; err == nil && verr != nil {
-			err = fmt.Errorf("the backup read back is not whole: %w", verr)
-		}
-		return err
-	}
+	download := func(w io.Writer) error { return c.Conn.Backup(ctx, w) }
 	if output == "-" {
-		if err := verify(c.Out); err != nil {
-			return err
-		}
-		return nil
+		_, err := sqlstore.CopyBackup(c.Out, download)
+		return err
 	}
 	tmp := output + ".partial"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return withHint(fmt.Errorf("write the backup: %w", err), "-o names a file in a directory that exists and that kl may write")
 	}
-	err = verify(f)
+	sum, err := sqlstore.CopyBackup(f, download)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -173,8 +155,7 @@ func (c *CLI) RetentionPolicies(ctx context.Context) error {
 	ps := nonNil(l.Policies)
 	return c.show(map[string]any{"policies": ps}, func() error {
 		if len(ps) == 0 {
-			_, err := fmt.Fprintln(c.Out, "no retention policy: every version is kept")
-			return err
+			return c.printf("no retention policy: every version is kept\n")
 		}
 		return writeTable(c, ps, []string{"SCOPE", "TARGET", "KEEP LAST", "KEEP DAYS", "UPDATED", "BY"}, func(p retention.RetentionPolicy) []string {
 			return []string{string(p.Scope), orDash(p.Target), limitText(p.KeepLast), limitText(p.KeepDays), formatTime(p.Updated), orDash(p.UpdatedBy)}
@@ -196,8 +177,7 @@ func (c *CLI) SetRetentionPolicy(ctx context.Context, p retention.RetentionPolic
 		return err
 	}
 	return c.show(out, func() error {
-		_, err = fmt.Fprintf(c.Out, "Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
-		return err
+		return c.printf("Retention policy set: %s. kl retention apply --dry-run shows what it prunes.\n", out.String())
 	})
 }
 
@@ -206,8 +186,7 @@ func (c *CLI) UnsetRetentionPolicy(ctx context.Context, scope retention.Retentio
 	if _, err := c.api().DeleteRetentionPolicy(ctx, scope, target); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(c.Out, "Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
-	return err
+	return c.printf("Retention policy removed: %s.\n", (&retention.RetentionPolicy{Scope: scope, Target: target}).String())
 }
 
 // ApplyRetention prunes (or with dryRun lists) what the policies do not
@@ -223,8 +202,7 @@ func (c *CLI) ApplyRetention(ctx context.Context, dryRun bool, state string, bat
 			verb = "Would prune"
 		}
 		if len(rep.States) == 0 {
-			_, err := fmt.Fprintln(c.Out, "No state has a retention policy that prunes: nothing to do (kl retention set adds one).")
-			return err
+			return c.printf("No state has a retention policy that prunes: nothing to do (kl retention set adds one).\n")
 		}
 		if err := writeTable(c, rep.States, []string{"STATE", "POLICY", "VERSIONS", "PRUNED"}, func(sp retention.StatePruning) []string {
 			return []string{cell(sp.State), sp.Policy, strconv.Itoa(len(sp.Versions)), orDash(retention.VersionRuns(sp.Versions))}
@@ -265,8 +243,7 @@ func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) 
 	out := nonNil(l.Pruned)
 	return c.show(map[string]any{"state": name, "pruned": out}, func() error {
 		if len(out) == 0 {
-			_, err := fmt.Fprintf(c.Out, "no version of state %s was pruned\n", name)
-			return err
+			return c.printf("no version of state %s was pruned\n", name)
 		}
 		return writeTable(c, out, []string{"VERSIONS", "COUNT", "PRUNED", "BY", "POLICY"}, func(p kilolock.PrunedRange) []string {
 			return []string{rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy}
@@ -477,8 +454,7 @@ func (c *CLI) KeyStatus(ctx context.Context) error {
 	usage := keys.Keys
 	return c.show(KeysJSON{Keys: usage}, func() error {
 		if len(usage) == 0 {
-			_, err := fmt.Fprintln(c.Out, "encryption at rest is off: no key is configured and nothing is encrypted")
-			return err
+			return c.printf("encryption at rest is off: no key is configured and nothing is encrypted\n")
 		}
 		return writeTable(c, usage, []string{"KEY", "ACTIVE", "CONFIGURED", "STATES"}, func(u kilolock.KeyUsage) []string {
 			return []string{u.KeyID, yesNo(u.Active), yesNo(u.Configured), strconv.FormatInt(u.States, 10)}
@@ -509,8 +485,7 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 	}
 	return c.show(res, func() error {
 		if !wait && res.Finished.IsZero() {
-			_, err := fmt.Fprintf(c.Out, "rotation to key %s started on the server: %d data keys to re-wrap; kl keys status shows what is left\n", res.Active, res.Total)
-			return err
+			return c.printf("rotation to key %s started on the server: %d data keys to re-wrap; kl keys status shows what is left\n", res.Active, res.Total)
 		}
 		_, err = fmt.Fprintf(c.Out, "done: %d data keys re-wrapped to key %s in %s; a key that wraps none (kl keys status) can leave the key file\n",
 			res.Done, res.Active, res.Finished.Sub(res.Started).Round(time.Millisecond))

@@ -146,8 +146,7 @@ func (c *CLI) StateList(ctx context.Context, name, pattern string) error {
 			b.WriteString(cell(in.ID))
 			b.WriteByte('\n')
 		}
-		_, err = fmt.Fprint(c.Out, b.String())
-		return err
+		return c.printf("%s", b.String())
 	})
 }
 
@@ -271,8 +270,7 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 		if res.DryRun {
 			writeDryRunEnd(&b, withoutDryRun)
 		}
-		_, err = fmt.Fprint(c.Out, b.String())
-		return err
+		return c.printf("%s", b.String())
 	})
 }
 

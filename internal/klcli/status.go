@@ -257,8 +257,7 @@ func (c *CLI) States(ctx context.Context) error {
 	l.States = sts
 	return c.show(l, func() error {
 		if len(sts) == 0 {
-			_, err := fmt.Fprintln(c.Out, "no states yet")
-			return err
+			return c.printf("no states yet\n")
 		}
 		return writeTable(c, sts, []string{"NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED"}, func(s kilolock.State) []string {
 			version, serial := "-", "-"
