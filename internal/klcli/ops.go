@@ -473,13 +473,13 @@ func yesNo(b bool) string {
 // of progress per batch (on a server, per poll), and what is left to do.
 func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) error {
 	last := int64(-1)
-	res, err := c.Conn.RotateKeys(ctx, wait, every, func(r kilolock.KeyRotation) {
+	res, err := c.api().RotateKeysAndFollow(ctx, client.RotationOptions{Wait: wait, Every: every, Progress: func(r kilolock.KeyRotation) {
 		if c.JSON || r.Done == last {
 			return
 		}
 		last = r.Done
 		fmt.Fprintf(c.Out, "rotating to key %s: %d of %d data keys re-wrapped, %d left\n", r.Active, r.Done, r.Total, r.Remaining)
-	})
+	}})
 	if err != nil {
 		return err
 	}
@@ -491,35 +491,4 @@ func (c *CLI) RotateKeys(ctx context.Context, wait bool, every time.Duration) er
 			res.Done, res.Active, res.Finished.Sub(res.Started).Round(time.Millisecond))
 		return err
 	})
-}
-
-// RotateKeys starts the server's rotation of the data keys to the active
-// key and, with wait, asks for its progress every so often until it is
-// over, calling progress each time.
-func (b *Conn) RotateKeys(ctx context.Context, wait bool, every time.Duration, progress func(kilolock.KeyRotation)) (kilolock.KeyRotation, error) {
-	started, err := b.api.RotateKeys(ctx)
-	if err != nil {
-		return kilolock.KeyRotation{}, err
-	}
-	r := started.Rotation
-	progress(r)
-	for wait && r.Finished.IsZero() && r.Error == "" {
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(max(every, 10*time.Millisecond)):
-		}
-		st, err := b.api.Keys(ctx)
-		if err != nil {
-			return r, err
-		}
-		if st.Rotation != nil {
-			r = *st.Rotation
-		}
-		progress(r)
-	}
-	if r.Error != "" {
-		return r, fmt.Errorf("key rotation on the server stopped after %d data keys: %s", r.Done, r.Error)
-	}
-	return r, nil
 }
