@@ -110,14 +110,30 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 	})
 }
 
-// withQuota runs f on the quota backend and state g, state and dir name.
+// withQuota runs f on the Conn and the state kl quota asks: with
+// --database, the database; with a state named (--state or NAME), the
+// server's JSON API (--server, --token); otherwise the initialized http
+// backend of dir, asked at the state's own address with the
+// configuration's credentials (--server and --token override them).
 func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*Conn, string) error) error {
-	qb, name, err := g.quotaBackend(ctx, state, dir)
+	var b *orchestrate.TFBackend
+	if state == "" {
+		var err error
+		if b, err = orchestrate.ReadTFBackend(dir); err != nil {
+			return err
+		}
+		state = b.State
+	}
+	open := g.open
+	if g.Database == "" && b != nil {
+		open = func(context.Context) (*Conn, error) { return g.laneQuota(b) }
+	}
+	qb, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer qb.Close()
-	return f(qb, name)
+	return f(qb, state)
 }
 
 // writeQuota prints a state's standing: a row per scope counted and, with
@@ -336,30 +352,6 @@ func (b *Conn) QuotaStatus(ctx context.Context, name string, delta int64) (*kilo
 // after prefix.
 func (b *Conn) admission(state string, out io.Writer, prefix string) *orchestrate.Admission {
 	return &orchestrate.Admission{Client: b.api, Lane: b.lane, State: state, Out: out, Prefix: prefix}
-}
-
-// quotaBackend finds the backend and state kl quota asks: with
-// --database, the database; with a state named (--state or NAME), the
-// server's JSON API (--server, --token); otherwise the initialized http
-// backend of dir, asked at the state's own address with the
-// configuration's credentials (--server and --token override them).
-func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, error) {
-	var b *orchestrate.TFBackend
-	if state == "" {
-		var err error
-		if b, err = orchestrate.ReadTFBackend(dir); err != nil {
-			return nil, "", err
-		}
-		state = b.State
-	}
-	var qb *Conn
-	var err error
-	if g.Database != "" || b == nil {
-		qb, err = g.open(ctx)
-	} else {
-		qb, err = g.laneQuota(b)
-	}
-	return qb, state, err
 }
 
 // laneQuota is the backend of an initialized backend b that asks quotas
