@@ -474,9 +474,7 @@ func (c *CLI) Whoami(ctx context.Context, secret string) error {
 		if len(r.Environments) == 0 {
 			fmt.Fprintln(c.Out, "It reaches no environment.")
 		} else {
-			tw := c.table()
-			row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
-			for _, e := range r.Environments {
+			if err := writeTable(c, r.Environments, []string{"ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH"}, func(e tenancy.ReachableEnv) []string {
 				access := "read"
 				switch {
 				case e.Writable:
@@ -484,9 +482,8 @@ func (c *CLI) Whoami(ctx context.Context, secret string) error {
 				case e.OutputsOnly:
 					access = "outputs"
 				}
-				row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
-			}
-			if err := tw.Flush(); err != nil {
+				return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path}
+			}); err != nil {
 				return err
 			}
 		}

@@ -127,9 +127,7 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 }
 
 func (c *CLI) driftTable(ds []drift.DriftRecord) error {
-	w := c.table()
-	row(w, "ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY")
-	for _, d := range ds {
+	if err := writeTable(c, ds, []string{"ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY"}, func(d drift.DriftRecord) []string {
 		what := "gone: the real object no longer exists"
 		if d.Kind == drift.DriftChanged {
 			var parts []string
@@ -145,9 +143,8 @@ func (c *CLI) driftTable(ds []drift.DriftRecord) error {
 				what = "changed"
 			}
 		}
-		row(w, cell(d.Address), cell(what), "@"+strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor))
-	}
-	if err := w.Flush(); err != nil {
+		return []string{cell(d.Address), cell(what), "@" + strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor)}
+	}); err != nil {
 		return err
 	}
 	return c.printf("(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))

@@ -33,9 +33,9 @@ func (b *Conn) Backup(ctx context.Context, w io.Writer) error {
 }
 
 // Backup writes a backup of the whole store to the file output ("-":
-// stdout), reading it back whole as it goes (sqlstore.CopyBackup), and reports
-// what it holds. A file is written as output.partial and renamed only once
-// it is whole, so no cut-short backup ever takes the name.
+// stdout), reading it back whole as it goes (sqlstore.CopyBackup), and
+// reports what it holds. A file is written as output.partial and renamed
+// only once it is whole, so no cut-short backup ever takes the name.
 func (c *CLI) Backup(ctx context.Context, output string) error {
 	if output == "" {
 		return &UsageError{Message: "kl backup needs a file to write", Hint: "kl backup -o kilolock-backup.json.gz (or -o - for stdout)"}

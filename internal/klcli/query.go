@@ -168,16 +168,13 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 		f.Cursor = p.Next
 	}
 	return c.show(all, func() error {
-		w := c.table()
-		row(w, "STATE", "VERSION", "ADDRESS", "MATCHED")
-		for _, h := range all.Hits {
+		if err := writeTable(c, all.Hits, []string{"STATE", "VERSION", "ADDRESS", "MATCHED"}, func(h inventory.Hit) []string {
 			addr := h.Address
 			if h.Deposed != "" {
 				addr += " (deposed " + h.Deposed + ")"
 			}
-			row(w, cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", ")))
-		}
-		if err := w.Flush(); err != nil {
+			return []string{cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", "))}
+		}); err != nil {
 			return err
 		}
 		more := ""
