@@ -63,6 +63,13 @@ func unknownCommand(k *kong.Context) error {
 	return fmt.Errorf("kl: %q has no Run", k.Command())
 }
 
+// workspaceFlag is what a command in one workspace takes: --workspace,
+// and --json.
+type workspaceFlag struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
+}
+
 // workspaceArg names a workspace.
 type workspaceArg struct {
 	JSONFlag
@@ -111,18 +118,13 @@ func (c *WorkspaceCmds) Run(ctx context.Context, g *Globals, k *kong.Context) er
 // EnvCmds are kl env create|list|config.
 type EnvCmds struct {
 	Create struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-		Slug      string `arg:"" help:"Environment slug, e.g. prod."`
+		workspaceFlag
+		Slug string `arg:"" help:"Environment slug, e.g. prod."`
 	} `cmd:"" help:"Create an environment in a workspace." example:"kl env create --workspace ws_0123456789abcdef prod"`
-	List struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's environments." example:"kl env list --workspace ws_0123456789abcdef"`
+	List   workspaceFlag `cmd:"" help:"List a workspace's environments." example:"kl env list --workspace ws_0123456789abcdef"`
 	Config struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-		Env       string `arg:"" help:"Environment ID (env_…)."`
+		workspaceFlag
+		Env string `arg:"" help:"Environment ID (env_…)."`
 		// RequireClientEncryption is named as the state's setting is.
 		RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
 	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption." example:"kl env config --workspace ws_0123456789abcdef env_0123456789abcdef --require-client-encryption"`
@@ -299,9 +301,8 @@ func (c *GrantCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 
 // memberArgs name a workspace's member.
 type memberArgs struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	User      string `arg:"" help:"User ID."`
+	workspaceFlag
+	User string `arg:"" help:"User ID."`
 }
 
 // MemberCmds are kl member add|remove|list.
@@ -310,11 +311,8 @@ type MemberCmds struct {
 		memberArgs
 		Role string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
 	} `cmd:"" help:"Add a user to a workspace, or change their role." example:"kl member add --workspace ws_0123456789abcdef bob --role admin"`
-	Remove memberArgs `cmd:"" help:"Remove a user from a workspace." example:"kl member remove --workspace ws_0123456789abcdef bob"`
-	List   struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's members." example:"kl member list --workspace ws_0123456789abcdef"`
+	Remove memberArgs    `cmd:"" help:"Remove a user from a workspace." example:"kl member remove --workspace ws_0123456789abcdef bob"`
+	List   workspaceFlag `cmd:"" help:"List a workspace's members." example:"kl member list --workspace ws_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -340,10 +338,9 @@ func (c *MemberCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error
 
 // stateLifecycleFlags name one tenant state.
 type stateLifecycleFlags struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	Env       string `required:"" help:"Environment ID (env_…)." placeholder:"ENV"`
-	Name      string `arg:"" help:"State name within the environment."`
+	workspaceFlag
+	Env  string `required:"" help:"Environment ID (env_…)." placeholder:"ENV"`
+	Name string `arg:"" help:"State name within the environment."`
 }
 
 // set archives (archive true) or restores the state f names.
