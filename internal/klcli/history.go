@@ -316,13 +316,9 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		if err := kilolock.ValidTagName(a.Tag); err != nil {
 			return err
 		}
-		return g.with(ctx, a.JSON, func(cli *CLI) error {
-			t, err := cli.api().SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
-			if err != nil {
-				return err
-			}
-			return cli.say(t, "tag %s names @%d of state %s\n", t.Name, t.Version, a.Name)
-		})
+		return said(ctx, g, a.JSON, func(api *client.Client) (*history.Tag, error) {
+			return api.SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
+		}, func(t *history.Tag) (any, string) { return t, fmt.Sprintf("tag %s names @%d of state %s\n", t.Name, t.Version, a.Name) })
 	case "list":
 		return g.with(ctx, c.List.JSON, func(cli *CLI) error {
 			l, err := cli.api().Tags(ctx, c.List.Name)
@@ -338,12 +334,8 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		})
 	case "unset":
 		a := &c.Unset
-		return g.with(ctx, false, func(cli *CLI) error {
-			if _, err := cli.api().DeleteTag(ctx, a.Name, a.Tag); err != nil {
-				return err
-			}
-			return cli.printf("tag %s of state %s removed\n", a.Tag, a.Name)
-		})
+		return said(ctx, g, false, func(api *client.Client) (*client.OK, error) { return api.DeleteTag(ctx, a.Name, a.Tag) },
+			func(*client.OK) (any, string) { return nil, fmt.Sprintf("tag %s of state %s removed\n", a.Tag, a.Name) })
 	}
 	return unknownCommand(k)
 }
