@@ -318,7 +318,9 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		}
 		return said(ctx, g, a.JSON, func(api *client.Client) (*history.Tag, error) {
 			return api.SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
-		}, func(t *history.Tag) (any, string) { return t, fmt.Sprintf("tag %s names @%d of state %s\n", t.Name, t.Version, a.Name) })
+		}, func(t *history.Tag) (any, string) {
+			return t, fmt.Sprintf("tag %s names @%d of state %s\n", t.Name, t.Version, a.Name)
+		})
 	case "list":
 		return g.with(ctx, c.List.JSON, func(cli *CLI) error {
 			l, err := cli.api().Tags(ctx, c.List.Name)
