@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/log"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/httpbackend"
 	"github.com/kilolock/kilolock/internal/testpg"
+	"github.com/kilolock/kilolock/keyring"
 	"github.com/kilolock/kilolock/store/sqlite"
 )
 
@@ -50,3 +52,34 @@ func inProcess(t testing.TB, h *httpbackend.Handler, opts ...client.Option) *cli
 func TestMain(m *testing.M) { testpg.Main(m) }
 
 func jsonInto(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestRotateKeysAndFollow: a rotation followed until it is over is seen
+// finished, every step shown to Progress; one that stops on an error (no
+// key to rotate to) is an error.
+func TestRotateKeysAndFollow(t *testing.T) {
+	ctx := context.Background()
+	none := inProcess(t, newKLD(t, httpbackend.Options{}))
+	if r, err := none.RotateKeysAndFollow(ctx, client.RotationOptions{Wait: true}); err == nil || r.Error == "" {
+		t.Errorf("a rotation with no key to rotate to = %+v, %v; want its error", r, err)
+	}
+
+	ring, err := keyring.Parse([]byte(keyring.Generate() + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "kld.db"), sqlite.WithKeyring(ring))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := inProcess(t, newKLDOn(t, st, httpbackend.Options{}))
+	var seen []kilolock.KeyRotation
+	r, err := c.RotateKeysAndFollow(ctx, client.RotationOptions{Wait: true, Every: time.Millisecond,
+		Progress: func(r kilolock.KeyRotation) { seen = append(seen, r) }})
+	if err != nil || r.Finished.IsZero() || len(seen) == 0 || !seen[len(seen)-1].Finished.Equal(r.Finished) {
+		t.Fatalf("RotateKeysAndFollow = %+v, %v after %d steps seen; want it finished, its last step seen", r, err, len(seen))
+	}
+	if _, err := c.RotateKeysAndFollow(ctx, client.RotationOptions{}); err != nil {
+		t.Errorf("a rotation only started (no Progress, no Wait): %v", err)
+	}
+}

@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/retention"
@@ -115,4 +117,50 @@ func (c *Client) Keys(ctx context.Context) (*KeysAnswer, error) {
 func (c *Client) RotateKeys(ctx context.Context) (*RotationAnswer, error) {
 	var out RotationAnswer
 	return &out, c.do(ctx, request{method: http.MethodPost, path: "/v1/api/keys/rotate"}, &out)
+}
+
+// RotationOptions say how far RotateKeysAndFollow follows a rotation.
+type RotationOptions struct {
+	// Wait asks how far the rotation has come until it is over; without
+	// it the rotation is only started.
+	Wait bool
+	// Every is how often it asks (at least 10 ms apart).
+	Every time.Duration
+	// Progress, when set, sees the rotation after each request.
+	Progress func(kilolock.KeyRotation)
+}
+
+// RotateKeysAndFollow starts a rotation (RotateKeys) and, with o.Wait,
+// asks how far it has come (Keys) until it is over. It returns the
+// rotation as it last stood; one that stopped on an error is an error.
+func (c *Client) RotateKeysAndFollow(ctx context.Context, o RotationOptions) (kilolock.KeyRotation, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = func(kilolock.KeyRotation) {}
+	}
+	started, err := c.RotateKeys(ctx)
+	if err != nil {
+		return kilolock.KeyRotation{}, err
+	}
+	r := started.Rotation
+	progress(r)
+	for o.Wait && r.Finished.IsZero() && r.Error == "" {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(max(o.Every, 10*time.Millisecond)):
+		}
+		st, err := c.Keys(ctx)
+		if err != nil {
+			return r, err
+		}
+		if st.Rotation != nil {
+			r = *st.Rotation
+		}
+		progress(r)
+	}
+	if r.Error != "" {
+		return r, fmt.Errorf("key rotation on the server stopped after %d data keys: %s", r.Done, r.Error)
+	}
+	return r, nil
 }

@@ -22,23 +22,23 @@ import (
 type App struct {
 	Globals
 
-	Status     StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type."`
-	Plan       PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs."`
+	Status     StatusCmd     `cmd:"" help:"Show a state: version, lineage, lock holders, apply runs in flight, instances by type." example:"kl status prod"`
+	Plan       PlanCmd       `cmd:"" help:"Plan with the real CLI within a scope and write a plan spec: what it writes and reads, the reservations it needs." example:"kl plan --target aws_instance.web -o web.json"`
 	Apply      ApplyCmds     `cmd:"" help:"Apply within a scope; --orchestrated reserves first. kl apply abort stops an orchestrated apply. See kl apply --help."`
-	History    HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address."`
-	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address."`
-	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path."`
-	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version."`
+	History    HistoryCmd    `cmd:"" help:"List a state's versions, newest first; with --address, the versions that changed one address." example:"kl history prod --limit 5"`
+	Show       ShowCmd       `cmd:"" help:"Show a version's summary and instances, or one instance's attributes with --address." example:"kl show prod @3 --address aws_instance.web"`
+	Diff       DiffCmd       `cmd:"" help:"Show what changed between two versions, by address and attribute path." example:"kl diff prod @3 latest"`
+	Graph      GraphCmd      `cmd:"" help:"Show the dependency cone of instances: what rests on them (--dependents) or what they rest on (--dependencies), at any version." example:"kl graph prod --address aws_vpc.main --depth 2"`
 	Rollback   RollbackCmds  `cmd:"" help:"kl rollback NAME --to REF, or kl rollback resource NAME ADDR --to REF: roll back to an earlier version (a dry run unless --apply --yes)."`
 	Tag        TagCmds       `cmd:"" help:"Name versions of a state: kl tag set NAME TAG REF, kl tag list NAME, kl tag unset NAME TAG."`
 	Drift      DriftCmds     `cmd:"" help:"Check a state against the real infrastructure (the CLI's refresh-only plan) and list what drifted."`
-	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next."`
-	States     StatesCmd     `cmd:"" help:"List the states."`
-	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store; with an automation token or a PAT (--token), on the states it may read."`
-	Search     SearchCmd     `cmd:"" help:"Search the current versions of every state you may read: by type, address pattern, attribute, text, state; --duplicates lists objects more than one state records."`
-	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)."`
-	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard."`
-	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server."`
+	Conflicts  ConflictsCmd  `cmd:"" help:"List a state's rejected commits, newest first: who, what addresses, who won, what next." example:"kl conflicts prod --limit 5"`
+	States     StatesCmd     `cmd:"" help:"List the states." example:"kl states --json"`
+	Query      QueryCmd      `cmd:"" help:"Run a read-only SQL query on the store; with an automation token or a PAT (--token), on the states it may read." example:"kl query --file docs/queries/inventory_by_type.sql"`
+	Search     SearchCmd     `cmd:"" help:"Search the current versions of every state you may read: by type, address pattern, attribute, text, state; --duplicates lists objects more than one state records." example:"kl search --type aws_instance --attr tags.team=payments"`
+	Export     ExportCmd     `cmd:"" help:"Write a version of a state to stdout as a state file (for tofu state push)." example:"kl export prod @3 > prod-3.tfstate"`
+	Import     ImportCmd     `cmd:"" help:"Import a state file as a new version (source import), under the lineage guard." example:"kl import prod terraform.tfstate"`
+	Version    VersionCmd    `cmd:"" help:"Show kl's version, and the server's with --server." example:"kl --server http://127.0.0.1:8080 version"`
 	Workspace  WorkspaceCmds `cmd:"" help:"Manage workspaces (control plane: a server with --token klo_…, or --database directly)."`
 	Env        EnvCmds       `cmd:"" help:"Manage a workspace's environments (control plane)."`
 	Token      TokenCmds     `cmd:"" help:"Manage automation tokens (control plane)."`
@@ -46,14 +46,14 @@ type App struct {
 	Grant      GrantCmds     `cmd:"" help:"Manage the grants of personal access tokens (control plane)."`
 	Trust      TrustCmds     `cmd:"" help:"Manage trust policies: CI jobs authenticate with their OIDC ID token, no stored secret (control plane). See kl trust --help."`
 	Member     MemberCmds    `cmd:"" help:"Manage a workspace's members (control plane)."`
-	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)."`
+	Audit      AuditCmd      `cmd:"" help:"Show the audit log, newest first (control plane)." example:"kl audit --denied --limit 20"`
 	Quota      QuotaCmds     `cmd:"" help:"Quotas: a state's and its environment's headroom (remaining), refusals (status), a saved plan's admission (check), limits (set, list). See kl quota --help."`
-	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry."`
-	Backup     BackupCmd     `cmd:"" help:"Write a consistent online backup of the whole store to a file (--database, or --server with the operator token)."`
-	Restore    RestoreCmd    `cmd:"" help:"Load a backup into an empty database of either store: kl restore --database URL FILE."`
+	Whoami     WhoamiCmd     `cmd:"" help:"Show what the token given with --token reaches: environments, backend paths, expiry." example:"kl --token \"$KL_TOKEN\" whoami"`
+	Backup     BackupCmd     `cmd:"" help:"Write a consistent online backup of the whole store to a file (--database, or --server with the operator token)." example:"kl --database kilolock.db backup -o kilolock-backup.json.gz"`
+	Restore    RestoreCmd    `cmd:"" help:"Load a backup into an empty database of either store: kl restore --database URL FILE." example:"kl --database restored.db restore kilolock-backup.json.gz"`
 	Retention  RetentionCmds `cmd:"" help:"Retention: policies per server, environment or state (list, set, unset), pruning (apply [--dry-run]) and what was pruned. See kl retention --help."`
 	Keys       KeysCmds      `cmd:"" help:"Encryption at rest: generate a key, list the keys that wrap the states' data keys, rotate them (kl keys rotate)."`
-	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)."`
+	Completion CompletionCmd `cmd:"" help:"Print the shell script that completes kl's commands, flags and state names: source <(kl completion bash)." example:"source <(kl completion bash)"`
 	State      StateCmds     `cmd:"" help:"Operate on one state."`
 }
 
@@ -168,6 +168,36 @@ type JSONFlag struct {
 	JSON bool `name:"json" help:"Write JSON for scripts instead of a table."`
 }
 
+// stateArg is what a command on one state takes first: the state's name,
+// and --json.
+type stateArg struct {
+	JSONFlag
+	Name string `arg:"" help:"State name." predictor:"state"`
+}
+
+// Examples is the kong option that shows each command's example, its
+// example tag, in its kl COMMAND --help, below its description (the
+// command lists stay one line a command). TestEveryCommandHasAnExample
+// keeps them whole.
+func Examples() kong.Option {
+	return kong.PostBuild(func(k *kong.Kong) error {
+		var walk func(n *kong.Node)
+		walk = func(n *kong.Node) {
+			if ex := n.Tag.Get("example"); ex != "" && !strings.Contains(n.Help+n.Detail, "Example") {
+				if n.Detail != "" {
+					n.Detail += "\n\n"
+				}
+				n.Detail += "Example:\n\n  " + ex
+			}
+			for _, c := range n.Children {
+				walk(c)
+			}
+		}
+		walk(k.Model.Node)
+		return nil
+	})
+}
+
 // Vars are the variables of kl's help texts, for kong.New: the default
 // server, and ${version_ref}, the one convention of every command that
 // takes a version, as a positional REF or --version REF.
@@ -268,4 +298,103 @@ func wrap(s string, width int, indent string) string {
 		line += len(w)
 	}
 	return b.String()
+}
+
+// globalsWithValue are kl's global flags that take the next argument as
+// their value, so that Args can find the command word after them.
+var globalsWithValue = map[string]bool{
+	"--server": true, "--database": true, "--token": true, "--timeout": true,
+	"--encryption-key-file": true, "--actor": true, "--log-level": true,
+}
+
+// Args prepares kl's command line for parsing. The SQL of kl query may
+// start with a comment, as every file in docs/queries does
+// (`kl query "$(cat docs/queries/blast_radius.sql)"`), and an argument that
+// starts with -- is otherwise taken for a flag. No flag's name holds a
+// space or a line break, so such an argument of kl query is SQL: Args puts
+// a line break before it, which SQL ignores and the parser takes for a
+// positional argument. Every other argument is left as it is.
+//
+// --json is also taken before the command (kl --json history prod), as a
+// global flag: Args moves it after the command, where each command with a
+// table has it.
+func Args(args []string) []string {
+	args = jsonAfterCommand(args)
+	cmd := commandIndex(args)
+	if cmd < 0 || args[cmd] != "query" {
+		return args
+	}
+	out := append([]string(nil), args...)
+	for i := cmd + 1; i < len(out); i++ {
+		a := out[i]
+		if a == "--" {
+			break
+		}
+		if a == "--file" {
+			i++ // its value is a path, whatever it looks like
+			continue
+		}
+		if sqlComment(a) {
+			out[i] = "\n" + a
+		}
+	}
+	return out
+}
+
+// sqlComment reports whether a starts with -- and cannot be a flag: the
+// name before any = holds a space or a line break.
+func sqlComment(a string) bool {
+	if !strings.HasPrefix(a, "--") || a == "--" {
+		return false
+	}
+	name, _, _ := strings.Cut(a[2:], "=")
+	return name == "" || strings.ContainsAny(name, " \t\r\n")
+}
+
+// commandIndex is the index of the command word in args: the first
+// argument that is no global flag nor a global flag's value; -1 when none.
+func commandIndex(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return -1
+		}
+		if strings.HasPrefix(a, "-") {
+			if globalsWithValue[a] {
+				i++
+			}
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// jsonAfterCommand moves a --json given before the command word to the
+// end of the command line (before a -- that ends the flags).
+func jsonAfterCommand(args []string) []string {
+	cmd := commandIndex(args)
+	if cmd < 0 {
+		return args
+	}
+	var (
+		out  []string
+		json bool
+	)
+	for i, a := range args {
+		if i < cmd && a == "--json" && (i == 0 || !globalsWithValue[args[i-1]]) {
+			json = true
+			continue
+		}
+		out = append(out, a)
+	}
+	if !json {
+		return args
+	}
+	for i, a := range out {
+		if a == "--" {
+			return append(append(out[:i:i], "--json"), out[i:]...)
+		}
+	}
+	return append(out, "--json")
 }

@@ -106,8 +106,8 @@ func (c *PlanCmd) Run(ctx context.Context, g *Globals) error {
 
 // ApplyCmds are kl apply and kl apply abort.
 type ApplyCmds struct {
-	Run   ApplyCmd      `cmd:"" default:"withargs" help:"The default (kl apply [DIR] [flags] means kl apply run): apply within a scope; with --orchestrated, reserve first."`
-	Abort ApplyAbortCmd `cmd:"" help:"Abort an orchestrated apply: its reservations are released at once and its apply stops within seconds."`
+	Run   ApplyCmd      `cmd:"" default:"withargs" help:"The default (kl apply [DIR] [flags] means kl apply run): apply within a scope; with --orchestrated, reserve first." example:"kl apply --orchestrated --plan-spec web.json"`
+	Abort ApplyAbortCmd `cmd:"" help:"Abort an orchestrated apply: its reservations are released at once and its apply stops within seconds." example:"kl apply abort --state prod --latest"`
 }
 
 // Help is kl apply --help's long text: the exit codes.

@@ -41,26 +41,16 @@ func TestHTTPErrors(t *testing.T) {
 		message string
 		hint    string
 	}{
-		{"not found", 404, `{"error":"state_not_found","message":"state \"x\" does not exist","hint":"list states with kl states"}`,
-			klcli.ExitNotFound, kilolock.ErrNotFound, `state "x" does not exist`, "list states with kl states"},
-		{"locked", 423, `{"error":"locked","message":"state is locked by carol","hint":"wait"}`,
-			klcli.ExitConflict, kilolock.ErrLocked, "state is locked by carol", "wait"},
-		{"conflict", 409, `{"error":"stale_serial","message":"serial 1 is below 3","hint":"pull"}`,
-			klcli.ExitConflict, kilolock.ErrConflict, "serial 1 is below 3", "pull"},
-		{"read-only", 403, `{"error":"read_only","message":"attempt to write a readonly database","hint":"only SELECT"}`,
-			klcli.ExitError, kilolock.ErrReadOnly, "attempt to write a readonly database", "only SELECT"},
-		{"bad input", 400, `{"error":"invalid_state_name","message":"bad name","hint":"use letters"}`,
-			klcli.ExitUsage, kilolock.ErrInvalid, "bad name", "use letters"},
-		{"unavailable", 503, `{"error":"database_unavailable","message":"database is down","hint":"retry"}`,
-			klcli.ExitUnavailable, kilolock.ErrUnavailable, "database is down", "retry"},
-		{"too many queries", 429, `{"error":"too_many_queries","message":"this credential already runs 2 queries at once","hint":"wait for one to end and retry in 5 seconds"}`,
-			klcli.ExitUnavailable, kilolock.ErrUnavailable, "this credential already runs 2 queries at once", "retry in 5 seconds"},
-		{"proxy text", 502, "<html>Bad Gateway</html>\nmore",
-			klcli.ExitUnavailable, kilolock.ErrUnavailable, "server answered 502 Bad Gateway: <html>Bad Gateway</html>", ""},
-		{"no credentials", 401, `not authorized`,
-			klcli.ExitError, nil, "server answered 401 Unauthorized: not authorized", "KL_TOKEN"},
-		{"internal", 500, `{"error":"internal","message":"boom"}`,
-			klcli.ExitError, nil, "boom", ""},
+		{"not found", 404, `{"error":"state_not_found","message":"state \"x\" does not exist","hint":"list states with kl states"}`, klcli.ExitNotFound, kilolock.ErrNotFound, `state "x" does not exist`, "list states with kl states"},
+		{"locked", 423, `{"error":"locked","message":"state is locked by carol","hint":"wait"}`, klcli.ExitConflict, kilolock.ErrLocked, "state is locked by carol", "wait"},
+		{"conflict", 409, `{"error":"stale_serial","message":"serial 1 is below 3","hint":"pull"}`, klcli.ExitConflict, kilolock.ErrConflict, "serial 1 is below 3", "pull"},
+		{"read-only", 403, `{"error":"read_only","message":"attempt to write a readonly database","hint":"only SELECT"}`, klcli.ExitError, kilolock.ErrReadOnly, "attempt to write a readonly database", "only SELECT"},
+		{"bad input", 400, `{"error":"invalid_state_name","message":"bad name","hint":"use letters"}`, klcli.ExitUsage, kilolock.ErrInvalid, "bad name", "use letters"},
+		{"unavailable", 503, `{"error":"database_unavailable","message":"database is down","hint":"retry"}`, klcli.ExitUnavailable, kilolock.ErrUnavailable, "database is down", "retry"},
+		{"too many queries", 429, `{"error":"too_many_queries","message":"this credential already runs 2 queries at once","hint":"wait for one to end and retry in 5 seconds"}`, klcli.ExitUnavailable, kilolock.ErrUnavailable, "this credential already runs 2 queries at once", "retry in 5 seconds"},
+		{"proxy text", 502, "<html>Bad Gateway</html>\nmore", klcli.ExitUnavailable, kilolock.ErrUnavailable, "server answered 502 Bad Gateway: <html>Bad Gateway</html>", ""},
+		{"no credentials", 401, `not authorized`, klcli.ExitError, nil, "server answered 401 Unauthorized: not authorized", "KL_TOKEN"},
+		{"internal", 500, `{"error":"internal","message":"boom"}`, klcli.ExitError, nil, "boom", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := fakeServer(t, tc.status, tc.body)

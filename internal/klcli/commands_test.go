@@ -101,7 +101,7 @@ func TestStatesJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got klcli.StatesJSON
+		var got client.StateList
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

@@ -3,11 +3,16 @@ package klcli
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/tenancy"
+	"github.com/kilolock/kilolock/tenancy/trust"
 )
 
 // The tenancy commands (workspaces, environments, members, tokens, PATs,
@@ -41,6 +46,12 @@ func said[T any](ctx context.Context, g *Globals, json bool, do func(*client.Cli
 	})
 }
 
+// gone runs do on the API g names, which takes away what id names, and
+// says so: {key: id} as JSON, else text.
+func gone[T any](ctx context.Context, g *Globals, json bool, key, id, text string, do func(*client.Client) (T, error)) error {
+	return said(ctx, g, json, do, func(T) (any, string) { return map[string]string{key: id}, text })
+}
+
 // The groups below declare their subcommands' flags as fields and run
 // them all in one Run: kong calls the Run of the selected command's group,
 // which answers by the subcommand's name. Subcommands of the same
@@ -50,6 +61,13 @@ func said[T any](ctx context.Context, g *Globals, json bool, do func(*client.Cli
 // declare: a mistake in kl, not in the command line.
 func unknownCommand(k *kong.Context) error {
 	return fmt.Errorf("kl: %q has no Run", k.Command())
+}
+
+// workspaceFlag is what a command in one workspace takes: --workspace,
+// and --json.
+type workspaceFlag struct {
+	JSONFlag
+	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
 }
 
 // workspaceArg names a workspace.
@@ -65,10 +83,10 @@ type WorkspaceCmds struct {
 		Name  string `arg:"" help:"Workspace name."`
 		Kind  string `help:"organization or personal." default:"organization" enum:"organization,personal"`
 		Owner string `help:"User made the workspace's owner." placeholder:"USER"`
-	} `cmd:"" help:"Create a workspace."`
-	List    JSONFlag     `cmd:"" help:"List the workspaces."`
-	Suspend workspaceArg `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed."`
-	Resume  workspaceArg `cmd:"" help:"Resume a suspended workspace."`
+	} `cmd:"" help:"Create a workspace." example:"kl workspace create acme --owner alice"`
+	List    JSONFlag     `cmd:"" help:"List the workspaces." example:"kl workspace list"`
+	Suspend workspaceArg `cmd:"" help:"Suspend a workspace: its states refuse writes and apply locks (reads and plans still work) until it is resumed." example:"kl workspace suspend ws_0123456789abcdef"`
+	Resume  workspaceArg `cmd:"" help:"Resume a suspended workspace." example:"kl workspace resume ws_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -100,21 +118,16 @@ func (c *WorkspaceCmds) Run(ctx context.Context, g *Globals, k *kong.Context) er
 // EnvCmds are kl env create|list|config.
 type EnvCmds struct {
 	Create struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-		Slug      string `arg:"" help:"Environment slug, e.g. prod."`
-	} `cmd:"" help:"Create an environment in a workspace."`
-	List struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's environments."`
+		workspaceFlag
+		Slug string `arg:"" help:"Environment slug, e.g. prod."`
+	} `cmd:"" help:"Create an environment in a workspace." example:"kl env create --workspace ws_0123456789abcdef prod"`
+	List   workspaceFlag `cmd:"" help:"List a workspace's environments." example:"kl env list --workspace ws_0123456789abcdef"`
 	Config struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-		Env       string `arg:"" help:"Environment ID (env_…)."`
+		workspaceFlag
+		Env string `arg:"" help:"Environment ID (env_…)."`
 		// RequireClientEncryption is named as the state's setting is.
 		RequireClientEncryption *bool `negatable:"" help:"Every state of the environment refuses plaintext writes and takes only OpenTofu client-side encrypted ones; =false lifts it (a state may still require it itself)."`
-	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption."`
+	} `cmd:"" help:"Configure an environment: whether its states require client-side encryption." example:"kl env config --workspace ws_0123456789abcdef env_0123456789abcdef --require-client-encryption"`
 }
 
 // Run runs the subcommand.
@@ -161,9 +174,9 @@ type TokenCmds struct {
 		Env   string `required:"" help:"Environment ID (env_…) the token reaches." placeholder:"ENV"`
 		Scope string `help:"read-write, read, or outputs (reads only states' outputs, at their /outputs address, for terraform_remote_state)." default:"read-write" enum:"read,read-write,outputs"`
 		tokenFlags
-	} `cmd:"" help:"Issue an automation token for one environment; its secret is shown once."`
-	List   JSONFlag `cmd:"" help:"List the automation tokens (never their secrets)."`
-	Revoke tokenArg `cmd:"" help:"Revoke a token."`
+	} `cmd:"" help:"Issue an automation token for one environment; its secret is shown once." example:"kl token issue --env env_0123456789abcdef --scope read --expires-in 90d"`
+	List   JSONFlag `cmd:"" help:"List the automation tokens (never their secrets)." example:"kl token list"`
+	Revoke tokenArg `cmd:"" help:"Revoke a token." example:"kl token revoke tok_0123456789abcdef"`
 	// Operator makes a secret locally: the operator token is kld's flag,
 	// not a row of the store.
 	Operator struct{} `cmd:"" help:"Print a new operator token (klo_ and 64 random hex digits) for kld --operator-token; made here, sent nowhere. Example: kld --auth=token --operator-token \"$(kl token operator)\"."`
@@ -200,10 +213,8 @@ func NewOperatorSecret() (string, error) {
 
 // revokeToken revokes a token, automation or personal.
 func revokeToken(ctx context.Context, g *Globals, a tokenArg) error {
-	return said(ctx, g, a.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, a.ID) },
-		func(*client.Revoked) (any, string) {
-			return map[string]string{"revoked": a.ID}, fmt.Sprintf("Revoked token %s.\n", cell(a.ID))
-		})
+	return gone(ctx, g, a.JSON, "revoked", a.ID, fmt.Sprintf("Revoked token %s.\n", cell(a.ID)),
+		func(api *client.Client) (*client.Revoked, error) { return api.RevokeToken(ctx, a.ID) })
 }
 
 // issueToken issues the token req asks, expiring after expiresIn (a
@@ -230,9 +241,9 @@ type PATCmds struct {
 		JSONFlag
 		User string `required:"" help:"The user the token acts as." placeholder:"USER"`
 		tokenFlags
-	} `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add."`
-	List   JSONFlag `cmd:"" help:"List the personal access tokens (never their secrets)."`
-	Delete tokenArg `cmd:"" help:"Delete a personal access token."`
+	} `cmd:"" help:"Create a personal access token for a user; its secret is shown once. Give it access with kl grant add." example:"kl pat create --user alice"`
+	List   JSONFlag `cmd:"" help:"List the personal access tokens (never their secrets)." example:"kl pat list"`
+	Delete tokenArg `cmd:"" help:"Delete a personal access token." example:"kl pat delete tok_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -258,12 +269,12 @@ type grantArgs struct {
 
 // GrantCmds are kl grant add|revoke|list.
 type GrantCmds struct {
-	Add    grantArgs `cmd:"" help:"Grant a personal access token access to an environment."`
-	Revoke grantArgs `cmd:"" help:"Take a grant away."`
+	Add    grantArgs `cmd:"" help:"Grant a personal access token access to an environment." example:"kl grant add tok_0123456789abcdef env_0123456789abcdef"`
+	Revoke grantArgs `cmd:"" help:"Take a grant away." example:"kl grant revoke tok_0123456789abcdef env_0123456789abcdef"`
 	List   struct {
 		JSONFlag
 		Token string `arg:"" help:"Token ID (tok_…)."`
-	} `cmd:"" help:"List a token's grants."`
+	} `cmd:"" help:"List a token's grants." example:"kl grant list tok_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -277,10 +288,8 @@ func (c *GrantCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 			})
 	case "revoke":
 		a := &c.Revoke
-		return said(ctx, g, a.JSON, func(api *client.Client) (*client.Revoked, error) { return api.RevokeGrant(ctx, a.Token, a.Env) },
-			func(*client.Revoked) (any, string) {
-				return map[string]string{"revoked": a.Token + "->" + a.Env}, fmt.Sprintf("Revoked the grant of %s on %s.\n", cell(a.Token), cell(a.Env))
-			})
+		return gone(ctx, g, a.JSON, "revoked", a.Token+"->"+a.Env, fmt.Sprintf("Revoked the grant of %s on %s.\n", cell(a.Token), cell(a.Env)),
+			func(api *client.Client) (*client.Revoked, error) { return api.RevokeGrant(ctx, a.Token, a.Env) })
 	case "list":
 		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Grant, error) { return api.Grants(ctx, c.List.Token) },
 			[]string{"TOKEN", "ENVIRONMENT", "CREATED"}, func(gr tenancy.Grant) []string {
@@ -292,9 +301,8 @@ func (c *GrantCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 
 // memberArgs name a workspace's member.
 type memberArgs struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	User      string `arg:"" help:"User ID."`
+	workspaceFlag
+	User string `arg:"" help:"User ID."`
 }
 
 // MemberCmds are kl member add|remove|list.
@@ -302,12 +310,9 @@ type MemberCmds struct {
 	Add struct {
 		memberArgs
 		Role string `help:"owner, admin or member." default:"member" enum:"owner,admin,member"`
-	} `cmd:"" help:"Add a user to a workspace, or change their role."`
-	Remove memberArgs `cmd:"" help:"Remove a user from a workspace."`
-	List   struct {
-		JSONFlag
-		Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	} `cmd:"" help:"List a workspace's members."`
+	} `cmd:"" help:"Add a user to a workspace, or change their role." example:"kl member add --workspace ws_0123456789abcdef bob --role admin"`
+	Remove memberArgs    `cmd:"" help:"Remove a user from a workspace." example:"kl member remove --workspace ws_0123456789abcdef bob"`
+	List   workspaceFlag `cmd:"" help:"List a workspace's members." example:"kl member list --workspace ws_0123456789abcdef"`
 }
 
 // Run runs the subcommand.
@@ -322,10 +327,8 @@ func (c *MemberCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error
 		})
 	case "remove":
 		a := &c.Remove
-		return said(ctx, g, a.JSON, func(api *client.Client) (*client.Removed, error) { return api.RemoveMember(ctx, a.Workspace, a.User) },
-			func(*client.Removed) (any, string) {
-				return map[string]string{"removed": a.User}, fmt.Sprintf("Removed %s from workspace %s.\n", cell(a.User), cell(a.Workspace))
-			})
+		return gone(ctx, g, a.JSON, "removed", a.User, fmt.Sprintf("Removed %s from workspace %s.\n", cell(a.User), cell(a.Workspace)),
+			func(api *client.Client) (*client.Removed, error) { return api.RemoveMember(ctx, a.Workspace, a.User) })
 	case "list":
 		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]tenancy.Member, error) { return api.Members(ctx, c.List.Workspace) },
 			[]string{"USER", "ROLE"}, func(m tenancy.Member) []string { return []string{cell(m.UserID), string(m.Role)} })
@@ -335,10 +338,9 @@ func (c *MemberCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error
 
 // stateLifecycleFlags name one tenant state.
 type stateLifecycleFlags struct {
-	JSONFlag
-	Workspace string `required:"" help:"Workspace ID (ws_…)." placeholder:"WS"`
-	Env       string `required:"" help:"Environment ID (env_…)." placeholder:"ENV"`
-	Name      string `arg:"" help:"State name within the environment."`
+	workspaceFlag
+	Env  string `required:"" help:"Environment ID (env_…)." placeholder:"ENV"`
+	Name string `arg:"" help:"State name within the environment."`
 }
 
 // set archives (archive true) or restores the state f names.
@@ -469,9 +471,7 @@ func (c *CLI) Whoami(ctx context.Context, secret string) error {
 		if len(r.Environments) == 0 {
 			fmt.Fprintln(c.Out, "It reaches no environment.")
 		} else {
-			tw := c.table()
-			row(tw, "ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH")
-			for _, e := range r.Environments {
+			if err := writeTable(c, r.Environments, []string{"ENVIRONMENT", "SLUG", "WORKSPACE", "ACCESS", "BACKEND PATH"}, func(e tenancy.ReachableEnv) []string {
 				access := "read"
 				switch {
 				case e.Writable:
@@ -479,9 +479,8 @@ func (c *CLI) Whoami(ctx context.Context, secret string) error {
 				case e.OutputsOnly:
 					access = "outputs"
 				}
-				row(tw, e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path)
-			}
-			if err := tw.Flush(); err != nil {
+				return []string{e.PublicID, cell(e.Slug), e.WorkspaceID, access, e.Path}
+			}); err != nil {
 				return err
 			}
 		}
@@ -505,4 +504,110 @@ func article(word string) string {
 		return "n"
 	}
 	return ""
+}
+
+// TrustCmds are kl trust add|list|remove: the trust policies of workload
+// identity, through a server's control API (--server with the operator
+// token) or on a database directly (--database), audited either way.
+type TrustCmds struct {
+	Add struct {
+		JSONFlag
+		Env       string   `required:"" placeholder:"ENV" help:"Environment ID (env_…) the tokens reach."`
+		Issuer    string   `required:"" placeholder:"URL" help:"The issuer URL, HTTPS, exactly as the tokens' iss spells it: https://token.actions.githubusercontent.com (GitHub), https://gitlab.com (GitLab), the cluster's issuer (Kubernetes)."`
+		Audience  string   `required:"" placeholder:"AUD" help:"The audience the job requests its token for, matched exactly."`
+		Claim     []string `sep:"none" placeholder:"K=V" help:"A claim the token must carry with exactly this value, e.g. repository=org/app; repeat for several."`
+		ClaimGlob []string `sep:"none" placeholder:"K=PATTERN" help:"A claim the token must carry matching the pattern (* any run of characters, ? one), e.g. ref=refs/heads/*; repeat for several."`
+		Scope     string   `required:"" enum:"read,read-write,outputs" help:"What the tokens may do: read-write, read (reads and plans), or outputs (reads states' outputs only)."`
+		State     string   `placeholder:"PATTERN" help:"Only the environment's states whose names match, e.g. 'app-*' (default: every state)."`
+		MaxTTL    string   `name:"max-ttl" placeholder:"DURATION" help:"Longest lifetime (exp - iat) of a token accepted, 1m to 24h (default 1h)."`
+	} `cmd:"" help:"Trust the OIDC ID tokens of CI jobs that match: they reach one environment with a scope, no secret stored in CI. Prints the policy's id (trs_…)." example:"kl trust add --env env_0123456789abcdef --issuer https://token.actions.githubusercontent.com --audience https://kl.example.com --claim repository=acme/infra --scope read-write"`
+	List struct {
+		JSONFlag
+		Env string `placeholder:"ENV" help:"Only the policies of this environment (env_…)."`
+	} `cmd:"" help:"List the trust policies." example:"kl trust list"`
+	Remove struct {
+		JSONFlag
+		ID string `arg:"" help:"Trust policy ID (trs_…)."`
+	} `cmd:"" help:"Remove a trust policy: the next request with a token only it accepted is refused (401)." example:"kl trust remove trs_0123456789abcdef"`
+}
+
+// Run runs the subcommand.
+func (c *TrustCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
+	switch k.Selected().Name {
+	case "add":
+		a := &c.Add
+		p := trust.Policy{EnvironmentID: a.Env, Issuer: a.Issuer, Audience: a.Audience, Scope: tenancy.Scope(a.Scope), StatePattern: a.State}
+		var err error
+		if p.Claims, err = trust.ParseClaims(a.Claim); err != nil {
+			return err
+		}
+		if p.ClaimGlobs, err = trust.ParseClaims(a.ClaimGlob); err != nil {
+			return err
+		}
+		if a.MaxTTL != "" {
+			d, err := time.ParseDuration(a.MaxTTL)
+			if err != nil {
+				return &UsageError{Message: fmt.Sprintf("--max-ttl %q is not a duration", a.MaxTTL), Hint: "e.g. --max-ttl 15m or 1h"}
+			}
+			p.MaxTTL = trust.Duration(d)
+		}
+		return g.with(ctx, a.JSON, func(cli *CLI) error { return cli.AddTrustPolicy(ctx, p) })
+	case "list":
+		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]trust.Policy, error) { return api.TrustPolicies(ctx, c.List.Env) },
+			[]string{"ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED"}, func(p trust.Policy) []string {
+				return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created)}
+			})
+	case "remove":
+		id := c.Remove.ID
+		return gone(ctx, g, c.Remove.JSON, "removed", id, fmt.Sprintf("Removed trust policy %s.\n", cell(id)),
+			func(api *client.Client) (*client.Removed, error) { return api.RemoveTrustPolicy(ctx, id) })
+	}
+	return unknownCommand(k)
+}
+
+// Help is kl trust --help's long text.
+func (c *TrustCmds) Help() string {
+	return `A CI job sends the ID token its platform mints (GitHub Actions, GitLab CI, a
+Kubernetes service account) as the HTTP backend's password, with the workspace
+id as username (TF_HTTP_USERNAME, TF_HTTP_PASSWORD). kld accepts it when a
+trust policy of the path's environment names its issuer (HTTPS, exactly), its
+audience, and claims it carries (--claim exactly, --claim-glob with * and ?),
+and its lifetime is at most --max-ttl. The request acts as the policy's scope,
+and is named by the policy, the token's sub and its repository, ref and run.
+
+  kl trust add --env env_… --issuer https://token.actions.githubusercontent.com \
+    --audience https://kl.example.com --claim repository=org/app \
+    --claim-glob ref=refs/heads/* --scope read-write
+
+docs/workload-identity.md has the snippets for GitHub Actions, GitLab CI and
+Kubernetes.`
+}
+
+// AddTrustPolicy adds a policy and prints its id.
+func (c *CLI) AddTrustPolicy(ctx context.Context, p trust.Policy) error {
+	out, err := c.api().AddTrustPolicy(ctx, p)
+	if err != nil {
+		return err
+	}
+	return c.say(out, "%s\nTrust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
+		out.ID, out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
+}
+
+// claimsText spells a policy's claims: exact ones as K=V, globs as K~P.
+func claimsText(p *trust.Policy) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p.Claims)) {
+		parts = append(parts, k+"="+p.Claims[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.ClaimGlobs)) {
+		parts = append(parts, k+"~"+p.ClaimGlobs[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func statesText(pattern string) string {
+	if pattern == "" {
+		return "every state"
+	}
+	return "states " + pattern
 }

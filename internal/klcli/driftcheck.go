@@ -127,9 +127,7 @@ func (c *CLI) DriftList(ctx context.Context, name string) error {
 }
 
 func (c *CLI) driftTable(ds []drift.DriftRecord) error {
-	w := c.table()
-	row(w, "ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY")
-	for _, d := range ds {
+	if err := writeTable(c, ds, []string{"ADDRESS", "DRIFT", "VERSION", "CHECKED", "BY"}, func(d drift.DriftRecord) []string {
 		what := "gone: the real object no longer exists"
 		if d.Kind == drift.DriftChanged {
 			var parts []string
@@ -145,13 +143,11 @@ func (c *CLI) driftTable(ds []drift.DriftRecord) error {
 				what = "changed"
 			}
 		}
-		row(w, cell(d.Address), cell(what), "@"+strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor))
-	}
-	if err := w.Flush(); err != nil {
+		return []string{cell(d.Address), cell(what), "@" + strconv.FormatInt(d.Version, 10), formatTime(d.Checked), orDash(d.Actor)}
+	}); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(c.Out, "(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
-	return err
+	return c.printf("(%s)\n", plural(len(ds), "drifted instance", "drifted instances"))
 }
 
 // driftValue shows one side of a drifted path; present false is a side
@@ -165,14 +161,13 @@ func driftValue(v any, present bool) string {
 
 // DriftCmds are kl drift check and kl drift list.
 type DriftCmds struct {
-	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept."`
-	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom."`
+	Check DriftCheckCmd `cmd:"" help:"Run the CLI's refresh-only plan in DIR and record what drifted, per instance and attribute (sensitive values masked); writes no version unless --accept." example:"kl drift check . --address aws_instance.web --cone"`
+	List  DriftListCmd  `cmd:"" help:"List a state's open drift: what differs from the real infrastructure, against which version, when, by whom." example:"kl drift list prod"`
 }
 
 // DriftListCmd is kl drift list.
 type DriftListCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 }
 
 // Run runs the command.

@@ -15,8 +15,7 @@ import (
 
 // HistoryCmd is kl history.
 type HistoryCmd struct {
-	JSONFlag
-	Name     string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Limit    int    `help:"Show at most N versions." default:"20" placeholder:"N"`
 	Before   int64  `help:"Show only versions numbered below M (for paging)." placeholder:"M"`
 	Rejected bool   `help:"List the rejected commits instead (as kl conflicts does)."`
@@ -81,11 +80,9 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 	return c.show(HistoryJSON{State: name, Current: current, Versions: vs, Pruned: pruned, Moves: moves}, func() error {
 		if len(vs) == 0 && len(pruned) == 0 {
 			if opts.Before > 0 {
-				_, err := fmt.Fprintf(c.Out, "state %s has no version before %d\n", name, opts.Before)
-				return err
+				return c.printf("state %s has no version before %d\n", name, opts.Before)
 			}
-			_, err := fmt.Fprintf(c.Out, "state %s has no version yet\n", name)
-			return err
+			return c.printf("state %s has no version yet\n", name)
 		}
 		w := c.table()
 		row(w, "VERSION", "SERIAL", "CREATED", "SOURCE", "ACTOR", "LOCK ID", "CHANGES")
@@ -183,9 +180,8 @@ func changesText(v *kilolock.Version) string {
 
 // ConflictsCmd is kl conflicts.
 type ConflictsCmd struct {
-	JSONFlag
-	Name  string `arg:"" help:"State name." predictor:"state"`
-	Limit int    `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
+	stateArg
+	Limit int `help:"Show at most N rejected commits." default:"20" placeholder:"N"`
 }
 
 // Run runs the command.
@@ -224,8 +220,7 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 	rs := nonNil(l.Rejections)
 	return c.show(ConflictsJSON{State: name, Rejections: rs}, func() error {
 		if len(rs) == 0 {
-			_, err := fmt.Fprintf(c.Out, "state %s has no rejected commits\n", name)
-			return err
+			return c.printf("state %s has no rejected commits\n", name)
 		}
 		fmt.Fprintf(c.Out, "state %s: %s, newest first\n", name, plural(len(rs), "rejected commit", "rejected commits"))
 		for _, r := range rs {
@@ -295,20 +290,18 @@ func addressList(as []string) string {
 // TagCmds are kl tag set, list and unset.
 type TagCmds struct {
 	Set struct {
-		JSONFlag
-		Name        string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Tag         string `arg:"" help:"Tag name: letters, digits, '.', '-', '_' (not latest, @N, serial:S or a number)."`
 		Ref         string `arg:"" optional:"" help:"The version it names (set again to move it): ${version_ref}"`
 		Description string `help:"What the version is, for people." placeholder:"TEXT"`
-	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)."`
+	} `cmd:"" help:"Name a version: kl tag set NAME TAG REF; the tag is then a version reference (kl rollback NAME --to TAG)." example:"kl tag set prod pre-migration @12 --description \"before the VPC move\""`
 	List struct {
-		JSONFlag
-		Name string `arg:"" help:"State name." predictor:"state"`
-	} `cmd:"" help:"List a state's tags and the versions they name."`
+		stateArg
+	} `cmd:"" help:"List a state's tags and the versions they name." example:"kl tag list prod"`
 	Unset struct {
 		Name string `arg:"" help:"State name." predictor:"state"`
 		Tag  string `arg:"" help:"Tag name."`
-	} `cmd:"" help:"Remove a tag; the version stays."`
+	} `cmd:"" help:"Remove a tag; the version stays." example:"kl tag unset prod pre-migration"`
 }
 
 // Run runs the subcommand.
@@ -323,12 +316,10 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 		if err := kilolock.ValidTagName(a.Tag); err != nil {
 			return err
 		}
-		return g.with(ctx, a.JSON, func(cli *CLI) error {
-			t, err := cli.api().SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
-			if err != nil {
-				return err
-			}
-			return cli.say(t, "tag %s names @%d of state %s\n", t.Name, t.Version, a.Name)
+		return said(ctx, g, a.JSON, func(api *client.Client) (*history.Tag, error) {
+			return api.SetTag(ctx, a.Name, a.Tag, client.TagRequest{Ref: ref.String(), Description: a.Description})
+		}, func(t *history.Tag) (any, string) {
+			return t, fmt.Sprintf("tag %s names @%d of state %s\n", t.Name, t.Version, a.Name)
 		})
 	case "list":
 		return g.with(ctx, c.List.JSON, func(cli *CLI) error {
@@ -338,23 +329,15 @@ func (c *TagCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error {
 			}
 			tags := nonNil(l.Tags)
 			return cli.show(map[string]any{"tags": tags}, func() error {
-				w := cli.table()
-				row(w, "TAG", "VERSION", "SET", "BY", "DESCRIPTION")
-				for _, t := range tags {
-					row(w, cell(t.Name), "@"+strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description))
-				}
-				return w.Flush()
+				return writeTable(cli, tags, []string{"TAG", "VERSION", "SET", "BY", "DESCRIPTION"}, func(t history.Tag) []string {
+					return []string{cell(t.Name), "@" + strconv.FormatInt(t.Version, 10), formatTime(t.Created), orDash(t.Actor), orDash(t.Description)}
+				})
 			})
 		})
 	case "unset":
 		a := &c.Unset
-		return g.with(ctx, false, func(cli *CLI) error {
-			if _, err := cli.api().DeleteTag(ctx, a.Name, a.Tag); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintf(cli.Out, "tag %s of state %s removed\n", a.Tag, a.Name)
-			return err
-		})
+		return said(ctx, g, false, func(api *client.Client) (*client.OK, error) { return api.DeleteTag(ctx, a.Name, a.Tag) },
+			func(*client.OK) (any, string) { return nil, fmt.Sprintf("tag %s of state %s removed\n", a.Tag, a.Name) })
 	}
 	return unknownCommand(k)
 }

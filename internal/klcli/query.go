@@ -92,8 +92,7 @@ func (c *CLI) Query(ctx context.Context, sql string) error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(c.Out, "(%s)\n", plural(len(res.Rows), "row", "rows"))
-		return err
+		return c.printf("(%s)\n", plural(len(res.Rows), "row", "rows"))
 	})
 }
 
@@ -169,24 +168,20 @@ func (c *CLI) Search(ctx context.Context, f inventory.Filters, limit int) error 
 		f.Cursor = p.Next
 	}
 	return c.show(all, func() error {
-		w := c.table()
-		row(w, "STATE", "VERSION", "ADDRESS", "MATCHED")
-		for _, h := range all.Hits {
+		if err := writeTable(c, all.Hits, []string{"STATE", "VERSION", "ADDRESS", "MATCHED"}, func(h inventory.Hit) []string {
 			addr := h.Address
 			if h.Deposed != "" {
 				addr += " (deposed " + h.Deposed + ")"
 			}
-			row(w, cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", ")))
-		}
-		if err := w.Flush(); err != nil {
+			return []string{cell(h.State), strconv.FormatInt(h.Version, 10), cell(addr), cell(strings.Join(h.Paths, ", "))}
+		}); err != nil {
 			return err
 		}
 		more := ""
 		if all.Next != "" {
 			more = fmt.Sprintf("; more follow (--limit %d or more shows them)", limit*2)
 		}
-		_, err := fmt.Fprintf(c.Out, "(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
-		return err
+		return c.printf("(%s%s)\n", plural(len(all.Hits), "hit", "hits"), more)
 	})
 }
 
@@ -213,7 +208,6 @@ func (c *CLI) Duplicates(ctx context.Context, typ string) error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(c.Out, "(%s managed by more than one state)\n", plural(len(dups), "object", "objects"))
-		return err
+		return c.printf("(%s managed by more than one state)\n", plural(len(dups), "object", "objects"))
 	})
 }

@@ -22,11 +22,11 @@ type QuotaCmds struct {
 	Remaining struct {
 		JSONFlag
 		quotaTargetFlags
-	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains."`
-	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)."`
-	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit."`
-	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)."`
-	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)."`
+	} `cmd:"" help:"Show the headroom of a state and of its environment: managed instances, soft and hard limits, what remains." example:"kl quota remaining --state prod"`
+	Status QuotaStatusCmd `cmd:"" help:"Show a state's standing with its latest quota refusal and warning (tofu prints only the status of a refused write)." example:"kl quota status prod"`
+	Check  QuotaCheckCmd  `cmd:"" help:"Admit a saved plan: exit 0 within the limits, 0 with a WARN line past a soft limit, 1 past a hard limit." example:"tofu plan -out plan.tfplan && kl quota check --tf-plan plan.tfplan"`
+	Set    QuotaSetCmd    `cmd:"" help:"Set or clear the limit of a state, an environment, or a workspace's default (control plane)." example:"kl quota set --state prod --soft 80 --hard 100"`
+	List   JSONFlag       `cmd:"" help:"List the limits set (control plane)." example:"kl quota list"`
 }
 
 // Run runs the subcommand.
@@ -110,14 +110,30 @@ func (g *Globals) showQuota(ctx context.Context, asJSON bool, state, dir string,
 	})
 }
 
-// withQuota runs f on the quota backend and state g, state and dir name.
+// withQuota runs f on the Conn and the state kl quota asks: with
+// --database, the database; with a state named (--state or NAME), the
+// server's JSON API (--server, --token); otherwise the initialized http
+// backend of dir, asked at the state's own address with the
+// configuration's credentials (--server and --token override them).
 func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*Conn, string) error) error {
-	qb, name, err := g.quotaBackend(ctx, state, dir)
+	var b *orchestrate.TFBackend
+	if state == "" {
+		var err error
+		if b, err = orchestrate.ReadTFBackend(dir); err != nil {
+			return err
+		}
+		state = b.State
+	}
+	open := g.open
+	if g.Database == "" && b != nil {
+		open = func(context.Context) (*Conn, error) { return g.laneQuota(b) }
+	}
+	qb, err := open(ctx)
 	if err != nil {
 		return err
 	}
 	defer qb.Close()
-	return f(qb, name)
+	return f(qb, state)
 }
 
 // writeQuota prints a state's standing: a row per scope counted and, with
@@ -336,30 +352,6 @@ func (b *Conn) QuotaStatus(ctx context.Context, name string, delta int64) (*kilo
 // after prefix.
 func (b *Conn) admission(state string, out io.Writer, prefix string) *orchestrate.Admission {
 	return &orchestrate.Admission{Client: b.api, Lane: b.lane, State: state, Out: out, Prefix: prefix}
-}
-
-// quotaBackend finds the backend and state kl quota asks: with
-// --database, the database; with a state named (--state or NAME), the
-// server's JSON API (--server, --token); otherwise the initialized http
-// backend of dir, asked at the state's own address with the
-// configuration's credentials (--server and --token override them).
-func (g *Globals) quotaBackend(ctx context.Context, state, dir string) (*Conn, string, error) {
-	var b *orchestrate.TFBackend
-	if state == "" {
-		var err error
-		if b, err = orchestrate.ReadTFBackend(dir); err != nil {
-			return nil, "", err
-		}
-		state = b.State
-	}
-	var qb *Conn
-	var err error
-	if g.Database != "" || b == nil {
-		qb, err = g.open(ctx)
-	} else {
-		qb, err = g.laneQuota(b)
-	}
-	return qb, state, err
 }
 
 // laneQuota is the backend of an initialized backend b that asks quotas

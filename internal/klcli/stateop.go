@@ -16,34 +16,32 @@ import (
 // StateCmds are kl state list|show|rm|mv|split|merge|config|pull|archive|restore.
 type StateCmds struct {
 	List struct {
-		JSONFlag
-		Name    string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Pattern string `arg:"" optional:"" help:"Only addresses matching this: a prefix (module.demo, aws_instance.web) or a pattern with *."`
-	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern."`
+	} `cmd:"" help:"List the addresses in a state's current version, optionally matching a pattern." example:"kl state list prod module.network"`
 	Show struct {
-		JSONFlag
-		Name    string `arg:"" help:"State name." predictor:"state"`
+		stateArg
 		Address string `arg:"" help:"Instance address."`
-	} `cmd:"" help:"Show one instance of a state's current version."`
-	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)."`
-	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)."`
+	} `cmd:"" help:"Show one instance of a state's current version." example:"kl state show prod 'aws_instance.web[0]'"`
+	Rm    StateRmCmd `cmd:"" help:"Remove instances, resources or modules from a state (a new version)." example:"kl state rm prod aws_instance.old --dry-run"`
+	Mv    StateMvCmd `cmd:"" help:"Move an instance, resource or module to another address (a new version); with --to-state, into another state (one transaction, a new version of each)." example:"kl state mv prod aws_instance.web module.app.aws_instance.web --dry-run"`
 	Split struct {
 		JSONFlag
 		Name    string   `arg:"" help:"State to split." predictor:"state"`
 		ToState string   `required:"" name:"to-state" help:"The new state, in the same environment: its own lineage, the source's lock mode and quota." placeholder:"NEW"`
 		Address []string `required:"" sep:"none" help:"Address to move into the new state (repeat the flag for more): an instance, a resource or a module." placeholder:"ADDR"`
 		DryRun  bool     `help:"Show what would move and the dependencies that would cross the states; write nothing."`
-	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)."`
+	} `cmd:"" help:"Move addresses into a new state of the same environment (one transaction)." example:"kl state split prod --to-state prod-net --address module.net --dry-run"`
 	Merge struct {
 		JSONFlag
 		Name   string `arg:"" help:"State whose instances all move; it is then archived." predictor:"state"`
 		Into   string `required:"" help:"State that receives them." placeholder:"TO"`
 		DryRun bool   `help:"Show what would move; write nothing."`
-	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)."`
+	} `cmd:"" help:"Move everything of a state into another, then archive it (one transaction)." example:"kl state merge prod-net --into prod --dry-run"`
 	Config  StateConfigCmd      `cmd:"" help:"Show a state's settings, or change them: its lock mode, how plans lock, whether it may change lineage, whether it requires client-side encryption. Example: kl state config prod --exclusive-locks=false."`
-	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it."`
-	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)."`
-	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)."`
+	Pull    StatePullCmd        `cmd:"" help:"Write a version of a state to stdout; with --address, a slice of it." example:"kl state pull prod @3 > prod-3.tfstate"`
+	Archive stateLifecycleFlags `cmd:"" help:"Archive a tenant's state: it refuses writes until restored (control plane)." example:"kl state archive --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app"`
+	Restore stateLifecycleFlags `cmd:"" help:"Restore an archived tenant state (control plane)." example:"kl state restore --workspace ws_0123456789abcdef --env env_0123456789abcdef old-app"`
 }
 
 // Run runs the subcommand.
@@ -83,8 +81,7 @@ func (c *StateCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 // StateRmCmd is kl state rm NAME ADDR…, as tofu state rm takes them;
 // --address is the older spelling, kept.
 type StateRmCmd struct {
-	JSONFlag
-	Name      string   `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Addresses []string `arg:"" optional:"" name:"address" help:"Addresses to remove: instances, resources or modules."`
 	Address   []string `name:"address" sep:"none" help:"An address to remove (repeat the flag for more); the same as the arguments." placeholder:"ADDR"`
 	DryRun    bool     `help:"Show what would be removed; write nothing."`
@@ -102,8 +99,7 @@ func (c *StateRmCmd) run(ctx context.Context, g *Globals) error {
 // StateMvCmd is kl state mv NAME SRC DST, as tofu state mv takes them;
 // --from and --to are the older spelling, kept as deprecated aliases.
 type StateMvCmd struct {
-	JSONFlag
-	Name    string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 	Src     string `arg:"" optional:"" help:"Address to move: an instance or a resource (with --to-state, a module too)."`
 	Dst     string `arg:"" optional:"" help:"Its new address, e.g. module.demo.aws_instance.web (with --to-state it defaults to SRC)."`
 	From    string `hidden:"" help:"Deprecated: the address to move, now the second argument." placeholder:"ADDR"`
@@ -150,8 +146,7 @@ func (c *CLI) StateList(ctx context.Context, name, pattern string) error {
 			b.WriteString(cell(in.ID))
 			b.WriteByte('\n')
 		}
-		_, err = fmt.Fprint(c.Out, b.String())
-		return err
+		return c.printf("%s", b.String())
 	})
 }
 
@@ -275,8 +270,7 @@ func (c *CLI) MoveStates(ctx context.Context, req httpbackend.MoveRequest) error
 		if res.DryRun {
 			writeDryRunEnd(&b, withoutDryRun)
 		}
-		_, err = fmt.Fprint(c.Out, b.String())
-		return err
+		return c.printf("%s", b.String())
 	})
 }
 
@@ -285,4 +279,126 @@ func (c *StateMvCmd) moveToState(ctx context.Context, g *Globals, src, dst strin
 	req := httpbackend.MoveRequest{Operation: history.OperationMove, From: c.Name, To: c.ToState, DryRun: c.DryRun,
 		Addresses: []history.MovePair{{From: src, To: dst}}}
 	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.MoveStates(ctx, req) })
+}
+
+// StateConfigCmd is kl state config.
+type StateConfigCmd struct {
+	stateArg
+	ExclusiveLocks     *bool `negatable:"" help:"=true: one lock holder at a time (classic); =false: optimistic, many holders, each write merged or refused with 409. Only while nobody holds a lock."`
+	AllowLineageChange *bool `negatable:"" help:"Let the next writes carry another lineage (=false to refuse again)."`
+	SharedPlanLocks    *bool `negatable:"" help:"=true (the default): a plan takes a shared read lock, granted beside an apply and other plans; =false: plans wait like applies."`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `negatable:"" help:"Refuse plaintext writes: the state takes only OpenTofu client-side encrypted ones (terraform { encryption { … } }); =false lifts it. Its environment may require it too (kl env config)."`
+}
+
+// run runs kl state config.
+func (c *StateConfigCmd) run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error {
+		return cli.ConfigureState(ctx, c.Name, client.StateConfig{ExclusiveLocks: c.ExclusiveLocks, AllowLineageChange: c.AllowLineageChange,
+			SharedPlanLocks: c.SharedPlanLocks, RequireClientEncryption: c.RequireClientEncryption})
+	})
+}
+
+// StateConfigJSON is the JSON output of ConfigureState: the settings it
+// changed (the others are absent).
+type StateConfigJSON struct {
+	OK                 bool              `json:"ok"`
+	State              string            `json:"state"`
+	LockMode           kilolock.LockMode `json:"lock_mode,omitempty"`
+	AllowLineageChange *bool             `json:"allow_lineage_change,omitempty"`
+	SharedPlanLocks    *bool             `json:"shared_plan_locks,omitempty"`
+	// RequireClientEncryption is named as the state's setting is.
+	RequireClientEncryption *bool `json:"require_client_encryption,omitempty"`
+}
+
+// ConfigureState changes a state's settings: its lock mode (exclusive or
+// optimistic; refused while anyone holds a lock), how plans lock, whether
+// the next writes may carry another lineage, for a deliberate `state push
+// -force` of a state from another lineage, and whether it takes only
+// OpenTofu client-side encrypted writes. With no setting given it shows
+// them (StateSettings).
+func (c *CLI) ConfigureState(ctx context.Context, name string, s client.StateConfig) error {
+	if s.ExclusiveLocks == nil && s.AllowLineageChange == nil && s.SharedPlanLocks == nil && s.RequireClientEncryption == nil {
+		return c.StateSettings(ctx, name)
+	}
+	if out, err := c.api().Configure(ctx, name, s); err != nil {
+		return err
+	} else if !out.OK {
+		return fmt.Errorf("server did not confirm the configuration of state %q", name)
+	}
+	out := StateConfigJSON{OK: true, State: name, AllowLineageChange: s.AllowLineageChange, SharedPlanLocks: s.SharedPlanLocks, RequireClientEncryption: s.RequireClientEncryption}
+	if s.ExclusiveLocks != nil {
+		out.LockMode = kilolock.LockOptimistic
+		if *s.ExclusiveLocks {
+			out.LockMode = kilolock.LockExclusive
+		}
+	}
+	return c.show(out, func() error {
+		// Each setting changed, in this order: what it now is.
+		for _, set := range []struct {
+			v       *bool
+			yes, no string
+		}{
+			{s.ExclusiveLocks, "exclusive locks; one holder at a time, as Terraform locks by default",
+				"optimistic locks; many holders at once, each write merged at commit or refused with 409 (see `kl conflicts %[1]s`)"},
+			{s.SharedPlanLocks, "plans take shared read locks; a plan runs beside an apply and other plans, never waits",
+				"plans lock like applies; a plan waits for an apply (classic Terraform)"},
+			{s.RequireClientEncryption, "client-side encryption required; plaintext writes are refused (409 client_encryption_required), OpenTofu's encrypted ones go in",
+				"client-side encryption not required by the state (its environment may still require it)"},
+			{s.AllowLineageChange, "lineage change allowed; the next write may carry another lineage",
+				"lineage change refused; writes must keep the stored lineage"},
+		} {
+			if set.v == nil {
+				continue
+			}
+			text := set.no
+			if *set.v {
+				text = set.yes
+			}
+			if _, err := fmt.Fprintf(c.Out, "state %[1]s: "+text+"\n", name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// StateSettingsJSON is the JSON output of StateSettings: a state's
+// settings as they stand.
+type StateSettingsJSON struct {
+	State    string            `json:"state"`
+	LockMode kilolock.LockMode `json:"lock_mode"`
+	// SharedPlanLocks is nil when the state follows the server's default.
+	SharedPlanLocks                     *bool `json:"shared_plan_locks"`
+	AllowLineageChange                  bool  `json:"allow_lineage_change"`
+	RequireClientEncryption             bool  `json:"require_client_encryption"`
+	EnvironmentRequiresClientEncryption bool  `json:"environment_requires_client_encryption"`
+}
+
+// StateSettings shows a state's settings, each with the flag of kl state
+// config that changes it. ErrNotFound when the state does not exist.
+func (c *CLI) StateSettings(ctx context.Context, name string) error {
+	st, err := c.api().Status(ctx, name)
+	if err != nil {
+		return err
+	}
+	out := StateSettingsJSON{State: name, LockMode: st.LockMode, SharedPlanLocks: st.SharedPlanLocks, AllowLineageChange: st.AllowLineageChange,
+		RequireClientEncryption: st.RequireClientEncryption, EnvironmentRequiresClientEncryption: st.EnvironmentRequiresClientEncryption}
+	return c.show(out, func() error {
+		plans := "the server's default"
+		if st.SharedPlanLocks != nil {
+			plans = fmt.Sprint(*st.SharedPlanLocks)
+		}
+		encryption := fmt.Sprint(st.RequireClientEncryption)
+		if st.EnvironmentRequiresClientEncryption {
+			encryption += " (its environment requires it)"
+		}
+		w := c.table()
+		row(w, "SETTING", "VALUE", "CHANGE WITH")
+		row(w, "lock mode", string(st.LockMode), "--exclusive-locks=true|false")
+		row(w, "shared plan locks", plans, "--shared-plan-locks=true|false")
+		row(w, "allow lineage change", fmt.Sprint(st.AllowLineageChange), "--allow-lineage-change=true|false")
+		row(w, "require client encryption", encryption, "--require-client-encryption=true|false")
+		return w.Flush()
+	})
 }

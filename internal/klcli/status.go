@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
 	"github.com/kilolock/kilolock/internal/buildinfo"
+	"github.com/kilolock/kilolock/reserve"
 )
 
 // StatusCmd is kl status.
 type StatusCmd struct {
-	JSONFlag
-	Name string `arg:"" help:"State name." predictor:"state"`
+	stateArg
 }
 
 // Run runs the command.
@@ -184,4 +186,163 @@ func (c *CLI) Version(ctx context.Context, kl client.VersionInfo) error {
 		}
 		return w.Flush()
 	})
+}
+
+// maxShownReservations bounds the reservation rows kl status prints per
+// run; --json has them all.
+const maxShownReservations = 20
+
+// writeRuns prints the apply runs in flight: one row per run, then its
+// reservations.
+func (c *CLI) writeRuns(runs []kilolock.ApplyRun, now time.Time) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(c.Out)
+	w := c.table()
+	row(w, "APPLY RUN", "ACTOR", "STATUS", "LEASE LEFT", "RESERVATIONS")
+	for i := range runs {
+		r := &runs[i]
+		writes := 0
+		for _, res := range r.Reservations {
+			if res.Mode == reserve.Write {
+				writes++
+			}
+		}
+		row(w, r.ID, orDash(r.Actor), string(r.StatusAt(now)), formatAge(leaseLeft(r, now)),
+			fmt.Sprintf("%d (%d write, %d read)", len(r.Reservations), writes, len(r.Reservations)-writes))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.Out)
+	w = c.table()
+	row(w, "APPLY RUN", "RESERVED", "MODE")
+	for i := range runs {
+		r := &runs[i]
+		for j, res := range r.Reservations {
+			if j == maxShownReservations {
+				row(w, r.ID, "… and "+strconv.Itoa(len(r.Reservations)-j)+" more (--json lists them)", "")
+				break
+			}
+			row(w, r.ID, cell(res.Pattern.String()), string(res.Mode))
+		}
+	}
+	return w.Flush()
+}
+
+// leaseLeft is how long a run's lease holds from now; 0 once it ran out.
+func leaseLeft(r *kilolock.ApplyRun, now time.Time) time.Duration {
+	return max(r.Expires.Sub(now), 0)
+}
+
+// StatesCmd is kl states.
+type StatesCmd struct {
+	JSONFlag
+}
+
+// Run runs the command.
+func (c *StatesCmd) Run(ctx context.Context, g *Globals) error {
+	return g.with(ctx, c.JSON, func(cli *CLI) error { return cli.States(ctx) })
+}
+
+// States lists every state: current version and serial, lock mode and who
+// holds it. Its JSON is the server's answer (client.StateList).
+func (c *CLI) States(ctx context.Context) error {
+	l, err := c.api().States(ctx)
+	if err != nil {
+		return err
+	}
+	sts := nonNil(l.States)
+	l.States = sts
+	return c.show(l, func() error {
+		if len(sts) == 0 {
+			return c.printf("no states yet\n")
+		}
+		return writeTable(c, sts, []string{"NAME", "VERSION", "SERIAL", "LOCK MODE", "LOCKED BY", "ENCRYPTION", "CREATED"}, func(s kilolock.State) []string {
+			version, serial := "-", "-"
+			if s.Current > 0 {
+				version, serial = strconv.FormatInt(s.Current, 10), strconv.FormatUint(s.Serial, 10)
+			}
+			return []string{cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created)}
+		})
+	})
+}
+
+// encryptionCell is what kl states says of a state's client-side
+// encryption: the key providers of its current version, and whether it
+// requires encryption; "-" for a plaintext state that does not.
+func encryptionCell(s *kilolock.State) string {
+	var parts []string
+	if enc := s.ClientEncryption; enc != nil {
+		providers := keyProviders(enc)
+		if providers == "" {
+			providers = "client-side"
+		}
+		parts = append(parts, providers)
+	}
+	if s.ClientEncryptionRequired() {
+		parts = append(parts, "required")
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return cell(strings.Join(parts, ", "))
+}
+
+// keyProviders lists the key providers an envelope's meta names, as an
+// encryption block names them (pbkdf2.team), "" when none is known.
+func keyProviders(enc *kilolock.ClientEncryption) string {
+	names := make([]string, 0, len(enc.KeyProviders)+1)
+	for _, k := range enc.KeyProviders {
+		names = append(names, k.String())
+	}
+	if enc.MoreKeyProviders > 0 {
+		names = append(names, fmt.Sprintf("%d more", enc.MoreKeyProviders))
+	}
+	return strings.Join(names, ", ")
+}
+
+// clientEncryption is what kl status says of a state's client-side
+// encryption: how its current version is encrypted and what the state and
+// its environment require; "" for a plaintext state that requires
+// nothing.
+func clientEncryption(s *kilolock.State) string {
+	var parts []string
+	if enc := s.ClientEncryption; enc != nil {
+		what := "client-side (OpenTofu"
+		if enc.Version != "" {
+			what += " " + enc.Version
+		}
+		what += ")"
+		if p := keyProviders(enc); p != "" {
+			what += ", key providers " + p
+		} else {
+			what += ", key providers known after the next write"
+		}
+		parts = append(parts, what)
+	} else if s.Current > 0 {
+		parts = append(parts, "none: the current version is plaintext")
+	}
+	switch {
+	case s.RequireClientEncryption:
+		parts = append(parts, "required by the state; plaintext writes are refused")
+	case s.EnvironmentRequiresClientEncryption:
+		parts = append(parts, "required by its environment; plaintext writes are refused")
+	case s.ClientEncryption == nil:
+		return ""
+	}
+	return cell(strings.Join(parts, "; "))
+}
+
+// holders names who holds locks, "-" for nobody.
+func holders(locks []kilolock.Lock) string {
+	if len(locks) == 0 {
+		return "-"
+	}
+	who := make([]string, len(locks))
+	for i, l := range locks {
+		who[i] = orDash(l.Info.Who)
+	}
+	return strings.Join(who, ", ")
 }

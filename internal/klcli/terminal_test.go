@@ -38,10 +38,12 @@ func TestCommandsEscapeWhatClientsSent(t *testing.T) {
 		}
 		return out.String()
 	}
+	status := &klcli.StatusCmd{}
+	status.Name = "hostile"
 	for name, cmd := range map[string]interface {
 		Run(context.Context, *klcli.Globals) error
 	}{
-		"status": &klcli.StatusCmd{Name: "hostile"},
+		"status": status,
 		"states": &klcli.StatesCmd{},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -55,7 +57,8 @@ func TestCommandsEscapeWhatClientsSent(t *testing.T) {
 		})
 	}
 	t.Run("status --json", func(t *testing.T) {
-		c := &klcli.StatusCmd{Name: "hostile"}
+		c := &klcli.StatusCmd{}
+		c.Name = "hostile"
 		c.JSON = true
 		out := run(t, c)
 		var s kilolock.Status

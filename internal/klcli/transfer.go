@@ -73,8 +73,7 @@ func (c *CLI) Import(ctx context.Context, name, source string, data []byte, forc
 	}
 	return c.show(res, func() error {
 		if res.Unchanged {
-			_, err = fmt.Fprintf(c.Out, "%s is identical to the current version %s of state %s: nothing was written\n", source, versionText(&res.Version), name)
-			return err
+			return c.printf("%s is identical to the current version %s of state %s: nothing was written\n", source, versionText(&res.Version), name)
 		}
 		_, err = fmt.Fprintf(c.Out, "Imported %s into state %s as version %s: %s; read %s, stored %s in %s\n", source, name, versionText(&res.Version),
 			plural(res.Version.Instances, "instance", "instances"), exactBytes(len(data)), byteCount(res.Stats.Bytes), plural(res.Stats.Rows, "row", "rows"))

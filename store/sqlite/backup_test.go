@@ -74,3 +74,37 @@ func TestVerifyBackupPieces(t *testing.T) {
 		t.Errorf("VerifyBackup of a backup that lost a piece = %v, want backup_malformed", err)
 	}
 }
+
+// TestCopyBackup: CopyBackup copies the backup write streams and reads it
+// back as it goes; a backup cut short is refused once copied, and write's
+// own error is returned as it is.
+func TestCopyBackup(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	if _, _, err := s.Commit(ctx, "copied", &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: "l", TerraformVersion: "1.10.10",
+		Source: kilolock.SourcePush, Actor: "t", Format: "compact"}}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sum, err := sqlstore.CopyBackup(&out, func(w io.Writer) error { _, err := s.Backup(ctx, w); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := sqlstore.VerifyBackup(bytes.NewReader(out.Bytes()))
+	if err != nil || !cmp.Equal(again.Tables, sum.Tables) || sum.Rows() == 0 {
+		t.Fatalf("the copy reads back as %+v, %v; CopyBackup said %+v", again, err, sum)
+	}
+
+	half := out.Bytes()[:out.Len()/2]
+	var cut bytes.Buffer
+	_, err = sqlstore.CopyBackup(&cut, func(w io.Writer) error { _, err := w.Write(half); return err })
+	var ie *kilolock.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not whole") || !bytes.Equal(cut.Bytes(), half) {
+		t.Errorf("CopyBackup of half a backup = %v (copied %d of %d bytes), want an InvalidError saying it is not whole", err, cut.Len(), len(half))
+	}
+
+	reset := errors.New("connection reset")
+	if _, err := sqlstore.CopyBackup(io.Discard, func(w io.Writer) error { w.Write(half[:10]); return reset }); err != reset {
+		t.Errorf("CopyBackup of a download that failed = %v, want its error %v", err, reset)
+	}
+}

@@ -377,6 +377,29 @@ func fromJSON(typ string, cell any) (any, error) {
 	return nil, fmt.Errorf("%v is not a value of type %s", cell, typ)
 }
 
+// CopyBackup writes the backup that write streams to w and reads it back
+// as it goes (VerifyBackup), so that what w received is known to be whole:
+// it returns what the backup holds, or write's error, or, when the backup
+// does not read back whole, an error saying so. kl backup downloads a
+// backup through it.
+func CopyBackup(w io.Writer, write func(io.Writer) error) (*retention.BackupSummary, error) {
+	var sum *retention.BackupSummary
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		sum, err = VerifyBackup(pr)
+		pr.CloseWithError(err)
+		done <- err
+	}()
+	err := write(io.MultiWriter(w, pw))
+	pw.CloseWithError(err)
+	if verr := <-done; err == nil && verr != nil {
+		err = fmt.Errorf("the backup read back is not whole: %w", verr)
+	}
+	return sum, err
+}
+
 // VerifyBackup reads a whole backup without a database, as Restore would,
 // and returns what it holds: an *InvalidError when it is damaged, cut
 // short or not a backup. kl runs it on a backup it downloads, so that a
