@@ -3,9 +3,9 @@ package klcli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/alecthomas/kong"
 	"github.com/kilolock/kilolock"
@@ -111,7 +111,7 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 
 // prunedRow is the marker kl history shows where retention pruned a run
 // of versions.
-func prunedRow(w *tabwriter.Writer, p kilolock.PrunedRange) {
+func prunedRow(w io.Writer, p kilolock.PrunedRange) {
 	number := strconv.FormatInt(p.From, 10)
 	if p.To > p.From {
 		number += "-" + strconv.FormatInt(p.To, 10)
