@@ -174,6 +174,18 @@ func (s *Store) AcquireRun(ctx context.Context, id string, now time.Time) (*kilo
 		if run.Status == kilolock.RunActive || len(blockers) > 0 {
 			return renewLease(ctx, tx, run, now)
 		}
+		// now was read before this transaction waited for the state's
+		// row: a run that ended meanwhile, perhaps the blocker whose end
+		// let this one through, may have ended after it. The run takes
+		// its reservations no earlier than the state's last run ended.
+		var last time.Time
+		if err := tx.QueryRow(ctx, `SELECT ended_at FROM apply_runs WHERE state_id = $1 AND ended_at IS NOT NULL
+			ORDER BY ended_at DESC LIMIT 1`, st.id).Scan(&last); err != nil && !errors.Is(err, ErrNoRows) {
+			return err
+		}
+		if last.After(now) {
+			now = last.UTC()
+		}
 		run.Renewed, run.Expires = now, now.Add(run.Lease)
 		run.Status, run.Acquired = kilolock.RunActive, now
 		b := &Batch{}

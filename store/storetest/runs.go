@@ -220,8 +220,10 @@ func testRuns(t *testing.T, open Opener) {
 	if _, err := rs.EndRun(ctx, a.ID, kilolock.RunEnd{Status: kilolock.RunAborted}, t0.Add(3*time.Second)); errorAs[*kilolock.RunEndedError](t, err).Run.Status != kilolock.RunSucceeded {
 		t.Errorf("ending an ended run: %v", err)
 	}
-	if _, bs, err := rs.AcquireRun(ctx, b.ID, t0.Add(3*time.Second)); err != nil || len(bs) != 0 {
-		t.Fatalf("b once a ended = %v, %v", bs, err)
+	// b's attempt read its time before a ended (its transaction waited
+	// for a's): it takes its reservations when a ended, not before.
+	if got, bs, err := rs.AcquireRun(ctx, b.ID, t0.Add(time.Second)); err != nil || len(bs) != 0 || !got.Acquired.Equal(ended.Ended) {
+		t.Fatalf("b once a ended = %+v, %v, %v; want it acquired at a's end, %s", got, bs, err, ended.Ended)
 	}
 	// b's lease runs out: it reads as expired, blocks nothing, and its
 	// renewal says so.
