@@ -69,10 +69,11 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		return err
 	}
 	vs, current := nonNil(l.Versions), l.Current
-	pruned, err := c.prunedAmong(ctx, name, vs, opts)
+	pl, err := c.api().Pruned(ctx, name, opts.Before, maxHistoryPruned)
 	if err != nil {
 		return err
 	}
+	pruned := history.PrunedOnPage(pl.Pruned, vs, opts)
 	notes, moves, err := c.moveNotes(ctx, name, vs)
 	if err != nil {
 		return err
@@ -117,32 +118,6 @@ func prunedRow(w io.Writer, p kilolock.PrunedRange) {
 		number += "-" + strconv.FormatInt(p.To, 10)
 	}
 	row(w, number, "-", formatTime(p.PrunedAt), "pruned", orDash(p.PrunedBy), "-", p.Policy)
-}
-
-// prunedAmong returns the runs of pruned versions among the page vs of
-// history opts asked: those above its oldest version, and, on the last
-// page (fewer than the limit), those below it too.
-func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Version, opts kilolock.HistoryOptions) ([]kilolock.PrunedRange, error) {
-	limit := opts.Limit
-	if limit == 0 {
-		limit = 50
-	}
-	l, err := c.api().Pruned(ctx, name, opts.Before, maxHistoryPruned)
-	if err != nil {
-		return nil, err
-	}
-	all := l.Pruned
-	if len(vs) < limit {
-		return all, nil
-	}
-	oldest := vs[len(vs)-1].Number
-	var out []kilolock.PrunedRange
-	for _, p := range all {
-		if p.From > oldest {
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 // maxHistoryPruned bounds the runs of pruned versions one page of kl

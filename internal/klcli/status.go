@@ -134,14 +134,6 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 	})
 }
 
-// statusVersion is the current version number of a state, 0 for none.
-func statusVersion(s *kilolock.Status) int64 {
-	if s.Version != nil {
-		return s.Version.Number
-	}
-	return s.Current
-}
-
 // VersionCmd is kl version.
 type VersionCmd struct {
 	JSONFlag
