@@ -1,8 +1,10 @@
 package kilolock
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/kilolock/kilolock/graph"
@@ -165,6 +167,34 @@ type Version struct {
 // FormatOpaque is the Version.Format of a client-side encrypted state.
 const FormatOpaque = "opaque"
 
+// MergedWrite reports whether v is a write merged onto others that says so
+// beside its source: a version recorded as a merge (SourceMerge, before
+// Merged) already says it by its source.
+func (v *Version) MergedWrite() bool { return v.Merged && v.Source != SourceMerge }
+
+// SourceText says what made v, for people; a merge recorded before merged
+// writes kept their source names the serial its writer's lock read.
+func (v *Version) SourceText() string {
+	if v.Source == SourceMerge {
+		return fmt.Sprintf("merge (base %d)", v.BaseSerial)
+	}
+	return string(v.Source)
+}
+
+// ChangesText counts what v changed ("+2 ~1 -0"); a merged write says onto
+// what: the serial its writer read, others having written since. What a
+// client-side encrypted version changed is unknown: "encrypted".
+func (v *Version) ChangesText() string {
+	if v.Format == FormatOpaque {
+		return "encrypted"
+	}
+	s := fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed)
+	if v.MergedWrite() {
+		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)
+	}
+	return s
+}
+
 // State describes a state and who holds it: its name, lock mode, current
 // version and serial, lineage and the locks held on it. Its content, the
 // resources and outputs of a version, is a Graph.
@@ -200,6 +230,52 @@ func (st State) ClientEncryptionRequired() bool {
 	return st.RequireClientEncryption || st.EnvironmentRequiresClientEncryption
 }
 
+// EncryptionSummary says the state's client-side encryption in a few
+// words: the key providers of its current version ("client-side" when
+// unknown), and "required" when it requires encryption; "" for a plaintext
+// state that does not.
+func (st State) EncryptionSummary() string {
+	var parts []string
+	if enc := st.ClientEncryption; enc != nil {
+		parts = append(parts, cmp.Or(enc.ProviderList(), "client-side"))
+	}
+	if st.ClientEncryptionRequired() {
+		parts = append(parts, "required")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// EncryptionText says the state's client-side encryption in full: how its
+// current version is encrypted and what the state and its environment
+// require; "" for a plaintext state that requires nothing.
+func (st State) EncryptionText() string {
+	var parts []string
+	if enc := st.ClientEncryption; enc != nil {
+		what := "client-side (OpenTofu"
+		if enc.Version != "" {
+			what += " " + enc.Version
+		}
+		what += ")"
+		if p := enc.ProviderList(); p != "" {
+			what += ", key providers " + p
+		} else {
+			what += ", key providers known after the next write"
+		}
+		parts = append(parts, what)
+	} else if st.Current > 0 {
+		parts = append(parts, "none: the current version is plaintext")
+	}
+	switch {
+	case st.RequireClientEncryption:
+		parts = append(parts, "required by the state; plaintext writes are refused")
+	case st.EnvironmentRequiresClientEncryption:
+		parts = append(parts, "required by its environment; plaintext writes are refused")
+	case st.ClientEncryption == nil:
+		return ""
+	}
+	return strings.Join(parts, "; ")
+}
+
 // ClientEncryption is what the server knows of an OpenTofu client-side
 // encrypted version: what its envelope says in the clear besides serial and
 // lineage (which the version records as any other). The key material and
@@ -215,6 +291,20 @@ type ClientEncryption struct {
 	// MoreKeyProviders counts the key providers left out past the first
 	// graph.MaxMetaKeys.
 	MoreKeyProviders int `json:"more_key_providers,omitempty"`
+}
+
+// ProviderList lists the key providers the envelope's meta names, as an
+// encryption block names them ("pbkdf2.team, 2 more"); "" when none is
+// known.
+func (enc *ClientEncryption) ProviderList() string {
+	names := make([]string, 0, len(enc.KeyProviders)+1)
+	for _, k := range enc.KeyProviders {
+		names = append(names, k.String())
+	}
+	if enc.MoreKeyProviders > 0 {
+		names = append(names, fmt.Sprintf("%d more", enc.MoreKeyProviders))
+	}
+	return strings.Join(names, ", ")
 }
 
 // KeyProvider names a key provider of an OpenTofu encryption block, as its
@@ -362,6 +452,28 @@ type Rejection struct {
 	BaseSerial   uint64   `json:"base_serial"`
 	Winner       *Winner  `json:"winner,omitempty"`
 	Hint         string   `json:"hint"`
+}
+
+// Explain says what the rejection's reason means, for people
+// ("stale_serial: the write was older than the stored state"); the bare
+// reason for one it does not know.
+func (r *Rejection) Explain() string {
+	switch r.Reason {
+	case ReasonWriteConflict:
+		if len(r.Addresses) == 0 {
+			// Only an encrypted write, or one over an encrypted
+			// version, conflicts without naming addresses.
+			return "conflict: another writer committed first, and client-side encrypted writes cannot be merged"
+		}
+		return "conflict: another writer changed the same addresses first"
+	case ReasonClientEncryptionRequired:
+		return "client_encryption_required: a plaintext write to a state that requires client-side encryption"
+	case ReasonStaleSerial:
+		return "stale_serial: the write was older than the stored state"
+	case ReasonLineage:
+		return "lineage_mismatch: the write came from another lineage"
+	}
+	return r.Reason
 }
 
 // Winner is the commit that got to an address first.

@@ -233,6 +233,25 @@ type QuotaEvent struct {
 	Actor   string `json:"actor,omitempty"`
 }
 
+// Describe says the event in one line, its time aside: its message, then
+// the version a warned commit made (or that nothing was written), who
+// wrote and under which lock.
+func (e *QuotaEvent) Describe() string {
+	s := e.Message()
+	if e.Version > 0 {
+		s += fmt.Sprintf(" (version %d", e.Version)
+	} else {
+		s += " (nothing was written"
+	}
+	if e.Actor != "" {
+		s += ", by " + e.Actor
+	}
+	if e.LockID != "" {
+		s += ", lock " + e.LockID
+	}
+	return s + ")"
+}
+
 // QuotaStatus is how a state and its environment stand against their
 // limits, now or after a change of Delta managed instances: what kl quota
 // remaining and kl quota check show.

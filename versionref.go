@@ -358,3 +358,11 @@ type PrunedRange struct {
 	PrunedBy string    `json:"pruned_by"`
 	Policy   string    `json:"policy"`
 }
+
+// String is the run's versions: "@3-@9", or "@3" alone.
+func (p PrunedRange) String() string {
+	if p.To > p.From {
+		return fmt.Sprintf("@%d-@%d", p.From, p.To)
+	}
+	return fmt.Sprintf("@%d", p.From)
+}

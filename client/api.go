@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -99,6 +100,34 @@ func (c *Client) History(ctx context.Context, name string, o HistoryOptions) (*V
 // (GET /v1/api/states/NAME/versions/N).
 func (c *Client) StateVersion(ctx context.Context, name string, n int64) (*StateFile, error) {
 	return c.stateFile(ctx, request{method: http.MethodGet, path: apiState(name) + "/versions/" + strconv.FormatInt(n, 10), state: name})
+}
+
+// VersionNumber resolves ref to the number of a version of state name: @N
+// as it is, latest by the state's status (ErrNotFound before its first
+// version), anything else (a tag, serial:S, @-K) by the server.
+func (c *Client) VersionNumber(ctx context.Context, name string, ref kilolock.VersionRef) (int64, error) {
+	switch ref.Kind {
+	case kilolock.RefNumber:
+		return int64(ref.N), nil
+	case kilolock.RefLatest:
+		s, err := c.Status(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		n := s.Current
+		if s.Version != nil {
+			n = s.Version.Number
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("state %q has no version yet: %w", name, kilolock.ErrNotFound)
+		}
+		return n, nil
+	}
+	v, err := c.Show(ctx, name, ref.String())
+	if err != nil {
+		return 0, err
+	}
+	return v.Version.Number, nil
 }
 
 // Configure changes a state's settings (POST /v1/api/states/NAME/config):

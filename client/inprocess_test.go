@@ -176,3 +176,31 @@ func TestInProcessTimeout(t *testing.T) {
 		t.Fatal("the handler's context did not end")
 	}
 }
+
+// TestVersionNumber: @N is taken as it is, latest from the status (not
+// found before the first write), a serial or @-K by the server.
+func TestVersionNumber(t *testing.T) {
+	ctx := context.Background()
+	c := inProcess(t, newKLD(t, httpbackend.Options{}))
+	if _, err := c.VersionNumber(ctx, "app", kilolock.Latest); !errors.Is(err, kilolock.ErrNotFound) {
+		t.Fatalf("latest of a state never written: %v, want ErrNotFound", err)
+	}
+	info := kilolock.LockInfo{ID: "lock-1", Operation: "OperationTypeApply", Who: "alice@ci", Version: "1.9.0", Created: time.Now().UTC()}
+	if _, err := c.Lock(ctx, "app", info, ""); err != nil {
+		t.Fatal(err)
+	}
+	for serial, id := range []string{"one", "two", "three"} {
+		if _, err := c.PutState(ctx, "app", "lock-1", stateJSON("l-1", 10+serial, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ref, want := range map[string]int64{"@latest": 3, "@2": 2, "@9": 9, "@-2": 1, "serial:11": 2} {
+		r, err := kilolock.ParseVersionRef(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.VersionNumber(ctx, "app", r); err != nil || got != want {
+			t.Errorf("VersionNumber(%s) = %d, %v; want %d", ref, got, err, want)
+		}
+	}
+}

@@ -3,9 +3,6 @@ package klcli
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -555,7 +552,7 @@ func (c *TrustCmds) Run(ctx context.Context, g *Globals, k *kong.Context) error 
 	case "list":
 		return listed(ctx, g, c.List.JSON, func(api *client.Client) ([]trust.Policy, error) { return api.TrustPolicies(ctx, c.List.Env) },
 			[]string{"ID", "ENVIRONMENT", "ISSUER", "AUDIENCE", "CLAIMS", "SCOPE", "STATES", "MAX TTL", "CREATED"}, func(p trust.Policy) []string {
-				return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(claimsText(&p)), string(p.Scope), cell(statesText(p.StatePattern)), p.MaxTTL.String(), formatTime(p.Created)}
+				return []string{p.ID, p.EnvironmentID, cell(p.Issuer), cell(p.Audience), cell(p.ClaimsText()), string(p.Scope), cell(p.StatesText()), p.MaxTTL.String(), formatTime(p.Created)}
 			})
 	case "remove":
 		id := c.Remove.ID
@@ -590,24 +587,5 @@ func (c *CLI) AddTrustPolicy(ctx context.Context, p trust.Policy) error {
 		return err
 	}
 	return c.say(out, "%s\nTrust policy %s: tokens of %s for %s with %s reach %s (%s, %s, max TTL %s).\n",
-		out.ID, out.ID, cell(out.Issuer), cell(out.Audience), claimsText(out), out.EnvironmentID, out.Scope, statesText(out.StatePattern), out.MaxTTL)
-}
-
-// claimsText spells a policy's claims: exact ones as K=V, globs as K~P.
-func claimsText(p *trust.Policy) string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(p.Claims)) {
-		parts = append(parts, k+"="+p.Claims[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(p.ClaimGlobs)) {
-		parts = append(parts, k+"~"+p.ClaimGlobs[k])
-	}
-	return strings.Join(parts, " ")
-}
-
-func statesText(pattern string) string {
-	if pattern == "" {
-		return "every state"
-	}
-	return "states " + pattern
+		out.ID, out.ID, cell(out.Issuer), cell(out.Audience), out.ClaimsText(), out.EnvironmentID, out.Scope, out.StatesText(), out.MaxTTL)
 }

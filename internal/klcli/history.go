@@ -69,10 +69,11 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 		return err
 	}
 	vs, current := nonNil(l.Versions), l.Current
-	pruned, err := c.prunedAmong(ctx, name, vs, opts)
+	pl, err := c.api().Pruned(ctx, name, opts.Before, maxHistoryPruned)
 	if err != nil {
 		return err
 	}
+	pruned := history.PrunedOnPage(pl.Pruned, vs, opts)
 	notes, moves, err := c.moveNotes(ctx, name, vs)
 	if err != nil {
 		return err
@@ -95,11 +96,11 @@ func (c *CLI) History(ctx context.Context, name string, opts kilolock.HistoryOpt
 			if v.Number == current {
 				number = "*" + number
 			}
-			changes := changesText(&v)
+			changes := v.ChangesText()
 			if n := notes[v.Number]; n != "" {
 				changes += " (" + n + ")"
 			}
-			row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), sourceText(&v),
+			row(w, number, strconv.FormatUint(v.Serial, 10), formatTime(v.Created), orDash(v.SourceText()),
 				orDash(v.Actor), orDash(v.LockID), changes)
 		}
 		for _, p := range pruned {
@@ -119,64 +120,9 @@ func prunedRow(w io.Writer, p kilolock.PrunedRange) {
 	row(w, number, "-", formatTime(p.PrunedAt), "pruned", orDash(p.PrunedBy), "-", p.Policy)
 }
 
-// prunedAmong returns the runs of pruned versions among the page vs of
-// history opts asked: those above its oldest version, and, on the last
-// page (fewer than the limit), those below it too.
-func (c *CLI) prunedAmong(ctx context.Context, name string, vs []kilolock.Version, opts kilolock.HistoryOptions) ([]kilolock.PrunedRange, error) {
-	limit := opts.Limit
-	if limit == 0 {
-		limit = 50
-	}
-	l, err := c.api().Pruned(ctx, name, opts.Before, maxHistoryPruned)
-	if err != nil {
-		return nil, err
-	}
-	all := l.Pruned
-	if len(vs) < limit {
-		return all, nil
-	}
-	oldest := vs[len(vs)-1].Number
-	var out []kilolock.PrunedRange
-	for _, p := range all {
-		if p.From > oldest {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
 // maxHistoryPruned bounds the runs of pruned versions one page of kl
 // history asks for.
 const maxHistoryPruned = 500
-
-// sourceText says what made a version; a merge of a version recorded
-// before merged writes kept their source names the serial its writer's
-// lock read.
-func sourceText(v *kilolock.Version) string {
-	if v.Source == kilolock.SourceMerge {
-		return fmt.Sprintf("merge (base %d)", v.BaseSerial)
-	}
-	return orDash(string(v.Source))
-}
-
-// mergedWrite reports whether v is a write merged onto others that says
-// so beside its source: a version recorded as a merge (SourceMerge, before
-// Version.Merged) already says it by its source.
-func mergedWrite(v *kilolock.Version) bool { return v.Merged && v.Source != kilolock.SourceMerge }
-
-// changesText counts what a version changed; a merged write says onto
-// what: the serial its writer read, others having written since. What a
-// client-side encrypted version changed is unknown.
-func changesText(v *kilolock.Version) string {
-	if v.Format == kilolock.FormatOpaque {
-		return "encrypted"
-	}
-	s := fmt.Sprintf("+%d ~%d -%d", v.Added, v.Changed, v.Removed)
-	if mergedWrite(v) {
-		s += fmt.Sprintf(" merged, base serial %d", v.BaseSerial)
-	}
-	return s
-}
 
 // ConflictsCmd is kl conflicts.
 type ConflictsCmd struct {
@@ -235,7 +181,7 @@ func (c *CLI) Conflicts(ctx context.Context, name string, limit int) error {
 
 // writeRejection writes one rejection as a block of labelled lines.
 func (c *CLI) writeRejection(r *kilolock.Rejection) error {
-	fmt.Fprintf(c.Out, "%s  %s\n", formatTime(r.Created), reasonText(r))
+	fmt.Fprintf(c.Out, "%s  %s\n", formatTime(r.Created), orDash(r.Explain()))
 	w := c.table()
 	row(w, "  by:", fmt.Sprintf("%s (lock id %s)", orDash(r.Actor), orDash(r.LockID)))
 	if len(r.Addresses) > 0 {
@@ -251,26 +197,6 @@ func (c *CLI) writeRejection(r *kilolock.Rejection) error {
 		row(w, "  hint:", cell(r.Hint))
 	}
 	return w.Flush()
-}
-
-// reasonText says what a rejection's reason code means.
-func reasonText(r *kilolock.Rejection) string {
-	switch r.Reason {
-	case kilolock.ReasonWriteConflict:
-		if len(r.Addresses) == 0 {
-			// Only an encrypted write, or one over an encrypted
-			// version, conflicts without naming addresses.
-			return "conflict: another writer committed first, and client-side encrypted writes cannot be merged"
-		}
-		return "conflict: another writer changed the same addresses first"
-	case kilolock.ReasonClientEncryptionRequired:
-		return "client_encryption_required: a plaintext write to a state that requires client-side encryption"
-	case kilolock.ReasonStaleSerial:
-		return "stale_serial: the write was older than the stored state"
-	case kilolock.ReasonLineage:
-		return "lineage_mismatch: the write came from another lineage"
-	}
-	return orDash(r.Reason)
 }
 
 // addressList joins addresses for one line, the first maxShownAddresses of

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/kilolock/kilolock"
 	"github.com/kilolock/kilolock/client"
-	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/history"
 )
 
@@ -55,89 +53,6 @@ func versionText(v *kilolock.Version) string {
 	return fmt.Sprintf("@%d (serial %d)", v.Number, v.Serial)
 }
 
-// valueText shows one attribute value: the mask as it is, anything else
-// as compact JSON.
-func valueText(v any) string {
-	if s, ok := v.(string); ok && s == graph.SensitiveMask {
-		return s
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
-}
-
-// changeText shows one attribute change: `path: before → after`.
-func changeText(c graph.AttributeChange) string {
-	before, after := valueText(c.Before), valueText(c.After)
-	switch c.Kind {
-	case "added":
-		before = "(absent)"
-	case "removed":
-		after = "(absent)"
-	}
-	return fmt.Sprintf("%s: %s → %s", c.Path, before, after)
-}
-
-// writeAttributeChanges writes one line per attribute change, indented.
-func writeAttributeChanges(w io.Writer, indent string, cs []graph.AttributeChange) {
-	for _, c := range cs {
-		fmt.Fprintf(w, "%s%s\n", indent, cell(changeText(c)))
-	}
-}
-
-// changeVerbs are the words a change set is described with: for a diff
-// "added", for a rollback plan "would add back", …
-type changeVerbs struct{ added, changed, removed string }
-
-var (
-	diffVerbs     = changeVerbs{"added", "changed", "removed"}
-	planVerbs     = changeVerbs{"would add", "would change", "would remove"}
-	rollbackVerbs = changeVerbs{"would add back", "would change", "would remove"}
-	// rolledVerbs describe a rollback that was written.
-	rolledVerbs = changeVerbs{"added back", "changed", "removed"}
-)
-
-// writeChangeSet writes a change set: "+ ID" added, "~ ID" changed (with
-// its attribute paths), "- ID" removed, the same for outputs, then the
-// counts.
-func writeChangeSet(w io.Writer, cs *history.ChangeSet, verbs changeVerbs) {
-	if cs.Empty() {
-		fmt.Fprintln(w, "No changes.")
-		return
-	}
-	// Instances, then outputs: added, changed (with their attribute
-	// paths), removed.
-	writeChanges := func(prefix string, added, removed []string, n int, changed func(int) (string, []graph.AttributeChange)) {
-		for _, id := range added {
-			fmt.Fprintf(w, "+ %s%s\n", prefix, cell(id))
-		}
-		for i := range n {
-			id, changes := changed(i)
-			fmt.Fprintf(w, "~ %s%s\n", prefix, cell(id))
-			writeAttributeChanges(w, "    ", changes)
-		}
-		for _, id := range removed {
-			fmt.Fprintf(w, "- %s%s\n", prefix, cell(id))
-		}
-	}
-	writeChanges("", cs.Added, cs.Removed, len(cs.Changed), func(i int) (string, []graph.AttributeChange) {
-		return cs.Changed[i].Address, cs.Changed[i].Changes
-	})
-	writeChanges("output.", cs.OutputsAdded, cs.OutputsRemoved, len(cs.OutputsChanged), func(i int) (string, []graph.AttributeChange) {
-		return cs.OutputsChanged[i].Name, cs.OutputsChanged[i].Changes
-	})
-	counts := func(a, c, r int) string {
-		return fmt.Sprintf("%d %s, %d %s, %d %s", a, verbs.added, c, verbs.changed, r, verbs.removed)
-	}
-	fmt.Fprintf(w, "Instances: %s.", counts(len(cs.Added), len(cs.Changed), len(cs.Removed)))
-	if n := len(cs.OutputsAdded) + len(cs.OutputsChanged) + len(cs.OutputsRemoved); n > 0 {
-		fmt.Fprintf(w, " Outputs: %s.", counts(len(cs.OutputsAdded), len(cs.OutputsChanged), len(cs.OutputsRemoved)))
-	}
-	fmt.Fprintln(w)
-}
-
 // Diff prints what turns version from of a state into version to: by
 // address, and for changed instances and outputs by attribute path, with
 // sensitive values masked.
@@ -157,7 +72,7 @@ func (c *CLI) Diff(ctx context.Context, name string, from, to kilolock.VersionRe
 				d.From.Number, d.To.Number, verdict)
 			return err
 		}
-		writeChangeSet(c.Out, &d.ChangeSet, diffVerbs)
+		d.ChangeSet.WriteText(c.Out, history.DiffVerbs)
 		return nil
 	})
 }
@@ -187,10 +102,10 @@ func (c *CLI) AddressHistory(ctx context.Context, name, address string) error {
 			if v.Number != last {
 				last = v.Number
 				fmt.Fprintf(c.Out, "\n@%d  serial %d  %s  %s by %s  lock %s\n", v.Number, v.Serial, formatTime(v.Created),
-					sourceText(v), orDash(v.Actor), orDash(v.LockID))
+					orDash(v.SourceText()), orDash(v.Actor), orDash(v.LockID))
 			}
 			fmt.Fprintf(c.Out, "  %s %s %s\n", marks[ch.Kind], cell(ch.Address), ch.Kind)
-			writeAttributeChanges(c.Out, "      ", ch.Changes)
+			history.WriteAttributeChanges(c.Out, "      ", ch.Changes)
 		}
 		return nil
 	})
@@ -214,7 +129,7 @@ func (c *CLI) Show(ctx context.Context, name string, ref kilolock.VersionRef, ad
 		}
 		ver := &v.Version
 		fmt.Fprintf(c.Out, "State %s %s%s\n", ver.State, versionText(ver), current)
-		fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), sourceText(ver),
+		fmt.Fprintf(c.Out, "Created %s by %s (%s), lock %s; +%d ~%d -%d\n", formatTime(ver.Created), orDash(ver.Actor), orDash(ver.SourceText()),
 			orDash(ver.LockID), ver.Added, ver.Changed, ver.Removed)
 		fmt.Fprintf(c.Out, "\n%s:\n", plural(len(v.Instances), "instance", "instances"))
 		if err := writeTable(c, v.Instances, []string{"ADDRESS", "TYPE", "STATUS"}, func(in history.InstanceSummary) []string {

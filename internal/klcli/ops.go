@@ -246,17 +246,9 @@ func (c *CLI) Pruned(ctx context.Context, name string, before int64, limit int) 
 			return c.printf("no version of state %s was pruned\n", name)
 		}
 		return writeTable(c, out, []string{"VERSIONS", "COUNT", "PRUNED", "BY", "POLICY"}, func(p kilolock.PrunedRange) []string {
-			return []string{rangeText(p), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy}
+			return []string{p.String(), strconv.FormatInt(p.Versions, 10), formatTime(p.PrunedAt), orDash(p.PrunedBy), p.Policy}
 		})
 	})
-}
-
-// rangeText shows a run of versions: "@3-@9", or "@3" alone.
-func rangeText(p kilolock.PrunedRange) string {
-	if p.To > p.From {
-		return fmt.Sprintf("@%d-@%d", p.From, p.To)
-	}
-	return fmt.Sprintf("@%d", p.From)
 }
 
 // BackupCmd is kl backup.

@@ -136,6 +136,14 @@ func (g *Globals) withQuota(ctx context.Context, state, dir string, f func(*Conn
 	return f(qb, state)
 }
 
+// quotaEventText says a quota event in one line, "none" for nil.
+func quotaEventText(e *kilolock.QuotaEvent) string {
+	if e == nil {
+		return "none"
+	}
+	return formatTime(e.Created) + "  " + cell(e.Describe())
+}
+
 // writeQuota prints a state's standing: a row per scope counted and, with
 // events, its latest refusal and warning.
 func (c *CLI) writeQuota(st *kilolock.QuotaStatus, events bool) error {
@@ -169,26 +177,6 @@ func (c *CLI) writeQuota(st *kilolock.QuotaStatus, events bool) error {
 		row(w, e.label, quotaEventText(e.ev))
 	}
 	return w.Flush()
-}
-
-// quotaEventText says a quota event in one line.
-func quotaEventText(e *kilolock.QuotaEvent) string {
-	if e == nil {
-		return "none"
-	}
-	s := formatTime(e.Created) + "  " + cell(e.Message())
-	if e.Version > 0 {
-		s += fmt.Sprintf(" (version %d", e.Version)
-	} else {
-		s += " (nothing was written"
-	}
-	if e.Actor != "" {
-		s += ", by " + cell(e.Actor)
-	}
-	if e.LockID != "" {
-		s += ", lock " + cell(e.LockID)
-	}
-	return s + ")"
 }
 
 // QuotaCheckCmd is kl quota check.

@@ -127,11 +127,11 @@ func (c *CLI) Rollback(ctx context.Context, name string, r client.RollbackReques
 			fmt.Fprintf(c.Out, "  %s or %s is client-side encrypted: the whole of %s is restored as it was written; its resources cannot be listed.\n",
 				versionText(&p.Target), versionText(&p.Base), versionText(&p.Target))
 		} else {
-			verbs := rollbackVerbs
+			verbs := history.RollbackVerbs
 			if r.Apply && res.Version != nil {
-				verbs = rolledVerbs
+				verbs = history.RolledBackVerbs
 			}
-			writeChangeSet(c.Out, &p.ChangeSet, verbs)
+			p.ChangeSet.WriteText(c.Out, verbs)
 		}
 		warning := p.Warning
 		if warning == "" {

@@ -181,12 +181,12 @@ func (c *CLI) StateMv(ctx context.Context, name, from, to string, dryRun bool) e
 func (c *CLI) writeStateOp(res *history.StateOpResult) error {
 	return c.show(res, func() error {
 		p := &res.Plan
-		verbs := diffVerbs
+		verbs := history.DiffVerbs
 		if res.DryRun {
-			verbs = planVerbs
+			verbs = history.PlanVerbs
 		}
 		fmt.Fprintf(c.Out, "%s on state %s, from %s:\n", p.Operation, p.State, versionText(&p.Base))
-		writeChangeSet(c.Out, &p.ChangeSet, verbs)
+		p.ChangeSet.WriteText(c.Out, verbs)
 		switch {
 		case res.DryRun:
 			writeDryRunEnd(c.Out, withoutDryRun)

@@ -42,7 +42,7 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 			row(w, "version:", "none yet (the state was locked, never written)")
 		} else {
 			source := string(s.Version.Source)
-			if mergedWrite(s.Version) {
+			if s.Version.MergedWrite() {
 				source += " (merged)"
 			}
 			row(w, "version:", fmt.Sprintf("%d (serial %d, %s by %s, %s)",
@@ -53,7 +53,7 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		if s.AllowLineageChange {
 			row(w, "lineage change:", "allowed for the next write")
 		}
-		if enc := clientEncryption(&s.State); enc != "" {
+		if enc := cell(s.State.EncryptionText()); enc != "" {
 			row(w, "encryption:", enc)
 		}
 		readers := 0
@@ -132,14 +132,6 @@ func (c *CLI) Status(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-}
-
-// statusVersion is the current version number of a state, 0 for none.
-func statusVersion(s *kilolock.Status) int64 {
-	if s.Version != nil {
-		return s.Version.Number
-	}
-	return s.Current
 }
 
 // VersionCmd is kl version.
@@ -264,75 +256,9 @@ func (c *CLI) States(ctx context.Context) error {
 			if s.Current > 0 {
 				version, serial = strconv.FormatInt(s.Current, 10), strconv.FormatUint(s.Serial, 10)
 			}
-			return []string{cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), encryptionCell(&s), formatTime(s.Created)}
+			return []string{cell(s.Name), version, serial, string(s.LockMode), holders(s.Locks), orDash(s.EncryptionSummary()), formatTime(s.Created)}
 		})
 	})
-}
-
-// encryptionCell is what kl states says of a state's client-side
-// encryption: the key providers of its current version, and whether it
-// requires encryption; "-" for a plaintext state that does not.
-func encryptionCell(s *kilolock.State) string {
-	var parts []string
-	if enc := s.ClientEncryption; enc != nil {
-		providers := keyProviders(enc)
-		if providers == "" {
-			providers = "client-side"
-		}
-		parts = append(parts, providers)
-	}
-	if s.ClientEncryptionRequired() {
-		parts = append(parts, "required")
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
-	return cell(strings.Join(parts, ", "))
-}
-
-// keyProviders lists the key providers an envelope's meta names, as an
-// encryption block names them (pbkdf2.team), "" when none is known.
-func keyProviders(enc *kilolock.ClientEncryption) string {
-	names := make([]string, 0, len(enc.KeyProviders)+1)
-	for _, k := range enc.KeyProviders {
-		names = append(names, k.String())
-	}
-	if enc.MoreKeyProviders > 0 {
-		names = append(names, fmt.Sprintf("%d more", enc.MoreKeyProviders))
-	}
-	return strings.Join(names, ", ")
-}
-
-// clientEncryption is what kl status says of a state's client-side
-// encryption: how its current version is encrypted and what the state and
-// its environment require; "" for a plaintext state that requires
-// nothing.
-func clientEncryption(s *kilolock.State) string {
-	var parts []string
-	if enc := s.ClientEncryption; enc != nil {
-		what := "client-side (OpenTofu"
-		if enc.Version != "" {
-			what += " " + enc.Version
-		}
-		what += ")"
-		if p := keyProviders(enc); p != "" {
-			what += ", key providers " + p
-		} else {
-			what += ", key providers known after the next write"
-		}
-		parts = append(parts, what)
-	} else if s.Current > 0 {
-		parts = append(parts, "none: the current version is plaintext")
-	}
-	switch {
-	case s.RequireClientEncryption:
-		parts = append(parts, "required by the state; plaintext writes are refused")
-	case s.EnvironmentRequiresClientEncryption:
-		parts = append(parts, "required by its environment; plaintext writes are refused")
-	case s.ClientEncryption == nil:
-		return ""
-	}
-	return cell(strings.Join(parts, "; "))
 }
 
 // holders names who holds locks, "-" for nobody.

@@ -142,24 +142,9 @@ func (c *StatePullCmd) run(ctx context.Context, g *Globals) error {
 // Pull writes one version of a state to Documents as the state document,
 // exactly as served to terraform/tofu.
 func (c *CLI) Pull(ctx context.Context, name string, ref kilolock.VersionRef) error {
-	var number int64
-	switch ref.Kind {
-	case kilolock.RefNumber:
-		number = int64(ref.N)
-	case kilolock.RefLatest:
-		s, err := c.api().Status(ctx, name)
-		if err != nil {
-			return err
-		}
-		if number = statusVersion(s); number == 0 {
-			return fmt.Errorf("state %q has no version yet: %w", name, kilolock.ErrNotFound)
-		}
-	default: // a tag, a serial, @-K: the server resolves it
-		v, err := c.api().Show(ctx, name, ref.String())
-		if err != nil {
-			return err
-		}
-		number = v.Version.Number
+	number, err := c.api().VersionNumber(ctx, name, ref)
+	if err != nil {
+		return err
 	}
 	doc, err := readAll(c.api().StateVersion(transfer(ctx), name, number))
 	if err != nil {

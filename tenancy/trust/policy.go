@@ -61,6 +61,28 @@ type Policy struct {
 	Created time.Time `json:"created"`
 }
 
+// ClaimsText spells the policy's claims for people, sorted by name: exact
+// ones as K=V, then globs as K~P, separated by spaces.
+func (p *Policy) ClaimsText() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p.Claims)) {
+		parts = append(parts, k+"="+p.Claims[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.ClaimGlobs)) {
+		parts = append(parts, k+"~"+p.ClaimGlobs[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// StatesText says which states the policy reaches: "states PATTERN", or
+// "every state".
+func (p *Policy) StatesText() string {
+	if p.StatePattern == "" {
+		return "every state"
+	}
+	return "states " + p.StatePattern
+}
+
 // NewPolicy returns p with a fresh ID, the default MaxTTL when p has none
 // and Created set, once it is valid (see Validate).
 func NewPolicy(p Policy) (*Policy, error) {

@@ -131,3 +131,20 @@ func TestParseClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyText: a policy's claims and states as kl trust says them.
+func TestPolicyText(t *testing.T) {
+	p := validPolicy()
+	p.Claims["environment"] = "prod"
+	p.ClaimGlobs = map[string]string{"ref": "refs/heads/*"}
+	if got, want := p.ClaimsText(), "environment=prod repository=org/app ref~refs/heads/*"; got != want {
+		t.Errorf("ClaimsText = %q, want %q", got, want)
+	}
+	if got := p.StatesText(); got != "every state" {
+		t.Errorf("StatesText with no pattern = %q", got)
+	}
+	p.StatePattern = "app-*"
+	if got := p.StatesText(); got != "states app-*" {
+		t.Errorf("StatesText = %q, want states app-*", got)
+	}
+}
