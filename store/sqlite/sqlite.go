@@ -261,19 +261,19 @@ func (s *Store) Close() error {
 // database's write lock from the start) and commits it when fn returns
 // nil; it rolls back on an error or a panic.
 func (d *dialect) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.writeTx(ctx, fn, d.text != nil)
+}
+
+// writeTx is Write; with probe it wakes the text indexer when the
+// transaction queued changes of the text index (the indexer's own
+// transactions know what they left).
+func (d *dialect) writeTx(ctx context.Context, fn func(sqlstore.Tx) error, probe bool) (err error) {
 	t, err := d.write.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	run := &tx{p: d.write, tx: t}
 	defer run.done(context.WithoutCancel(ctx))
-	return d.commit(ctx, t, run, fn)
-}
-
-// commit runs fn on run and commits t, its transaction, when fn returns
-// nil, and wakes the text indexer when the transaction queued changes of
-// the text index; it rolls back on an error or a panic.
-func (d *dialect) commit(ctx context.Context, t *sql.Tx, run *tx, fn func(sqlstore.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.Rollback()
@@ -287,7 +287,7 @@ func (d *dialect) commit(ctx context.Context, t *sql.Tx, run *tx, fn func(sqlsto
 		return err
 	}
 	var queued bool
-	if d.text != nil {
+	if probe {
 		if err := run.QueryRow(ctx, sqlTextQueued).Scan(&queued); err != nil {
 			return err
 		}

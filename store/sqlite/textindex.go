@@ -146,7 +146,8 @@ func (d *dialect) indexText(ctx context.Context, x *textIndexer) {
 func (d *dialect) indexTextBatch(ctx context.Context) (more bool, yield time.Duration, err error) {
 	var began time.Time
 	var waits int64
-	err = d.Write(ctx, func(t sqlstore.Tx) error {
+	// more tells the indexer what is left: no second probe, no wake.
+	err = d.writeTx(ctx, func(t sqlstore.Tx) error {
 		began, waits = time.Now(), d.write.db.Stats().WaitCount
 		run := t.(*tx)
 		var end *int64
@@ -167,7 +168,7 @@ func (d *dialect) indexTextBatch(ctx context.Context) (more bool, yield time.Dur
 			}
 		}
 		return run.QueryRow(ctx, sqlTextQueued).Scan(&more)
-	})
+	}, false)
 	if err == nil && d.write.db.Stats().WaitCount > waits {
 		yield = min(time.Since(began), time.Second)
 	}
