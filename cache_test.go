@@ -152,11 +152,11 @@ type readCounter struct {
 
 // readCounts counts versions read whole, versions' hashes read, reads of
 // some instances and the instances they asked for, the spellings the
-// hashes came with, and versions' outputs read.
-type readCounts struct{ whole, hashes, some, ids, spelled, outputs int }
+// hashes came with, versions' outputs read, and states read (State).
+type readCounts struct{ whole, hashes, some, ids, spelled, outputs, states int }
 
 func (a readCounts) minus(b readCounts) readCounts {
-	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids, a.spelled - b.spelled, a.outputs - b.outputs}
+	return readCounts{a.whole - b.whole, a.hashes - b.hashes, a.some - b.some, a.ids - b.ids, a.spelled - b.spelled, a.outputs - b.outputs, a.states - b.states}
 }
 
 func newReadCounter(t *testing.T, s kilolock.Store) *readCounter {
@@ -190,6 +190,11 @@ func (r *readCounter) Snapshot(ctx context.Context, name string, number int64) (
 func (r *readCounter) SnapshotEach(ctx context.Context, name string, number int64, each func(*kilolock.Instance) error) (*kilolock.Snapshot, error) {
 	r.count(func(n *readCounts) { n.whole++ })
 	return r.ss.SnapshotEach(ctx, name, number, each)
+}
+
+func (r *readCounter) State(ctx context.Context, name string) (*kilolock.State, error) {
+	r.count(func(n *readCounts) { n.states++ })
+	return r.Store.State(ctx, name)
 }
 
 func (r *readCounter) SnapshotOutputs(ctx context.Context, name string, number int64) (*kilolock.Snapshot, error) {

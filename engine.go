@@ -83,6 +83,16 @@ type Engine struct {
 	// of recomputing against each other; across processes the store's
 	// parent check still decides.
 	writers sync.Map
+	// seen keeps, by state name, what this engine's last exclusive lock
+	// on the state saw (*seenLock, see LockOptions.Seen): the holder's
+	// next write takes the state from it rather than reading it again.
+	seen sync.Map
+}
+
+// seenLock is the state as an exclusive lock this engine took left it.
+type seenLock struct {
+	lock  Lock
+	state State
 }
 
 // NewEngine returns an Engine on s.
@@ -348,7 +358,37 @@ func (e *Engine) LockWith(ctx context.Context, name string, info LockInfo, r Loc
 	if info.Created.IsZero() {
 		info.Created = e.now().UTC()
 	}
-	return e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly, NoCreate: r.NoCreate})
+	var seen State
+	l, err := e.store.Lock(ctx, name, info, LockOptions{Mode: e.mode, MaxHolders: e.holders, Run: r.Run, SharedPlans: e.sharedPlans, ReadOnly: r.ReadOnly, NoCreate: r.NoCreate, Seen: &seen})
+	if err == nil && seen.Name == name {
+		e.sawLock(*l, seen)
+	}
+	return l, err
+}
+
+// sawLock keeps what the lock l saw of its state, when the holder's next
+// write may use it (Commit.Expect): a plain exclusive write lock.
+func (e *Engine) sawLock(l Lock, st State) {
+	if x := (Expectation{Lock: l}); !l.Transient && x.Holds(&st) {
+		e.seen.Store(st.Name, &seenLock{lock: l, state: st})
+	}
+}
+
+// seenState returns, once, the state as the lock o.LockID saw it when
+// this engine took it and nothing since told otherwise, and what the
+// write assumes of it (Commit.Expect); nil when the write must read the
+// state.
+func (e *Engine) seenState(name string, o WriteOptions) (*State, *Expectation) {
+	v, ok := e.seen.LoadAndDelete(name)
+	if !ok || o.Force || o.LockID == "" {
+		return nil, nil
+	}
+	sl := v.(*seenLock)
+	if sl.lock.Info.ID != o.LockID {
+		return nil, nil
+	}
+	st := sl.state
+	return &st, &Expectation{Lock: sl.lock}
 }
 
 // Unlock releases the lock id on a state. With force, an empty id releases
@@ -361,6 +401,9 @@ func (e *Engine) Unlock(ctx context.Context, name, id string, force bool) ([]Loc
 func (e *Engine) UnlockWith(ctx context.Context, name, id string, opts UnlockOptions) ([]Lock, error) {
 	if err := ValidStateName(name); err != nil {
 		return nil, err
+	}
+	if v, ok := e.seen.Load(name); ok && (opts.Force || v.(*seenLock).lock.Info.ID == id) {
+		e.seen.Delete(name)
 	}
 	released, err := e.store.Unlock(ctx, name, id, opts)
 	if err != nil {
@@ -475,6 +518,9 @@ func (e *Engine) Write(ctx context.Context, name string, body []byte, o WriteOpt
 		if !errors.Is(err, ErrStale) || attempt >= maxStaleRetries {
 			return res, err
 		}
+		if errors.Is(err, errSeenStale) {
+			continue // at once: this time the write reads the state
+		}
 		// Another process committed first: back off a little, at random,
 		// so that replicas racing for one state do not keep colliding.
 		select {
@@ -541,7 +587,15 @@ func (p *parsed) keep(e *Engine, o *WriteOptions, held *graph.State, c *Commit) 
 }
 
 func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOptions, p *parsed) (*WriteResult, error) {
-	st, err := e.store.State(ctx, name)
+	// Under an exclusive lock this engine took, the state is what the lock
+	// (or the holder's last write) saw: the store's transaction checks that
+	// it still is (Commit.Expect), and the write is done again, reading
+	// the state, when it is not.
+	st, expect := e.seenState(name, o)
+	var err error
+	if st == nil {
+		st, err = e.store.State(ctx, name)
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// A state created by its first write gets the default mode too.
@@ -589,6 +643,10 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		if prev, same, err = e.currentIs(ctx, st, prev, body, bodySum, src); err != nil {
 			return nil, err
 		}
+		if same && expect != nil {
+			// Nothing is committed to check the state against: read it.
+			return nil, errSeenStale
+		}
 		if same {
 			// A byte-identical re-POST adds nothing, but is still held to
 			// the lock rules.
@@ -625,7 +683,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		return nil, e.reject(ctx, st, o, encryptionRequired(st))
 	}
 
-	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force}
+	c := &Commit{Parent: st.Current, LockID: o.LockID, Force: o.Force, Expect: expect}
 	c.Version.Source = o.Source
 	if c.Version.Source == "" {
 		c.Version.Source = writeSource(o.LockID, st.Locks)
@@ -703,7 +761,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 			if err != nil {
 				return nil, err
 			}
-			*c = Commit{Parent: c.Parent, LockID: c.LockID, Force: c.Force, Version: Version{Source: c.Version.Source, Actor: c.Version.Actor}}
+			*c = Commit{Parent: c.Parent, LockID: c.LockID, Force: c.Force, Expect: c.Expect, Version: Version{Source: c.Version.Source, Actor: c.Version.Actor}}
 			held, _ = diffInto(c, f, g)
 		}
 		c.Version.Format = g.Format.String()
@@ -757,6 +815,9 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 	}
 
 	v, stats, err := e.commit(ctx, name, c)
+	if err != nil && expect != nil && errors.Is(err, ErrStale) {
+		return nil, errSeenStale
+	}
 	if err != nil {
 		var ce *ConflictError
 		switch {
@@ -770,6 +831,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 		return nil, err
 	}
+	e.sawWrite(st, o.LockID, c, v)
 	b, index, err := next(*v)
 	if err != nil {
 		// Committed: the version is stored, only this process's copy of
@@ -780,6 +842,31 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		e.cache.put(name, b, index)
 	}
 	return &WriteResult{Version: *v, Stats: stats, QuotaWarnings: c.QuotaWarnings}, nil
+}
+
+// errSeenStale is a write's answer when the state was not what its lock
+// saw (see Engine.seenState): Write does it again at once, reading the
+// state.
+var errSeenStale = fmt.Errorf("%w: the state changed since its lock was taken", ErrStale)
+
+// sawWrite keeps what the write of v (by c) under the lock lockID left of
+// st, when the holder's next write may use it (see Engine.sawLock): a
+// plaintext version, under a plain exclusive write lock.
+func (e *Engine) sawWrite(st *State, lockID string, c *Commit, v *Version) {
+	if lockID == "" || v.Format == FormatOpaque || st.ClientEncryption != nil {
+		return
+	}
+	for _, l := range st.Locks {
+		if l.Info.ID != lockID {
+			continue
+		}
+		next := *st
+		next.Current, next.CurrentID, next.Serial, next.Lineage = v.Number, v.ID, v.Serial, v.Lineage
+		if c.Expect != nil || (&Expectation{Lock: l}).Holds(st) {
+			e.seen.Store(st.Name, &seenLock{lock: l, state: next})
+		}
+		return
+	}
 }
 
 // runLock reports whether id is an apply run's lock on st: its writes are

@@ -80,6 +80,11 @@ type LockOptions struct {
 	// its UNLOCK finds nothing to release. An apply run's lock is
 	// ErrNotFound.
 	NoCreate bool
+	// Seen, when not nil, is set to the state as a granted lock leaves it:
+	// its row as the lock read it under the row lock, with the new lock
+	// among its Locks. The Engine keeps it so that the holder's next write
+	// need not read the state again (see Commit.Expect).
+	Seen *State
 }
 
 // UnlockOptions say how Store.Unlock releases locks.
@@ -375,9 +380,41 @@ type Commit struct {
 	// scopes the commit left above a soft limit (or above a hard one
 	// without growing), which the store also keeps as quota events.
 	QuotaWarnings []QuotaCount
+	// Expect, when not nil, is the lock the writer took its state to have
+	// without reading the state (the Engine's write under an exclusive
+	// lock it took, see LockOptions.Seen): the store's transaction answers
+	// ErrStale, writing nothing, unless Expect.Holds for the state it
+	// reads under the row lock.
+	Expect *Expectation
 
 	// doc is the document lean upserts are read back from (see Object).
 	doc io.ReaderAt
+}
+
+// Expectation is what a write assumed of its state when it used what its
+// lock saw (LockOptions.Seen) instead of reading the state: an exclusive
+// state whose write lock is Lock, a plain lock (no apply run's), the same
+// one (acquired at the same time, by the same holder and operation). What
+// a write decides from the state beyond that (its parent version, the
+// guards) the store's transaction checks anyway.
+type Expectation struct {
+	Lock Lock
+}
+
+// Holds reports whether st is as x says.
+func (x *Expectation) Holds(st *State) bool {
+	if st.LockMode != LockExclusive {
+		return false
+	}
+	want := &x.Lock
+	for i := range st.Locks {
+		l := &st.Locks[i]
+		if l.Info.ID == want.Info.ID {
+			return !l.Shared && l.Run == "" && l.Info.Who == want.Info.Who && l.Info.Operation == want.Info.Operation &&
+				l.Acquired.Equal(want.Acquired)
+		}
+	}
+	return false
 }
 
 // Object returns the object of c's upsert in: its Object, or for a lean

@@ -78,8 +78,9 @@ type Store interface {
 	// object's is no change and writes nothing; the Engine sends no upsert
 	// for an object that only its spelling changed (graph.Instance.Equal),
 	// so that costs no row either. ErrStale when the current version is no
-	// longer c.Parent; *LockedError, *LockMismatchError or *ConflictError when
-	// CheckCommit refuses it. Nothing is written when it returns an error.
+	// longer c.Parent, or c.Expect does not hold; *LockedError,
+	// *LockMismatchError or *ConflictError when CheckCommit refuses it.
+	// Nothing is written when it returns an error.
 	Commit(ctx context.Context, name string, c *Commit) (*Version, WriteStats, error)
 
 	// Snapshot loads a version by number. ErrNotFound when the state or the

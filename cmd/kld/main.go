@@ -104,6 +104,7 @@ func run(c *cli, logger *log.Logger, bi buildinfo.BuildInfo) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	gcPercent := c.Memory.Apply()
+	c.Profiling.Apply()
 	tlsConfig, err := c.Serving.TLSConfig()
 	if err != nil {
 		return &kldconfig.ExitError{Code: kldconfig.ExitConfig, Err: err}

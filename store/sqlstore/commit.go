@@ -22,7 +22,7 @@ const intBytes = 8
 //
 // It locks the state's row, reads its locks and runs kilolock.CheckCommit
 // in the same transaction: ErrStale when the current version is no longer
-// c.Parent; *LockedError, *LockMismatchError or *ConflictError when the
+// c.Parent, or c.Expect does not hold; *LockedError, *LockMismatchError or *ConflictError when the
 // rules refuse it. Nothing is written when it returns an error, and the
 // WriteStats are then zero. Malformed upserts (an object that is not JSON,
 // a Hash or ID that does not match the object) are ErrInvalid: the commit
@@ -92,6 +92,9 @@ func (s *Store) apply(ctx context.Context, tx Tx, name string, c *kilolock.Commi
 	st, err := lockState(ctx, tx, name, true, kilolock.LockExclusive, more)
 	if err != nil {
 		return nil, err
+	}
+	if c.Expect != nil && !c.Expect.Holds(&st.State) {
+		return nil, kilolock.ErrStale
 	}
 	if err := kilolock.CheckCommit(&st.State, c); err != nil {
 		return nil, err

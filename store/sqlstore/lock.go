@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kilolock/kilolock"
@@ -56,6 +57,10 @@ func (s *Store) Lock(ctx context.Context, name string, info kilolock.LockInfo, o
 		err = tx.QueryRow(ctx, `INSERT INTO locks (state_id, lock_id, info, who, operation, base_version, base_serial, acquired_at, shared, run_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, {now}, $8, $9) RETURNING acquired_at`,
 			st.id, info.ID, string(doc), info.Who, info.Operation, st.Current, int64(st.Serial), shared, opts.Run).Scan(&l.Acquired)
+		if err == nil && opts.Seen != nil {
+			*opts.Seen = st.State
+			opts.Seen.Locks = append(slices.Clip(st.Locks), l)
+		}
 		return &l, err
 	})
 }

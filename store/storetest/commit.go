@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilolock/kilolock"
 )
@@ -117,6 +120,28 @@ func testCommit(t *testing.T, open Opener) {
 			c.Force = true
 			return c
 		}, func(t *testing.T, err error) { errorIs(t, err, kilolock.ErrLocked) }},
+		{"an expected lock released and taken again", func(t *testing.T, name string) *kilolock.Commit {
+			// The same id, holder and operation, acquired anew: not the
+			// lock the writer saw (Commit.Expect).
+			first := lock(t, s, name, "holder", kilolock.LockExclusive)
+			if _, err := s.Unlock(ctx, name, "holder", kilolock.UnlockOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond) // a later acquisition time, on any clock
+			lock(t, s, name, "holder", kilolock.LockExclusive)
+			c := change(t, name)
+			c.LockID, c.Expect = "holder", &kilolock.Expectation{Lock: *first}
+			return c
+		}, func(t *testing.T, err error) { errorIs(t, err, kilolock.ErrStale) }},
+		{"an expected lock no longer held", func(t *testing.T, name string) *kilolock.Commit {
+			l := lock(t, s, name, "holder", kilolock.LockExclusive)
+			if _, err := s.Unlock(ctx, name, "", kilolock.UnlockOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			c := change(t, name)
+			c.LockID, c.Expect = "holder", &kilolock.Expectation{Lock: *l}
+			return c
+		}, func(t *testing.T, err error) { errorIs(t, err, kilolock.ErrStale) }},
 		{"malformed instance object", func(t *testing.T, name string) *kilolock.Commit {
 			c := change(t, name)
 			c.Upserts[0].Object = []byte(`{"index_key":0,`)
@@ -183,6 +208,28 @@ func testCommit(t *testing.T, open Opener) {
 			}
 			if ids := state(t, s, name).Locks; len(ids) != 1 {
 				t.Errorf("holders after the write = %+v, want the lock kept", ids)
+			}
+		}},
+		{"a write under the lock it expected", func(t *testing.T, name string) *kilolock.Commit {
+			// What the lock saw is the state: the write needs no read.
+			var seen kilolock.State
+			l, err := s.Lock(ctx, name, lockInfo("holder", "holder"), kilolock.LockOptions{Mode: kilolock.LockExclusive, Seen: &seen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(state(t, s, name), &seen, cmpOpts...); diff != "" {
+				t.Errorf("LockOptions.Seen is not the state the lock left (-State +Seen):\n%s", diff)
+			}
+			x := &kilolock.Expectation{Lock: *l}
+			if !x.Holds(&seen) {
+				t.Errorf("the lock's own expectation does not hold on what it saw: %+v", seen.Locks)
+			}
+			c := change(t, name)
+			c.LockID, c.Expect = "holder", x
+			return c
+		}, func(t *testing.T, name string, v *kilolock.Version) {
+			if st := state(t, s, name); st.Current != v.Number || v.LockID != "holder" {
+				t.Errorf("version %+v, state %+v", v, st)
 			}
 		}},
 		{"checkpoints under one lock", func(t *testing.T, name string) *kilolock.Commit {
