@@ -602,3 +602,22 @@ func TestTextIndexPass(t *testing.T) {
 		t.Errorf("after the flush: %d rows (%v), %d pending, want %d indexed", indexed, err, pending(), 3*textBatch+textPass+1)
 	}
 }
+
+// The text index rewrites a level of segments for its deleted rows at
+// 30% of them (migrations/0025_text_index_deletemerge.sql), on a new
+// database and on one upgraded from schema 24, whose index keeps
+// answering.
+func TestTextIndexDeleteMerge(t *testing.T) {
+	deleteMerge := func(t testing.TB, s kilolock.Store) {
+		t.Helper()
+		var v int
+		if err := s.(*Store).d.write.db.QueryRow(`SELECT v FROM instance_text_config WHERE k = 'deletemerge'`).Scan(&v); err != nil || v != 30 {
+			t.Errorf("the text index's deletemerge: %d (%v), want 30", v, err)
+		}
+	}
+	deleteMerge(t, openAt(t, filepath.Join(t.TempDir(), "kl.db")))
+	checkUpgrade(t, 25, []string{`DELETE FROM instance_text_config WHERE k = 'deletemerge'`}, storetest.SeedSearchText, func(t testing.TB, s kilolock.Store) {
+		deleteMerge(t, s)
+		storetest.CheckTextIndexUpgrade(t, s)
+	})
+}

@@ -13,29 +13,26 @@ import (
 )
 
 // BenchmarkTextIndexSteady is the text indexer's CPU per commit in steady
-// traffic: a fleet of states whose objects are all indexed, then commits
-// of 2 changed objects each (1,000 an op), moved into the index every
-// commits
-// (textDelay at 100 commits/s is 100), either in batches of textBatch
-// rows (batch) or as one pass (pass), with FTS5's automerge at its
-// default (4) or at 8. The objects' text is random letters, as the fleet
-// benchmark's (internal/e2e BenchmarkKLDFleet) and graphtest's, the
-// index's worst case. index-cpu-ms/commit is the process's CPU time in
-// the indexer per commit.
+// traffic: a fleet of 20 states of 500 objects, all indexed, then commits
+// of 2 changed objects each (1,000 an op), moved into the index every 100
+// (the indexer's textDelay at 100 commits/s) in batches of textBatch rows
+// (batches, as before) or in one pass, with FTS5's deletemerge at 10 (its
+// default), 30 (the schema's since migration 25) or 0. The objects' text
+// is random letters, as the fleet benchmark's (internal/e2e
+// BenchmarkKLDFleet) and graphtest's, the index's worst case.
+// index-cpu-ms/commit is the process's CPU time in the indexer per
+// commit, index-pages the index's pages at the end.
 func BenchmarkTextIndexSteady(b *testing.B) {
 	const states, instances = 20, 500
 	for _, v := range []struct {
-		name                   string
-		commits                int
-		pass                   bool
-		automerge, deletemerge int
+		name        string
+		pass        bool
+		deletemerge int
 	}{
-		{"commits=100/pass/automerge=4/deletemerge=10", 100, true, 4, 10},
-		{"commits=100/pass/automerge=4/deletemerge=0", 100, true, 4, 0},
-		{"commits=100/pass/automerge=4/deletemerge=30", 100, true, 4, 30},
-		{"commits=100/pass/automerge=4/deletemerge=10#2", 100, true, 4, 10},
-		{"commits=100/pass/automerge=4/deletemerge=0#2", 100, true, 4, 0},
-		{"commits=100/pass/automerge=4/deletemerge=30#2", 100, true, 4, 30},
+		{"batches/deletemerge=10", false, 10}, // before: FTS5's default
+		{"pass/deletemerge=10", true, 10},
+		{"pass/deletemerge=30", true, 30}, // migrations/0025
+		{"pass/deletemerge=0", true, 0},   // never for deletes alone
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			ctx := b.Context()
@@ -43,10 +40,8 @@ func BenchmarkTextIndexSteady(b *testing.B) {
 			// The benchmark moves the queue itself.
 			s.d.text.stop()
 			<-s.d.text.done
-			for k, n := range map[string]int{"automerge": v.automerge, "deletemerge": v.deletemerge} {
-				if _, err := s.d.write.db.ExecContext(ctx, `INSERT INTO instance_text (instance_text, rank) VALUES (?, ?)`, k, n); err != nil {
-					b.Fatal(err)
-				}
+			if _, err := s.d.write.db.ExecContext(ctx, `INSERT INTO instance_text (instance_text, rank) VALUES ('deletemerge', ?)`, v.deletemerge); err != nil {
+				b.Fatal(err)
 			}
 			serial := make([]uint64, states)
 			commit := func(st int, upserts ...graph.Instance) {
@@ -70,8 +65,8 @@ func BenchmarkTextIndexSteady(b *testing.B) {
 			var cpu time.Duration
 			n := 0
 			for b.Loop() {
-				for range 1000 / v.commits {
-					for range v.commits {
+				for range 10 {
+					for range 100 {
 						n++
 						commit(rng.IntN(states), randomTextInstance(b, rng.IntN(instances), n), randomTextInstance(b, rng.IntN(instances), n))
 					}
@@ -87,7 +82,7 @@ func BenchmarkTextIndexSteady(b *testing.B) {
 			}
 			b.ReportMetric(cpu.Seconds()*1000/float64(n), "index-cpu-ms/commit")
 			var pages int
-			if err := s.d.write.db.QueryRowContext(ctx, `SELECT count(*) FROM instance_text_data`).Scan(&pages); err != nil {
+			if err := s.d.write.db.QueryRowContext(ctx, `SELECT count(*) FROM instance_text_data`).Scan(&pages); err != nil { // a row a page
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(pages), "index-pages")
