@@ -46,9 +46,9 @@ const textBatch = 100
 // transaction when it finds no more than that queued as it starts: the
 // writes of the last textDelay in steady traffic. FTS5 writes each
 // statement's rows as a segment and merges segments as they add up (its
-// automerge), so one segment of a pass costs a row less than several of a
-// batch each; a pass that finds more queued is a backlog, moved
-// textBatch rows at a time.
+// automerge), so a row costs less in one segment for the pass than in one
+// segment per batch (BenchmarkTextIndexSteady); a pass that finds more
+// queued is a backlog, moved textBatch rows at a time.
 const textPass = 2000
 
 // sqlTextCount counts the queue, up to textPass+1 rows of each kind.
