@@ -542,3 +542,82 @@ func waitTextQueue(t *testing.T, s *Store) {
 		}
 	}
 }
+
+// TestTextIndexPass: the first transaction of a pass that finds at most
+// textPass rows queued moves them all, so that what steady writes queued
+// becomes one FTS5 segment, not one per textBatch rows; one that finds
+// more (a backlog) moves textBatch rows, and so does every later one of
+// the pass, which bounds SQLite's memory while a first write's objects
+// are indexed.
+func TestTextIndexPass(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "kl.db"))
+	s.d.text.stop() // the test moves the queue itself
+	<-s.d.text.done
+	ctx := t.Context()
+	pending := func() (n int) {
+		t.Helper()
+		if err := s.d.write.db.QueryRow(`SELECT count(*) FROM instance_text_rows WHERE pending IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	write := func(name string, n int) {
+		t.Helper()
+		c := &kilolock.Commit{Version: kilolock.Version{Serial: 1, Lineage: "l", Format: "compact"}}
+		for i := range n {
+			c.Upserts = append(c.Upserts, randomTextInstance(t, i, 0))
+		}
+		if _, _, err := s.Commit(ctx, name, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		queued    int
+		pass      bool
+		wantMoved int
+		wantMore  bool
+		stateName string
+	}{
+		{3 * textBatch, true, 3 * textBatch, false, "steady"},
+		{textPass + 1, true, textBatch, true, "backlog"},
+		{0, false, textBatch, true, ""}, // the backlog's next batch
+	} {
+		if c.queued > 0 {
+			write(c.stateName, c.queued)
+		}
+		before := pending()
+		more, _, err := s.d.indexTextBatch(ctx, c.pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved := before - pending(); moved != c.wantMoved || more != c.wantMore {
+			t.Errorf("%d queued, pass %t: moved %d (more %t), want %d (more %t)", before, c.pass, moved, more, c.wantMoved, c.wantMore)
+		}
+	}
+	if err := s.d.flushText(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var indexed int
+	if err := s.d.write.db.QueryRow(`SELECT count(*) FROM instance_text_rows`).Scan(&indexed); err != nil || indexed != 3*textBatch+textPass+1 || pending() != 0 {
+		t.Errorf("after the flush: %d rows (%v), %d pending, want %d indexed", indexed, err, pending(), 3*textBatch+textPass+1)
+	}
+}
+
+// The text index rewrites a level of segments for its deleted rows at
+// 30% of them (migrations/0025_text_index_deletemerge.sql), on a new
+// database and on one upgraded from schema 24, whose index keeps
+// answering.
+func TestTextIndexDeleteMerge(t *testing.T) {
+	deleteMerge := func(t testing.TB, s kilolock.Store) {
+		t.Helper()
+		var v int
+		if err := s.(*Store).d.write.db.QueryRow(`SELECT v FROM instance_text_config WHERE k = 'deletemerge'`).Scan(&v); err != nil || v != 30 {
+			t.Errorf("the text index's deletemerge: %d (%v), want 30", v, err)
+		}
+	}
+	deleteMerge(t, openAt(t, filepath.Join(t.TempDir(), "kl.db")))
+	checkUpgrade(t, 25, []string{`DELETE FROM instance_text_config WHERE k = 'deletemerge'`}, storetest.SeedSearchText, func(t testing.TB, s kilolock.Store) {
+		deleteMerge(t, s)
+		storetest.CheckTextIndexUpgrade(t, s)
+	})
+}

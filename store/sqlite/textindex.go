@@ -36,15 +36,28 @@ const sqlTextQueued = `SELECT EXISTS (SELECT 1 FROM instance_text_rows WHERE pen
 	OR EXISTS (SELECT 1 FROM instance_text_gone)`
 
 // textBatch is how many pending rows one transaction of the indexer moves
-// into the index: it holds the database's write lock while it does, and
-// a write waits for it (25-50 ms of CPU for 100 objects of 1 KiB of
-// random text; batches of 500 held SQLite's memory up to 2 MiB higher).
+// into the index during a backlog (a first write's objects): it holds the
+// database's write lock while it does, and a write waits for it (25-50 ms
+// of CPU for 100 objects of 1 KiB of random text; batches of 500 held
+// SQLite's memory up to 2 MiB higher).
 const textBatch = 100
 
-// sqlTextBatchEnd is the largest id of the next textBatch pending rows
-// (NULL when none is pending).
-var sqlTextBatchEnd = `SELECT max(id) FROM (SELECT id FROM instance_text_rows WHERE pending IS NOT NULL ORDER BY id LIMIT ` +
-	strconv.Itoa(textBatch) + `)`
+// textPass is how many queued rows a pass of the indexer moves in one
+// transaction when it finds no more than that queued as it starts: the
+// writes of the last textDelay in steady traffic. FTS5 writes each
+// statement's rows as a segment and merges segments as they add up (its
+// automerge), so a row costs less in one segment for the pass than in one
+// segment per batch (BenchmarkTextIndexSteady); a pass that finds more
+// queued is a backlog, moved textBatch rows at a time.
+const textPass = 2000
+
+// sqlTextCount counts the queue, up to textPass+1 rows of each kind.
+var sqlTextCount = `SELECT (SELECT count(*) FROM (SELECT 1 FROM instance_text_rows WHERE pending IS NOT NULL LIMIT ` + strconv.Itoa(textPass+1) + `)),
+	(SELECT count(*) FROM (SELECT 1 FROM instance_text_gone LIMIT ` + strconv.Itoa(textPass+1) + `))`
+
+// sqlTextBatchEnd is the largest id of the next $1 pending rows (NULL
+// when none is pending).
+const sqlTextBatchEnd = `SELECT max(id) FROM (SELECT id FROM instance_text_rows WHERE pending IS NOT NULL ORDER BY id LIMIT $1)`
 
 // sqlTextGone takes the gone ids out of the index, in one statement
 // each, before sqlTextPending adds any row (an id may have been taken
@@ -116,8 +129,8 @@ func (d *dialect) indexText(ctx context.Context, x *textIndexer) {
 		// pause as long as the batch held it follows, so that they go
 		// first: while writes keep coming, a backlog takes at most half
 		// of the connection's time (a search reads what is pending).
-		for {
-			more, yield, err := d.indexTextBatch(ctx)
+		for pass := true; ; pass = false {
+			more, yield, err := d.indexTextBatch(ctx, pass)
 			if err != nil {
 				select {
 				case <-ctx.Done():
@@ -140,18 +153,30 @@ func (d *dialect) indexText(ctx context.Context, x *textIndexer) {
 }
 
 // indexTextBatch moves the gone ids and a batch of the pending rows into
-// the index, in one transaction; more tells whether rows are left, and
-// yield how long the transaction held the write connection when a write
-// waited for it meanwhile (at most a second), or 0.
-func (d *dialect) indexTextBatch(ctx context.Context) (more bool, yield time.Duration, err error) {
+// the index, in one transaction: the first of a pass (pass) moves up to
+// textPass rows when no more are queued, any other textBatch. more
+// tells whether rows are left, and yield how long the transaction held
+// the write connection when a write waited for it meanwhile (at most a
+// second), or 0.
+func (d *dialect) indexTextBatch(ctx context.Context, pass bool) (more bool, yield time.Duration, err error) {
 	var began time.Time
 	var waits int64
 	// more tells the indexer what is left: no second probe, no wake.
 	err = d.writeTx(ctx, func(t sqlstore.Tx) error {
 		began, waits = time.Now(), d.write.db.Stats().WaitCount
 		run := t.(*tx)
+		limit := textBatch
+		if pass {
+			var pending, gone int
+			if err := run.QueryRow(ctx, sqlTextCount).Scan(&pending, &gone); err != nil {
+				return err
+			}
+			if pending <= textPass && gone <= textPass {
+				limit = textPass
+			}
+		}
 		var end *int64
-		if err := run.QueryRow(ctx, sqlTextBatchEnd).Scan(&end); err != nil {
+		if err := run.QueryRow(ctx, sqlTextBatchEnd, limit).Scan(&end); err != nil {
 			return err
 		}
 		if end == nil {
@@ -183,8 +208,8 @@ func (s *Store) IndexText(ctx context.Context) error { return s.d.flushText(ctx)
 
 // flushText moves the whole queue into the index before it returns.
 func (d *dialect) flushText(ctx context.Context) error {
-	for {
-		more, _, err := d.indexTextBatch(ctx)
+	for pass := true; ; pass = false {
+		more, _, err := d.indexTextBatch(ctx, pass)
 		if err != nil || !more {
 			return err
 		}
