@@ -503,18 +503,3 @@ func checkUpgrade(t *testing.T, version int, undo []string, before, after func(t
 	s.Close()
 	after(t, openURL(t, url))
 }
-
-// The text index collects 16 MB of entries before it merges them into its
-// tree (schema 26): at PostgreSQL's default of 4 MB, the merges cost a
-// fleet's commits a third more of the server's CPU.
-func TestTextIndexPendingList(t *testing.T) {
-	s := openStore(t)
-	var opts []string
-	if err := s.pool.QueryRow(context.Background(),
-		`SELECT coalesce(reloptions, '{}') FROM pg_class WHERE relname = 'instance_intervals_text'`).Scan(&opts); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(opts, "gin_pending_list_limit=16384") {
-		t.Fatalf("instance_intervals_text's options are %q, want gin_pending_list_limit=16384", opts)
-	}
-}
