@@ -22,11 +22,12 @@ const intBytes = 8
 //
 // It locks the state's row, reads its locks and runs kilolock.CheckCommit
 // in the same transaction: ErrStale when the current version is no longer
-// c.Parent, or c.Expect does not hold; *LockedError, *LockMismatchError or *ConflictError when the
-// rules refuse it. Nothing is written when it returns an error, and the
-// WriteStats are then zero. Malformed upserts (an object that is not JSON,
-// a Hash or ID that does not match the object) are ErrInvalid: the commit
-// is checked by storekit.PrepareCommit before the transaction begins.
+// c.Parent, or c.Expect does not hold; *LockedError, *LockMismatchError
+// or *ConflictError when the rules refuse it. Nothing is written when it
+// returns an error, and the WriteStats are then zero. Malformed upserts
+// (an object that is not JSON, a Hash or ID that does not match the
+// object) are ErrInvalid: the commit is checked by storekit.PrepareCommit
+// before the transaction begins.
 //
 // The store sets the version's ID, State, Number, Created, Added, Changed,
 // Removed and Instances (the counts are of instance objects, computed
