@@ -403,7 +403,7 @@ func (e *Engine) UnlockWith(ctx context.Context, name, id string, opts UnlockOpt
 		return nil, err
 	}
 	if v, ok := e.seen.Load(name); ok && (opts.Force || v.(*seenLock).lock.Info.ID == id) {
-		e.seen.Delete(name)
+		e.seen.CompareAndDelete(name, v)
 	}
 	released, err := e.store.Unlock(ctx, name, id, opts)
 	if err != nil {
@@ -831,7 +831,7 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 		}
 		return nil, err
 	}
-	e.sawWrite(st, o.LockID, c, v)
+	e.sawWrite(st, o.LockID, v)
 	b, index, err := next(*v)
 	if err != nil {
 		// Committed: the version is stored, only this process's copy of
@@ -849,23 +849,20 @@ func (e *Engine) write(ctx context.Context, name string, body []byte, o WriteOpt
 // state.
 var errSeenStale = fmt.Errorf("%w: the state changed since its lock was taken", ErrStale)
 
-// sawWrite keeps what the write of v (by c) under the lock lockID left of
-// st, when the holder's next write may use it (see Engine.sawLock): a
-// plaintext version, under a plain exclusive write lock.
-func (e *Engine) sawWrite(st *State, lockID string, c *Commit, v *Version) {
+// sawWrite keeps what the write of v under the lock lockID left of st,
+// when the holder's next write may use it (see Engine.sawLock): a
+// plaintext version.
+func (e *Engine) sawWrite(st *State, lockID string, v *Version) {
 	if lockID == "" || v.Format == FormatOpaque || st.ClientEncryption != nil {
 		return
 	}
 	for _, l := range st.Locks {
-		if l.Info.ID != lockID {
-			continue
+		if l.Info.ID == lockID {
+			next := *st
+			next.Current, next.CurrentID, next.Serial, next.Lineage = v.Number, v.ID, v.Serial, v.Lineage
+			e.sawLock(l, next)
+			return
 		}
-		next := *st
-		next.Current, next.CurrentID, next.Serial, next.Lineage = v.Number, v.ID, v.Serial, v.Lineage
-		if c.Expect != nil || (&Expectation{Lock: l}).Holds(st) {
-			e.seen.Store(st.Name, &seenLock{lock: l, state: next})
-		}
-		return
 	}
 }
 

@@ -35,15 +35,15 @@ func (cs *ChangeSet) WriteText(w io.Writer, verbs Verbs) {
 	}
 	writeChanges := func(prefix string, added, removed []string, n int, changed func(int) (string, []graph.AttributeChange)) {
 		for _, id := range added {
-			fmt.Fprintf(w, "+ %s%s\n", prefix, oneLine(id))
+			fmt.Fprintf(w, "+ %s%s\n", prefix, OneLine(id))
 		}
 		for i := range n {
 			id, changes := changed(i)
-			fmt.Fprintf(w, "~ %s%s\n", prefix, oneLine(id))
+			fmt.Fprintf(w, "~ %s%s\n", prefix, OneLine(id))
 			WriteAttributeChanges(w, "    ", changes)
 		}
 		for _, id := range removed {
-			fmt.Fprintf(w, "- %s%s\n", prefix, oneLine(id))
+			fmt.Fprintf(w, "- %s%s\n", prefix, OneLine(id))
 		}
 	}
 	writeChanges("", cs.Added, cs.Removed, len(cs.Changed), func(i int) (string, []graph.AttributeChange) {
@@ -75,7 +75,7 @@ func WriteAttributeChanges(w io.Writer, indent string, cs []graph.AttributeChang
 		case "removed":
 			after = "(absent)"
 		}
-		fmt.Fprintf(w, "%s%s\n", indent, oneLine(fmt.Sprintf("%s: %s → %s", c.Path, before, after)))
+		fmt.Fprintf(w, "%s%s\n", indent, OneLine(fmt.Sprintf("%s: %s → %s", c.Path, before, after)))
 	}
 }
 
@@ -94,5 +94,12 @@ func valueText(v any) string {
 
 var lineEscapes = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`)
 
-// oneLine escapes the tabs and line breaks of s.
-func oneLine(s string) string { return lineEscapes.Replace(s) }
+// OneLine escapes the tabs and line breaks of s (\t, \n, \r), as
+// WriteText does those of IDs and values, so that s stays on one line and
+// in one cell of a table.
+func OneLine(s string) string {
+	if !strings.ContainsAny(s, "\t\n\r") {
+		return s
+	}
+	return lineEscapes.Replace(s)
+}

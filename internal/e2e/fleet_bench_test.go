@@ -189,8 +189,9 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	seeded := time.Since(begin)
 	// What kld does in the background after the seeding (SQLite's text
 	// indexer moving every seeded object into FTS5) is not the cycles'.
+	settles := os.Getenv("KL_FLEET_SETTLE") != "0"
 	var settled time.Duration
-	if os.Getenv("KL_FLEET_SETTLE") != "0" {
+	if settles {
 		settled = settle(b, srv.PID())
 	}
 	before := scrapeMetrics(b, srv.URL)
@@ -208,7 +209,7 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	// What the cycles left kld to do in the background (SQLite's text
 	// indexer moves their objects into FTS5 a few seconds after them).
 	var cpuAll time.Duration
-	if os.Getenv("KL_FLEET_SETTLE") != "0" {
+	if settles {
 		_, busy := settleFor(b, srv.PID(), fleetAfterIdle)
 		cpuAll = busy - cpuBefore
 	}

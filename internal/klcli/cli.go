@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilolock/kilolock/client"
+	"github.com/kilolock/kilolock/history"
 	"github.com/kilolock/kilolock/internal/progress"
 )
 
@@ -178,12 +179,7 @@ func orDash(s string) string {
 }
 
 // cell makes s safe in a table cell: no tabs or line breaks.
-func cell(s string) string {
-	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.NewReplacer("\t", `\t`, "\n", `\n`, "\r", `\r`).Replace(s)
-	}
-	return s
-}
+func cell(s string) string { return history.OneLine(s) }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

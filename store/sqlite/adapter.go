@@ -79,7 +79,6 @@ var _ sqlstore.Tx = (*tx)(nil)
 
 // prepared returns the statement of the shared SQL query on t.
 func (t *tx) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
-	ctx = detachedCtx(ctx, t.detached)
 	query = spell.Of(query)
 	if t.tx == nil {
 		return t.p.stmt(ctx, query)

@@ -192,6 +192,11 @@ func (d *dialect) indexTextBatch(ctx context.Context, pass bool) (more bool, yie
 				return err
 			}
 		}
+		if limit == textPass {
+			// The pass took the whole queue, and only this transaction
+			// writes: nothing is left.
+			return nil
+		}
 		return run.QueryRow(ctx, sqlTextQueued).Scan(&more)
 	}, false)
 	if err == nil && d.write.db.Stats().WaitCount > waits {
