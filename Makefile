@@ -61,13 +61,17 @@ bench-memory:
 
 # The fleet benchmark's fleets ("[STORE:]STATESxINSTANCES") and cycles per
 # fleet: FLEET_SIZES=10x50,50x50 FLEET_COMMITS=200 is a quick smoke run.
+# FLEET_CLIENT: edit (the default: the client costs next to nothing),
+# terraform (each body marshalled as Terraform does) or tofu (each cycle a
+# real `tofu state push`; the commits/s goal's measure, with FLEET_COMMITS=400).
 # KL_FLEET_KLD=path runs another build of kld through the same load.
 FLEET_SIZES   ?= 10x500 200x500 1000x500 postgres:10000x100
 FLEET_COMMITS ?= 2000
+FLEET_CLIENT  ?= edit
 
 ## bench-fleet: 8 writers on fleets of states (FLEET_SIZES), a real kld on both stores beside an in-memory blob server: commits/s, POST p50/p99, RSS, cache hits
 bench-fleet:
-	KL_FLEET_SIZES="$(FLEET_SIZES)" KL_FLEET_COMMITS=$(FLEET_COMMITS) $(GO) test ./internal/e2e -run '^$$' -bench KLDFleet -benchtime 1x -timeout 180m
+	KL_FLEET_SIZES="$(FLEET_SIZES)" KL_FLEET_COMMITS=$(FLEET_COMMITS) KL_FLEET_CLIENT=$(FLEET_CLIENT) $(GO) test ./internal/e2e -run '^$$' -bench KLDFleet -benchtime 1x -timeout 180m
 
 ## fuzz: a short run of the state parser's, the canonicalizer's and the tenant query lane's fuzz targets (FUZZTIME=30s each)
 fuzz:

@@ -13,18 +13,23 @@ import (
 // the whole document per version, which would make benchmarks of large
 // states wait on their fixtures.
 type Series struct {
-	head   []byte // through `"serial": `
+	head   []byte // through `"serial": ` (`"serial":` in FormatCompact)
+	key    []byte // `"serial": ` or `"serial":`
 	serial uint64
 	tail   []byte // after the serial's digits
 	values []int  // offsets in tail of each instance's first input letter
 	step   int
 }
 
-// NewSeries reads doc, a document Generate wrote in FormatIndent, as the
-// first version of a series.
+// NewSeries reads doc, a document Generate wrote (in either format), as
+// the first version of a series.
 func NewSeries(doc []byte) (*Series, error) {
-	key := []byte(`"serial": `)
+	key, sep := []byte(`"serial": `), ": "
 	i := bytes.Index(doc, key)
+	if i < 0 {
+		key, sep = []byte(`"serial":`), ":"
+		i = bytes.Index(doc, key)
+	}
 	if i < 0 {
 		return nil, errors.New("series: no serial")
 	}
@@ -37,8 +42,8 @@ func NewSeries(doc []byte) (*Series, error) {
 	if err != nil {
 		return nil, fmt.Errorf("series: serial: %w", err)
 	}
-	s := &Series{head: head, serial: serial, tail: doc[j:]}
-	input, value := []byte(`"input": {`), []byte(`"value": "`)
+	s := &Series{head: head, key: key, serial: serial, tail: doc[j:]}
+	input, value := []byte(`"input"`+sep+`{`), []byte(`"value"`+sep+`"`)
 	for off := 0; ; {
 		k := bytes.Index(s.tail[off:], input)
 		if k < 0 {
@@ -91,7 +96,7 @@ func (s *Series) Next() []byte {
 // given positions changed by one letter and the serial one higher: what a
 // writer that read doc and changed those instances POSTs.
 func (s *Series) Edit(doc []byte, which ...int) ([]byte, error) {
-	key := []byte(`"serial": `)
+	key := s.key
 	i := bytes.Index(doc, key)
 	if i < 0 {
 		return nil, errors.New("edit: no serial")

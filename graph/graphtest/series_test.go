@@ -38,7 +38,14 @@ func changedInstances(t *testing.T, a, b []byte) []int {
 }
 
 func TestSeries(t *testing.T) {
-	doc := graphtest.Generate(500, 512, graph.FormatIndent)
+	for _, f := range []graph.Format{graph.FormatIndent, graph.FormatCompact} {
+		testSeries(t, f)
+	}
+}
+
+// testSeries is TestSeries on a document in format f.
+func testSeries(t *testing.T, f graph.Format) {
+	doc := graphtest.Generate(500, 512, f)
 	s, err := graphtest.NewSeries(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +60,9 @@ func TestSeries(t *testing.T) {
 			t.Errorf("Next changed instances %v, want 2", got)
 		}
 		st, _ := graph.Parse(next)
+		if st.Format != f {
+			t.Errorf("Next's document is in format %v, want %v", st.Format, f)
+		}
 		if st.Serial != s.Serial() {
 			t.Errorf("Serial() = %d, the document says %d", s.Serial(), st.Serial)
 		}
@@ -65,7 +75,7 @@ func TestSeries(t *testing.T) {
 	if got := changedInstances(t, prev, edited); len(got) != 2 || got[0] != 7 || got[1] != 300 {
 		t.Errorf("Edit(7, 300) changed instances %v", got)
 	}
-	if _, err := s.Edit(graphtest.Generate(10, 512, graph.FormatIndent), 1); err == nil {
+	if _, err := s.Edit(graphtest.Generate(10, 512, f), 1); err == nil {
 		t.Error("Edit of a document of another layout: no error")
 	}
 	if _, err := s.Edit(prev, 500); err == nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/internal/tofu"
 )
 
@@ -67,7 +68,7 @@ var fleetRuns sync.Map
 // KL_FLEET_COMMITS cycles (default 2000) after the states are created, 8
 // writers at once. Reported: commits_per_s, post_p50_ms, post_p99_ms,
 // lock_p99_ms, unlock_p99_ms; x_blob, kld's commits/s over the blob
-// server's on the same fleet; post_p50_x10 and post_p99_x10, over kld's
+// server's on the same fleet, run just before; post_p50_x10 and post_p99_x10, over kld's
 // at 10 states of the same size on the same store; kld's peak RSS (rss_MB,
 // VmHWM, the states' creation included), its state cache's hit_ratio over
 // the cycles, its evictions (of whole states; doc_evictions, of documents
@@ -98,7 +99,11 @@ var fleetRuns sync.Map
 // with its HTTP, bench_cpu_ms/commit, on the cores both servers then
 // share with their clients), where by
 // default the client edits the last body's bytes and costs next to
-// nothing. Run once per fleet (make bench-fleet; -count for more runs):
+// nothing; KL_FLEET_CLIENT=tofu makes each cycle with the real OpenTofu
+// CLI, `tofu state push` (see fleetCLI: LOCK → GET → POST → UNLOCK, the
+// states in OpenTofu's compact form, about 0.33 MB at 500 instances),
+// and reports its processes' CPU a cycle, cli_cpu_ms/commit. Run once per
+// fleet (make bench-fleet; -count for more runs):
 //
 //	KL_FLEET_SIZES=10x50,50x50 KL_FLEET_COMMITS=200 go test ./internal/e2e -run '^$' -bench KLDFleet -benchtime 1x
 func BenchmarkKLDFleet(b *testing.B) {
@@ -109,25 +114,35 @@ func BenchmarkKLDFleet(b *testing.B) {
 	}
 	for _, sz := range fleetSizes(b) {
 		fleetName := fmt.Sprintf("states=%d/instances=%d", sz.states, sz.instances)
-		b.Run(fleetName+"/blob", func(b *testing.B) { runFleetBlob(b, sz, commits) })
 		for _, s := range stores {
 			if !pick[s.name] || (sz.store != "" && sz.store != s.name) {
 				continue
 			}
+			// The blob server's run just before each store's: what the
+			// machine gives (other jobs, a shared host's cores) drifts
+			// over minutes, and x_blob compares runs side by side.
+			b.Run(fleetName+"/blob", func(b *testing.B) { runFleetBlob(b, sz, commits) })
 			b.Run(fleetName+"/"+s.name, func(b *testing.B) { runFleetKLD(b, s, sz, commits) })
 		}
 	}
 }
 
-// newFleetOf is the fleet of sz, its client the one KL_FLEET_CLIENT names.
-func newFleetOf(tb testing.TB, sz fleetSize) *fleet {
-	f := newFleet(tb, sz.states, sz.instances)
+// newFleetOf is the fleet of sz on t, its client the one KL_FLEET_CLIENT
+// names.
+func newFleetOf(tb testing.TB, sz fleetSize, t *fleetTarget) *fleet {
+	var f *fleet
 	switch c := os.Getenv("KL_FLEET_CLIENT"); c {
 	case "", "edit":
+		f = newFleet(tb, sz.states, sz.instances)
 	case "terraform":
+		f = newFleet(tb, sz.states, sz.instances)
 		f.encodeAsCLI(tb)
+	case "tofu":
+		// What OpenTofu posts: its compact form.
+		f = newFleetIn(tb, sz.states, sz.instances, graph.FormatCompact)
+		f.cli = newFleetCLI(tb, t, fleetWriters)
 	default:
-		tb.Fatalf("KL_FLEET_CLIENT=%q: give edit (the default) or terraform", c)
+		tb.Fatalf("KL_FLEET_CLIENT=%q: give edit (the default), terraform or tofu", c)
 	}
 	return f
 }
@@ -142,23 +157,24 @@ func envOr(name, def string) string {
 func runFleetBlob(b *testing.B, sz fleetSize, commits int) {
 	srv := startBlob(b)
 	t := newFleetTarget(func(name string) string { return srv.URL + "/v1/states/" + name })
-	f := newFleetOf(b, sz)
+	f := newFleetOf(b, sz, t)
 	ctx := context.Background()
 	if err := f.seed(ctx, t, fleetWriters); err != nil {
 		b.Fatal(err)
 	}
-	cpu, self := procCPU(b, srv.PID()), procCPU(b, os.Getpid())
+	cpu, self, cli := procCPU(b, srv.PID()), procCPU(b, os.Getpid()), f.cliCPU()
 	times, err := f.run(ctx, t, fleetWriters, commits)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu, self = procCPU(b, srv.PID())-cpu, procCPU(b, os.Getpid())-self
+	cpu, self, cli = procCPU(b, srv.PID())-cpu, procCPU(b, os.Getpid())-self, f.cliCPU()-cli
 	if err := f.verify(ctx, t, fleetWriters); err != nil {
 		b.Fatal(err)
 	}
 	rate := reportFleetTimes(b, times)
 	b.ReportMetric(cpu.Seconds()*1000/float64(commits), "cpu_ms/commit")
 	b.ReportMetric(self.Seconds()*1000/float64(commits), "bench_cpu_ms/commit")
+	f.reportCLI(b, cli, commits)
 	fleetRuns.Store(fmt.Sprintf("blob/%d/%d", sz.states, sz.instances), rate)
 }
 
@@ -180,7 +196,7 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 		b.Skipf("no /proc/PID/status to read kld's peak RSS from: %v", err)
 	}
 	t := newFleetTarget(srv.StateURL)
-	f := newFleetOf(b, sz)
+	f := newFleetOf(b, sz, t)
 	ctx := context.Background()
 	begin := time.Now()
 	if err := f.seed(ctx, t, fleetWriters); err != nil {
@@ -197,13 +213,13 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 	before := scrapeMetrics(b, srv.URL)
 	pg := postgresBackends(b, url)
 	pgBefore := pg.cpu(b)
-	cpuBefore, self := procCPU(b, srv.PID()), procCPU(b, os.Getpid())
+	cpuBefore, self, cli := procCPU(b, srv.PID()), procCPU(b, os.Getpid()), f.cliCPU()
 	prof.start(b)
 	times, err := f.run(ctx, t, fleetWriters, commits)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu, self := procCPU(b, srv.PID())-cpuBefore, procCPU(b, os.Getpid())-self
+	cpu, self, cli := procCPU(b, srv.PID())-cpuBefore, procCPU(b, os.Getpid())-self, f.cliCPU()-cli
 	pgCPU := cpuSince(pgBefore, pg.cpu(b))
 	prof.cycled(b)
 	// What the cycles left kld to do in the background (SQLite's text
@@ -225,6 +241,7 @@ func runFleetKLD(b *testing.B, s store, sz fleetSize, commits int) {
 		b.ReportMetric(cpuAll.Seconds()*1000/float64(commits), "settled_cpu_ms/commit")
 	}
 	b.ReportMetric(self.Seconds()*1000/float64(commits), "bench_cpu_ms/commit")
+	f.reportCLI(b, cli, commits)
 	if pg != nil {
 		b.ReportMetric(pgCPU.Seconds()*1000/float64(commits), "pg_cpu_ms/commit")
 	}

@@ -42,6 +42,9 @@ type fleet struct {
 	// its HTTP, measured as bench_cpu_ms/commit), rather than
 	// edited in place; the bytes are the same.
 	asCLI *graphtest.StateV4
+	// cli, when set, makes each cycle with the real OpenTofu CLI (see
+	// fleetCLI).
+	cli *fleetCLI
 
 	mu   sync.Mutex
 	free []int // the states no writer holds
@@ -58,20 +61,34 @@ type fleetState struct {
 // state is then about 0.4 MB, as in the issue.
 const fleetAttrBytes = 560
 
-// fleetDocs are the generated first versions, by instance count, made once
-// per test binary.
+// fleetDocs are the generated first versions, by instance count and
+// format, made once per test binary.
 var fleetDocs = struct {
 	sync.Mutex
-	docs map[int][]byte
-}{docs: map[int][]byte{}}
+	docs map[fleetDoc][]byte
+}{docs: map[fleetDoc][]byte{}}
 
+type fleetDoc struct {
+	instances int
+	format    graph.Format
+}
+
+// newFleet is a fleet of states of instances each, in Terraform's
+// indented form.
 func newFleet(tb testing.TB, states, instances int) *fleet {
 	tb.Helper()
+	return newFleetIn(tb, states, instances, graph.FormatIndent)
+}
+
+// newFleetIn is newFleet in format.
+func newFleetIn(tb testing.TB, states, instances int, format graph.Format) *fleet {
+	tb.Helper()
 	fleetDocs.Lock()
-	base, ok := fleetDocs.docs[instances]
+	key := fleetDoc{instances, format}
+	base, ok := fleetDocs.docs[key]
 	if !ok {
-		base = graphtest.Generate(instances, fleetAttrBytes, graph.FormatIndent)
-		fleetDocs.docs[instances] = base
+		base = graphtest.Generate(instances, fleetAttrBytes, format)
+		fleetDocs.docs[key] = base
 	}
 	fleetDocs.Unlock()
 	series, err := graphtest.NewSeries(base)
@@ -170,6 +187,10 @@ func (f *fleet) doc(st *fleetState) ([]byte, error) {
 func withSerial(doc []byte, serial uint64) ([]byte, error) {
 	key := []byte(`"serial": `)
 	i := bytes.Index(doc, key)
+	if i < 0 {
+		key = []byte(`"serial":`) // OpenTofu's compact form
+		i = bytes.Index(doc, key)
+	}
 	if i < 0 {
 		return nil, fmt.Errorf("no serial in the fleet's document")
 	}
@@ -332,6 +353,21 @@ func (f *fleet) cycle(ctx context.Context, t *fleetTarget, rng *rand.Rand, i int
 	b := (a + 1 + rng.IntN(len(next.shifts)-1)) % len(next.shifts)
 	for _, k := range []int{a, b} {
 		next.shifts[k] = (next.shifts[k] + 1) % 26
+	}
+	if f.cli != nil {
+		// tofu state push writes the file's state with the serial after
+		// the file's.
+		file := next
+		next.serial++
+		doc, err := f.post(&file)
+		if err != nil {
+			return err
+		}
+		if err := f.cli.push(ctx, i, doc, times); err != nil {
+			return err
+		}
+		*st = next
+		return nil
 	}
 	doc, err := f.post(&next)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilolock/kilolock/graph"
 	"github.com/kilolock/kilolock/internal/tofu"
 )
 
@@ -118,4 +119,51 @@ func labelled(t *testing.T, base, series string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestFleetCLI is a small run of the fleet's load with the real OpenTofu
+// CLI as its client (KL_FLEET_CLIENT=tofu): each cycle is `tofu state
+// push` of the state's next version, through the proxy that times its
+// requests, on a real kld on SQLite and on the blob server. Every cycle is
+// timed (LOCK, POST and UNLOCK each seen once), tofu's CPU is counted,
+// and every state reads back as tofu last posted it: its compact form,
+// with the serial after the pushed file's.
+func TestFleetCLI(t *testing.T) {
+	t.Parallel()
+	const states, instances, commits = 12, 20, 16
+	ctx := context.Background()
+	blob := httptest.NewServer(newBlobServer())
+	defer blob.Close()
+	srv := tofu.StartKLD(t, sqliteURL(t))
+	targets := map[string]*fleetTarget{
+		"blob": newFleetTarget(func(name string) string { return blob.URL + "/v1/states/" + name }),
+		"kld":  newFleetTarget(srv.StateURL),
+	}
+	for name, target := range targets {
+		f := newFleetIn(t, states, instances, graph.FormatCompact)
+		f.cli = newFleetCLI(t, target, 2)
+		if err := f.seed(ctx, target, 2); err != nil {
+			t.Fatal(err)
+		}
+		times, err := f.run(ctx, target, 2, commits)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if times.commits != commits || len(times.lock) != commits || len(times.post) != commits || len(times.unlock) != commits {
+			t.Fatalf("%s: %d cycles, %d/%d/%d LOCK/POST/UNLOCK timed; want %d each", name, times.commits, len(times.lock), len(times.post), len(times.unlock), commits)
+		}
+		if f.cliCPU() <= 0 {
+			t.Errorf("%s: tofu's CPU time not counted", name)
+		}
+		if err := f.verify(ctx, target, 2); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var serials uint64
+		for i := range f.states {
+			serials += f.states[i].serial - f.series.Serial()
+		}
+		if serials != 2*commits {
+			t.Errorf("%s: the states' serials rose by %d in all, want %d (two a push: the file's, then tofu's)", name, serials, 2*commits)
+		}
+	}
 }
