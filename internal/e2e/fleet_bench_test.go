@@ -68,8 +68,9 @@ var fleetRuns sync.Map
 // KL_FLEET_COMMITS cycles (default 2000) after the states are created, 8
 // writers at once. Reported: commits_per_s, post_p50_ms, post_p99_ms,
 // lock_p99_ms, unlock_p99_ms; x_blob, kld's commits/s over the blob
-// server's on the same fleet, run just before; post_p50_x10 and post_p99_x10, over kld's
-// at 10 states of the same size on the same store; kld's peak RSS (rss_MB,
+// server's on the same fleet, run just before; post_p50_x10 and
+// post_p99_x10, over kld's at 10 states of the same size on the same
+// store; kld's peak RSS (rss_MB,
 // VmHWM, the states' creation included), its state cache's hit_ratio over
 // the cycles, its evictions (of whole states; doc_evictions, of documents
 // whose index it kept) and the bytes it held at the end (cache_MB),
