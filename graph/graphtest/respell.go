@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"testing"
 )
 
@@ -89,15 +88,12 @@ var serialRE = regexp.MustCompile(`"serial":\s*(\d+)`)
 // commit under a lock must send.
 func BumpSerial(tb testing.TB, doc []byte) []byte {
 	tb.Helper()
-	loc := serialRE.FindSubmatchIndex(doc)
-	if loc == nil {
-		tb.Fatalf("bump serial: no serial in %.200q", doc)
+	_, _, n, err := serialAt(doc)
+	if err == nil {
+		doc, err = WithSerial(doc, n+1)
 	}
-	n, err := strconv.ParseUint(string(doc[loc[2]:loc[3]]), 10, 64)
 	if err != nil {
-		tb.Fatalf("bump serial: %v", err)
+		tb.Fatalf("bump serial: %v in %.200q", err, doc)
 	}
-	out := append([]byte{}, doc[:loc[2]]...)
-	out = strconv.AppendUint(out, n+1, 10)
-	return append(out, doc[loc[3]:]...)
+	return doc
 }

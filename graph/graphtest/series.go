@@ -14,7 +14,6 @@ import (
 // states wait on their fixtures.
 type Series struct {
 	head   []byte // through `"serial": ` (`"serial":` in FormatCompact)
-	key    []byte // `"serial": ` or `"serial":`
 	serial uint64
 	tail   []byte // after the serial's digits
 	values []int  // offsets in tail of each instance's first input letter
@@ -24,25 +23,15 @@ type Series struct {
 // NewSeries reads doc, a document Generate wrote (in either format), as
 // the first version of a series.
 func NewSeries(doc []byte) (*Series, error) {
-	key, sep := []byte(`"serial": `), ": "
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		key, sep = []byte(`"serial":`), ":"
-		i = bytes.Index(doc, key)
-	}
-	if i < 0 {
-		return nil, errors.New("series: no serial")
-	}
-	head := doc[:i+len(key)]
-	j := len(head)
-	for j < len(doc) && doc[j] >= '0' && doc[j] <= '9' {
-		j++
-	}
-	serial, err := strconv.ParseUint(string(doc[len(head):j]), 10, 64)
+	j, k, serial, err := serialAt(doc)
 	if err != nil {
-		return nil, fmt.Errorf("series: serial: %w", err)
+		return nil, fmt.Errorf("series: %w", err)
 	}
-	s := &Series{head: head, key: key, serial: serial, tail: doc[j:]}
+	s := &Series{head: doc[:j], serial: serial, tail: doc[k:]}
+	sep := ": "
+	if doc[j-1] == ':' {
+		sep = ":" // FormatCompact
+	}
 	input, value := []byte(`"input"`+sep+`{`), []byte(`"value"`+sep+`"`)
 	for off := 0; ; {
 		k := bytes.Index(s.tail[off:], input)
@@ -96,19 +85,9 @@ func (s *Series) Next() []byte {
 // given positions changed by one letter and the serial one higher: what a
 // writer that read doc and changed those instances POSTs.
 func (s *Series) Edit(doc []byte, which ...int) ([]byte, error) {
-	key := s.key
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		return nil, errors.New("edit: no serial")
-	}
-	j := i + len(key)
-	k := j
-	for k < len(doc) && doc[k] >= '0' && doc[k] <= '9' {
-		k++
-	}
-	serial, err := strconv.ParseUint(string(doc[j:k]), 10, 64)
+	j, k, serial, err := serialAt(doc)
 	if err != nil {
-		return nil, fmt.Errorf("edit: serial: %w", err)
+		return nil, fmt.Errorf("edit: %w", err)
 	}
 	if len(doc)-k != len(s.tail) || j != len(s.head) {
 		return nil, fmt.Errorf("edit: the document is not laid out as the series' (%d bytes after the serial, want %d)", len(doc)-k, len(s.tail))
@@ -129,4 +108,32 @@ func (s *Series) Edit(doc []byte, which ...int) ([]byte, error) {
 		out[o] = 'a' + (out[o]-'a'+1)%26
 	}
 	return out, nil
+}
+
+// serialAt finds the serial of doc, a document in either CLI's layout:
+// its digits are doc[j:k].
+func serialAt(doc []byte) (j, k int, serial uint64, err error) {
+	loc := serialRE.FindSubmatchIndex(doc)
+	if loc == nil {
+		return 0, 0, 0, errors.New("no serial")
+	}
+	j, k = loc[2], loc[3]
+	serial, err = strconv.ParseUint(string(doc[j:k]), 10, 64)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("serial: %w", err)
+	}
+	return j, k, serial, nil
+}
+
+// WithSerial returns doc, a document in either CLI's layout, with its
+// serial set to serial.
+func WithSerial(doc []byte, serial uint64) ([]byte, error) {
+	j, k, _, err := serialAt(doc)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(doc)+20)
+	out = append(out, doc[:j]...)
+	out = strconv.AppendUint(out, serial, 10)
+	return append(out, doc[k:]...), nil
 }

@@ -60,12 +60,8 @@ func newFleetCLI(tb testing.TB, t *fleetTarget, writers int) *fleetCLI {
 		tb.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(base)
-	proxy.Transport = &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}
-	c.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		begin := time.Now()
-		proxy.ServeHTTP(w, r)
-		c.timed(r, time.Since(begin))
-	}))
+	proxy.Transport = timedTransport{c, &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}}
+	c.proxy = httptest.NewServer(proxy)
 	tb.Cleanup(c.proxy.Close)
 	for range writers {
 		wd := tofu.NewWorkdir(tb, "terraform {\n  backend \"http\" {}\n}\n")
@@ -76,6 +72,23 @@ func newFleetCLI(tb testing.TB, t *fleetTarget, writers int) *fleetCLI {
 		c.dirs <- wd
 	}
 	return c
+}
+
+// timedTransport is the proxy's transport: it times each request to the
+// server, and keeps the time before the proxy answers tofu, so before
+// tofu can exit and its writer read the cycle's times.
+type timedTransport struct {
+	c    *fleetCLI
+	next http.RoundTripper
+}
+
+func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	begin := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		t.c.timed(r, time.Since(begin))
+	}
+	return resp, err
 }
 
 // timed keeps the time of a LOCK, POST or UNLOCK of a state.

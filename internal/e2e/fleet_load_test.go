@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,33 +175,11 @@ func (f *fleet) doc(st *fleetState) ([]byte, error) {
 		}
 	}
 	// Edit raises the serial by one: start from the one below.
-	prev, err := withSerial(f.base, st.serial-1)
+	prev, err := graphtest.WithSerial(f.base, st.serial-1)
 	if err != nil {
 		return nil, err
 	}
 	return f.series.Edit(prev, which...)
-}
-
-// withSerial is doc with its serial set to serial.
-func withSerial(doc []byte, serial uint64) ([]byte, error) {
-	key := []byte(`"serial": `)
-	i := bytes.Index(doc, key)
-	if i < 0 {
-		key = []byte(`"serial":`) // OpenTofu's compact form
-		i = bytes.Index(doc, key)
-	}
-	if i < 0 {
-		return nil, fmt.Errorf("no serial in the fleet's document")
-	}
-	j := i + len(key)
-	k := j
-	for k < len(doc) && doc[k] >= '0' && doc[k] <= '9' {
-		k++
-	}
-	out := make([]byte, 0, len(doc)+20)
-	out = append(out, doc[:j]...)
-	out = strconv.AppendUint(out, serial, 10)
-	return append(out, doc[k:]...), nil
 }
 
 // take gives a writer a state no other writer holds, at random.
